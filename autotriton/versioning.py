@@ -1,0 +1,27 @@
+"""What version of the code wrote a row: the package version plus the git commit when known."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+
+from autotriton import __version__
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """`<package version>+g<short commit>[.dirty]` inside a git checkout, else the package version."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=10", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    return f"{__version__}+g{commit}{'.dirty' if dirty else ''}" if commit else __version__

@@ -1,0 +1,81 @@
+"""The pipeline config: every stage's config, composed, with the `demo` and `gpu` profiles.
+
+Precedence (lowest first): defaults < profile < autotriton.toml < AUTOTRITON_* env < CLI flags.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, Field
+
+from autotriton.configuration import ConfigError, config_hash, load_layers
+from autotriton.distillation.config import DistillConfig
+from autotriton.evaluation.config import EvaluationConfig
+from autotriton.harvesting.config import HarvestConfig
+from autotriton.training.config import TrainingConfig
+from autotriton.validation.config import ValidationConfig
+from autotriton.warehouse.config import WarehouseConfig
+
+__all__ = ["PipelineConfig", "OrchestrationConfig", "PROFILES", "load_config", "ConfigError", "config_hash"]
+
+
+class OrchestrationConfig(BaseModel):
+    task_runner: Literal["threads", "dask"] = Field("threads", description="Prefect task runner: threads (one machine) or dask (prefect-dask)")
+    dask_address: str = Field("", description="address of an existing Dask scheduler; empty = start a local cluster")
+    max_workers: int = Field(2, ge=1, description="threads / local Dask workers")
+    refresh_cron: str = Field("0 3 * * *", description="cron of the scheduled dataset refresh (autotriton serve)")
+    timezone: str = Field("UTC")
+    network_retries: int = Field(3, ge=0, description="retries of tasks that call GitHub or an LLM endpoint")
+    network_timeout_s: float = Field(3600.0, gt=0, description="timeout of tasks that call GitHub or an LLM endpoint")
+
+
+class PipelineConfig(BaseModel):
+    profile: str = Field("demo", description="demo (CPU only, tiny/small model) or gpu")
+    warehouse: WarehouseConfig = Field(default_factory=WarehouseConfig)
+    harvest: HarvestConfig = Field(default_factory=HarvestConfig)
+    distill: DistillConfig = Field(default_factory=DistillConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    orchestration: OrchestrationConfig = Field(default_factory=OrchestrationConfig)
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self)
+
+
+# Profiles are overlays on the defaults; a TOML file, env and CLI flags still win over them.
+PROFILES: dict[str, dict[str, Any]] = {
+    "demo": {
+        "validation": {"device": "cpu", "trials": 3, "workers": 2, "time_kernels": False},
+        "distill": {"teacher": "replay"},
+        "training": {"model": "smollm2-135m", "sft_max_steps": 30, "grpo_max_steps": 4, "num_generations": 4,
+                     "max_completion_length": 256, "max_length": 768, "batch_size": 2},
+        "evaluation": {"samples": 2, "max_problems": 8, "max_new_tokens": 256},
+    },
+    "gpu": {
+        "validation": {"device": "cuda", "trials": 5, "time_kernels": True, "shrink_for_cpu": False},
+        "distill": {"teacher": "inductor"},
+        "training": {"model": "Qwen/Qwen2.5-0.5B-Instruct", "max_length": 4096, "max_completion_length": 2048,
+                     "num_generations": 8, "grpo_max_steps": 200, "batch_size": 8, "sft_epochs": 2.0},
+        "evaluation": {"samples": 10, "temperature": 0.8, "top_p": 0.95, "max_new_tokens": 4096},
+    },
+}
+
+# Short environment names for the most used keys.
+ENV_ALIASES = {"db": "warehouse.path", "profile": "profile"}
+
+
+def load_config(
+    config_file: Path | None = None,
+    cli: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[PipelineConfig, dict[str, str]]:
+    """Effective config and, for each dotted key, the layer it came from."""
+    cfg, sources = load_layers(
+        PipelineConfig, profiles=PROFILES, config_file=config_file, environ=environ, cli=cli, env_aliases=ENV_ALIASES,
+    )
+    assert isinstance(cfg, PipelineConfig)
+    return cfg, sources
