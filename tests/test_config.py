@@ -1,0 +1,92 @@
+"""Config precedence (defaults < profile < TOML < env < CLI), profiles, provenance and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from autotriton.configuration import ConfigError
+from autotriton.flows.config import PROFILES, PipelineConfig, load_config
+
+
+def test_defaults_use_demo_profile(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg, sources = load_config(environ={})
+    assert cfg.profile == "demo"
+    assert cfg.validation.device == "cpu"  # the demo profile runs on the CPU interpreter
+    assert sources["validation.device"] == "profile:demo"
+    assert sources["warehouse.path"] == "default"
+
+
+def test_precedence_file_env_cli(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    toml = tmp_path / "autotriton.toml"
+    toml.write_text('[validation]\ntrials = 2\ntimeout_s = 30\n[warehouse]\npath = "file.duckdb"\n')
+    env = {"AUTOTRITON_VALIDATION__TRIALS": "4", "AUTOTRITON_DB": "env.duckdb"}
+    cfg, sources = load_config(environ=env, cli={"warehouse.path": "cli.duckdb"})
+    assert cfg.validation.trials == 4 and sources["validation.trials"] == "env:AUTOTRITON_VALIDATION__TRIALS"
+    assert cfg.validation.timeout_s == 30 and sources["validation.timeout_s"] == "file:autotriton.toml"
+    assert cfg.warehouse.path == "cli.duckdb" and sources["warehouse.path"] == "cli"
+    # Without the CLI flag the env alias wins over the file.
+    cfg, sources = load_config(environ=env)
+    assert cfg.warehouse.path == "env.duckdb" and sources["warehouse.path"] == "env:AUTOTRITON_DB"
+
+
+def test_profile_selected_by_any_layer_and_overridable(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg, sources = load_config(environ={"AUTOTRITON_PROFILE": "gpu"})
+    assert cfg.profile == "gpu" and cfg.validation.device == "cuda"
+    assert sources["validation.device"] == "profile:gpu"
+    cfg, _ = load_config(environ={"AUTOTRITON_PROFILE": "gpu"}, cli={"validation.device": "cpu"})
+    assert cfg.validation.device == "cpu"  # CLI beats the profile
+
+
+def test_every_profile_is_valid():
+    for name in PROFILES:
+        cfg, _ = load_config(environ={}, cli={"profile": name}, config_file=None)
+        assert isinstance(cfg, PipelineConfig)
+
+
+def test_errors_name_the_input(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[validation\ntrials = 2\n")
+    with pytest.raises(ConfigError, match="bad.toml"):
+        load_config(bad, environ={})
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text("[validation]\ntrails = 2\n")
+    with pytest.raises(ConfigError, match="validation.trails"):
+        load_config(unknown, environ={})
+    with pytest.raises(ConfigError, match="AUTOTRITON_VALIDATION__TRIALS"):
+        load_config(environ={"AUTOTRITON_VALIDATION__TRIALS": "zero"})
+    with pytest.raises(ConfigError, match="profile 'nope'"):
+        load_config(environ={}, cli={"profile": "nope"})
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.toml", environ={})
+
+
+def test_config_hash_changes_with_values(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    a, _ = load_config(environ={})
+    b, _ = load_config(environ={}, cli={"validation.trials": 9})
+    assert a.hash != b.hash
+    assert a.hash == load_config(environ={})[0].hash
+
+
+def test_config_show_cli_reports_sources(tmp_path, monkeypatch):
+    from autotriton.flows.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AUTOTRITON_VALIDATION__TRIALS", "6")
+    result = CliRunner().invoke(app, ["--set", "distill.samples=3", "config", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["values"]["validation.trials"] == 6
+    assert out["sources"]["validation.trials"] == "env:AUTOTRITON_VALIDATION__TRIALS"
+    assert out["sources"]["distill.samples"] == "cli"
+    bad = CliRunner().invoke(app, ["--set", "trials=3", "config", "show"])
+    assert bad.exit_code == 2
+    assert "validation.trials" in bad.output  # suggests the full key
