@@ -1,0 +1,240 @@
+"""Versioned schema migrations: an ordered list of (version, name, SQL), applied in order.
+
+Rules: never edit a migration that has shipped; add a new one at the end. Each migration runs in
+its own transaction together with its row in `schema_migrations`, so a crash leaves the database
+at the previous version. Applying them twice is a no-op. A database written by newer code (a
+version this list does not know) is refused with a clear error instead of being misread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autotriton.versioning import code_version
+
+LINEAGE_SQL = """
+    run_id VARCHAR NOT NULL,
+    flow_run_id VARCHAR NOT NULL,
+    config_hash VARCHAR NOT NULL,
+    code_version VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL"""
+
+_V1 = f"""
+CREATE TABLE runs (
+    run_id VARCHAR PRIMARY KEY,
+    kind VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    started_at TIMESTAMP NOT NULL,
+    finished_at TIMESTAMP,
+    config JSON NOT NULL,
+    config_hash VARCHAR NOT NULL,
+    code_version VARCHAR NOT NULL,
+    flow_run_id VARCHAR NOT NULL,
+    summary JSON,
+    pid BIGINT NOT NULL,
+    host VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE sources (
+    key VARCHAR PRIMARY KEY,
+    kind VARCHAR NOT NULL,
+    repo VARCHAR NOT NULL,
+    "commit" VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    licence VARCHAR,
+    stars BIGINT,
+    url VARCHAR,{LINEAGE_SQL}
+);
+
+CREATE TABLE modules (
+    key VARCHAR PRIMARY KEY,
+    source_key VARCHAR NOT NULL,
+    class_name VARCHAR NOT NULL,
+    original_source VARCHAR NOT NULL,
+    standalone_source VARCHAR NOT NULL,{LINEAGE_SQL}
+);
+
+CREATE TABLE problems (
+    key VARCHAR PRIMARY KEY,
+    reference_source VARCHAR NOT NULL,
+    name VARCHAR NOT NULL,
+    module_key VARCHAR,
+    source_key VARCHAR,
+    init_spec JSON NOT NULL,
+    input_spec JSON NOT NULL,
+    shape_profile VARCHAR NOT NULL,
+    op_tags JSON NOT NULL,
+    status VARCHAR NOT NULL,
+    reject_reason VARCHAR,
+    licence VARCHAR,
+    suite VARCHAR,
+    suite_id VARCHAR,
+    payload_hash VARCHAR NOT NULL,{LINEAGE_SQL}
+);
+
+CREATE TABLE rejections (
+    key VARCHAR PRIMARY KEY,
+    stage VARCHAR NOT NULL,
+    subject VARCHAR NOT NULL,
+    reason VARCHAR NOT NULL,
+    detail VARCHAR,{LINEAGE_SQL}
+);
+
+CREATE TABLE candidates (
+    key VARCHAR PRIMARY KEY,
+    problem_key VARCHAR NOT NULL,
+    code VARCHAR NOT NULL,
+    reasoning VARCHAR NOT NULL,
+    instruction VARCHAR NOT NULL,
+    generator VARCHAR NOT NULL,
+    generator_version VARCHAR NOT NULL,
+    prompt_version VARCHAR NOT NULL,
+    sampling JSON NOT NULL,
+    repair_round BIGINT NOT NULL,
+    parent_key VARCHAR,
+    usage JSON NOT NULL,
+    raw_output VARCHAR NOT NULL,
+    parse_error VARCHAR,{LINEAGE_SQL}
+);
+
+CREATE TABLE verdicts (
+    key VARCHAR PRIMARY KEY,
+    candidate_key VARCHAR NOT NULL,
+    problem_key VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    correct BOOLEAN NOT NULL,
+    rule_ok BOOLEAN NOT NULL,
+    compiled BOOLEAN NOT NULL,
+    violations JSON NOT NULL,
+    compile_report JSON NOT NULL,
+    trials JSON NOT NULL,
+    triton_kernels_launched JSON NOT NULL,
+    aten_ops JSON NOT NULL,
+    error VARCHAR,
+    max_abs_err DOUBLE,
+    speedup DOUBLE,
+    speedup_vs_compile DOUBLE,
+    timing JSON NOT NULL,
+    device VARCHAR NOT NULL,
+    versions JSON NOT NULL,
+    judge_config_hash VARCHAR NOT NULL,
+    elapsed_s DOUBLE NOT NULL,
+    payload_hash VARCHAR NOT NULL,{LINEAGE_SQL}
+);
+
+CREATE TABLE exports (
+    key VARCHAR PRIMARY KEY,
+    name VARCHAR NOT NULL,
+    filter JSON NOT NULL,
+    row_count BIGINT NOT NULL,
+    content_hash VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    splits JSON NOT NULL,
+    payload_hash VARCHAR NOT NULL,{LINEAGE_SQL}
+);
+
+CREATE TABLE checkpoints (
+    key VARCHAR PRIMARY KEY,
+    base_model VARCHAR NOT NULL,
+    export_key VARCHAR NOT NULL,
+    trainer VARCHAR NOT NULL,
+    trainer_config JSON NOT NULL,
+    metrics JSON NOT NULL,
+    path VARCHAR NOT NULL,
+    payload_hash VARCHAR NOT NULL,{LINEAGE_SQL}
+);
+
+CREATE TABLE evaluations (
+    key VARCHAR PRIMARY KEY,
+    suite VARCHAR NOT NULL,
+    generator VARCHAR NOT NULL,
+    config JSON NOT NULL,
+    verdict_keys JSON NOT NULL,
+    metrics JSON NOT NULL,
+    payload_hash VARCHAR NOT NULL,{LINEAGE_SQL}
+);
+
+CREATE TABLE evaluation_samples (
+    key VARCHAR PRIMARY KEY,
+    evaluation_key VARCHAR NOT NULL,
+    verdict_key VARCHAR NOT NULL,
+    position BIGINT NOT NULL,{LINEAGE_SQL}
+);
+"""
+
+# The newest verdict per candidate, whatever judge config or device produced it (a verdict's key
+# already makes it unique per candidate x judge config x device; newest_wins keeps that row the
+# latest judgement). Training pairs are chosen from this view.
+_V2 = """
+CREATE VIEW latest_verdicts AS
+SELECT * EXCLUDE (rn) FROM (
+    SELECT *, row_number() OVER (PARTITION BY candidate_key ORDER BY created_at DESC, key) AS rn
+    FROM verdicts
+) WHERE rn = 1;
+"""
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "record tables with lineage columns", _V1),
+    (2, "latest_verdicts view", _V2),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+class MigrationError(RuntimeError):
+    """The database's schema cannot be used by this code; the message says what to do."""
+
+
+def _check_order() -> None:
+    versions = [v for v, _, _ in MIGRATIONS]
+    if versions != list(range(1, len(versions) + 1)):
+        raise MigrationError(f"warehouse/migrations.py: versions must be 1..N in order, got {versions}")
+
+
+def current_version(con: Any) -> int:
+    """Highest applied version, 0 for a database without the migrations table."""
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+    ).fetchone()[0]
+    if not exists:
+        return 0
+    return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])
+
+
+def check_not_newer(con: Any, path: str) -> int:
+    version = current_version(con)
+    if version > LATEST_VERSION:
+        raise MigrationError(
+            f"{path}: the warehouse is at schema version {version}, newer than this code knows "
+            f"(up to {LATEST_VERSION}); it was written by a newer autotriton. Upgrade autotriton, "
+            "or point --db / AUTOTRITON_DB at another file."
+        )
+    return version
+
+
+def apply_migrations(con: Any, path: str = "warehouse") -> list[int]:
+    """Apply every pending migration, each in its own transaction; returns the versions applied."""
+    _check_order()
+    check_not_newer(con, path)
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp, code_version VARCHAR NOT NULL)"
+    )
+    applied: list[int] = []
+    for version, name, sql in MIGRATIONS:
+        if version <= current_version(con):
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(sql)
+            con.execute(
+                "INSERT INTO schema_migrations (version, name, code_version) VALUES (?, ?, ?)",
+                [version, name, code_version()],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied
