@@ -1,1 +1,77 @@
+"""Distillation: teachers that turn problems into verified Triton candidates with reasoning.
 
+Public API:
+    Teacher, RepairingTeacher, RepairRequest, Turn      the teacher interface (teacher.py)
+    ReplayTeacher                                        recorded outputs, offline default (replay.py)
+    OpenAITeacher                                        any OpenAI-compatible endpoint (openai_teacher.py)
+    InductorTeacher                                      torch.compile on a GPU (inductor.py)
+    distill(problems, teacher, config, validation_config, judge=None) -> DistillResult
+    describe_problem(problem_source, candidate_code=None) -> (instruction, reasoning)
+    ResponseCache, read_records, REPLAY_FIELDS          the JSONL record format (cache.py, REPLAY.md)
+    make_teacher(config)                                 the teacher a DistillConfig names
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autotriton.distillation.cache import REPLAY_FIELDS, ReplayFormatError, ResponseCache, read_records, replay_record
+from autotriton.distillation.config import DistillConfig
+from autotriton.distillation.describe import describe_problem
+from autotriton.distillation.pipeline import DistillResult, distill, format_feedback
+from autotriton.distillation.replay import ReplayTeacher
+from autotriton.distillation.teacher import RepairingTeacher, RepairRequest, Teacher, Turn, candidate_from_completion
+
+__all__ = [
+    "Teacher", "RepairingTeacher", "RepairRequest", "Turn", "candidate_from_completion",
+    "ReplayTeacher", "OpenAITeacher", "InductorTeacher", "TeacherError", "make_teacher",
+    "distill", "DistillResult", "format_feedback", "describe_problem",
+    "ResponseCache", "ReplayFormatError", "read_records", "replay_record", "REPLAY_FIELDS", "DistillConfig",
+    "GPUUnavailableError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The openai client and the Inductor teacher (torch._inductor) are imported on first use.
+    if name in ("OpenAITeacher", "TeacherError"):
+        from autotriton.distillation import openai_teacher
+
+        return getattr(openai_teacher, name)
+    if name == "InductorTeacher":
+        from autotriton.distillation.inductor import InductorTeacher
+
+        return InductorTeacher
+    raise AttributeError(f"module 'autotriton.distillation' has no attribute {name!r}")
+
+
+class GPUUnavailableError(RuntimeError):
+    """The chosen teacher needs a CUDA GPU and this machine has none."""
+
+
+def make_teacher(config: DistillConfig) -> Teacher:
+    """The teacher `config.teacher` names, built from the config.
+
+    Raises GPUUnavailableError for `inductor` without a CUDA GPU. With `explain_with_llm`, the
+    replay teacher asks the configured endpoint to explain pairs that have no words.
+    """
+    if config.teacher == "openai":
+        from autotriton.distillation.openai_teacher import OpenAITeacher
+
+        return OpenAITeacher(config)
+    if config.teacher == "inductor":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise GPUUnavailableError(
+                "the inductor teacher runs torch.compile on a CUDA GPU and this machine has none. "
+                "Use --teacher replay (its recorded outputs, re-validated here) or --teacher openai, or run on a GPU machine."
+            )
+        from autotriton.distillation.inductor import InductorTeacher
+
+        return InductorTeacher(config)  # type: ignore[call-arg]
+    explainer = None
+    if config.explain_with_llm:
+        from autotriton.distillation.openai_teacher import OpenAITeacher
+
+        explainer = OpenAITeacher(config)
+    return ReplayTeacher(config, explainer=explainer)

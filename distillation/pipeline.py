@@ -1,0 +1,252 @@
+"""Distillation: teacher candidates, judged, repaired with the judge's errors, kept only when verified.
+
+    round 0:  teacher.generate(problems, samples)         -> candidates -> judge -> verdicts
+    round r:  teacher.repair(failed, validator feedback)   -> candidates -> judge -> verdicts
+              (multi-turn: the conversation holds every earlier answer and its feedback,
+               as in Kevin and Dr. Kernel; only teachers with a `repair` method take part)
+
+Only a candidate whose verdict has `combined_reward == 1` (correct AND no rule violation, the
+AutoTriton rule) becomes a training pair. Everything else (wrong answers, malformed output,
+failed repairs) is still returned, so the warehouse records it with its lineage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from autotriton.distillation.config import DistillConfig
+from autotriton.distillation.teacher import RepairingTeacher, RepairRequest, Teacher, Turn
+from autotriton.records import Candidate, Problem, Verdict
+
+__all__ = ["distill", "DistillResult", "format_feedback", "Judge"]
+
+_ERROR_TAIL_LINES = 30
+_ERROR_TAIL_CHARS = 3000
+
+
+class Judge(Protocol):
+    """Anything with the validator's batch API (autotriton.validation.JudgePool)."""
+
+    def validate_many(self, jobs: Sequence[tuple[str, str]]) -> list[Verdict]: ...
+
+
+@dataclass
+class DistillResult:
+    candidates: list[Candidate]  # every distinct candidate, malformed ones included
+    verdicts: list[Verdict]  # one per judged candidate (candidates with code)
+    stats: dict[str, Any]
+    pairs: list[tuple[Problem, Candidate, Verdict]] = field(default_factory=list)  # reward 1 only
+
+
+def _tail(text: str) -> str:
+    lines = text.strip().splitlines()
+    tail = "\n".join(lines[-_ERROR_TAIL_LINES:])
+    return tail[-_ERROR_TAIL_CHARS:]
+
+
+def format_feedback(verdict: Verdict | None, parse_error: str | None = None) -> str:
+    """The validator's findings as a user turn for the teacher: status, runtime error tail, rule
+    violations with lines, compile errors per kernel, numerical mismatch. Ends with what to do."""
+    if verdict is None:
+        return (
+            f"Your answer could not be used: {parse_error or 'no code found'}.\n"
+            "Reply with your reasoning, then the complete `class ModelNew(nn.Module)` in one ```python code block."
+        )
+    parts = [f"I ran your ModelNew through the validator. Status: {verdict.status}."]
+    if verdict.error:
+        parts.append("Error (last lines):\n```\n" + _tail(verdict.error) + "\n```")
+    if verdict.violations:
+        rows = []
+        for v in verdict.violations:
+            where = f" (line {v.line})" if v.line else ""
+            rows.append(f"- [{v.rule}] {v.message}{where}")
+        parts.append("Rule violations:\n" + "\n".join(rows))
+    failed_compiles = []
+    report = verdict.compile_report or {}
+    kernels = report.get("kernels", report) if isinstance(report, dict) else {}
+    if isinstance(kernels, dict):
+        for name, info in kernels.items():
+            if isinstance(info, dict) and info.get("ok") is False:
+                failed_compiles.append(f"- kernel `{name}`: {_tail(str(info.get('error') or 'failed to compile'))}")
+    if failed_compiles:
+        parts.append("Compile errors (target sm_90):\n" + "\n".join(failed_compiles))
+    if verdict.status == "incorrect" or (verdict.max_abs_err is not None and not verdict.correct):
+        mismatch = [f"Output mismatch against the PyTorch reference: max_abs_err = {verdict.max_abs_err}."]
+        for trial in verdict.trials[:3]:
+            if isinstance(trial, dict) and not trial.get("ok", True):
+                details = ", ".join(f"{k}={trial[k]}" for k in ("seed", "shapes", "max_abs_err", "error") if k in trial)
+                mismatch.append(f"- failing trial: {details}")
+        parts.append("\n".join(mismatch))
+    if verdict.status == "correct" and not verdict.rule_ok:
+        parts.append("The outputs were correct, but the implementation broke the rules above, so it does not count.")
+    if verdict.triton_kernels_launched == [] and verdict.status not in ("compile_error", "crashed", "timeout"):
+        parts.append("No Triton kernel was launched during forward.")
+    parts.append(
+        "Fix these problems. Reply with your reasoning, then the complete corrected `class ModelNew(nn.Module)` "
+        "in one ```python code block; do all computation in @triton.jit kernels."
+    )
+    return "\n\n".join(parts)
+
+
+def _reward(verdict: Verdict) -> float:
+    from autotriton.validation.rewards import combined_reward
+
+    return float(combined_reward(verdict))
+
+
+@contextlib.contextmanager
+def _judge_for(judge: Judge | None, validation_config: Any) -> Iterator[Judge]:
+    """The caller's judge, or a warm JudgePool kept for all rounds of this run."""
+    if judge is not None:
+        yield judge
+        return
+    from autotriton.validation import JudgePool
+
+    with JudgePool(validation_config) as pool:
+        yield pool
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return contextlib.nullcontext(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rich.console import Console
+
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=False)
+
+
+def distill(
+    problems: Sequence[Problem],
+    teacher: Teacher,
+    config: DistillConfig | None = None,
+    validation_config: Any = None,
+    judge: Judge | None = None,
+    *,
+    progress: bool = False,
+) -> DistillResult:
+    """Generate, judge and repair candidates for `problems`; see the module docstring.
+
+    `judge` (e.g. a JudgePool the caller keeps warm) is used when given; otherwise a JudgePool
+    over `validation_config` lives for the duration of this call.
+    """
+    config = config or DistillConfig()
+    problems = list(problems)
+    if config.max_problems:
+        problems = problems[: config.max_problems]
+    by_key = {p.key: p for p in problems}
+    can_repair = isinstance(teacher, RepairingTeacher) and config.rounds > 0
+
+    candidates: dict[str, Candidate] = {}
+    verdicts: dict[str, Verdict] = {}
+    rewards: dict[str, float] = {}
+    history: dict[str, list[Turn]] = {}  # candidate key -> the conversation that produced it
+    malformed = 0
+    produced = 0
+    per_round: list[dict[str, int]] = []
+
+    with _judge_for(judge, validation_config) as active_judge, _progress(progress) as bar:
+        task = bar.add_task("distilling", total=len(problems) * config.samples) if bar else None
+
+        def judge_batch(batch: list[Candidate]) -> None:
+            todo = [c for c in batch if c.code and c.key not in verdicts]
+            if bar is not None:
+                bar.update(task, description=f"round {round_no}: judging", total=len(todo), completed=0)
+            step = 8
+            for start in range(0, len(todo), step):
+                chunk = todo[start:start + step]
+                results = active_judge.validate_many([(by_key[c.problem_key].reference_source, c.code) for c in chunk])
+                for cand, verdict in zip(chunk, results):
+                    verdicts[cand.key] = verdict
+                    rewards[cand.key] = _reward(verdict)
+                if bar is not None:
+                    bar.advance(task, len(chunk))
+
+        round_no = 0
+        if bar is not None:
+            bar.update(task, description=f"round 0: {teacher.name} writing")
+        batch = teacher.generate(problems, config.samples)
+        fresh: list[Candidate] = []
+        for cand in batch:
+            produced += 1
+            malformed += bool(cand.parse_error)
+            if cand.key not in candidates:
+                candidates[cand.key] = cand
+                history[cand.key] = []
+                fresh.append(cand)
+        judge_batch(fresh)
+        per_round.append(_round_stats(fresh, rewards))
+
+        for round_no in range(1, config.rounds + 1 if can_repair else 1):
+            failed = [c for c in fresh if rewards.get(c.key, 0.0) != 1.0]
+            if not failed:
+                break
+            requests = []
+            for cand in failed:
+                verdict = verdicts.get(cand.key)
+                turns = history[cand.key] + [Turn(cand, format_feedback(verdict, cand.parse_error))]
+                requests.append(RepairRequest(problem=by_key[cand.problem_key], history=turns, verdict=verdict))
+            if bar is not None:
+                bar.update(task, description=f"round {round_no}: {teacher.name} repairing", total=len(requests), completed=0)
+            repaired = teacher.repair(requests)  # type: ignore[attr-defined]
+            fresh = []
+            turns_by_parent = {r.parent.key: r.history for r in requests}
+            for cand in repaired:
+                produced += 1
+                malformed += bool(cand.parse_error)
+                if cand.key not in candidates:
+                    candidates[cand.key] = cand
+                    history[cand.key] = turns_by_parent.get(cand.parent_key or "", [])
+                    fresh.append(cand)
+            judge_batch(fresh)
+            per_round.append(_round_stats(fresh, rewards))
+
+    ordered = list(candidates.values())
+    pairs = [(by_key[c.problem_key], c, verdicts[c.key]) for c in ordered if rewards.get(c.key) == 1.0]
+    stats = _stats(problems, ordered, list(verdicts.values()), pairs, produced, malformed, per_round, teacher)
+    return DistillResult(candidates=ordered, verdicts=list(verdicts.values()), stats=stats, pairs=pairs)
+
+
+def _round_stats(batch: list[Candidate], rewards: dict[str, float]) -> dict[str, int]:
+    return {
+        "candidates": len(batch),
+        "malformed": sum(1 for c in batch if c.parse_error),
+        "validated": sum(1 for c in batch if rewards.get(c.key) == 1.0),
+    }
+
+
+def _stats(problems: list[Problem], candidates: list[Candidate], verdicts: list[Verdict],
+           pairs: list[tuple[Problem, Candidate, Verdict]], produced: int, malformed: int,
+           per_round: list[dict[str, int]], teacher: Teacher) -> dict[str, Any]:
+    by_status = Counter(v.status for v in verdicts)
+    solved = {p.key for p, _, _ in pairs}
+    prompt = sum(int(c.usage.get("prompt_tokens", 0) or 0) for c in candidates)
+    completion = sum(int(c.usage.get("completion_tokens", 0) or 0) for c in candidates)
+    costs = [float(c.usage["cost_usd"]) for c in candidates if c.usage.get("cost_usd") is not None]
+    spent = getattr(teacher, "usage_totals", None) or {}
+    counters = dict(getattr(teacher, "counters", {}) or {})
+    return {
+        "teacher": teacher.name,
+        "teacher_version": teacher.version,
+        "problems": len(problems),
+        "candidates": len(candidates),
+        "outputs": produced,  # before de-duplication by content key
+        "malformed": malformed,
+        "verdicts": dict(sorted(by_status.items())),
+        "validated_pairs": len(pairs),
+        "problems_solved": len(solved),
+        "yield": round(len(solved) / len(problems), 4) if problems else 0.0,
+        "rounds": per_round,
+        "tokens": {
+            "prompt": prompt, "completion": completion, "total": prompt + completion,
+            "spent_this_run": int(spent.get("prompt_tokens", 0)) + int(spent.get("completion_tokens", 0)),
+        },
+        "cost_usd": round(sum(costs), 6) if costs else None,
+        "cost_usd_this_run": round(float(spent["cost_usd"]), 6) if "cost_usd" in spent else (0.0 if costs else None),
+        "teacher_counters": counters,
+    }

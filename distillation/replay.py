@@ -1,0 +1,126 @@
+"""The replay teacher: serves teacher outputs recorded earlier, so distillation runs offline.
+
+What replay means (see distillation/REPLAY.md for the full statement): the code, reasoning and
+instruction of each candidate were produced earlier by a real teacher (the Inductor teacher on a
+GPU for the shipped data, or an LLM whose responses sit in a cache dir); replay only re-serves
+them. It never serves verdicts: every replayed candidate is judged again, on this machine, in
+every run, like any other candidate.
+
+Records are looked up by problem_key (autotriton.hashing.source_key of the problem's reference
+source), so a problem whose source changed gets no replayed candidate (counted `replay_miss`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+from autotriton.distillation.cache import read_records
+from autotriton.distillation.config import DistillConfig
+from autotriton.distillation.describe import describe_problem
+from autotriton.hashing import content_key, normalize_source
+from autotriton.records import Candidate, Problem
+
+__all__ = ["ReplayTeacher", "SHIPPED_REPLAY_DIR", "replay_files"]
+
+SHIPPED_REPLAY_DIR = Path(__file__).resolve().parent / "data" / "replay"
+
+
+class Explainer(Protocol):
+    def explain_many(self, items: list[tuple[Problem, str]]) -> list[tuple[str, str]]: ...
+
+
+def replay_files(paths: Iterable[str | Path], *, shipped: bool = True) -> list[Path]:
+    """The JSONL files behind a replay teacher: the shipped data, then each path (a file, or a
+    directory whose *.jsonl files are all read), in a stable order."""
+    files: list[Path] = []
+    roots: list[Path] = ([SHIPPED_REPLAY_DIR] if shipped and SHIPPED_REPLAY_DIR.is_dir() else []) + [Path(p) for p in paths]
+    for root in roots:
+        if root.is_dir():
+            files.extend(sorted(root.glob("*.jsonl")))
+        elif root.is_file():
+            files.append(root)
+        else:
+            raise FileNotFoundError(f"{root}: no such replay file or directory (distill.replay_paths). "
+                                    "Pass a .jsonl file of teacher outputs or a teacher cache directory.")
+    unique: dict[Path, Path] = {}
+    for f in files:
+        unique.setdefault(f.resolve(), f)  # the same file named twice is read once
+    return list(unique.values())
+
+
+class ReplayTeacher:
+    """Serves recorded teacher outputs, indexed by problem_key; see the module docstring."""
+
+    def __init__(self, config: DistillConfig | None = None, *, paths: Iterable[str | Path] = (), shipped: bool | None = None,
+                 explainer: Explainer | None = None):
+        config = config or DistillConfig()
+        shipped = config.replay_shipped if shipped is None else shipped
+        self.files = replay_files([*config.replay_paths, *paths], shipped=shipped)
+        self.explainer = explainer
+        self.counters: Counter = Counter()
+        self.index: dict[str, list[dict[str, Any]]] = {}
+        digests = []
+        for path in self.files:
+            for record in read_records(path, strict=True):
+                record = dict(record, _file=path.name)
+                if not record.get("code"):
+                    self.counters["replay_unusable"] += 1  # a recorded parse failure: nothing to replay
+                    continue
+                entries = self.index.setdefault(record["problem_key"], [])
+                norm = normalize_source(record["code"])
+                if any(normalize_source(e["code"]) == norm for e in entries):
+                    continue
+                entries.append(record)
+                digests.append((record["problem_key"], norm))
+        self.name = "replay"
+        # The version names exactly what is being replayed: the set of recorded outputs.
+        self.version = content_key("replay", sorted(digests))
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.index.values())
+
+    def generate(self, problems: list[Problem], samples: int) -> list[Candidate]:
+        out: list[Candidate] = []
+        to_explain: list[int] = []
+        for problem in problems:
+            records = self.index.get(problem.key, [])[:samples]
+            if not records:
+                self.counters["replay_miss"] += 1
+                continue
+            self.counters["replay_hit"] += 1
+            for sample, record in enumerate(records):
+                instruction, reasoning = record.get("instruction") or "", record.get("reasoning") or ""
+                cand = Candidate(
+                    problem_key=problem.key,
+                    code=record["code"],
+                    reasoning=reasoning,
+                    instruction=instruction,
+                    generator=f"replay:{record['teacher']}",
+                    generator_version=str(record.get("teacher_version") or ""),
+                    prompt_version=str(record.get("prompt_version") or ""),
+                    sampling={"replay_file": record["_file"], "sample": sample, **(record.get("sampling") or {})},
+                    usage=dict(record.get("usage") or {}),
+                    raw_output=record.get("raw_output") or "",
+                )
+                if not instruction or not reasoning:
+                    to_explain.append(len(out))
+                out.append(cand)
+        if to_explain:
+            self._fill_descriptions(out, to_explain, {p.key: p for p in problems})
+        return out
+
+    def _fill_descriptions(self, cands: list[Candidate], indices: list[int], problems: dict[str, Problem]) -> None:
+        """Instruction/reasoning for records that have none: from the LLM explainer when one is
+        configured, else the deterministic describe_problem text."""
+        if self.explainer is not None:
+            texts = self.explainer.explain_many([(problems[cands[i].problem_key], cands[i].code) for i in indices])
+            self.counters["explained_by_llm"] += len(indices)
+        else:
+            texts = [describe_problem(problems[cands[i].problem_key].reference_source, cands[i].code) for i in indices]
+            self.counters["described"] += len(indices)
+        for i, (instruction, reasoning) in zip(indices, texts):
+            cands[i].instruction = cands[i].instruction or instruction
+            cands[i].reasoning = cands[i].reasoning or reasoning

@@ -1,0 +1,119 @@
+"""The teacher interface: problems in, candidates out.
+
+A teacher turns each `Problem` into one or more `Candidate`s: a `ModelNew` written with Triton,
+the reasoning behind it, the instruction it answers, and where it came from (teacher name and
+version, prompt version, sampling parameters, token usage and cost). Teachers never judge their
+own output; `distillation.pipeline.distill` sends every candidate to the validator.
+
+Three teachers implement the protocol: `ReplayTeacher` (recorded outputs, offline default),
+`InductorTeacher` (torch.compile on a GPU) and `OpenAITeacher` (any OpenAI-compatible endpoint).
+A teacher that can also fix its mistakes implements `RepairingTeacher.repair`: the pipeline then
+sends it the validator's errors for up to `rounds` rounds, as a multi-turn conversation.
+
+Malformed output (no code block, no `class ModelNew`, a cut-off block) is never an exception:
+it becomes a Candidate with `code == ""`, `parse_error` saying what was wrong and the full text
+in `raw_output`, so it is recorded and counted like any other outcome.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from autotriton.prompting import PROMPT_VERSION, parse_completion
+from autotriton.records import Candidate, Problem, Verdict
+
+__all__ = [
+    "Teacher", "RepairingTeacher", "RepairRequest", "Turn", "candidate_from_completion", "PROMPT_VERSION",
+]
+
+
+@runtime_checkable
+class Teacher(Protocol):
+    """Problems in, candidates out. `name`/`version` end up in every candidate's lineage."""
+
+    name: str
+    version: str
+    # Teacher-side counters (requests, retries, cache hits, replay misses, ...), merged into the
+    # distillation stats by the pipeline.
+    counters: Counter
+
+    def generate(self, problems: list[Problem], samples: int) -> list[Candidate]:
+        """Up to `samples` candidates per problem (fewer when the teacher has nothing to offer)."""
+        ...
+
+
+@dataclass
+class Turn:
+    """One earlier attempt in a repair conversation: what the teacher answered and what the judge said."""
+
+    candidate: Candidate
+    feedback: str  # the validator's errors, rendered for the teacher (pipeline.format_feedback)
+
+
+@dataclass
+class RepairRequest:
+    """Ask a teacher to fix a failed candidate. `history` holds every attempt so far, oldest first;
+    the last one is the candidate being repaired (its key becomes the new candidate's parent_key)."""
+
+    problem: Problem
+    history: list[Turn]
+    verdict: Verdict | None = None  # the last attempt's verdict (None when its output did not parse)
+
+    @property
+    def parent(self) -> Candidate:
+        return self.history[-1].candidate
+
+    @property
+    def repair_round(self) -> int:
+        return self.parent.repair_round + 1
+
+
+@runtime_checkable
+class RepairingTeacher(Teacher, Protocol):
+    def repair(self, requests: list[RepairRequest]) -> list[Candidate]:
+        """One new candidate per request (same order), with repair_round and parent_key set."""
+        ...
+
+
+def candidate_from_completion(
+    problem: Problem,
+    text: str,
+    *,
+    reasoning_content: str | None = None,
+    generator: str,
+    generator_version: str,
+    instruction: str,
+    sampling: dict[str, Any] | None = None,
+    usage: dict[str, Any] | None = None,
+    repair_round: int = 0,
+    parent_key: str | None = None,
+    finish_reason: str | None = None,
+    prompt_version: str = PROMPT_VERSION,
+) -> Candidate:
+    """Parse a teacher's completion strictly into a Candidate; malformed output gives `parse_error`.
+
+    A completion cut off by the token limit (finish_reason "length") whose code block never
+    closed is reported as truncated, whatever the parser saw first.
+    """
+    parsed = parse_completion(text, reasoning_content)
+    error = parsed.error
+    if error is not None and finish_reason == "length":
+        error = f"truncated output (hit max_tokens): {error}"
+    return Candidate(
+        problem_key=problem.key,
+        code=parsed.code or "",
+        reasoning=parsed.reasoning,
+        instruction=instruction,
+        generator=generator,
+        generator_version=generator_version,
+        prompt_version=prompt_version,
+        sampling=dict(sampling or {}),
+        repair_round=repair_round,
+        parent_key=parent_key,
+        usage=dict(usage or {}),
+        raw_output=text or "",
+        parse_error=error,
+    )
+

@@ -1,0 +1,216 @@
+"""A local OpenAI-compatible server for the distillation tests, and tiny problems/kernels.
+
+`ChatServer` speaks the real wire protocol of POST /v1/chat/completions on 127.0.0.1: a JSON
+body with streaming off, Server-Sent Events (`data: {chunk}` lines, then `data: [DONE]`) with
+streaming on, HTTP errors with an OpenAI error body and headers such as Retry-After. It serves
+a script of recorded responses in order, records every request body, and counts requests, so
+tests drive the real `openai` client against it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+RELU_PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 37)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+RELU_KERNEL = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 64),)](x, y, n, BLOCK=64)
+        return y
+'''
+
+# The same kernel with a typo a model really makes: an attribute triton.language does not have.
+RELU_KERNEL_BROKEN = RELU_KERNEL.replace("tl.maximum(x, 0.0)", "tl.relu_max(x, 0.0)")
+
+# Right syntax and launch, wrong maths: the validator answers "incorrect".
+RELU_KERNEL_WRONG = RELU_KERNEL.replace("tl.maximum(x, 0.0)", "tl.minimum(x, 0.0)")
+
+
+def answer(code: str, reasoning: str = "ReLU is elementwise: one flat kernel, masked tail.", think: bool = True) -> str:
+    """A completion in the house format: <think> reasoning, then the code block."""
+    if think:
+        return f"<think>\n{reasoning}\n</think>\n\n```python\n{code}```\n"
+    return f"{reasoning}\n\n```python\n{code}```\n"
+
+
+@dataclass
+class Reply:
+    """One scripted response. `status` != 200 sends an OpenAI error body (with `headers`)."""
+
+    content: str = ""
+    reasoning_content: str | None = None
+    finish_reason: str = "stop"
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # sleep before answering (to provoke client timeouts)
+    prompt_tokens: int = 100
+    completion_tokens: int = 50
+    model: str | None = None
+
+
+class ChatServer:
+    """Run with `with ChatServer(script) as server:`; `server.base_url` goes to the client."""
+
+    def __init__(self, script: list[Reply] | None = None, fallback: Callable[[dict[str, Any]], Reply] | None = None):
+        self.script = list(script or [])
+        self.fallback = fallback
+        self.requests: list[dict[str, Any]] = []
+        self.times: list[float] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            self.times.append(time.monotonic())
+            if self.script:
+                return self.script.pop(0)
+        if self.fallback is not None:
+            return self.fallback(body)
+        return Reply(status=500, content="script exhausted")
+
+    def __enter__(self) -> "ChatServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}", "type": "not_found"}}).encode(), "application/json")
+                    return
+                reply = server.next_reply(body)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                if reply.status != 200:
+                    err = {"error": {"message": reply.content or "error", "type": "server_error" if reply.status >= 500 else "rate_limit_error", "code": None}}
+                    try:
+                        self._send(reply.status, json.dumps(err).encode(), "application/json", reply.headers)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return
+                model = reply.model or body.get("model", "test-model")
+                try:
+                    if body.get("stream"):
+                        self._stream(body, reply, model)
+                    else:
+                        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+                        if reply.reasoning_content is not None:
+                            message["reasoning_content"] = reply.reasoning_content
+                        payload = {
+                            "id": f"chatcmpl-{server.count}", "object": "chat.completion", "created": int(time.time()), "model": model,
+                            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}],
+                            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                                      "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+                        }
+                        self._send(200, json.dumps(payload).encode(), "application/json")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to deliver
+
+            def _stream(self, body: dict[str, Any], reply: Reply, model: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                cid = f"chatcmpl-{server.count}"
+
+                def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, Any] | None = None, choices: bool = True) -> None:
+                    obj: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+                                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}] if choices else []}
+                    if usage is not None:
+                        obj["usage"] = usage
+                    self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+                    self.wfile.flush()
+
+                chunk({"role": "assistant", "content": ""})
+                if reply.reasoning_content:
+                    for i in range(0, len(reply.reasoning_content), 16):
+                        chunk({"reasoning_content": reply.reasoning_content[i:i + 16]})
+                for i in range(0, len(reply.content), 23):
+                    chunk({"content": reply.content[i:i + 23]})
+                chunk({}, finish=reply.finish_reason)
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    chunk({}, usage={"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                                     "total_tokens": reply.prompt_tokens + reply.completion_tokens}, choices=False)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        assert self._httpd is not None
+        self._httpd.shutdown()
+        self._httpd.server_close()
