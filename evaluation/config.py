@@ -1,15 +1,33 @@
-"""Configuration of evaluation."""
+"""Configuration of evaluation: which suite, which generator, how many samples, where reports go."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 
 class EvaluationConfig(BaseModel):
-    suite: str = Field("", description="suite JSONL path (KernelBench format); empty = the demo suite")
-    samples: int = Field(1, ge=1, description="samples per problem (k)")
-    temperature: float = Field(0.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_new_tokens: int = Field(1024, ge=1)
+    suite: str = Field("", description="suite to evaluate: a KernelBench-format JSONL file, a TritonBench-T data file/folder, or 'hf:level_1' (needs --hub); empty = the demo suite examples/demo/eval_problems.jsonl")
+    levels: list[int] = Field(default_factory=list, description="keep only these levels of the suite (empty = all)")
+    ids: list[str] = Field(default_factory=list, description="keep only these problem ids (suite ids like 'kernelbench/level1/19', or bare problem numbers)")
+    name_glob: str = Field("", description="keep only problems whose name matches this glob, e.g. '*conv*' (empty = all)")
+    hub: bool = Field(False, description="allow loading KernelBench from the Hugging Face hub (datasets.load_dataset('ScalingIntelligence/KernelBench')); needs network")
+    generator: Literal["auto", "local", "openai"] = Field("auto", description="local: a HF model / checkpoint; openai: an OpenAI-compatible endpoint; auto: openai when `endpoint` is set, else local")
+    model: str = Field("", description="local: HF model id, local path or warehouse checkpoint key; openai: the model name at the endpoint; empty = training.model")
+    endpoint: str = Field("", description="base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the endpoint's key (never stored)")
+    request_timeout_s: float = Field(600.0, gt=0, description="timeout of one request to the endpoint")
+    max_retries: int = Field(4, ge=0, description="retries of a failed request (429, 5xx, timeouts, connection errors), with exponential backoff")
+    concurrency: int = Field(4, ge=1, description="endpoint requests in flight at once")
+    samples: int = Field(1, ge=1, description="samples per problem (n); pass@k is reported for k in pass_k with k <= n")
+    pass_k: list[int] = Field(default_factory=lambda: [1, 5, 10], description="k values of pass@k (those above `samples` are skipped)")
+    temperature: float = Field(0.0, ge=0, description="sampling temperature; 0 = greedy (a local model then returns one distinct sample)")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling threshold")
+    max_new_tokens: int = Field(1024, ge=1, description="completion length limit (tokens)")
+    batch_size: int = Field(4, ge=1, description="problems per generate() call of a local model")
+    seed: int = Field(0, description="sampling seed (local model; passed to endpoints that accept one)")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="where a local model generates; the judge's device is validation.device")
     max_problems: int = Field(0, ge=0, description="evaluate at most this many problems (0 = all)")
-    report_dir: str = Field("runs/eval", description="markdown reports and plots go here")
+    shrink: bool = Field(False, description="shrink problem sizes for the CPU interpreter when loading the suite (the judge also shrinks when validation.shrink_for_cpu)")
+    report_dir: str = Field("runs/eval", description="markdown reports and plots go here (one folder per evaluation)")

@@ -1,0 +1,175 @@
+"""`evaluate`: generate k samples per problem, judge every one with the validator, aggregate.
+
+The judge is autotriton's own (`autotriton.validation`): static rules, a real compile check, the
+sandboxed run with anti-cheat, several trials. A sample whose completion held no usable code is
+judged too (as empty code), so it counts as the failure it is and still has a stored verdict.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotriton.configuration import config_hash
+from autotriton.evaluation.config import EvaluationConfig
+from autotriton.evaluation.generators import Generator
+from autotriton.evaluation.metrics import compute_metrics
+from autotriton.hashing import content_key
+from autotriton.prompting import PROMPT_VERSION
+from autotriton.records import Candidate, Evaluation, Problem, Verdict
+
+
+@dataclass
+class EvaluationResult:
+    """Everything one evaluation produced: per-problem samples, their verdicts, metrics and the record."""
+
+    problems: list[Problem]
+    candidates: list[list[Candidate]]  # candidates[i]: the samples of problems[i]
+    verdicts: list[list[Verdict]]  # verdicts[i][s] judges candidates[i][s]
+    metrics: dict[str, Any]
+    evaluation: Evaluation
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def all_candidates(self) -> list[Candidate]:
+        return [c for cs in self.candidates for c in cs]
+
+    @property
+    def all_verdicts(self) -> list[Verdict]:
+        return [v for vs in self.verdicts for v in vs]
+
+    def summary(self) -> dict[str, Any]:
+        """The CLI's --json object: the headline metrics (null speed metrics without a GPU)."""
+        m = self.metrics
+        return {
+            "evaluation_key": self.evaluation.key,
+            "suite": self.evaluation.suite,
+            "generator": self.evaluation.generator,
+            "problems": m["problems"],
+            "samples": m["samples"],
+            "rule_pass": m["rule_pass"],
+            "compile_rate": m["compile_rate"],
+            "exec_accuracy": m["exec_accuracy"],
+            "hack_rate": m["hack_rate"],
+            "pass_at_k": m["pass_at_k"],
+            "fast_1": m["fast_1"],
+            "fast_2": m["fast_2"],
+            "geomean_speedup": m["geomean_speedup"],
+            "status_counts": m["status_counts"],
+            "parse_error_rate": m["parse_error_rate"],
+            "by_level": {name: {k: lv[k] for k in ("problems", "samples", "exec_accuracy", "hack_rate", "pass_at_k")}
+                         for name, lv in m["by_level"].items()},
+        }
+
+
+def suite_label(problems: Sequence[Problem]) -> str:
+    """One name for the problems' suites: `kernelbench/level1`, or `a+b` when several."""
+    names = sorted({p.suite or "custom" for p in problems})
+    return "+".join(names) if names else "empty"
+
+
+def _judge(jobs: list[tuple[str, str]], validation_config: Any, judge: Any, progress: bool) -> list[Verdict]:
+    if judge is not None:
+        try:
+            return list(judge.validate_many(jobs, progress=progress))
+        except TypeError:  # a judge whose validate_many takes no progress flag
+            return list(judge.validate_many(jobs))
+    from autotriton.validation import validate_many
+
+    return list(validate_many(jobs, validation_config, progress=progress))
+
+
+def evaluate(problems: Sequence[Problem], generator: Generator, config: EvaluationConfig | None = None,
+             validation_config: Any = None, judge: Any = None, *, progress: bool = False,
+             on_generated: Callable[[int], None] | None = None) -> EvaluationResult:
+    """Evaluate `generator` on `problems`: `config.samples` samples each, judged, with metrics.
+
+    `judge` is an optional warm `autotriton.validation.JudgePool` (anything with `validate_many(jobs)`);
+    without one, `validate_many(jobs, validation_config)` starts and stops its own workers.
+    `config.max_problems` caps the problems (0 = all). The returned `EvaluationResult.evaluation` is
+    the warehouse record: suite, generator, config (sampling, judge config hash, problem keys) and
+    the per-sample verdict keys in problem-major order.
+    """
+    config = config or EvaluationConfig()
+    problems = list(problems)
+    if config.max_problems:
+        problems = problems[: config.max_problems]
+    if not problems:
+        raise ValueError("evaluate: no problems to evaluate (the suite is empty after filtering).")
+    samples = config.samples
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    started = time.perf_counter()
+    if progress:
+        with Progress(TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      transient=False) as bar:
+            task = bar.add_task("generate", total=len(problems))
+
+            def advance(n: int) -> None:
+                bar.advance(task, n)
+                if on_generated:
+                    on_generated(n)
+
+            candidates = generator.generate(problems, samples, progress=advance)
+    else:
+        candidates = generator.generate(problems, samples, progress=on_generated)
+    generated = time.perf_counter()
+    if len(candidates) != len(problems) or any(len(cs) != samples for cs in candidates):
+        raise RuntimeError(f"generator {generator.name!r} returned {[len(cs) for cs in candidates]} samples per problem, "
+                           f"expected {samples} for each of {len(problems)} problems.")
+
+    jobs = [(p.reference_source, c.code) for p, cs in zip(problems, candidates) for c in cs]
+    flat = _judge(jobs, validation_config, judge, progress)
+    judged = time.perf_counter()
+    if len(flat) != len(jobs):
+        raise RuntimeError(f"the judge returned {len(flat)} verdicts for {len(jobs)} samples.")
+    verdicts: list[list[Verdict]] = []
+    it = iter(flat)
+    for problem, cs in zip(problems, candidates):
+        row = []
+        for cand in cs:
+            v = next(it)
+            if v.problem_key != problem.key or v.candidate_key != cand.key:
+                raise RuntimeError(f"verdict {v.key} judges candidate {v.candidate_key} of problem {v.problem_key}, "
+                                   f"expected {cand.key} of {problem.key} ({problem.suite_id or problem.name}).")
+            row.append(v)
+        verdicts.append(row)
+
+    ks = [k for k in config.pass_k if k <= samples] or [1]
+    metrics = compute_metrics(problems, candidates, verdicts, ks)
+    judge_hash = next((v.judge_config_hash for v in flat if v.judge_config_hash), "")
+    if not judge_hash and validation_config is not None:
+        judge_hash = config_hash(validation_config)
+    record_config = {
+        "samples": samples,
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "max_new_tokens": config.max_new_tokens,
+        "seed": config.seed,
+        "pass_k": ks,
+        "prompt_version": PROMPT_VERSION,
+        "generator_version": getattr(generator, "version", ""),
+        "judge_config_hash": judge_hash,
+        "judge_device": flat[0].device if flat else "",
+        "problem_keys": content_key([p.key for p in problems]),
+        "problem_count": len(problems),
+    }
+    evaluation = Evaluation(suite=suite_label(problems), generator=generator.name, config=record_config,
+                            verdict_keys=[v.key for v in flat], metrics=metrics)
+    timings = {"generate_s": generated - started, "judge_s": judged - generated, "total_s": judged - started}
+    return EvaluationResult(problems=problems, candidates=list(candidates), verdicts=verdicts, metrics=metrics,
+                            evaluation=evaluation, timings=timings)
+
+
+def store_evaluation(wh: Any, run: Any, result: EvaluationResult) -> dict[str, int]:
+    """Write the problems, every sample's candidate and verdict, and the Evaluation record (with its
+    per-sample verdict keys) to the warehouse; returns the number of new rows per table."""
+    return {
+        "problems": wh.put_problems(run, result.problems),
+        "candidates": wh.put_candidates(run, result.all_candidates),
+        "verdicts": wh.put_verdicts(run, result.all_verdicts),
+        "evaluations": wh.put_evaluations(run, [result.evaluation]),
+    }

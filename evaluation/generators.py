@@ -1,0 +1,396 @@
+"""Generators: what turns a problem into k candidate kernels, with the training prompt format.
+
+Every generator prompts with `autotriton.prompting.build_messages` (the format models are trained
+on) and parses with `autotriton.prompting.parse_completion` (strict: no fenced `ModelNew` block,
+no code). It returns, per problem, `samples` Candidates carrying the generator's name and version,
+the sampling parameters, the prompt version, the raw output and `parse_error` when no code came out.
+
+* `LocalModelGenerator`: a Hugging Face causal LM (hub id, local folder, or a warehouse checkpoint's
+  path) through its chat template; batched `generate`, k samples per prompt via
+  `num_return_sequences`; greedy when temperature is 0 (then one generation, repeated k times).
+* `OpenAIGenerator`: any OpenAI-compatible endpoint through the `openai` client: `n` samples per
+  request (topped up with more requests where an endpoint returns fewer), temperature, top_p,
+  retries with backoff (the client's own: 429, 5xx, timeouts, connection errors, Retry-After),
+  bounded concurrency, the key from an environment variable.
+* `RecordedGenerator`: candidates recorded elsewhere (teacher replay JSONL, warehouse rows), so a
+  teacher's outputs can be scored like any model (the pipeline's upper bound).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from autotriton.prompting import PROMPT_VERSION, build_messages, parse_completion
+from autotriton.records import Candidate, Problem
+
+ProgressFn = Callable[[int], None]  # called with the number of problems just finished
+
+
+def default_instruction(problem: Problem) -> str:
+    """The task in words, as training phrases it: the distillation stage's `describe_problem`
+    (what teachers and RL prompts use) when importable, else the same sentence shape."""
+    try:
+        from autotriton.distillation import describe_problem  # type: ignore[attr-defined]
+    except ImportError:
+        describe_problem = None
+    if describe_problem is not None:
+        try:
+            instruction, _reasoning = describe_problem(problem)
+            if instruction:
+                return instruction
+        except Exception:  # noqa: BLE001  (a describer failure must not stop an evaluation)
+            pass
+    return f"Rewrite the PyTorch module `{problem.name}` as Triton kernels: write `ModelNew`."
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Problems in, `samples` candidates per problem out (one list per problem, in problem order)."""
+
+    name: str
+    version: str
+
+    def generate(self, problems: Sequence[Problem], samples: int, *, progress: ProgressFn | None = None) -> list[list[Candidate]]:
+        ...
+
+
+def candidate_from_output(problem: Problem, raw: str, *, generator: str, version: str, instruction: str,
+                          sampling: dict[str, Any], usage: dict[str, Any] | None = None,
+                          reasoning_content: str | None = None, error: str | None = None) -> Candidate:
+    """A Candidate from one raw completion, parsed strictly; `error` marks a failed request."""
+    if error is not None:
+        return Candidate(problem_key=problem.key, code="", instruction=instruction, generator=generator,
+                         generator_version=version, prompt_version=PROMPT_VERSION, sampling=sampling,
+                         usage=usage or {}, raw_output=raw, parse_error=error)
+    parsed = parse_completion(raw, reasoning_content)
+    return Candidate(problem_key=problem.key, code=parsed.code or "", reasoning=parsed.reasoning, instruction=instruction,
+                     generator=generator, generator_version=version, prompt_version=PROMPT_VERSION, sampling=sampling,
+                     usage=usage or {}, raw_output=raw, parse_error=parsed.error)
+
+
+# ----------------------------------------------------------------------------------------------
+# Local Hugging Face model
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' was asked for but torch sees no CUDA GPU; use --device cpu.")
+    return device
+
+
+def _training_loader():
+    """The training stage's `load_model` (public API): evaluation loads models exactly as training
+    does (same dtype rules, pad token, ChatML template when a model has none, GGUF, aliases)."""
+    try:
+        from autotriton.training import load_model  # type: ignore[attr-defined]
+    except ImportError:
+        try:
+            from autotriton.training.models import load_model  # type: ignore[no-redef]
+        except ImportError:
+            return None
+    return load_model
+
+
+def _load_local(model: str, device: str) -> tuple[Any, Any, str]:
+    """(model, tokenizer, version) for a hub id, a local folder, a GGUF file or a training alias."""
+    path = Path(model)
+    loader = _training_loader()
+    if loader is not None:
+        try:
+            mdl, tok = loader(model, device=device)
+        except Exception as exc:  # ModelLoadError and friends: one clear message naming the model
+            raise ValueError(str(exc)) from exc
+    else:  # pragma: no cover - the training stage ships with autotriton
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(model)
+            mdl = AutoModelForCausalLM.from_pretrained(model, dtype=torch.bfloat16 if device == "cuda" else torch.float32)
+        except OSError as exc:
+            raise ValueError(f"model {model!r} could not be loaded: {str(exc).splitlines()[0]}") from exc
+        mdl.to(device)
+    version = model
+    cfg_file = path / "config.json"
+    if cfg_file.is_file():
+        from autotriton.hashing import content_key
+
+        # A local folder's identity: its config and the files it holds (a retrained checkpoint differs).
+        files = sorted((p.name, p.stat().st_size) for p in path.iterdir() if p.is_file())
+        version = f"{path.name}@{content_key(cfg_file.read_text(encoding='utf-8'), files)}"
+    return mdl, tok, version
+
+
+class LocalModelGenerator:
+    """Generates with a local Hugging Face causal LM (hub id, folder, or checkpoint path)."""
+
+    def __init__(self, model: str | Any, *, tokenizer: Any = None, name: str | None = None, device: str = "auto",
+                 temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 1024, batch_size: int = 4, seed: int = 0,
+                 instruction_fn: Callable[[Problem], str] = default_instruction):
+        self.device = resolve_device(device)
+        if isinstance(model, (str, Path)):
+            self.model, self.tokenizer, self.version = _load_local(str(model), self.device)
+            self.name = name or f"model:{Path(str(model)).name if Path(str(model)).exists() else model}"
+        else:
+            if tokenizer is None:
+                raise ValueError("LocalModelGenerator: pass the tokenizer along with a model object.")
+            self.model, self.tokenizer = model.to(self.device), tokenizer
+            self.version = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
+            self.name = name or f"model:{self.version}"
+        self.model.eval()
+        self.temperature, self.top_p = float(temperature), float(top_p)
+        self.max_new_tokens, self.batch_size, self.seed = int(max_new_tokens), int(batch_size), int(seed)
+        self.instruction_fn = instruction_fn
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer.padding_side = "left"  # decoder-only: pad on the left so generation continues the prompt
+
+    def prompt_text(self, problem: Problem) -> str:
+        messages = build_messages(problem.reference_source, self.instruction_fn(problem))
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        # A base model without a chat template: plain role-prefixed turns.
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
+
+    def sampling(self, samples: int) -> dict[str, Any]:
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_new_tokens": self.max_new_tokens,
+                "seed": self.seed, "n": samples, "do_sample": self.temperature > 0}
+
+    def generate(self, problems: Sequence[Problem], samples: int, *, progress: ProgressFn | None = None) -> list[list[Candidate]]:
+        import torch
+        from transformers import set_seed
+
+        set_seed(self.seed)
+        do_sample = self.temperature > 0
+        per_prompt = samples if do_sample else 1
+        out: list[list[Candidate]] = []
+        for start in range(0, len(problems), self.batch_size):
+            batch = list(problems[start:start + self.batch_size])
+            texts = [self.prompt_text(p) for p in batch]
+            enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "num_return_sequences": per_prompt,
+                                      "pad_token_id": self.tokenizer.pad_token_id, "do_sample": do_sample}
+            if do_sample:
+                kwargs.update(temperature=self.temperature, top_p=self.top_p)
+            else:
+                kwargs.update(temperature=None, top_p=None, top_k=None)  # silence sampling defaults of generation_config
+            with torch.no_grad():
+                generated = self.model.generate(**enc, **kwargs)
+            new_tokens = generated[:, enc["input_ids"].shape[1]:]
+            decoded = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+            for i, problem in enumerate(batch):
+                instruction = self.instruction_fn(problem)
+                cands = []
+                for s in range(samples):
+                    row = i * per_prompt + (s if do_sample else 0)
+                    n_tokens = int((new_tokens[row] != self.tokenizer.pad_token_id).sum())
+                    sampling = dict(self.sampling(samples), sample=s)
+                    cands.append(candidate_from_output(problem, decoded[row], generator=self.name, version=self.version,
+                                                       instruction=instruction, sampling=sampling,
+                                                       usage={"prompt_tokens": int(enc["attention_mask"][i].sum()),
+                                                              "completion_tokens": n_tokens}))
+                out.append(cands)
+            if progress:
+                progress(len(batch))
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# OpenAI-compatible endpoint
+
+
+class OpenAIGenerator:
+    """Samples from any OpenAI-compatible chat-completions endpoint (vLLM, SGLang, DeepSeek, OpenAI, ...)."""
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", temperature: float = 0.0,
+                 top_p: float = 1.0, max_tokens: int = 1024, timeout_s: float = 600.0, max_retries: int = 4,
+                 concurrency: int = 4, seed: int | None = None, instruction_fn: Callable[[Problem], str] = default_instruction):
+        import openai
+
+        if not base_url:
+            raise ValueError("OpenAIGenerator: an endpoint base URL is needed (--endpoint http://HOST:PORT/v1).")
+        if not model:
+            raise ValueError("OpenAIGenerator: the model name at the endpoint is needed (--model NAME).")
+        # Local servers accept any key; a real service answers 401, which names the variable below.
+        self.api_key_env = api_key_env
+        key = os.environ.get(api_key_env) or "EMPTY"
+        self.client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s, max_retries=max_retries)
+        self.base_url, self.model = base_url, model
+        self.name, self.version = f"openai:{model}", model
+        self.temperature, self.top_p, self.max_tokens = float(temperature), float(top_p), int(max_tokens)
+        self.concurrency, self.seed = int(concurrency), seed
+        self.instruction_fn = instruction_fn
+        self.requests = 0
+        self.failed_requests = 0
+
+    def sampling(self, samples: int) -> dict[str, Any]:
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "n": samples,
+                "seed": self.seed}
+
+    def _request(self, messages: list[dict[str, str]], n: int) -> Any:
+        self.requests += 1
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "n": n, "temperature": self.temperature,
+                                  "top_p": self.top_p, "max_tokens": self.max_tokens}
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        return self.client.chat.completions.create(**kwargs)
+
+    def _one_problem(self, problem: Problem, samples: int) -> list[Candidate]:
+        import openai
+
+        instruction = self.instruction_fn(problem)
+        messages = build_messages(problem.reference_source, instruction)
+        cands: list[Candidate] = []
+        attempts = 0
+        while len(cands) < samples and attempts < samples:
+            attempts += 1
+            want = samples - len(cands)
+            sampling = self.sampling(samples)
+            try:
+                response = self._request(messages, want)
+            except openai.AuthenticationError as exc:
+                raise RuntimeError(f"{self.base_url}: the endpoint refused the key (401). Put a valid key in "
+                                   f"${self.api_key_env}.") from exc
+            except openai.NotFoundError as exc:
+                raise RuntimeError(f"{self.base_url}: model {self.model!r} not found at the endpoint (404); check --model.") from exc
+            except (openai.APIError, openai.APIConnectionError) as exc:
+                # Retries are exhausted: record the failure as samples with no code, counted in the report.
+                self.failed_requests += 1
+                message = f"request failed after retries: {type(exc).__name__}: {str(exc)[:300]}"
+                for s in range(len(cands), samples):
+                    cands.append(candidate_from_output(problem, "", generator=self.name, version=self.version,
+                                                       instruction=instruction, sampling=dict(sampling, sample=s),
+                                                       error=message))
+                break
+            self.version = getattr(response, "model", None) or self.version
+            choices = list(response.choices or [])[:want]
+            usage = getattr(response, "usage", None)
+            per_choice = {
+                "prompt_tokens": getattr(usage, "prompt_tokens", None),
+                "completion_tokens": (getattr(usage, "completion_tokens", 0) or 0) // max(1, len(choices)) if usage else None,
+            }
+            for choice in choices:
+                message = choice.message
+                reasoning = getattr(message, "reasoning_content", None)
+                if reasoning is None and getattr(message, "model_extra", None):
+                    reasoning = message.model_extra.get("reasoning_content")
+                s = len(cands)
+                cands.append(candidate_from_output(problem, message.content or "", generator=self.name, version=self.version,
+                                                   instruction=instruction, sampling=dict(sampling, sample=s,
+                                                                                          finish_reason=choice.finish_reason),
+                                                   usage=per_choice, reasoning_content=reasoning))
+        while len(cands) < samples:  # an endpoint that keeps returning no choices
+            cands.append(candidate_from_output(problem, "", generator=self.name, version=self.version, instruction=instruction,
+                                               sampling=dict(self.sampling(samples), sample=len(cands)),
+                                               error="the endpoint returned no choices"))
+        return cands
+
+    def generate(self, problems: Sequence[Problem], samples: int, *, progress: ProgressFn | None = None) -> list[list[Candidate]]:
+        results: list[list[Candidate] | None] = [None] * len(problems)
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = {pool.submit(self._one_problem, p, samples): i for i, p in enumerate(problems)}
+            from concurrent.futures import as_completed
+
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                if progress:
+                    progress(1)
+        return [r or [] for r in results]
+
+
+# ----------------------------------------------------------------------------------------------
+# Recorded candidates (teacher outputs, earlier runs)
+
+
+class RecordedGenerator:
+    """Serves candidates recorded elsewhere; a problem with fewer recordings than `samples` gets
+    samples with no code (parse_error 'no recorded output'), so a missing output counts as a failure."""
+
+    def __init__(self, candidates: Iterable[Candidate], *, name: str = "recorded", version: str = "",
+                 names: dict[str, str] | None = None):
+        self.name, self.version = name, version
+        self.by_key: dict[str, list[Candidate]] = defaultdict(list)
+        self.by_name: dict[str, list[Candidate]] = defaultdict(list)
+        for cand in candidates:
+            self.by_key[cand.problem_key].append(cand)
+            if names and cand.problem_key in names:
+                self.by_name[names[cand.problem_key]].append(cand)
+        self.misses = 0
+
+    @classmethod
+    def from_jsonl(cls, paths: Sequence[str | Path], *, name: str | None = None) -> "RecordedGenerator":
+        """Replay JSONL (distillation's format: problem_key, problem_name, teacher, teacher_version,
+        prompt_version, code, reasoning, instruction, usage, created), one or more files."""
+        cands: list[Candidate] = []
+        names: dict[str, str] = {}
+        teachers: set[str] = set()
+        for path in paths:
+            with Path(path).open(encoding="utf-8") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                        key, code = row["problem_key"], row["code"]
+                    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                        raise ValueError(f"{path}:{lineno}: not a replay record ({exc}); each line needs problem_key and code.") from exc
+                    teachers.add(str(row.get("teacher", "")))
+                    names[key] = str(row.get("problem_name") or "")
+                    cands.append(Candidate(problem_key=key, code=code, reasoning=row.get("reasoning") or "",
+                                           instruction=row.get("instruction") or "", generator=str(row.get("teacher", "")),
+                                           generator_version=str(row.get("teacher_version", "")),
+                                           prompt_version=str(row.get("prompt_version", "")), usage=row.get("usage") or {}))
+        label = name or ("replay:" + "+".join(sorted(t for t in teachers if t)) if teachers else "replay")
+        return cls(cands, name=label, version=",".join(str(p) for p in paths), names=names)
+
+    def generate(self, problems: Sequence[Problem], samples: int, *, progress: ProgressFn | None = None) -> list[list[Candidate]]:
+        out = []
+        for problem in problems:
+            have = list(self.by_key.get(problem.key) or self.by_name.get(problem.name) or [])
+            cands = []
+            for s in range(samples):
+                if s < len(have):
+                    c = have[s]
+                    # Re-key onto this problem (a shrunk problem has its own key) and keep the recording's data.
+                    cands.append(Candidate(problem_key=problem.key, code=c.code, reasoning=c.reasoning, instruction=c.instruction,
+                                           generator=c.generator or self.name, generator_version=c.generator_version,
+                                           prompt_version=c.prompt_version, sampling=dict(c.sampling, sample=s), usage=c.usage,
+                                           raw_output=c.raw_output, parse_error=c.parse_error if not c.code else None))
+                else:
+                    self.misses += 1
+                    cands.append(Candidate(problem_key=problem.key, code="", generator=self.name, generator_version=self.version,
+                                           prompt_version=PROMPT_VERSION, sampling={"sample": s}, parse_error="no recorded output"))
+            out.append(cands)
+            if progress:
+                progress(1)
+        return out
+
+
+def make_generator(config: Any, *, model_path: str | None = None) -> Generator:
+    """The generator an EvaluationConfig asks for (`model_path` overrides config.model for local models)."""
+    kind = config.generator
+    if kind == "auto":
+        kind = "openai" if config.endpoint else "local"
+    if kind == "openai":
+        return OpenAIGenerator(config.endpoint, config.model, api_key_env=config.api_key_env, temperature=config.temperature,
+                               top_p=config.top_p, max_tokens=config.max_new_tokens, timeout_s=config.request_timeout_s,
+                               max_retries=config.max_retries, concurrency=config.concurrency, seed=config.seed)
+    model = model_path or config.model
+    if not model:
+        raise ValueError("no model to evaluate: pass --model (HF id, local path or checkpoint key) or --endpoint URL --model NAME.")
+    return LocalModelGenerator(model, device=config.device, temperature=config.temperature, top_p=config.top_p,
+                               max_new_tokens=config.max_new_tokens, batch_size=config.batch_size, seed=config.seed)
+
+
+__all__ = ["Generator", "LocalModelGenerator", "OpenAIGenerator", "RecordedGenerator", "candidate_from_output",
+           "default_instruction", "make_generator"]

@@ -1,0 +1,255 @@
+"""Evaluation reports: markdown with tables and PNG plots, and side-by-side comparisons.
+
+`write_report(result, out_dir)` writes `report.md`, `metrics.json`, `samples.jsonl` (one line per
+sample: problem, candidate, verdict, status, speedup) and the plots: `accuracy_by_level.png`
+(rule pass / compile / exec accuracy / hack rate per level), `status_mix.png` (verdict statuses per
+level) and, when the judge ran on a GPU, `speedups.png` (distribution of the speedups of correct
+samples). `compare_markdown(evaluations)` puts several evaluations side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from autotriton.records import VERDICT_STATUSES, Evaluation
+
+HEADLINE = ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate")
+STATUS_COLOURS = {
+    "correct": "#2e7d32", "incorrect": "#ef6c00", "rule_violation": "#c62828", "compile_error": "#6a1b9a",
+    "runtime_error": "#1565c0", "timeout": "#5d4037", "crashed": "#424242",
+}
+
+
+def fmt(value: Any, pct: bool = False) -> str:
+    """A metric for a table cell: percentages for rates, 'n/a' for None (no GPU)."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        return f"{100 * value:.1f}%" if pct else f"{value:.3g}"
+    return str(value)
+
+
+def _row_cells(m: dict[str, Any], ks: Sequence[str]) -> list[str]:
+    cells = [fmt(m.get("problems")), fmt(m.get("samples"))]
+    cells += [fmt(m.get(k), pct=True) for k in ("rule_pass", "compile_rate", "exec_accuracy", "hack_rate")]
+    cells += [fmt((m.get("pass_at_k") or {}).get(k), pct=True) for k in ks]
+    cells += [fmt(m.get("fast_1"), pct=True), fmt(m.get("fast_2"), pct=True), fmt(m.get("geomean_speedup"))]
+    return cells
+
+
+def _header(ks: Sequence[str]) -> list[str]:
+    return (["problems", "samples", "rule pass", "compile", "exec acc", "hack rate"] + [f"pass@{k}" for k in ks]
+            + ["fast_1", "fast_2", "geomean speedup"])
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _ks(metrics: dict[str, Any]) -> list[str]:
+    return sorted((metrics.get("pass_at_k") or {}).keys(), key=int)
+
+
+def _plot_levels(metrics: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = list(metrics["by_level"].items())
+    names = [n for n, _ in levels]
+    series = [("rule pass", "rule_pass", "#1565c0"), ("compile", "compile_rate", "#6a1b9a"),
+              ("exec accuracy", "exec_accuracy", "#2e7d32"), ("hack rate", "hack_rate", "#c62828")]
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(names) + 2), 3.6))
+    for i, (label, key, colour) in enumerate(series):
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(names))]
+        ys = [100 * (lv.get(key) or 0.0) for _, lv in levels]
+        bars = ax.bar(xs, ys, width, label=label, color=colour)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=1)
+    ax.set_xticks(range(len(names)), names, rotation=15 if len(names) > 3 else 0)
+    ax.set_ylabel("% of samples")
+    ax.set_ylim(0, 110)
+    ax.set_title("Accuracy per level")
+    ax.legend(fontsize=8, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.15 if len(names) <= 3 else -0.25))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _plot_status(metrics: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = list(metrics["by_level"].items())
+    names = [n for n, _ in levels]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(names) + 2), 3.4))
+    bottoms = [0.0] * len(names)
+    for status in VERDICT_STATUSES:
+        shares = []
+        for _, lv in levels:
+            total = lv.get("samples") or 0
+            shares.append(100 * (lv.get("status_counts") or {}).get(status, 0) / total if total else 0.0)
+        if not any(shares):
+            continue
+        ax.bar(range(len(names)), shares, 0.6, bottom=bottoms, label=status, color=STATUS_COLOURS.get(status))
+        bottoms = [b + s for b, s in zip(bottoms, shares)]
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("% of samples")
+    ax.set_ylim(0, 100)
+    ax.set_title("Verdict status mix")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _plot_speedups(speedups: list[float], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    logs = [math.log2(s) for s in speedups]
+    ax.hist(logs, bins=min(30, max(5, len(logs) // 2)), color="#1565c0")
+    ax.axvline(0.0, color="black", linewidth=1)
+    ax.axvline(1.0, color="#2e7d32", linewidth=1, linestyle="--", label="2x")
+    ax.set_xlabel("log2(speedup vs eager PyTorch)")
+    ax.set_ylabel("correct samples")
+    ax.set_title(f"Speedups of {len(speedups)} correct samples")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, str], timings: dict[str, float] | None,
+              per_problem_limit: int = 200) -> str:
+    ks = _ks(metrics)
+    cfg = evaluation.config
+    lines = [f"# Evaluation {evaluation.key}", "",
+             f"- suite: `{evaluation.suite}`",
+             f"- generator: `{evaluation.generator}` (version `{cfg.get('generator_version', '')}`)",
+             f"- samples per problem: {cfg.get('samples')}, temperature {cfg.get('temperature')}, top_p {cfg.get('top_p')}, "
+             f"max new tokens {cfg.get('max_new_tokens')}, prompt {cfg.get('prompt_version')}",
+             f"- judge: device `{cfg.get('judge_device', '')}`, config `{cfg.get('judge_config_hash', '')}`"]
+    if timings:
+        lines.append(f"- time: generation {timings.get('generate_s', 0):.1f} s, judging {timings.get('judge_s', 0):.1f} s")
+    if metrics.get("device") != "gpu":
+        lines.append("- fast_1, fast_2 and the speedup need a GPU judge: n/a here (CPU interpreter).")
+    lines += ["", "Exec accuracy counts a sample only when it is correct AND breaks no rule (the AutoTriton reward); "
+              "the hack rate is the share that matched the reference while breaking a rule (e.g. a PyTorch fallback).", "",
+              "## Overall", "", _table(_header(ks), [_row_cells(metrics, ks)]), ""]
+    lines += ["## Per level", "", _table(["level"] + _header(ks),
+                                          [[name] + _row_cells(m, ks) for name, m in metrics.get("by_level", {}).items()]), ""]
+    if len(metrics.get("by_suite", {})) > 1:
+        lines += ["## Per benchmark", "", _table(["benchmark"] + _header(ks),
+                                                 [[name] + _row_cells(m, ks) for name, m in metrics["by_suite"].items()]), ""]
+    counts = metrics.get("status_counts", {})
+    if counts:
+        lines += ["## Verdict statuses", "", _table(["status", "samples"], [[s, str(n)] for s, n in counts.items()]), ""]
+    for title, name in (("Accuracy per level", "accuracy_by_level.png"), ("Status mix", "status_mix.png"),
+                        ("Speedup distribution", "speedups.png")):
+        if name in plots:
+            lines += [f"![{title}]({name})", ""]
+    per = metrics.get("per_problem") or []
+    if per:
+        lines += ["## Per problem", "",
+                  _table(["problem", "solved / n", "hacks", "statuses", "best speedup"],
+                         [[f"`{p['suite_id']}`", f"{p['solved']}/{p['n']}", str(p["hacks"]),
+                           ", ".join(f"{k} {v}" for k, v in sorted(p["statuses"].items())), fmt(p.get("best_speedup"))]
+                          for p in per[:per_problem_limit]])]
+        if len(per) > per_problem_limit:
+            lines.append(f"\n({len(per) - per_problem_limit} more problems in metrics.json)")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_report(result: Any, out_dir: str | Path) -> Path:
+    """Write the markdown report, metrics.json, samples.jsonl and PNG plots into `out_dir`.
+
+    `result` is an `EvaluationResult` (everything, including per-sample speedups) or an `Evaluation`
+    record read back from the warehouse (tables and plots from its stored metrics). Returns the
+    path of report.md.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    evaluation: Evaluation = result if isinstance(result, Evaluation) else result.evaluation
+    metrics = evaluation.metrics
+    timings = None if isinstance(result, Evaluation) else result.timings
+    plots: dict[str, str] = {}
+    if metrics.get("by_level"):
+        _plot_levels(metrics, out / "accuracy_by_level.png")
+        plots["accuracy_by_level.png"] = "accuracy"
+        _plot_status(metrics, out / "status_mix.png")
+        plots["status_mix.png"] = "status"
+    if isinstance(result, Evaluation):
+        speedups = [p["best_speedup"] for p in metrics.get("per_problem", []) if p.get("best_speedup")]
+    else:
+        from autotriton.evaluation.metrics import trusted_speedup
+
+        speedups = [s for s in (trusted_speedup(v) for v in result.all_verdicts) if s is not None]
+        with (out / "samples.jsonl").open("w", encoding="utf-8") as fh:
+            for problem, cands, verdicts in zip(result.problems, result.candidates, result.verdicts):
+                for index, (c, v) in enumerate(zip(cands, verdicts)):
+                    fh.write(json.dumps({
+                        "suite_id": problem.suite_id or problem.name, "problem_key": problem.key, "sample": index,
+                        "candidate_key": c.key, "verdict_key": v.key, "status": v.status, "correct": v.correct,
+                        "rule_ok": v.rule_ok, "compiled": v.compiled, "speedup": v.speedup,
+                        "violations": [x.rule for x in v.violations], "parse_error": c.parse_error,
+                        "error": (v.error or "")[:500] or None,
+                    }) + "\n")
+    if metrics.get("device") == "gpu" and speedups:
+        _plot_speedups(speedups, out / "speedups.png")
+        plots["speedups.png"] = "speedups"
+    (out / "metrics.json").write_text(json.dumps({"evaluation_key": evaluation.key, "suite": evaluation.suite,
+                                                   "generator": evaluation.generator, "config": evaluation.config,
+                                                   "metrics": metrics}, indent=2, default=str), encoding="utf-8")
+    report = out / "report.md"
+    report.write_text(_markdown(evaluation, metrics, plots, timings), encoding="utf-8")
+    return report
+
+
+def compare_rows(evaluations: Sequence[Evaluation], labels: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """(header, rows): one row per evaluation with its headline metrics, for tables and markdown."""
+    ks = sorted({k for e in evaluations for k in (e.metrics.get("pass_at_k") or {})}, key=int)
+    header = ["evaluation", "generator", "suite"] + _header(ks)
+    rows = []
+    for i, ev in enumerate(evaluations):
+        label = labels[i] if labels and i < len(labels) else ev.key
+        rows.append([label, ev.generator, ev.suite] + _row_cells(ev.metrics, ks))
+    return header, rows
+
+
+def compare_markdown(evaluations: Sequence[Evaluation], labels: Sequence[str] | None = None) -> str:
+    """A markdown table putting evaluations side by side, then per level where they share levels."""
+    header, rows = compare_rows(evaluations, labels)
+    parts = ["# Evaluations compared", "", _table(header, rows), ""]
+    levels = sorted({lv for e in evaluations for lv in (e.metrics.get("by_level") or {})})
+    for level in levels:
+        present = [(i, e) for i, e in enumerate(evaluations) if level in (e.metrics.get("by_level") or {})]
+        if len(present) < 2:
+            continue
+        ks = sorted({k for _, e in present for k in (e.metrics["by_level"][level].get("pass_at_k") or {})}, key=int)
+        rows = [[(labels[i] if labels and i < len(labels) else e.key), e.generator] + _row_cells(e.metrics["by_level"][level], ks)
+                for i, e in present]
+        parts += [f"## {level}", "", _table(["evaluation", "generator"] + _header(ks), rows), ""]
+    return "\n".join(parts)
+
+
+__all__ = ["write_report", "compare_markdown", "compare_rows", "fmt"]
