@@ -13,3 +13,4 @@ from autotriton.flows.cli.common import app, main  # noqa: F401
 # Each module below registers its verbs on `app` when imported.
 from autotriton.flows.cli import config_cmd  # noqa: F401,E402
 from autotriton.flows.cli import db_cmd  # noqa: F401,E402
+from autotriton.flows.cli import distill_cmd  # noqa: F401,E402

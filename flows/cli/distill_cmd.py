@@ -1,0 +1,100 @@
+"""`autotriton distill`: turn the warehouse's runnable problems into judged Triton candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+
+TEACHERS = ("replay", "inductor", "openai")
+
+
+@app.command("distill")
+def distill_cmd(
+    teacher: Optional[str] = typer.Option(None, "--teacher", "-t", help="replay (recorded outputs, offline), inductor (torch.compile, needs a GPU) or openai (any OpenAI-compatible endpoint: distill.base_url, distill.model, key in $OPENAI_API_KEY) [config: distill.teacher]", show_default=False),
+    samples: Optional[int] = typer.Option(None, "--samples", "-k", min=1, help="candidates per problem [config: distill.samples]", show_default=False),
+    rounds: Optional[int] = typer.Option(None, "--rounds", "-r", min=0, help="repair rounds: the validator's errors go back to the LLM teacher [config: distill.rounds]", show_default=False),
+    max_problems: Optional[int] = typer.Option(None, "--max-problems", "-n", min=0, help="distill at most this many problems, 0 = all [config: distill.max_problems]", show_default=False),
+    suite: Optional[str] = typer.Option(None, "--suite", help="only problems of this suite (e.g. kernelbench/level1)", show_default=False),
+    replay: list[Path] = typer.Option([], "--replay", help="extra replay JSONL file or teacher cache dir for --teacher replay (repeatable)"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: problems, candidates, verdicts (status -> count), validated_pairs, tokens, ..."),
+) -> None:
+    """Distil the warehouse's runnable problems with a teacher, judge every candidate with the
+    validator (repairing failures with the LLM teacher for --rounds rounds), and store candidates
+    and verdicts with lineage. Only verdicts with reward 1 count as validated pairs."""
+    if teacher is not None and teacher not in TEACHERS:
+        fail(f"--teacher {teacher!r}: choose one of {', '.join(TEACHERS)}.")
+    extra: dict[str, Any] = {"distill.teacher": teacher, "distill.samples": samples, "distill.rounds": rounds,
+                             "distill.max_problems": max_problems}
+    cfg, _ = load_config_or_fail(extra)
+    if replay:
+        cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
+
+    from autotriton.distillation import GPUUnavailableError, ReplayFormatError, distill, make_teacher
+    from autotriton.distillation.openai_teacher import TeacherError
+    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
+
+    try:
+        chosen = make_teacher(cfg.distill)
+    except GPUUnavailableError as exc:
+        fail(f"--teacher inductor: {exc}")
+    except (ReplayFormatError, FileNotFoundError) as exc:
+        fail(str(exc))
+
+    out = console(json_out)
+    try:
+        wh = Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)
+    except (WarehouseError, MigrationError) as exc:
+        fail(str(exc))
+    with wh:
+        problems = wh.problems(status="runnable", suite=suite)
+        if not problems:
+            where = f" of suite {suite!r}" if suite else ""
+            fail(f"{cfg.warehouse.path}: no runnable problems{where} in the warehouse. "
+                 "Harvest some first (`autotriton harvest ...`), or pass --db pointing at another warehouse.")
+        if cfg.distill.max_problems:
+            problems = problems[: cfg.distill.max_problems]
+        run = wh.start_run("distill", cfg)
+        out.print(f"distilling {len(problems)} problem(s) with teacher [bold]{chosen.name}[/] "
+                  f"({cfg.distill.samples} sample(s), {cfg.distill.rounds} repair round(s)); judge on {cfg.validation.device}; run {run.run_id}")
+        try:
+            result = distill(problems, chosen, cfg.distill, cfg.validation, progress=True)
+            new_candidates = wh.put_candidates(run, result.candidates)
+            new_verdicts = wh.put_verdicts(run, result.verdicts)
+        except TeacherError as exc:
+            wh.finish_run(run, "failed", {"error": str(exc)})
+            fail(str(exc))
+        except BaseException as exc:
+            wh.finish_run(run, "failed", {"error": f"{type(exc).__name__}: {exc}"})
+            raise
+        summary = dict(result.stats, run_id=run.run_id, new_candidates=new_candidates, new_verdicts=new_verdicts)
+        wh.finish_run(run, "succeeded", summary)
+
+    if json_out:
+        emit_json(summary)
+        return
+    out.print(summary_table(summary))
+
+
+def summary_table(s: dict[str, Any]) -> Table:
+    table = Table(title=f"distill: teacher {s['teacher']}", show_header=False)
+    table.add_column("what", style="cyan")
+    table.add_column("value", justify="right")
+    table.add_row("problems tried", str(s["problems"]))
+    table.add_row("candidates", f"{s['candidates']} ({s['new_candidates']} new)")
+    table.add_row("malformed outputs", str(s["malformed"]))
+    for status, count in s["verdicts"].items():
+        table.add_row(f"verdicts: {status}", str(count))
+    table.add_row("validated pairs (reward 1)", str(s["validated_pairs"]))
+    table.add_row("yield (problems solved)", f"{s['problems_solved']}/{s['problems']} = {s['yield']:.1%}")
+    tokens = s["tokens"]
+    table.add_row("tokens (prompt / completion)", f"{tokens['prompt']:,} / {tokens['completion']:,}")
+    table.add_row("tokens spent this run", f"{tokens['spent_this_run']:,}")
+    table.add_row("cost", "unknown" if s["cost_usd"] is None else f"${s['cost_usd']:.4f} (this run ${s['cost_usd_this_run'] or 0:.4f})")
+    for name, count in sorted(s["teacher_counters"].items()):
+        table.add_row(f"teacher: {name}", str(count))
+    return table
