@@ -92,6 +92,13 @@ class TableSpec:
             if col == "source_key" and isinstance(value, dict):  # HarvestedModule.source
                 value = record.source.key
             row[col] = value
+        known = {c for c, _ in self.columns}
+        unstored = [c for c in row if c not in known]
+        if unstored:  # a record field added without a migration must not be dropped silently
+            raise ValueError(
+                f"{type(record).__name__} field(s) {', '.join(unstored)} have no column in table {self.table}: "
+                "add a migration (warehouse/migrations.py) and the column (warehouse/schema.py)"
+            )
         for col, sql_type in self.columns:
             if col not in row:
                 raise ValueError(f"{type(record).__name__} has no value for column {self.table}.{col}")

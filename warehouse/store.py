@@ -455,6 +455,7 @@ class Warehouse:
         sql = f"SELECT * FROM {source or _q(table)}"
         if where:
             sql += " WHERE " + " AND ".join(where)
+        # Deterministic order: by write time, then key (DuckDB's upsert does not keep a batch's order).
         sql += " ORDER BY created_at, key"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
