@@ -100,12 +100,14 @@ def evaluate(problems: Sequence[Problem], generator: Generator, config: Evaluati
         raise ValueError("evaluate: no problems to evaluate (the suite is empty after filtering).")
     samples = config.samples
 
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     started = time.perf_counter()
     if progress:
+        # Progress goes to stderr: stdout stays free for a --json summary.
         with Progress(TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      transient=False) as bar:
+                      console=Console(stderr=True), transient=False) as bar:
             task = bar.add_task("generate", total=len(problems))
 
             def advance(n: int) -> None:

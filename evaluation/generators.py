@@ -41,7 +41,7 @@ def default_instruction(problem: Problem) -> str:
         describe_problem = None
     if describe_problem is not None:
         try:
-            instruction, _reasoning = describe_problem(problem)
+            instruction, _reasoning = describe_problem(problem.reference_source)
             if instruction:
                 return instruction
         except Exception:  # noqa: BLE001  (a describer failure must not stop an evaluation)

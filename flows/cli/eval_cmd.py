@@ -1,0 +1,309 @@
+"""`autotriton eval`: benchmark a model (local or behind an endpoint) on a suite, judged by our validator.
+
+    autotriton eval --suite FILE [--model PATH|ID|CHECKPOINT_KEY | --endpoint URL --model NAME]
+                    [--samples K] [--device cpu|cuda] [--max-problems N] [--json]
+    autotriton eval compare REF_A REF_B ...      (evaluation keys or run ids, from the warehouse)
+    autotriton eval report REF [--out DIR]       (rewrite the markdown report of a stored evaluation)
+    autotriton eval convert-tritonbench PATH --out SUITE.jsonl
+
+Every sample's candidate and verdict, the suite's problems and the Evaluation record land in the
+warehouse with the run's lineage; the report (markdown + PNG) goes to evaluation.report_dir/<key>/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from autotriton.flows.cli.common import ERR, app, console, emit_json, fail, load_config_or_fail
+
+eval_app = typer.Typer(
+    help="Evaluate a model on a benchmark suite (KernelBench, TritonBench-T) with autotriton's judge; compare evaluations.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+app.add_typer(eval_app, name="eval")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_SUITE = REPO_ROOT / "examples" / "demo" / "eval_problems.jsonl"
+
+
+def _suite_path(configured: str) -> str:
+    if configured:
+        return configured
+    if DEMO_SUITE.is_file():
+        return str(DEMO_SUITE)
+    fail("no suite given: pass --suite FILE (e.g. ../shared/benchmarks/kernelbench_level1.jsonl); the demo suite "
+         f"{DEMO_SUITE} is not present in this install.")
+
+
+def _resolve_checkpoint(wh: Any, model: str) -> str | None:
+    """A warehouse checkpoint key (or unique key prefix) -> the checkpoint's path; None if `model` is no key."""
+    if not model or Path(model).exists() or "/" in model:
+        return None
+    rows = wh.sql("SELECT key, path FROM checkpoints WHERE key = ? OR starts_with(key, ?) ORDER BY created_at DESC",
+                  [model, model]).rows
+    if not rows:
+        return None
+    if len({r[0] for r in rows}) > 1 and not any(r[0] == model for r in rows):
+        fail(f"--model {model}: the prefix matches several checkpoints ({', '.join(sorted({r[0] for r in rows}))}); give more characters.")
+    key, path = next((r for r in rows if r[0] == model), rows[0])
+    if not Path(path).exists():
+        fail(f"--model {model}: checkpoint {key} points at {path}, which does not exist here (moved or trained elsewhere).")
+    return str(path)
+
+
+def _headline_table(summary: dict[str, Any]) -> Table:
+    from autotriton.evaluation.report import fmt
+
+    table = Table(title=f"evaluation {summary['evaluation_key']}: {summary['generator']} on {summary['suite']}")
+    table.add_column("metric", style="cyan")
+    table.add_column("value", justify="right")
+    for key in ("problems", "samples"):
+        table.add_row(key, str(summary[key]))
+    for key in ("rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "parse_error_rate"):
+        table.add_row(key, fmt(summary[key], pct=True))
+    for k, value in summary["pass_at_k"].items():
+        table.add_row(f"pass@{k}", fmt(value, pct=True))
+    table.add_row("fast_1", fmt(summary["fast_1"], pct=True))
+    table.add_row("fast_2", fmt(summary["fast_2"], pct=True))
+    table.add_row("geomean_speedup", fmt(summary["geomean_speedup"]))
+    table.add_row("statuses", ", ".join(f"{s} {n}" for s, n in summary["status_counts"].items()))
+    return table
+
+
+@eval_app.callback(invoke_without_command=True)
+def eval_main(
+    ctx: typer.Context,
+    suite: Optional[str] = typer.Option(None, "--suite", help="suite: KernelBench-format JSONL, TritonBench-T data (statistics JSON or folder), or hf:level_N with --hub [default: the demo suite]"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="local: HF model id, local path or warehouse checkpoint key; with --endpoint: the model name there [default: training.model]"),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (key from $OPENAI_API_KEY or evaluation.api_key_env)"),
+    recorded: list[Path] = typer.Option([], "--recorded", help="score recorded candidates instead of generating: replay JSONL file(s) (distillation's format), e.g. a teacher's outputs (repeatable)"),
+    samples: Optional[int] = typer.Option(None, "--samples", "-k", min=1, help="samples per problem (n); pass@k for k in {1,5,10} <= n"),
+    temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, help="sampling temperature (0 = greedy)"),
+    top_p: Optional[float] = typer.Option(None, "--top-p", min=0.0, max=1.0, help="nucleus sampling threshold"),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1, help="completion length limit"),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu (Triton interpreter, shrunk shapes) or cuda (real GPU, timings): the judge's and the local model's device"),
+    max_problems: Optional[int] = typer.Option(None, "--max-problems", min=0, help="evaluate at most this many problems (0 = all)"),
+    level: list[int] = typer.Option([], "--level", help="keep only this level (repeatable)"),
+    ids: list[str] = typer.Option([], "--id", help="keep only this problem id: suite id or problem number (repeatable)"),
+    name: Optional[str] = typer.Option(None, "--name", help="keep only problems whose name matches this glob, e.g. '*conv*'"),
+    hub: Optional[bool] = typer.Option(None, "--hub/--no-hub", help="allow loading KernelBench from the Hugging Face hub (online only)"),
+    shrink: Optional[bool] = typer.Option(None, "--shrink/--no-shrink", help="shrink problem sizes for the CPU interpreter when loading"),
+    report_dir: Optional[Path] = typer.Option(None, "--report-dir", help="where the markdown report and plots go [default: evaluation.report_dir]"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: problems, samples, rule_pass, compile_rate, exec_accuracy, hack_rate, pass_at_k, fast_1, fast_2, geomean_speedup, ..."),
+) -> None:
+    """Generate k samples per problem, judge each with autotriton's validator, store every sample's
+    candidate and verdict and the Evaluation in the warehouse, and write a markdown report."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if device is not None and device not in ("cpu", "cuda", "auto"):
+        fail(f"--device {device!r}: choose cpu, cuda or auto.")
+    extra: dict[str, Any] = {
+        "evaluation.suite": suite, "evaluation.model": model, "evaluation.endpoint": endpoint,
+        "evaluation.samples": samples, "evaluation.temperature": temperature, "evaluation.top_p": top_p,
+        "evaluation.max_new_tokens": max_new_tokens, "evaluation.max_problems": max_problems,
+        "evaluation.levels": list(level) or None, "evaluation.ids": list(ids) or None, "evaluation.name_glob": name,
+        "evaluation.hub": hub, "evaluation.shrink": shrink,
+        "evaluation.report_dir": str(report_dir) if report_dir else None,
+        "evaluation.device": device, "validation.device": device,
+    }
+    if endpoint:
+        extra["evaluation.generator"] = "openai"
+    cfg, _sources = load_config_or_fail(extra)
+    ev = cfg.evaluation
+    out = console(json_mode=json_out)
+
+    from autotriton.evaluation import (
+        RecordedGenerator, SuiteError, evaluate, load_suite, make_generator, store_evaluation, write_report,
+    )
+    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
+
+    suite_path = _suite_path(ev.suite)
+    try:
+        problems = load_suite(suite_path, levels=ev.levels or None, ids=ev.ids or None, name_glob=ev.name_glob or None,
+                              limit=ev.max_problems or None, shrink=ev.shrink, hub=ev.hub)
+    except (SuiteError, ValueError) as exc:
+        fail(str(exc))
+    if not problems:
+        fail(f"{suite_path}: no problem matches the filters (levels {ev.levels or 'all'}, ids {ev.ids or 'all'}, "
+             f"name {ev.name_glob or '*'}); loosen them.")
+    if endpoint and not ev.model:
+        fail("--endpoint needs --model NAME: the model's name at the endpoint.")
+
+    try:
+        wh = Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)
+    except (WarehouseError, MigrationError) as exc:
+        fail(str(exc))
+    run = None
+    try:
+        if recorded:
+            missing = [str(p) for p in recorded if not p.is_file()]
+            if missing:
+                fail(f"--recorded {', '.join(missing)}: file not found.")
+            try:
+                generator = RecordedGenerator.from_jsonl(recorded)
+            except ValueError as exc:
+                fail(str(exc))
+        else:
+            model_path = None
+            if ev.generator != "openai" and not ev.endpoint:
+                model_path = _resolve_checkpoint(wh, ev.model) or ev.model or cfg.training.model
+            try:
+                generator = make_generator(ev, model_path=model_path)
+            except (ValueError, RuntimeError) as exc:
+                fail(str(exc))
+        ERR.print(f"evaluating [bold]{generator.name}[/] on {len(problems)} problems x {ev.samples} samples "
+                  f"(judge device: {cfg.validation.device})", highlight=False)
+        run = wh.start_run("evaluate", cfg)
+        try:
+            result = evaluate(problems, generator, ev, cfg.validation, progress=True)
+        except RuntimeError as exc:
+            wh.finish_run(run, "failed", {"error": str(exc)})
+            run = None
+            fail(str(exc))
+        new_rows = store_evaluation(wh, run, result)
+        report = write_report(result, Path(ev.report_dir) / result.evaluation.key)
+        summary = result.summary()
+        summary.update({"report": str(report), "run_id": run.run_id, "new_rows": new_rows,
+                        "timings": {k: round(v, 2) for k, v in result.timings.items()}})
+        if isinstance(generator, RecordedGenerator) and generator.misses:
+            summary["recorded_misses"] = generator.misses
+        failed_requests = getattr(generator, "failed_requests", 0)
+        if failed_requests:
+            summary["failed_requests"] = failed_requests
+        wh.finish_run(run, "succeeded", {k: v for k, v in summary.items() if k != "by_level"})
+        run = None
+    except KeyboardInterrupt:
+        if run is not None:
+            wh.finish_run(run, "cancelled", {})
+        raise
+    except (WarehouseError, MigrationError) as exc:
+        fail(str(exc))
+    finally:
+        if run is not None:  # an unexpected error: the run is marked failed, nothing half-claimed
+            try:
+                wh.finish_run(run, "failed", {})
+            except Exception:  # noqa: BLE001
+                pass
+        wh.close()
+
+    if json_out:
+        emit_json(summary)
+        return
+    out.print(_headline_table(summary))
+    if summary.get("failed_requests"):
+        out.print(f"[yellow]{summary['failed_requests']} endpoint requests failed after retries; their samples count as failures.[/]")
+    out.print(f"report: {summary['report']}  (run {summary['run_id']}, evaluation {summary['evaluation_key']})")
+
+
+def _find_evaluations(wh: Any, refs: list[str]) -> list[Any]:
+    """Evaluation records for keys, key prefixes or run ids, in the order given."""
+    found = []
+    all_evals = {e.key: e for e in wh.evaluations()}
+    for ref in refs:
+        rows = wh.sql("SELECT key FROM evaluations WHERE key = ? OR run_id = ? OR starts_with(key, ?) ORDER BY created_at",
+                      [ref, ref, ref]).rows
+        keys = list(dict.fromkeys(r[0] for r in rows))
+        if not keys:
+            fail(f"{ref}: no evaluation with that key or run id in {wh.path}. List them with "
+                 "`autotriton db sql \"SELECT key, run_id, suite, generator FROM evaluations\"`.")
+        exact = [k for k in keys if k == ref]
+        if len(keys) > 1 and not exact and not wh.sql("SELECT 1 FROM evaluations WHERE run_id = ?", [ref]).rows:
+            fail(f"{ref}: the prefix matches several evaluations ({', '.join(keys)}); give more characters.")
+        for key in exact or keys:
+            found.append(all_evals[key])
+    return found
+
+
+@eval_app.command("compare")
+def compare(
+    refs: list[str] = typer.Argument(..., help="evaluation keys (or unique prefixes) or run ids, in the order to show"),
+    out: Optional[Path] = typer.Option(None, "--out", help="also write the comparison as a markdown file"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: {evaluations: [{key, suite, generator, metrics}]}"),
+) -> None:
+    """Put stored evaluations side by side: headline metrics, then per level where they share levels."""
+    from autotriton.evaluation.report import compare_markdown, compare_rows
+    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
+
+    cfg, _ = load_config_or_fail()
+    try:
+        with Warehouse(cfg.warehouse.path, read_only=True) as wh:
+            evaluations = _find_evaluations(wh, refs)
+    except (WarehouseError, MigrationError) as exc:
+        fail(str(exc))
+    markdown = compare_markdown(evaluations)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(markdown, encoding="utf-8")
+    if json_out:
+        keep = ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "pass_at_k",
+                "fast_1", "fast_2", "geomean_speedup", "status_counts", "by_level")
+        emit_json({"evaluations": [{"key": e.key, "suite": e.suite, "generator": e.generator,
+                                    "metrics": {k: e.metrics.get(k) for k in keep}} for e in evaluations],
+                   "markdown": str(out) if out else None})
+        return
+    header, rows = compare_rows(evaluations)
+    table = Table(title="evaluations compared")
+    for h in header:
+        table.add_column(h, justify="left" if h in ("evaluation", "generator", "suite") else "right")
+    for row in rows:
+        table.add_row(*row)
+    console().print(table)
+    if out:
+        console().print(f"markdown: {out}")
+
+
+@eval_app.command("report")
+def report(
+    ref: str = typer.Argument(..., help="evaluation key (or unique prefix) or run id"),
+    out: Optional[Path] = typer.Option(None, "--out", help="folder for report.md and plots [default: evaluation.report_dir/KEY]"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: {evaluation_key, report}"),
+) -> None:
+    """Rewrite the markdown report (tables and plots) of a stored evaluation from the warehouse."""
+    from autotriton.evaluation.report import write_report
+    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
+
+    cfg, _ = load_config_or_fail()
+    try:
+        with Warehouse(cfg.warehouse.path, read_only=True) as wh:
+            evaluations = _find_evaluations(wh, [ref])
+    except (WarehouseError, MigrationError) as exc:
+        fail(str(exc))
+    if len(evaluations) != 1:
+        fail(f"{ref}: names {len(evaluations)} evaluations; pass one evaluation key.")
+    ev = evaluations[0]
+    path = write_report(ev, out or Path(cfg.evaluation.report_dir) / ev.key)
+    if json_out:
+        emit_json({"evaluation_key": ev.key, "report": str(path)})
+    else:
+        console().print(f"report: {path}")
+
+
+@eval_app.command("convert-tritonbench")
+def convert_tritonbench(
+    path: Path = typer.Argument(..., help="TritonBench-T data: statistics JSON (TritonBench_T_v1.json), its folder of operator files, or one file"),
+    out: Path = typer.Option(..., "--out", "-o", help="suite JSONL to write (KernelBench format), then `autotriton eval --suite OUT`"),
+    probe: bool = typer.Option(False, "--probe", help="also run every converted problem in the judge's sandbox and drop those that do not run"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: {converted, errors: [{record, file, line, message}], out}"),
+) -> None:
+    """Convert TritonBench-T operators into KernelBench-format problems (Model wrapping the torch
+    reference, get_inputs from one of its test cases); records that cannot be converted are listed."""
+    from autotriton.evaluation.tritonbench import convert_to_suite_file
+
+    cfg, _ = load_config_or_fail()
+    try:
+        result = convert_to_suite_file(path, out, probe=probe, validation_config=cfg.validation)
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
+    errors = [{"record": e.record, "file": e.file, "line": e.line, "message": e.message} for e in result.errors]
+    if json_out:
+        emit_json({"converted": len(result.entries), "errors": errors, "out": str(out)})
+        return
+    c = console()
+    c.print(f"converted {len(result.entries)} operators into {out}; {len(errors)} could not be converted")
+    for e in result.errors:
+        c.print(f"  [yellow]{e}[/]", highlight=False)
