@@ -308,16 +308,22 @@ def analyze_candidate(code: str) -> CandidateSummary:
             k.reductions = sorted(set(reductions))
             k.math = sorted(set(math))
             kernels[node.name] = k
+    # Grids are often named first (`grid = (triton.cdiv(n, BLOCK),)`): show the expression.
+    assigned = {node.targets[0].id: node.value for node in ast.walk(tree)
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
     for node in ast.walk(tree):
         # kernel[grid](args..., BLOCK=...) : a Call whose func is a Subscript of a kernel name
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
             name = _dotted(node.func.value)
             if name in kernels:
+                grid = node.func.slice
+                if isinstance(grid, ast.Name) and grid.id in assigned:
+                    grid = assigned[grid.id]
                 consts = {}
                 for kw in node.keywords:
                     if kw.arg:
                         consts[kw.arg] = ast.unparse(kw.value)
-                kernels[name].launches.append({"grid": ast.unparse(node.func.slice), "constexprs": consts})
+                kernels[name].launches.append({"grid": ast.unparse(grid), "constexprs": consts})
     return CandidateSummary(kernels=list(kernels.values()))
 
 
@@ -421,7 +427,7 @@ def describe_problem(problem_source: str, candidate_code: str | None = None) -> 
         for launch in k.launches[:2]:
             consts = ", ".join(f"{n}={v}" for n, v in launch["constexprs"].items() if n.isupper() or n in k.constexprs)
             parts.append(f"launched on grid {launch['grid']}" + (f" with {consts}" if consts else ""))
-        lines.append("; ".join(parts) + ".")
+        lines.append(parts[0] + " " + "; ".join(parts[1:]) + ".")
     rest = [op for op in ops if op not in covered]
     if rest and count > 1:
         lines.append(f"The remaining operations ({', '.join(rest)}) are index arithmetic or handled inside the kernels above.")

@@ -23,7 +23,7 @@ from autotriton.distillation.describe import describe_problem
 from autotriton.hashing import content_key, normalize_source
 from autotriton.records import Candidate, Problem
 
-__all__ = ["ReplayTeacher", "SHIPPED_REPLAY_DIR", "replay_files"]
+__all__ = ["ReplayTeacher", "SHIPPED_REPLAY_DIR", "replay_files", "record_from_candidate", "write_replay"]
 
 SHIPPED_REPLAY_DIR = Path(__file__).resolve().parent / "data" / "replay"
 
@@ -124,3 +124,28 @@ class ReplayTeacher:
         for i, (instruction, reasoning) in zip(indices, texts):
             cands[i].instruction = cands[i].instruction or instruction
             cands[i].reasoning = cands[i].reasoning or reasoning
+
+
+def record_from_candidate(problem: Problem, candidate: Candidate, *, created: str | None = None) -> dict[str, Any]:
+    """The replay line for a candidate a teacher produced (e.g. InductorTeacher on a GPU)."""
+    from autotriton.distillation.cache import replay_record
+
+    if candidate.problem_key != problem.key:
+        raise ValueError(f"candidate {candidate.key} answers problem {candidate.problem_key}, not {problem.key} ({problem.name})")
+    return replay_record(
+        problem_key=problem.key, problem_name=problem.name, teacher=candidate.generator,
+        teacher_version=candidate.generator_version, prompt_version=candidate.prompt_version, code=candidate.code,
+        reasoning=candidate.reasoning, instruction=candidate.instruction, usage=candidate.usage, created=created,
+    )
+
+
+def write_replay(path: str | Path, pairs: Iterable[tuple[Problem, Candidate]]) -> int:
+    """Append one replay line per (problem, candidate) to `path`; returns the number written."""
+    from autotriton.distillation.cache import append_record
+
+    count = 0
+    for problem, candidate in pairs:
+        if candidate.code:
+            append_record(path, record_from_candidate(problem, candidate))
+            count += 1
+    return count

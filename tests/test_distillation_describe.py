@@ -1,0 +1,135 @@
+"""describe_problem: deterministic instruction and reasoning from the problem and the candidate."""
+
+from __future__ import annotations
+
+import json
+
+from autotriton.distillation.describe import analyze_candidate, analyze_problem, describe_problem
+
+from distillation_helpers import RELU_KERNEL
+
+LINEAR_GELU = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+batch = 8
+in_features = 64
+out_features = 2 * 16
+
+
+class Model(nn.Module):
+    """Linear, then GELU, then a scaled residual."""
+
+    def __init__(self, in_features, out_features, scale):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+        self.scale = scale
+
+    def forward(self, x):
+        y = F.gelu(self.fc(x))
+        return y * self.scale + y
+
+
+def get_inputs():
+    return [torch.randn(batch, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, 0.5]
+'''
+
+FUSED_CANDIDATE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def linear_gelu_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, scale,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        rk = k + tl.arange(0, BLOCK_K)
+        a = tl.load(x_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rn[None, :] * K + rk[:, None], mask=(rn[None, :] < N) & (rk[:, None] < K), other=0.0)
+        acc += tl.dot(a, w)
+    acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :]
+    y = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))
+    y = y * scale + y
+    tl.store(y_ptr + rm[:, None] * N + rn[None, :], y, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features, scale):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+        self.scale = scale
+
+    def forward(self, x):
+        M, K = x.shape
+        N = self.fc.weight.shape[0]
+        y = torch.empty((M, N), device=x.device, dtype=torch.float32)
+        grid = (triton.cdiv(M, 16), triton.cdiv(N, 32))
+        linear_gelu_kernel[grid](x, self.fc.weight, self.fc.bias, y, M, N, K, self.scale, BLOCK_M=16, BLOCK_N=32, BLOCK_K=32)
+        return y
+'''
+
+
+def test_problem_analysis_finds_ops_layers_shapes_and_init_inputs():
+    p = analyze_problem(LINEAR_GELU)
+    assert p.ops == ["linear", "gelu", "mul", "add"]
+    assert p.layers == [("fc", "Linear", "in_features, out_features")]
+    assert p.inputs == [{"name": "input0", "shape": [8, 64], "dtype": "float32", "factory": "randn"}]
+    assert p.init_inputs == [64, 32, 0.5] and p.forward_args == ["x"]
+
+
+def test_candidate_analysis_finds_kernels_features_and_launches():
+    [k] = analyze_candidate(FUSED_CANDIDATE).kernels
+    assert k.name == "linear_gelu_kernel" and k.dots == 1 and k.loads == 3 and k.stores == 1 and k.loops == 1
+    assert k.constexprs == ["BLOCK_M", "BLOCK_N", "BLOCK_K"] and "erf" in k.math
+    assert k.launches == [{"grid": "(triton.cdiv(M, 16), triton.cdiv(N, 32))", "constexprs": {"BLOCK_M": "16", "BLOCK_N": "32", "BLOCK_K": "32"}}]
+
+
+def test_description_with_candidate_explains_fusion_grid_and_blocks():
+    instruction, reasoning = describe_problem(LINEAR_GELU, FUSED_CANDIDATE)
+    assert "linear, gelu, mul, add" in instruction and "[8, 64]" in instruction and "ModelNew" in instruction
+    assert "linear -> gelu -> mul -> add" in reasoning
+    assert "`linear_gelu_kernel` computes linear + gelu + mul + add fused in one pass" in reasoning
+    assert "tl.dot" in reasoning and "BLOCK_M=16" in reasoning and "self.fc = Linear(in_features, out_features)" in reasoning
+    assert describe_problem(LINEAR_GELU, FUSED_CANDIDATE) == (instruction, reasoning)  # deterministic
+
+
+def test_description_without_candidate_gives_a_plan():
+    _, reasoning = describe_problem(LINEAR_GELU)
+    assert "Plan:" in reasoning and "tl.dot" in reasoning and "gelu" in reasoning
+
+
+def test_multi_kernel_candidate_says_which_op_went_where():
+    two = RELU_KERNEL.replace("relu_kernel", "first_kernel") + "\n\n" + '''
+@triton.jit
+def row_sum_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + row, tl.sum(x, axis=0))
+'''
+    problem = LINEAR_GELU.replace("return y * self.scale + y", "return torch.sum(torch.relu(y), dim=1)")
+    _, reasoning = describe_problem(problem, two)
+    assert "`first_kernel` computes relu" in reasoning and "`row_sum_kernel` computes sum" in reasoning
+
+
+def test_every_kernelbench_level1_problem_gets_a_description(kernelbench_l1):
+    for line in kernelbench_l1.read_text().splitlines():
+        row = json.loads(line)
+        instruction, reasoning = describe_problem(row["source"])
+        assert "ModelNew" in instruction and "Plan:" in reasoning, row["name"]
+        assert "(no recognised torch operations)" not in reasoning, row["name"]
+
+
+def test_unparsable_sources_do_not_raise():
+    instruction, reasoning = describe_problem("class Model(:\n", "def broken(:\n")
+    assert "ModelNew" in instruction and reasoning
