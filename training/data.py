@@ -42,11 +42,13 @@ def default_instruction(problem: Problem) -> str:
     except ImportError:
         describe_problem = None
     if describe_problem is not None:
-        instruction, _reasoning = describe_problem(problem)
-        return instruction
-    tags = ", ".join(problem.op_tags or infer_op_tags(problem.reference_source))
-    what = f" ({tags})" if tags else ""
-    return f"Rewrite the PyTorch module `{problem.name}`{what} as Triton kernels: write `ModelNew`."
+        try:
+            instruction, _reasoning = describe_problem(problem.reference_source)
+            if instruction:
+                return instruction
+        except Exception:  # noqa: BLE001  (same fallback as evaluation: prompts must match there)
+            pass
+    return f"Rewrite the PyTorch module `{problem.name}` as Triton kernels: write `ModelNew`."
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,130 @@
+"""Shared fixtures of the training tests: small KernelBench-format problems with Triton answers."""
+
+from __future__ import annotations
+
+from autotriton.records import Candidate, Problem, Verdict
+
+ELEMENTWISE_REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """{doc}"""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return {expr}
+
+
+def get_inputs():
+    return [torch.randn({n})]
+
+
+def get_init_inputs():
+    return []
+'''
+
+ELEMENTWISE_ANSWER = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, {tl_expr}, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        {name}_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
+        return out
+'''
+
+# name, torch expression, triton expression (all computed on the loaded `x`)
+ELEMENTWISE_OPS = [
+    ("relu", "torch.relu(x)", "tl.maximum(x, 0.0)"),
+    ("sigmoid", "torch.sigmoid(x)", "1.0 / (1.0 + tl.exp(-x))"),
+    ("double", "x * 2.0", "x * 2.0"),
+    ("square", "x * x", "x * x"),
+    ("tanh", "torch.tanh(x)", "2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0"),
+    ("abs", "torch.abs(x)", "tl.where(x >= 0, x, -x)"),
+]
+
+
+def elementwise_problem(name: str, expr: str, n: int = 1000, suffix: str = "") -> Problem:
+    src = ELEMENTWISE_REFERENCE.format(doc=f"{name}{suffix}", expr=expr, n=n)
+    return Problem(reference_source=src, name=f"{name}{suffix}")
+
+
+def elementwise_answer(name: str, tl_expr: str) -> str:
+    return ELEMENTWISE_ANSWER.format(name=name, tl_expr=tl_expr)
+
+
+def reward1_verdict(problem: Problem, candidate: Candidate) -> Verdict:
+    """A reward-1 verdict record, as the warehouse would hand back for a validated pair."""
+    return Verdict(candidate_key=candidate.key, problem_key=problem.key, status="correct", correct=True,
+                   rule_ok=True, compiled=True, judge_config_hash="test")
+
+
+def validated_pairs(count_per_op: int = 1) -> list[tuple[Problem, Candidate, Verdict]]:
+    pairs = []
+    for name, expr, tl_expr in ELEMENTWISE_OPS:
+        for i in range(count_per_op):
+            p = elementwise_problem(name, expr, n=1000 + 24 * i)
+            c = Candidate(problem_key=p.key, code=elementwise_answer(name, tl_expr),
+                          reasoning=f"{name} is elementwise: one program per block of 256 elements, masked at the edge.",
+                          instruction=f"Implement the {name} module with a Triton kernel.", generator="replay")
+            pairs.append((p, c, reward1_verdict(p, c)))
+    return pairs
+
+
+# --------------------------------------------------------------------------------------------
+# Steering generation: the real GRPOTrainer, the real model's log-probs, chosen completions.
+
+
+class SteerToTargets:
+    """A LogitsProcessor that makes row i of a generate() call emit targets[i % len(targets)]
+    token by token, then EOS. Used to build GRPO groups with known, different rewards."""
+
+    def __init__(self, targets: list[list[int]], prompt_len: int, eos_id: int):
+        self.targets, self.prompt_len, self.eos_id = targets, prompt_len, eos_id
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        step = input_ids.shape[1] - self.prompt_len
+        forced = torch.full_like(scores, float("-inf"))
+        for row in range(scores.shape[0]):
+            target = self.targets[row % len(self.targets)]
+            forced[row, target[step] if step < len(target) else self.eos_id] = 0.0
+        return forced
+
+
+def steer_generation(model, tokenizer, completions: list[str]) -> None:
+    """Make `model.generate` produce the given completions in rotation (row i gets
+    completions[i % n]); the model itself still scores them (log-probs, loss)."""
+    from transformers import LogitsProcessorList
+
+    targets = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in completions]
+    original = model.generate
+
+    def generate(*args, **kwargs):
+        input_ids = kwargs.get("input_ids", args[0] if args else None)
+        processors = kwargs.pop("logits_processor", None) or LogitsProcessorList()
+        processors.append(SteerToTargets(targets, input_ids.shape[1], tokenizer.eos_token_id))
+        return original(*args, logits_processor=processors, **kwargs)
+
+    model.generate = generate
