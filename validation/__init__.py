@@ -1,1 +1,45 @@
+"""The judge: does a Triton candidate compute what the reference computes, honestly?
 
+Public API (see README, "The judge"):
+- `validate_many(jobs, config=None, *, progress=False) -> list[Verdict]`, jobs are
+  `(problem_source, candidate_source)`; `validate_candidate(problem, candidate, config=None)`.
+- `JudgePool(config)`: warm workers kept across calls, same `.validate_many(jobs)` and `.probe_many(sources)`.
+- `probe_problem(source, config=None) -> ProbeResult`, `probe_many(sources, config=None)`.
+- `shrink_problem(source, max_dim=32) -> str`, `perturb_sizes(source)`.
+- `rewards.exec_reward / rule_reward / combined_reward`.
+- `rules.check_rules(candidate_source)`, `compile_check.compile_check(candidate_source, target)`.
+
+Importing this package is cheap: torch and pydantic are only imported by the parts that need them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from autotriton.validation.shrink import perturb_sizes, shrink_problem
+
+__all__ = [
+    "ValidationConfig", "JudgePool", "JudgeError", "ProbeResult", "validate_many", "validate_candidate", "probe_problem",
+    "probe_many", "shrink_problem", "perturb_sizes", "exec_reward", "rule_reward", "combined_reward",
+]
+
+if TYPE_CHECKING:
+    from autotriton.validation.config import ValidationConfig
+    from autotriton.validation.pool import JudgeError, JudgePool, ProbeResult, probe_many, probe_problem, validate_candidate, validate_many
+    from autotriton.validation.rewards import combined_reward, exec_reward, rule_reward
+
+# Lazy, so that judge workers (torch + triton + stdlib only; pydantic may be absent on a bare
+# GPU machine) can import the package's worker-side modules.
+_LAZY = {
+    "ValidationConfig": "config",
+    "JudgePool": "pool", "JudgeError": "pool", "ProbeResult": "pool", "validate_many": "pool", "validate_candidate": "pool",
+    "probe_problem": "pool", "probe_many": "pool", "exec_reward": "rewards", "rule_reward": "rewards", "combined_reward": "rewards",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"autotriton.validation.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'autotriton.validation' has no attribute {name!r}")

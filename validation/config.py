@@ -1,4 +1,4 @@
-"""Configuration of the judge (the validator)."""
+"""Configuration of the judge (the validator). Every field is documented and has a sane default."""
 
 from __future__ import annotations
 
@@ -9,11 +9,29 @@ from pydantic import BaseModel, Field
 
 class ValidationConfig(BaseModel):
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="cpu: Triton interpreter; cuda: real GPU; auto: cuda when available")
-    trials: int = Field(5, ge=1, description="correctness trials, each with fresh random inputs")
+    trials: int = Field(5, ge=1, description="correctness trials, each with fresh random inputs of the same shapes, on one ModelNew instance")
+    odd_size_trial: bool = Field(True, description="one more trial with even module-level size constants made odd (masked edges), when the reference allows it")
+    seed: int = Field(1234, description="base seed: Model and ModelNew are built under it; trial i uses seed + 1000*(i+1)")
     timeout_s: float = Field(120.0, gt=0, description="hard wall-clock limit per candidate (whole process group killed)")
-    memory_limit_gb: float = Field(64.0, gt=0, description="address-space limit of a candidate process (CUDA needs ~64 GiB of AS)")
+    memory_limit_gb: float = Field(64.0, gt=0, description="address-space limit of a candidate process on a GPU (CUDA needs ~64 GiB of AS)")
+    memory_limit_gb_cpu: float = Field(8.0, gt=0, description="address-space limit of a candidate process on the CPU interpreter")
+    max_output_mb: float = Field(1024.0, gt=0, description="largest answer (outputs) a candidate may send, and largest file it may write (stdout included)")
+    max_processes: int = Field(256, ge=1, description="RLIMIT_NPROC of a candidate when it runs as an unprivileged user (stops fork bombs)")
+    isolate_network: bool = Field(True, description="give each candidate an empty network namespace (recorded when the OS refuses)")
+    drop_privileges: bool = Field(True, description="when running as root, run candidates as 'nobody' where the Python install allows it")
     workers: int = Field(0, ge=0, description="warm judge workers; 0 = one per CPU core (cpu) or per GPU (cuda)")
     target: str = Field("cuda:90", description="compile-check target, 'cuda:<sm>' (sm_90 = Hopper)")
-    compile_check: bool = Field(True, description="compile every kernel for `target`, even without a GPU")
+    compile_check: bool = Field(True, description="compile every launched kernel for `target` with its recorded signature, even without a GPU")
+    static_rules: bool = Field(True, description="run the libcst rule checks (validation/rules.py) besides the runtime checks")
     time_kernels: bool = Field(True, description="measure speedups (GPU only)")
-    shrink_for_cpu: bool = Field(True, description="shrink problem sizes so the interpreter can run them")
+    timing_runs: int = Field(30, ge=20, description="timed runs per input set (median of the runs left after trimming outliers)")
+    timing_input_sets: int = Field(3, ge=1, description="input sets timed per candidate")
+    suspect_speedup: float = Field(10.0, gt=1, description="speedups above this are flagged suspect in Verdict.timing and not trusted")
+    shrink_for_cpu: bool = Field(True, description="shrink problem sizes so the interpreter can run them (validation/shrink.py)")
+    shrink_max_dim: int = Field(32, ge=4, description="largest module-level size constant left after shrinking")
+    tolerances: dict[str, float] = Field(default_factory=lambda: {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2},
+                                         description="atol = rtol per output dtype (KernelBench's values); see validation/compare.py")
+    tf32_tolerance: float = Field(1e-2, gt=0, description="fp32 tolerance on a GPU when a launched kernel uses TF32 tl.dot (validation/compare.py)")
+    probe_timeout_s: float = Field(60.0, gt=0, description="hard limit for probing one reference problem")
+    probe_budget_s: float = Field(20.0, gt=0, description="a problem whose single forward pass takes longer is rejected as too_slow")
+    skip_execution_on_rule_violation: bool = Field(False, description="do not run candidates that already fail the static rules (faster RL rewards)")

@@ -1,0 +1,327 @@
+"""What runs inside a candidate's own process: load `ModelNew`, run the trials, report raw facts.
+
+The process was forked from a clean template (it never saw the reference outputs) and confined
+(validation/sandbox.py). It receives, over its socket, the candidate source, init inputs, the
+reference weights and the trial inputs; it answers with outputs and logs (validation/wire.py,
+no pickle), never with a verdict: the worker compares.
+
+While `ModelNew.forward` runs, two recorders watch:
+- the Triton launch path (`JITFunction.run` and the interpreter's `InterpretedFunction.run`,
+  which `kernel[grid](...)`, autotuners and heuristics all reach): which kernels launched, from
+  which module, on which stream, with which arguments (for the sm_90 compile check);
+- a TorchDispatchMode: every aten op PyTorch executed outside a Triton launch.
+
+Everything reported here could in principle be forged by code running in this process; the
+static rules forbid the monkeypatching that forging needs, and the outputs themselves are
+checked against the reference where this process cannot reach.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import threading
+import time
+import traceback
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from autotriton.validation import wire
+
+CANDIDATE_MODULE = "autotriton_candidate"
+
+# aten ops that move, view, allocate or convert data without computing the answer.
+ALLOWED_ATEN_OPS = frozenset({
+    # allocation and initialisation
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "fill_", "zero_", "resize_", "set_", "lift_fresh", "lift_fresh_copy", "scalar_tensor",
+    # views and shape ops
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "permute", "transpose", "transpose_", "t",
+    "expand", "expand_as", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "flatten", "unflatten", "slice",
+    "select", "split", "split_with_sizes", "chunk", "unbind", "narrow", "alias", "detach", "detach_", "view_as",
+    "movedim", "contiguous", "view_as_real", "view_as_complex", "unfold",
+    # copies needed for layout, device and dtype
+    "clone", "copy_", "_to_copy", "to", "_copy_from", "_copy_from_and_resize",
+    # metadata
+    "size", "stride", "numel", "dim", "is_contiguous", "sym_size", "sym_stride", "sym_numel", "_local_scalar_dense",
+    "is_same_size", "is_nonzero",
+})
+
+RULE_NO_LAUNCH = "RUNTIME-NO-TRITON-LAUNCH"
+RULE_ATEN = "RUNTIME-ATEN-COMPUTE"
+RULE_THREADS = "RUNTIME-THREADS"
+RULE_STREAM = "RUNTIME-SIDE-STREAM"
+RULE_FOREIGN = "RUNTIME-FOREIGN-KERNEL"
+
+
+class _State:
+    recording = False  # inside ModelNew.forward
+    in_launch = 0  # inside a Triton launch (its own bookkeeping ops are not the candidate's compute)
+    launches: list[dict[str, Any]] = []
+    compile_records: list[Any] = []
+    compile_seen: set = set()
+    kernel_info: dict[int, dict[str, Any]] = {}
+    stream_violation: str | None = None
+
+
+STATE = _State()
+
+
+def _kernel_info(jit_fn: Any) -> dict[str, Any]:
+    info = STATE.kernel_info.get(id(jit_fn))
+    if info is None:
+        fn = getattr(jit_fn, "fn", jit_fn)
+        src = getattr(jit_fn, "src", None)
+        if src is None:
+            try:
+                import inspect
+
+                src = inspect.getsource(fn)
+            except (OSError, TypeError):
+                src = ""
+        info = {
+            "name": getattr(fn, "__name__", repr(fn)),
+            "module": getattr(fn, "__module__", ""),
+            "uses_dot": "tl.dot" in src or ".dot(" in src,
+            "ieee_dot": "ieee" in src or "tf32x3" in src,
+        }
+        STATE.kernel_info[id(jit_fn)] = info
+    return info
+
+
+def _note_launch(jit_fn: Any, args: tuple, kwargs: dict, grid: Any) -> None:
+    info = _kernel_info(jit_fn)
+    if STATE.recording:
+        STATE.launches.append({"name": info["name"], "module": info["module"]})
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            dev = torch.cuda.current_device()
+            if torch.cuda.current_stream(dev) != torch.cuda.default_stream(dev):
+                STATE.stream_violation = f"kernel {info['name']} launched on a side stream"
+    key = (id(jit_fn), tuple(type(a).__name__ if not hasattr(a, "dtype") else str(a.dtype) for a in args),
+           tuple(sorted((k, repr(v)) for k, v in kwargs.items() if not hasattr(v, "dtype"))))
+    if key in STATE.compile_seen:
+        return
+    STATE.compile_seen.add(key)
+    try:
+        from autotriton.validation.compile_check import launch_record_from_call
+
+        options = {k: kwargs[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in kwargs}
+        STATE.compile_records.append(launch_record_from_call(jit_fn, args, kwargs, grid, options))
+    except Exception as exc:  # noqa: BLE001 (the compile check reports it; the launch itself proceeds)
+        STATE.compile_records.append({"kernel": info["name"], "record_error": repr(exc)[:500]})
+
+
+def install_launch_hooks() -> None:
+    """Wrap the two launch paths of Triton 3.x: compiled JITFunction and the CPU interpreter."""
+    from triton.runtime.jit import JITFunction
+
+    targets = [JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        targets.append(InterpretedFunction)
+    except ImportError:
+        pass
+    for cls in targets:
+        original = cls.run
+        if getattr(original, "_autotriton_hook", False):
+            continue
+
+        def run(self, *args, grid, warmup, __original=original, **kwargs):
+            if warmup:
+                return __original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            _note_launch(self, args, kwargs, grid)
+            STATE.in_launch += 1
+            try:
+                return __original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                STATE.in_launch -= 1
+
+        run._autotriton_hook = True  # type: ignore[attr-defined]
+        cls.run = run
+
+
+class AtenRecorder(TorchDispatchMode):
+    """Counts the aten ops executed outside Triton launches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not STATE.in_launch:
+            self.ops[func._schema.name.replace("::", ".")] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _flatten_outputs(out: Any) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        flat: list[torch.Tensor] = []
+        for item in out:
+            flat.extend(_flatten_outputs(item))
+        return flat
+    if isinstance(out, (int, float, bool)):
+        return [torch.tensor(out)]
+    raise TypeError(f"forward returned {type(out).__name__}; expected a tensor or a tuple of tensors")
+
+
+def digest(tensors: list[Any]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            t = t.detach().to("cpu").contiguous()
+            h.update(str((t.dtype, tuple(t.shape))).encode())
+            if t.numel():
+                h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        else:
+            h.update(repr(t).encode())
+    return h.hexdigest()
+
+
+def _to(obj: Any, device: str) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to(o, device) for o in obj)
+    return obj
+
+
+def _error(stage: str, exc: BaseException) -> dict[str, Any]:
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"stage": stage, "type": type(exc).__name__, "message": str(exc)[:2000], "traceback": tb[-4000:]}
+
+
+def load_candidate(source: str, path: str):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(CANDIDATE_MODULE, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[CANDIDATE_MODULE] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
+    """Run every phase and trial of `job`; returns (header, tensors) for wire.encode_tensors."""
+    device = job["device"]
+    header: dict[str, Any] = {"phases": [], "error": None}
+    tensors: list[torch.Tensor] = []
+    install_launch_hooks()
+    try:
+        module = load_candidate(job["source"], job["path"])
+        model_cls = getattr(module, "ModelNew", None)
+        if model_cls is None:
+            raise AttributeError("the candidate defines no class ModelNew")
+    except BaseException as exc:  # noqa: BLE001 (SystemExit included: it is the candidate's doing)
+        header["error"] = _error("import", exc)
+        return header, tensors
+
+    model = None
+    for phase in job["phases"]:
+        ph: dict[str, Any] = {"name": phase["name"], "trials": [], "weights": None, "error": None}
+        header["phases"].append(ph)
+        try:
+            torch.manual_seed(phase["init_seed"])
+            model = model_cls(*phase["init_inputs"])
+            ref_state = phase["state_dict"]
+            new_state = model.state_dict() if isinstance(model, torch.nn.Module) else {}
+            if ref_state and set(new_state) == set(ref_state) and all(
+                    tuple(new_state[k].shape) == tuple(ref_state[k].shape) for k in ref_state):
+                model.load_state_dict(ref_state)
+                ph["weights"] = "loaded from the reference"
+            else:
+                ph["weights"] = "own initialisation (state_dict keys or shapes differ from the reference)" if ref_state else "no weights"
+            if isinstance(model, torch.nn.Module):
+                model = model.to(device).eval()
+        except BaseException as exc:  # noqa: BLE001
+            ph["error"] = _error("init", exc)
+            break
+        for trial in phase["trials"]:
+            inputs = _to(trial["inputs"], device)
+            tr: dict[str, Any] = {"seed": trial["seed"]}
+            ph["trials"].append(tr)
+            threads_before = set(threading.enumerate())
+            recorder = AtenRecorder()
+            STATE.launches = []
+            STATE.recording = True
+            start = time.perf_counter()
+            try:
+                with torch.no_grad(), recorder:
+                    out = model(*inputs)
+                    _sync(device)
+            except BaseException as exc:  # noqa: BLE001
+                STATE.recording = False
+                tr["error"] = _error("forward", exc)
+                break
+            finally:
+                STATE.recording = False
+            tr["elapsed_s"] = time.perf_counter() - start
+            tr["launches"] = sorted({f"{l['module']}:{l['name']}" for l in STATE.launches})
+            tr["n_launches"] = len(STATE.launches)
+            tr["aten_ops"] = dict(recorder.ops)
+            tr["new_threads"] = [t.name for t in set(threading.enumerate()) - threads_before]
+            tr["stream_violation"] = STATE.stream_violation
+            try:
+                outs = _flatten_outputs(out)
+                tr["outputs"] = list(range(len(tensors), len(tensors) + len(outs)))
+                tensors.extend(o.detach().to("cpu") for o in outs)
+                tr["input_digest"] = digest(list(inputs))
+            except BaseException as exc:  # noqa: BLE001
+                tr["error"] = _error("outputs", exc)
+                break
+        if any("error" in t for t in ph["trials"]):
+            break
+
+    if job.get("timing") and model is not None and not header["error"]:
+        try:
+            from autotriton.validation.timing import time_callable
+
+            header["timing"] = time_callable(model, [_to(t["inputs"], device) for t in job["phases"][0]["trials"]], job["timing"])
+        except BaseException as exc:  # noqa: BLE001
+            header["timing"] = {"error": _error("timing", exc)}
+    if job.get("compile_target"):
+        header["compile_report"] = _compile(job["compile_target"])
+    header["kernels"] = list(STATE.kernel_info.values())
+    return header, tensors
+
+
+def _compile(target: str) -> dict[str, Any]:
+    records = [r for r in STATE.compile_records if not isinstance(r, dict)]
+    failures = [r for r in STATE.compile_records if isinstance(r, dict)]
+    try:
+        from autotriton.validation.compile_check import compile_launched
+    except ImportError as exc:
+        return {"skipped": f"compile check unavailable: {exc}"}
+    try:
+        report = compile_launched(records, target=target) if records else {}
+    except BaseException as exc:  # noqa: BLE001
+        return {"error": _error("compile", exc)}
+    report = dict(report) if isinstance(report, dict) else {"report": report}
+    if failures:
+        report["_record_errors"] = failures
+    return report
+
+
+def serve(sock, deadline_s: float, max_output_bytes: int) -> None:
+    """Entry point in the confined child: read one job, run it, answer, exit."""
+    job = wire.recv_pickle(sock)
+    header, tensors = run_job(job)
+    try:
+        payload = wire.encode_tensors(header, tensors)
+    except BaseException as exc:  # noqa: BLE001
+        payload = wire.encode_tensors({"phases": header.get("phases", []), "error": _error("outputs", exc)}, [])
+    if len(payload) > max_output_bytes:
+        payload = wire.encode_tensors({"phases": [], "error": {"stage": "outputs", "type": "OutputTooLarge",
+                                       "message": f"outputs are {len(payload)} bytes, over the limit of {max_output_bytes}"}}, [])
+    wire.send_frame(sock, payload)

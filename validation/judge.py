@@ -1,0 +1,344 @@
+"""The worker's side of one judgement: reference, candidate process, comparison, runtime rules.
+
+Runs inside a judge worker (validation/worker.py). Order matters and is the point:
+1. the candidate process is forked from the clean template first (it never sees what follows);
+2. the worker builds init inputs, reference weights and trial inputs from the problem and
+   sends them, with the candidate source, to the candidate process;
+3. only then are the reference outputs computed (or taken from this worker's cache), while the
+   candidate runs;
+4. the candidate's raw outputs and logs come back (no pickle) and are compared here.
+
+Returns a plain dict (the caller turns it into a `Verdict`, adding the static rules).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from collections import OrderedDict
+from typing import Any
+
+import torch
+
+from autotriton.hashing import source_key
+from autotriton.validation import candidate_runner as cr
+from autotriton.validation import compare, shrink, wire
+
+MAX_CACHED_PROBLEMS = 16
+
+
+class ProblemError(Exception):
+    """The reference problem itself does not run; not the candidate's fault."""
+
+
+def load_problem_module(source: str, directory: str, tag: str):
+    key = source_key(source)
+    path = os.path.join(directory, f"problem_{key}_{tag}.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    name = f"autotriton_problem_{key}_{tag}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, attr):
+            raise ProblemError(f"the problem defines no {attr}")
+    return module
+
+
+def _clone(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.clone()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_clone(o) for o in obj)
+    return obj
+
+
+def _to(obj: Any, device: str) -> Any:
+    return cr._to(obj, device)
+
+
+class Phase:
+    """One model construction plus its trials, computed deterministically from seeds."""
+
+    def __init__(self, name: str, module, init_seed: int, trial_seeds: list[int], device: str):
+        self.name = name
+        torch.manual_seed(init_seed)
+        self.init_inputs = list(module.get_init_inputs())
+        torch.manual_seed(init_seed)
+        model = module.Model(*self.init_inputs)
+        self.state_dict = {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()} if isinstance(model, torch.nn.Module) else {}
+        self.model = model.to(device).eval() if isinstance(model, torch.nn.Module) else model
+        self.init_seed = init_seed
+        self.trials = []
+        for seed in trial_seeds:
+            torch.manual_seed(seed)
+            inputs = [x.to("cpu") if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+            self.trials.append({"seed": seed, "inputs": inputs, "digest": cr.digest(inputs)})
+        self.outputs: list[list[torch.Tensor]] | None = None
+        self.device = device
+
+    def job(self) -> dict[str, Any]:
+        return {"name": self.name, "init_seed": self.init_seed, "init_inputs": self.init_inputs,
+                "state_dict": self.state_dict, "trials": [{"seed": t["seed"], "inputs": t["inputs"]} for t in self.trials]}
+
+    def reference_outputs(self) -> list[list[torch.Tensor]]:
+        if self.outputs is None:
+            outs = []
+            with torch.no_grad():
+                for t in self.trials:
+                    out = self.model(*_to(_clone(t["inputs"]), self.device))
+                    outs.append([o.detach().to("cpu") for o in cr._flatten_outputs(out)])
+            self.outputs = outs
+        return self.outputs
+
+
+class ProblemState:
+    """What a worker keeps per problem: the runnable (maybe shrunk) reference and its phases."""
+
+    def __init__(self, source: str, cfg: dict[str, Any], directory: str):
+        self.notes: dict[str, Any] = {}
+        device = cfg["device"]
+        candidates = [source]
+        if device == "cpu" and cfg["shrink_for_cpu"]:
+            shrunk = shrink.shrink_problem(source, cfg["shrink_max_dim"])
+            if shrunk != source:
+                candidates = [shrunk, source]
+        seeds = [cfg["seed"] + 1000 * (i + 1) for i in range(cfg["trials"])]
+        last_exc: BaseException | None = None
+        self.main: Phase | None = None
+        for i, src in enumerate(candidates):
+            try:
+                module = load_problem_module(src, directory, "main")
+                phase = Phase("main", module, cfg["seed"], seeds, device)
+                phase.reference_outputs()  # the shrunk problem must still run
+                self.main, self.source = phase, src
+                self.notes["shrunk"] = src != source
+                break
+            except BaseException as exc:  # noqa: BLE001
+                last_exc = exc
+                if i == 0 and len(candidates) > 1:
+                    self.notes["shrink_failed"] = f"{type(exc).__name__}: {exc}"[:300]
+        if self.main is None:
+            raise ProblemError(f"the reference problem does not run: {type(last_exc).__name__}: {last_exc}")
+        self.odd: Phase | None = None
+        if cfg["odd_size_trial"]:
+            self.notes["odd_size_trial"] = "skipped: no even size constants to perturb"
+            for j, variant in enumerate(shrink.perturb_sizes(self.source)):
+                try:
+                    module = load_problem_module(variant, directory, f"odd{j}")
+                    phase = Phase("odd_sizes", module, cfg["seed"] + 7, [cfg["seed"] + 7777], device)
+                    phase.reference_outputs()
+                    self.odd = phase
+                    self.notes["odd_size_trial"] = f"variant {j}"
+                    break
+                except BaseException as exc:  # noqa: BLE001
+                    self.notes["odd_size_trial"] = f"skipped: no perturbed variant runs ({type(exc).__name__})"
+
+    def phases(self) -> list[Phase]:
+        return [self.main] + ([self.odd] if self.odd is not None else [])  # type: ignore[list-item]
+
+
+def problem_state(worker, source: str, cfg: dict[str, Any]) -> ProblemState:
+    key = "|".join(str(x) for x in (source_key(source), cfg["device"], cfg["shrink_for_cpu"], cfg["shrink_max_dim"],
+                                     cfg["seed"], cfg["trials"], cfg["odd_size_trial"]))
+    state = worker.problems.get(key)
+    if state is None:
+        state = ProblemState(source, cfg, worker.tmp)
+        worker.problems[key] = state
+        while len(worker.problems) > MAX_CACHED_PROBLEMS:
+            worker.problems.popitem(last=False)
+    else:
+        worker.problems.move_to_end(key)
+    return state
+
+
+def _violation(rule: str, message: str) -> dict[str, Any]:
+    return {"rule": rule, "message": message, "line": None}
+
+
+def _compiled(report: dict[str, Any]) -> tuple[bool | None, str | None]:
+    """(all kernels compiled?, first error) from compile_launched's report; None when not checked."""
+    if not report or "skipped" in report:
+        return None, None
+    if "error" in report and isinstance(report["error"], dict):
+        return False, f"compile check failed: {report['error'].get('message')}"
+    kernels = report.get("kernels", report)
+    ok, first = True, None
+    if isinstance(kernels, dict):
+        items = kernels.items()
+    else:
+        items = ((k.get("kernel", k.get("name", "?")), k) for k in kernels if isinstance(k, dict))
+    for name, entry in items:
+        if not isinstance(entry, dict) or "ok" not in entry:
+            continue
+        if not entry["ok"]:
+            ok = False
+            first = first or f"kernel {name}: {entry.get('error') or entry.get('reason') or 'did not compile'}"
+    if "ok" in report and isinstance(report["ok"], bool) and not report["ok"]:
+        ok = False
+        first = first or str(report.get("error") or "compile check failed")
+    for rec in report.get("_record_errors", []):
+        ok = False
+        first = first or f"kernel {rec.get('kernel')}: could not describe the launch for the compile check: {rec.get('record_error')}"
+    return ok, first
+
+
+def _collapse(violations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One violation per rule: its first message, and in how many trials it happened."""
+    first: dict[str, dict[str, Any]] = {}
+    count: dict[str, int] = {}
+    for v in violations:
+        first.setdefault(v["rule"], dict(v))
+        count[v["rule"]] = count.get(v["rule"], 0) + 1
+    out = []
+    for rule, v in first.items():
+        if count[rule] > 1:
+            v["message"] += f" [in {count[rule]} trials]"
+        out.append(v)
+    return out
+
+
+def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
+    start = time.monotonic()
+    device = cfg["device"]
+    result: dict[str, Any] = {"status": None, "violations": [], "trials": [], "triton_kernels_launched": [], "aten_ops": [],
+                              "error": None, "max_abs_err": None, "compile_report": {}, "compiled": False, "timing": {},
+                              "device": device}
+    # 1. fork the candidate first: it must not inherit anything below.
+    pid, sock, workdir = worker.spawn("candidate", cfg)
+    try:
+        try:
+            state = problem_state(worker, problem_source, cfg)
+        except BaseException as exc:  # noqa: BLE001
+            result.update(status="runtime_error", error=f"reference problem failed: {exc}"[:2000], reference_failed=True)
+            return result
+        phases = state.phases()
+        job = {"source": candidate_source, "path": os.path.join(workdir, "candidate.py"), "device": device,
+               "phases": [p.job() for p in phases],
+               "compile_target": cfg["target"] if (cfg["compile_check"] and device == "cpu") else None,
+               "timing": cfg.get("timing_job") if device != "cpu" and cfg["time_kernels"] else None}
+        deadline = start + cfg["timeout_s"]
+        try:
+            wire.send_pickle(sock, job)
+        except OSError:
+            pass  # the candidate died before reading its job: the status below says how
+        # 3. reference outputs (cached per problem), while the candidate runs.
+        refs = [p.reference_outputs() for p in phases]
+        if device != "cpu" and cfg["time_kernels"]:
+            from autotriton.validation.timing import reference_timing
+
+            result["timing"]["reference"] = reference_timing(worker, state, cfg)
+        # 4. the candidate's answer.
+        try:
+            payload = wire.recv_frame(sock, deadline=deadline, max_bytes=int(cfg["max_output_mb"] * 2**20) + (1 << 20))
+            header, tensors = wire.decode_tensors(payload)
+        except TimeoutError:
+            result.update(status="timeout", error=f"the candidate did not finish within {cfg['timeout_s']:g} s; its process group was killed")
+            return result
+        except (EOFError, ConnectionError, OSError) as exc:
+            how = worker.exit_status(pid)
+            tail = worker.output_tail(workdir)
+            result.update(status="crashed", error=f"the candidate process died without answering ({how or exc})"
+                          + (f"; its last output:\n{tail}" if tail else ""))
+            return result
+        except wire.WireError as exc:
+            result.update(status="crashed", error=f"the candidate process sent an unusable answer: {exc}")
+            return result
+        _assess(result, header, tensors, phases, refs, cfg, state)
+        return result
+    finally:
+        worker.finish(pid, sock, workdir)
+        result["elapsed_s"] = time.monotonic() - start
+
+
+def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
+    result["timing"]["sandbox"] = header.get("sandbox", {})
+    result["timing"].update({f"problem_{k}": v for k, v in state.notes.items()})
+    if header.get("error"):
+        err = header["error"]
+        result.update(status="runtime_error", error=f"{err.get('stage')}: {err.get('type')}: {err.get('message')}\n{err.get('traceback', '')}"[-3000:])
+        return
+    kernels_info = header.get("kernels", [])
+    tf32 = cfg["device"] != "cpu" and any(k.get("uses_dot") and not k.get("ieee_dot") for k in kernels_info
+                                            if k.get("module") == cr.CANDIDATE_MODULE)
+    violations: list[dict[str, Any]] = []
+    launched: set[str] = set()
+    aten_bad: dict[str, int] = {}
+    aten_all: set[str] = set()
+    worst = 0.0
+    runtime_error = None
+    incorrect = None
+    for phase, ref_outs, ph in zip(phases, refs, header.get("phases", [])):
+        if ph.get("error"):
+            runtime_error = runtime_error or f"{phase.name} {ph['error'].get('stage')}: {ph['error'].get('type')}: {ph['error'].get('message')}\n{ph['error'].get('traceback', '')}"
+        for k, tr in enumerate(ph.get("trials", [])):
+            rec: dict[str, Any] = {"phase": phase.name, "seed": tr.get("seed"),
+                                   "shapes": [list(x.shape) for x in phase.trials[k]["inputs"] if isinstance(x, torch.Tensor)]}
+            result["trials"].append(rec)
+            if "error" in tr:
+                e = tr["error"]
+                rec.update(ok=False, error=f"{e.get('type')}: {e.get('message')}")
+                runtime_error = runtime_error or f"trial {len(result['trials'])} ({phase.name}, seed {tr.get('seed')}) {e.get('stage')}: {e.get('type')}: {e.get('message')}\n{e.get('traceback', '')}"
+                continue
+            own = [name.split(":", 1)[1] for name in tr.get("launches", []) if name.startswith(cr.CANDIDATE_MODULE + ":")]
+            foreign = [name for name in tr.get("launches", []) if not name.startswith(cr.CANDIDATE_MODULE + ":")]
+            launched.update(own)
+            rec["kernels"] = own
+            if not own:
+                violations.append(_violation(cr.RULE_NO_LAUNCH, f"no Triton kernel of the candidate ran during forward ({phase.name} trial, seed {tr.get('seed')})"))
+            if foreign:
+                violations.append(_violation(cr.RULE_FOREIGN, f"Triton kernels from outside the candidate ran during forward: {', '.join(sorted(foreign))}"))
+            ops = tr.get("aten_ops", {})
+            aten_all.update(ops)
+            for op, n in ops.items():
+                if op.split(".", 1)[-1].split(".")[0] not in cr.ALLOWED_ATEN_OPS:
+                    aten_bad[op] = aten_bad.get(op, 0) + int(n)
+            if tr.get("new_threads"):
+                violations.append(_violation(cr.RULE_THREADS, f"forward started threads: {', '.join(map(str, tr['new_threads']))[:200]}"))
+            if tr.get("stream_violation"):
+                violations.append(_violation(cr.RULE_STREAM, str(tr["stream_violation"])))
+            if tr.get("input_digest") != phase.trials[k]["digest"]:
+                violations.append(_violation("RUNTIME-INPUT-MUTATION", f"forward modified its inputs ({phase.name} trial, seed {tr.get('seed')})"))
+            try:
+                outs = [tensors[i] for i in tr.get("outputs", [])]
+            except (IndexError, TypeError):
+                outs = []
+            cmp = compare.compare_outputs(ref_outs[k], outs, tolerances=cfg["tolerances"], tf32_dot=tf32, tf32_tolerance=cfg["tf32_tolerance"])
+            rec.update(ok=cmp["ok"], max_abs_err=cmp["max_abs_err"], tolerance=cmp.get("tolerance"), reason=cmp["reason"],
+                       elapsed_s=tr.get("elapsed_s"))
+            if cmp["max_abs_err"] is not None:
+                worst = max(worst, cmp["max_abs_err"]) if worst == worst else worst
+            if not cmp["ok"]:
+                incorrect = incorrect or f"{phase.name} trial (seed {tr.get('seed')}): {cmp['reason']}"
+    if aten_bad:
+        listed = ", ".join(f"{op} x{n}" for op, n in sorted(aten_bad.items()))
+        violations.append(_violation(cr.RULE_ATEN, f"PyTorch computed during forward, outside the allowlist: {listed}"))
+    result["violations"] = _collapse(violations)
+    result["triton_kernels_launched"] = sorted(launched)
+    result["aten_ops"] = sorted(aten_all)
+    result["max_abs_err"] = worst if result["trials"] and any(t.get("max_abs_err") is not None for t in result["trials"]) else None
+    result["compile_report"] = header.get("compile_report") or {}
+    compiled, compile_error = _compiled(result["compile_report"])
+    if cfg["device"] != "cpu":
+        compiled = runtime_error is None and bool(launched)  # the real compiler built and ran them
+    result["compiled"] = bool(compiled) if compiled is not None else (runtime_error is None)
+    if "timing" in header:
+        result["timing"]["candidate"] = header["timing"]
+    result["timing"]["tf32_tolerance_applied"] = tf32
+    expected_trials = sum(len(p.trials) for p in phases)
+    if runtime_error:
+        result.update(status="runtime_error", error=runtime_error[-3000:])
+    elif compiled is False:
+        result.update(status="compile_error", error=compile_error)
+    elif incorrect or len(result["trials"]) < expected_trials:
+        result.update(status="incorrect", error=incorrect or "not every trial produced outputs")
+    else:
+        result["status"] = "correct"

@@ -1,0 +1,389 @@
+"""The caller's side of the judge: a pool of warm worker processes and the batch API.
+
+`JudgePool(config)` starts N workers (`python -m autotriton.validation.worker`), one per CPU core
+(device cpu, Triton interpreter) or one per GPU (device cuda, `CUDA_VISIBLE_DEVICES=i`), each
+with a scrubbed environment. Jobs are dealt to whichever worker is free; a worker that dies or
+stops answering is killed (its whole process group) and replaced, and the job it held gets a
+`crashed` / `timeout` verdict. This process never imports or executes candidate code: it only
+parses it (the static rules) and sends it on.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autotriton.hashing import content_key, source_key
+from autotriton.records import Verdict, Violation, candidate_key
+from autotriton.validation import sandbox, wire
+from autotriton.validation.config import ValidationConfig
+
+_AUTOTRITON_PARENT = str(Path(__import__("autotriton").__file__).resolve().parent.parent)
+READY_TIMEOUT_S = 180.0
+
+
+class JudgeError(RuntimeError):
+    """The judge itself could not run (workers do not start); the message says why and what to do."""
+
+
+@dataclass
+class ProbeResult:
+    """Whether a reference problem runs in the sandbox (see validation/probe.py for the reasons)."""
+
+    ok: bool
+    reason: str | None
+    detail: str = ""
+    output_shapes: list[list[int]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    shrunk: bool = False
+    output_dtypes: list[str] = field(default_factory=list)
+
+
+def resolve_device(device: str) -> str:
+    if device in ("cpu", "cuda"):
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def _gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def judge_config_hash(config: ValidationConfig, device: str) -> str:
+    """Hash of everything that can change a verdict (not the worker count)."""
+    dump = config.model_dump(mode="json")
+    for k in ("workers", "device"):
+        dump.pop(k, None)
+    return content_key("judge", dump, device)
+
+
+class _WorkerHandle:
+    def __init__(self, index: int, device: str, n_workers: int, log_dir: str):
+        env = sandbox.scrubbed_env(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_AUTOTRITON_PARENT, env.get("PYTHONPATH", "")) if p)
+        env.setdefault("PYTHONHASHSEED", "0")
+        if device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            threads = max(1, (os.cpu_count() or 1) // n_workers)
+            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
+        else:
+            env.pop("TRITON_INTERPRET", None)
+            env["CUDA_VISIBLE_DEVICES"] = str(index)
+        self.index = index
+        self.log_path = os.path.join(log_dir, f"worker-{index}.log")
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "autotriton.validation.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True)
+        self.ready: dict[str, Any] | None = None
+
+    def wait_ready(self) -> dict[str, Any]:
+        if self.ready is None:
+            try:
+                self.ready = wire.recv_pickle(self.proc.stdout.fileno(), deadline=time.monotonic() + READY_TIMEOUT_S)
+            except (EOFError, TimeoutError, OSError) as exc:
+                self.kill()
+                raise JudgeError(f"judge worker {self.index} did not start ({exc}); its log says:\n{self.log_tail()}") from exc
+        return self.ready
+
+    def request(self, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
+        wire.send_pickle(self.proc.stdin.fileno(), payload)
+        return wire.recv_pickle(self.proc.stdout.fileno(), deadline=deadline)
+
+    def log_tail(self, n: int = 3000) -> str:
+        try:
+            return Path(self.log_path).read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            sandbox.kill_group(self.proc.pid)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        self._log.close()
+
+
+class JudgePool:
+    """Warm judge workers kept across calls (GRPO calls `validate_many` every step).
+
+    Use as a context manager; `close()` stops the workers.
+    """
+
+    def __init__(self, config: ValidationConfig | None = None, *, workers: int | None = None):
+        self.config = config or ValidationConfig()
+        self.device = resolve_device(self.config.device)
+        if workers is None:
+            workers = self.config.workers or (max(1, _gpu_count()) if self.device == "cuda" else max(1, os.cpu_count() or 1))
+        self.n_workers = max(1, workers)
+        self.config_hash = judge_config_hash(self.config, self.device)
+        self._log_dir = tempfile.mkdtemp(prefix="autotriton-judge-logs-")
+        self._slots: queue.Queue[int] = queue.Queue()
+        self._handles: list[_WorkerHandle | None] = [None] * self.n_workers
+        self._lock = threading.Lock()
+        self._closed = False
+        self.versions: dict[str, str] = {}
+        self.device_name = "cpu"
+        for i in range(self.n_workers):
+            self._handles[i] = _WorkerHandle(i, self.device, self.n_workers, self._log_dir)
+        for i in range(self.n_workers):
+            ready = self._handles[i].wait_ready()  # type: ignore[union-attr]
+            self.versions = dict(ready.get("versions", {}))
+            self._slots.put(i)
+        if self.device == "cuda":
+            try:
+                import torch
+
+                self.device_name = torch.cuda.get_device_name(0)
+            except Exception:  # noqa: BLE001
+                self.device_name = "cuda"
+        self._worker_cfg = self._wire_config()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def __enter__(self) -> "JudgePool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for h in self._handles:
+            if h is not None:
+                try:
+                    h.proc.stdin.close()
+                    h.proc.wait(timeout=5)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+                h.kill()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _wire_config(self) -> dict[str, Any]:
+        cfg = self.config.model_dump(mode="json")
+        cfg["device"] = self.device
+        cfg["timing_job"] = {"runs": self.config.timing_runs, "input_sets": self.config.timing_input_sets}
+        return cfg
+
+    def _replace(self, index: int) -> None:
+        old = self._handles[index]
+        if old is not None:
+            old.kill()
+        handle = _WorkerHandle(index, self.device, self.n_workers, self._log_dir)
+        self._handles[index] = handle
+        handle.wait_ready()
+
+    def _call(self, payload: dict[str, Any], budget_s: float) -> tuple[str, Any]:
+        """('ok', result) | ('timeout', msg) | ('crashed', msg), on whichever worker is free."""
+        index = self._slots.get()
+        try:
+            handle = self._handles[index]
+            if handle is None or not handle.alive():
+                self._replace(index)
+                handle = self._handles[index]
+            assert handle is not None
+            try:
+                answer = handle.request(payload, time.monotonic() + budget_s)
+            except TimeoutError:
+                self._replace(index)
+                return "timeout", f"the judge worker did not answer within {budget_s:.0f} s; it was killed and replaced"
+            except (EOFError, OSError, wire.WireError) as exc:
+                tail = handle.log_tail(800)
+                self._replace(index)
+                return "crashed", f"the judge worker died ({exc!r}); it was replaced. Worker log tail:\n{tail}"
+            if not answer.get("ok"):
+                if answer.get("fatal"):
+                    self._replace(index)
+                return "crashed", f"judge worker error: {answer.get('error')}"
+            return "ok", answer["result"]
+        finally:
+            self._slots.put(index)
+
+    # -- the batch APIs --------------------------------------------------------------------------
+
+    def validate_many(self, jobs: Sequence[tuple[str, str]], *, progress: bool = False) -> list[Verdict]:
+        """One Verdict per (problem_source, candidate_source), in job order."""
+        if self._closed:
+            raise JudgeError("this JudgePool is closed; open a new one")
+        results: list[Verdict | None] = [None] * len(jobs)
+        with _progress(progress, "judging candidates", len(jobs)) as advance:
+            def one(i: int) -> None:
+                results[i] = self._validate_one(*jobs[i])
+                advance()
+
+            with ThreadPoolExecutor(max_workers=self.n_workers) as ex:
+                for f in [ex.submit(one, i) for i in range(len(jobs))]:
+                    f.result()
+        return [r for r in results if r is not None]
+
+    def validate(self, problem_source: str, candidate_source: str) -> Verdict:
+        return self._validate_one(problem_source, candidate_source)
+
+    def _validate_one(self, problem_source: str, candidate_source: str) -> Verdict:
+        start = time.monotonic()
+        pkey = source_key(problem_source)
+        verdict = Verdict(candidate_key=candidate_key(candidate_source, pkey), problem_key=pkey, status="crashed",
+                          device=self.device_name, versions=dict(self.versions), judge_config_hash=self.config_hash)
+        static = _static_rules(candidate_source) if self.config.static_rules else []
+        if static and self.config.skip_execution_on_rule_violation:
+            verdict.status, verdict.violations = "rule_violation", static
+            verdict.error = "not executed: the static rules already failed"
+            verdict.elapsed_s = time.monotonic() - start
+            return verdict
+        budget = self.config.timeout_s * 2 + 120
+        kind, res = self._call({"op": "validate", "problem_source": problem_source, "candidate_source": candidate_source,
+                                "config": self._worker_cfg}, budget)
+        if kind != "ok":
+            verdict.status, verdict.error, verdict.violations = kind, res, static
+            verdict.rule_ok = False
+            verdict.elapsed_s = time.monotonic() - start
+            return verdict
+        runtime = [Violation(v["rule"], v["message"], v.get("line")) for v in res["violations"]]
+        violations = static + runtime
+        status = res["status"]
+        if violations and status not in ("timeout", "crashed"):
+            status = "rule_violation"
+        verdict.status = status
+        verdict.correct = res["status"] == "correct"
+        verdict.rule_ok = not violations and res["status"] not in ("timeout", "crashed")
+        verdict.compiled = bool(res.get("compiled"))
+        verdict.violations = violations
+        verdict.compile_report = res.get("compile_report") or {}
+        verdict.trials = res.get("trials", [])
+        verdict.triton_kernels_launched = res.get("triton_kernels_launched", [])
+        verdict.aten_ops = res.get("aten_ops", [])
+        verdict.error = res.get("error")
+        verdict.max_abs_err = res.get("max_abs_err")
+        timing = res.get("timing", {})
+        verdict.timing = timing
+        if "speedup" in timing:
+            verdict.speedup = timing.get("speedup")
+            verdict.speedup_vs_compile = timing.get("speedup_vs_compile")
+        verdict.elapsed_s = time.monotonic() - start
+        return verdict
+
+    def probe_many(self, sources: Sequence[str], *, progress: bool = False) -> list[ProbeResult]:
+        """One ProbeResult per reference problem source, in order."""
+        cfg = dict(self._worker_cfg, device="cpu")
+        results: list[ProbeResult | None] = [None] * len(sources)
+        with _progress(progress, "probing problems", len(sources)) as advance:
+            def one(i: int) -> None:
+                kind, res = self._call({"op": "probe", "problem_source": sources[i], "config": cfg}, self.config.probe_timeout_s * 2 + 60)
+                if kind != "ok":
+                    res = {"ok": False, "reason": kind, "detail": res}
+                results[i] = ProbeResult(ok=bool(res.get("ok")), reason=res.get("reason"), detail=res.get("detail", ""),
+                                         output_shapes=res.get("output_shapes", []), elapsed_s=float(res.get("elapsed_s", 0.0)),
+                                         shrunk=bool(res.get("shrunk", False)), output_dtypes=res.get("output_dtypes", []))
+                advance()
+
+            with ThreadPoolExecutor(max_workers=self.n_workers) as ex:
+                for f in [ex.submit(one, i) for i in range(len(sources))]:
+                    f.result()
+        return [r for r in results if r is not None]
+
+
+def _static_rules(candidate_source: str) -> list[Violation]:
+    try:
+        from autotriton.validation.rules import check_rules
+    except ImportError:
+        return []
+    try:
+        return list(check_rules(candidate_source))
+    except Exception as exc:  # noqa: BLE001 (a crash of the rule checker must not hide the candidate's verdict)
+        return [Violation("RULES-CHECKER-ERROR", f"the static rule checker failed on this candidate: {exc!r}"[:500], None)]
+
+
+class _progress:
+    """A rich progress bar on stderr (or nothing), usable from worker threads."""
+
+    def __init__(self, enabled: bool, label: str, total: int):
+        self.enabled, self.label, self.total = enabled and total > 0, label, total
+        self._bar = None
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+            self._bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=self.total)
+
+        def advance() -> None:
+            if self._bar is not None:
+                with self._lock:
+                    self._bar.advance(self._task)
+
+        return advance
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def validate_many(jobs: Sequence[tuple[str, str]], config: ValidationConfig | None = None, *, progress: bool = False) -> list[Verdict]:
+    """Judge (problem_source, candidate_source) pairs with a temporary pool; verdicts in job order."""
+    if not jobs:
+        return []
+    config = config or ValidationConfig()
+    n = config.workers or None
+    with JudgePool(config, workers=min(n or _default_workers(config), len(jobs))) as pool:
+        return pool.validate_many(jobs, progress=progress)
+
+
+def _default_workers(config: ValidationConfig) -> int:
+    device = resolve_device(config.device)
+    return max(1, _gpu_count()) if device == "cuda" else max(1, os.cpu_count() or 1)
+
+
+def validate_candidate(problem_source: str, candidate_source: str, config: ValidationConfig | None = None) -> Verdict:
+    return validate_many([(problem_source, candidate_source)], config)[0]
+
+
+def probe_many(sources: Sequence[str], config: ValidationConfig | None = None, *, progress: bool = False) -> list[ProbeResult]:
+    if not sources:
+        return []
+    config = config or ValidationConfig()
+    n = config.workers or max(1, os.cpu_count() or 1)
+    with JudgePool(config.model_copy(update={"device": "cpu"}), workers=min(n, len(sources))) as pool:
+        return pool.probe_many(sources, progress=progress)
+
+
+def probe_problem(problem_source: str, config: ValidationConfig | None = None) -> ProbeResult:
+    return probe_many([problem_source], config)[0]

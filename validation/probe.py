@@ -1,0 +1,129 @@
+"""Probing a reference problem: does it run, deterministically, depending on its inputs, in time?
+
+Harvesting calls this (through `probe_problem` / `probe_many`) to confirm synthesised inputs.
+Problem code comes from the wild, so it runs like a candidate: in a confined process forked from
+a worker's template, on the CPU, with shapes shrunk by `shrink_problem` (when configured).
+
+Reasons (ProbeResult.reason): "missing_dependency", "needs_data_files", "bad_format",
+"runtime_error", "nondeterministic", "input_independent", "too_slow", "timeout", "crashed".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from typing import Any
+
+REASONS = ("missing_dependency", "needs_data_files", "bad_format", "runtime_error", "nondeterministic",
+           "input_independent", "too_slow", "timeout", "crashed")
+
+
+def _fail(reason: str, detail: str, start: float, **extra: Any) -> dict[str, Any]:
+    return {"ok": False, "reason": reason, "detail": detail[-2000:], "output_shapes": [], "elapsed_s": time.monotonic() - start, **extra}
+
+
+def _same(a: list, b: list) -> bool:
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.is_floating_point() or x.is_complex():
+            if not torch.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True):
+                return False
+        elif not torch.equal(x, y):
+            return False
+    return True
+
+
+def run_probe(job: dict[str, Any]) -> dict[str, Any]:
+    """Inside the confined child: run the problem three times (seed A, seed A again, seed B)."""
+    import importlib.util
+    import sys
+
+    import torch
+
+    from autotriton.validation.candidate_runner import _flatten_outputs
+
+    start = time.monotonic()
+    path = os.path.join(os.getcwd(), "problem.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(job["source"])
+    try:
+        spec = importlib.util.spec_from_file_location("autotriton_probe", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules["autotriton_probe"] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except ImportError as exc:
+        return _fail("missing_dependency", f"{type(exc).__name__}: {exc}", start)
+    except SyntaxError as exc:
+        return _fail("bad_format", f"SyntaxError: {exc}", start)
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        return _fail("needs_data_files", f"{type(exc).__name__}: {exc}", start)
+    except BaseException as exc:  # noqa: BLE001
+        return _fail("runtime_error", "".join(traceback.format_exception_only(type(exc), exc)), start)
+    missing = [a for a in ("Model", "get_inputs", "get_init_inputs") if not callable(getattr(module, a, None))]
+    if missing:
+        return _fail("bad_format", f"the problem defines no {', '.join(missing)}", start)
+
+    def run(init_seed: int, input_seed: int) -> tuple[list, list]:
+        torch.manual_seed(init_seed)
+        init = list(module.get_init_inputs())
+        torch.manual_seed(init_seed)
+        model = module.Model(*init)
+        if isinstance(model, torch.nn.Module):
+            model.eval()
+        torch.manual_seed(input_seed)
+        inputs = list(module.get_inputs())
+        with torch.no_grad():
+            out = model(*inputs)
+        return [o.detach().clone() for o in _flatten_outputs(out)], inputs
+
+    try:
+        first, inputs_a = run(job["seed"], job["seed"] + 1)
+        t1 = time.monotonic() - start
+        if t1 > job["budget_s"]:
+            return _fail("too_slow", f"one forward pass took {t1:.1f} s, over the budget of {job['budget_s']:g} s", start)
+        second, _ = run(job["seed"], job["seed"] + 1)
+        third, inputs_b = run(job["seed"], job["seed"] + 2)
+    except ImportError as exc:
+        return _fail("missing_dependency", f"{type(exc).__name__}: {exc}", start)
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        return _fail("needs_data_files", f"{type(exc).__name__}: {exc}", start)
+    except BaseException as exc:  # noqa: BLE001
+        return _fail("runtime_error", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-1500:], start)
+    shapes = [list(o.shape) for o in first]
+    if not _same(first, second):
+        return _fail("nondeterministic", "two runs with the same seed gave different outputs", start, output_shapes=shapes)
+    inputs_differ = not _same([x for x in inputs_a if isinstance(x, torch.Tensor)], [x for x in inputs_b if isinstance(x, torch.Tensor)])
+    if inputs_differ and _same(first, third):
+        return _fail("input_independent", "different inputs gave the same outputs", start, output_shapes=shapes)
+    return {"ok": True, "reason": None, "detail": "", "output_shapes": shapes, "elapsed_s": time.monotonic() - start,
+            "output_dtypes": [str(o.dtype).removeprefix("torch.") for o in first]}
+
+
+def probe_in_sandbox(worker, problem_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Worker side: shrink, fork a confined child, run the probe there, read a JSON answer."""
+    from autotriton.validation import shrink, wire
+
+    start = time.monotonic()
+    source = shrink.shrink_problem(problem_source, cfg["shrink_max_dim"]) if cfg["shrink_for_cpu"] else problem_source
+    pid, sock, workdir = worker.spawn("probe", dict(cfg, device="cpu"))
+    try:
+        wire.send_pickle(sock, {"source": source, "seed": cfg["seed"], "budget_s": cfg["probe_budget_s"]})
+        try:
+            answer = json.loads(wire.recv_frame(sock, deadline=start + cfg["probe_timeout_s"], max_bytes=1 << 20))
+        except TimeoutError:
+            return _fail("timeout", f"the problem did not finish within {cfg['probe_timeout_s']:g} s", start, shrunk=source != problem_source)
+        except (EOFError, ConnectionError, OSError, ValueError, wire.WireError) as exc:
+            how = worker.exit_status(pid)
+            return _fail("crashed", f"the problem's process died ({how or exc})", start, shrunk=source != problem_source)
+        answer["shrunk"] = source != problem_source
+        answer["elapsed_s"] = time.monotonic() - start
+        return answer
+    finally:
+        worker.finish(pid, sock, workdir)

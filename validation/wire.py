@@ -1,0 +1,136 @@
+"""Framed messages between judge processes, and a tensor format that is safe to read.
+
+Two directions, two levels of trust:
+- caller -> worker -> candidate: pickle (the sender is trusted; the receiver may be hostile).
+- candidate -> worker: NEVER pickle. Unpickling bytes that hostile code wrote would run its
+  code in the worker, next to the reference outputs. The candidate answers with a JSON header
+  plus raw tensor bytes, and the worker rebuilds tensors from an allowlist of dtypes.
+
+Standard library only at import time; torch is imported where tensors are handled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import select
+import socket
+import struct
+import time
+from typing import Any
+
+_LEN = struct.Struct("!Q")
+
+
+class WireError(RuntimeError):
+    """The peer closed the channel, sent garbage, sent too much or was too slow."""
+
+
+def _send_all(fd: int | socket.socket, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = fd.send(view) if isinstance(fd, socket.socket) else os.write(fd, view)
+        view = view[n:]
+
+
+def _recv_exact(fd: int | socket.socket, n: int, deadline: float | None) -> bytes:
+    chunks: list[bytes] = []
+    remaining = n
+    while remaining:
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise TimeoutError("peer did not answer in time")
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                raise TimeoutError("peer did not answer in time")
+        chunk = fd.recv(min(remaining, 1 << 20)) if isinstance(fd, socket.socket) else os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            raise EOFError("peer closed the channel")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def send_frame(fd: int | socket.socket, payload: bytes) -> None:
+    _send_all(fd, _LEN.pack(len(payload)) + payload)
+
+
+def recv_frame(fd: int | socket.socket, *, deadline: float | None = None, max_bytes: int | None = None) -> bytes:
+    (size,) = _LEN.unpack(_recv_exact(fd, _LEN.size, deadline))
+    if max_bytes is not None and size > max_bytes:
+        raise WireError(f"message of {size} bytes is over the limit of {max_bytes}")
+    return _recv_exact(fd, size, deadline)
+
+
+def send_pickle(fd: int | socket.socket, obj: Any) -> None:
+    """Trusted direction only (caller -> worker -> candidate)."""
+    send_frame(fd, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def recv_pickle(fd: int | socket.socket, *, deadline: float | None = None) -> Any:
+    return pickle.loads(recv_frame(fd, deadline=deadline))
+
+
+# ---- the untrusted direction: JSON header + raw bytes ---------------------------------------
+
+_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
+           "complex64", "complex128")
+
+
+def encode_tensors(header: dict[str, Any], tensors: list[Any]) -> bytes:
+    """Header (JSON-able dict) plus tensors -> one payload; header["tensors"] gets their metadata."""
+    import torch
+
+    metas, blobs, offset = [], [], 0
+    for t in tensors:
+        t = t.detach().to("cpu").contiguous()
+        name = str(t.dtype).removeprefix("torch.")
+        if name not in _DTYPES:
+            raise TypeError(f"output dtype {t.dtype} is not supported by the judge")
+        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        metas.append({"dtype": name, "shape": list(t.shape), "offset": offset, "nbytes": len(raw)})
+        blobs.append(raw)
+        offset += len(raw)
+    header = dict(header, tensors=metas)
+    head = json.dumps(header, default=str).encode()
+    return _LEN.pack(len(head)) + head + b"".join(blobs)
+
+
+def decode_tensors(payload: bytes) -> tuple[dict[str, Any], list[Any]]:
+    """Inverse of encode_tensors, hardened: bad metadata raises WireError, never runs code."""
+    import torch
+
+    try:
+        (hlen,) = _LEN.unpack_from(payload, 0)
+        header = json.loads(payload[_LEN.size:_LEN.size + hlen])
+        body = memoryview(payload)[_LEN.size + hlen:]
+        tensors = []
+        for meta in header.get("tensors", []):
+            name = meta["dtype"]
+            if name not in _DTYPES:
+                raise WireError(f"unknown dtype {name!r}")
+            dtype = getattr(torch, name)
+            shape = [int(s) for s in meta["shape"]]
+            start, nbytes = int(meta["offset"]), int(meta["nbytes"])
+            numel = 1
+            for s in shape:
+                if s < 0:
+                    raise WireError("negative dimension")
+                numel *= s
+            itemsize = torch.empty((), dtype=dtype).element_size()
+            if nbytes != numel * itemsize or start < 0 or start + nbytes > len(body):
+                raise WireError("tensor metadata does not match its bytes")
+            if numel == 0:
+                tensors.append(torch.empty(shape, dtype=dtype))
+                continue
+            raw = bytearray(body[start:start + nbytes])
+            tensors.append(torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape))
+    except WireError:
+        raise
+    except Exception as exc:  # malformed JSON, wrong types, ...
+        raise WireError(f"malformed result from the candidate process: {exc!r}") from exc
+    if not isinstance(header, dict):
+        raise WireError("malformed result header")
+    return header, tensors

@@ -1,0 +1,286 @@
+"""A warm judge worker: `python -m autotriton.validation.worker` (started by JudgePool, not by hand).
+
+Process tree, per worker:
+
+    caller (JudgePool)                      never imports or runs candidate code
+      └─ worker (this module)               torch + triton imported once; holds reference
+           │                                models, inputs and outputs; compares
+           └─ template ("zygote")           forked right after the imports, BEFORE any job,
+                │                           CUDA never initialised, holds nothing of any job
+                └─ candidate process        forked per candidate, confined (sandbox.py), gets
+                                            candidate source + inputs, returns outputs + logs
+
+Forking every candidate from the template gives a warm start (imports already paid) without
+inheriting anything: the reference outputs live only in the worker, and CUDA (which does not
+survive fork) is only ever initialised in the worker and in the candidate itself.
+
+Protocol with the caller: length-prefixed pickles on the worker's fd 0 (requests) and on a
+private duplicate of fd 1 (answers); the worker's own fd 1 is pointed at stderr so prints from
+reference code cannot corrupt the channel. Imports: torch, triton, numpy, stdlib and autotriton's
+records/hashing/validation only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from collections import OrderedDict
+from typing import Any
+
+ALLOWED_CHILD_MODES = ("candidate", "probe")
+
+
+# ---------------------------------------------------------------------------------------------
+# the template process
+
+
+def _zygote_loop(zsock: socket.socket) -> None:
+    statuses: OrderedDict[int, int] = OrderedDict()
+
+    def reap(_signum, _frame):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            statuses[pid] = status
+            while len(statuses) > 1024:
+                statuses.popitem(last=False)
+
+    signal.signal(signal.SIGCHLD, reap)
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(zsock, 65536, 4)
+        except InterruptedError:
+            continue
+        if not msg:
+            os._exit(0)
+        req = json.loads(msg)
+        if req["op"] == "status":
+            for fd in fds:
+                os.close(fd)
+            reap(None, None)
+            st = statuses.pop(req["pid"], None)
+            zsock.send(json.dumps({"status": st}).encode())
+            continue
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                zsock.close()
+                _child_main(fds[0], req)
+            except BaseException:  # noqa: BLE001 (lands in the candidate's output file, shown with the crash)
+                traceback.print_exc()
+                sys.stderr.flush()
+            os._exit(0)
+        for fd in fds:
+            os.close(fd)
+        zsock.send(json.dumps({"pid": pid}).encode())
+
+
+def _child_main(fd: int, req: dict[str, Any]) -> None:
+    from autotriton.validation import sandbox, wire
+
+    import fcntl
+
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD, 100)  # the template closed 0/1, so fd may be one that confine() redirects
+    if high != fd:
+        os.close(fd)
+    fd = high
+    environ = dict(os.environ)
+    report = sandbox.confine(req["workdir"], memory_limit_bytes=req["memory_limit_bytes"], max_output_bytes=req["max_output_bytes"],
+                             max_processes=req["max_processes"], isolate_network=req["isolate_network"],
+                             drop_privileges=req["drop_privileges"], keep_fds=(fd,), environ=environ)
+    sock = socket.socket(fileno=fd)
+    if req["mode"] == "candidate":
+        from autotriton.validation import candidate_runner
+
+        job = wire.recv_pickle(sock)
+        try:
+            header, tensors = candidate_runner.run_job(job)
+        except BaseException as exc:  # noqa: BLE001
+            header, tensors = {"phases": [], "error": candidate_runner._error("harness", exc)}, []
+        header["sandbox"] = report
+        try:
+            payload = wire.encode_tensors(header, tensors)
+        except BaseException as exc:  # noqa: BLE001
+            payload = wire.encode_tensors({"phases": [], "sandbox": report, "error": candidate_runner._error("outputs", exc)}, [])
+        if len(payload) > req["max_output_bytes"]:
+            payload = wire.encode_tensors({"phases": [], "sandbox": report, "error": {
+                "stage": "outputs", "type": "OutputTooLarge",
+                "message": f"outputs are {len(payload)} bytes, over the limit of {req['max_output_bytes']}"}}, [])
+        wire.send_frame(sock, payload)
+    else:
+        from autotriton.validation import probe
+
+        job = wire.recv_pickle(sock)
+        result = probe.run_probe(job)
+        result["sandbox"] = report
+        wire.send_frame(sock, json.dumps(result, default=str).encode())
+    sock.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# the worker
+
+
+class Worker:
+    def __init__(self, close_in_template: tuple[int, ...] = ()) -> None:
+        import torch  # noqa: F401  (warm imports, inherited by the template)
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+
+        from autotriton.validation import candidate_runner, probe, wire  # noqa: F401
+
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            import triton.runtime.interpreter  # noqa: F401
+        self.tmp = tempfile.mkdtemp(prefix="autotriton-judge-")
+        os.chmod(self.tmp, 0o755)
+        from autotriton.validation.warmup import warm_up
+
+        try:
+            warm_up(self.tmp)
+        except Exception:  # noqa: BLE001 (a cold start is slower, not wrong)
+            traceback.print_exc()
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            parent.close()
+            for fd in (0, 1, *close_in_template):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            _zygote_loop(child)
+            os._exit(0)
+        child.close()
+        self.zygote_pid = pid
+        self.zsock = parent
+        self.problems: OrderedDict[str, Any] = OrderedDict()
+        self.reference_timing: dict[str, Any] = {}
+
+    # -- candidate processes --------------------------------------------------------------------
+
+    def spawn(self, mode: str, cfg: dict[str, Any]) -> tuple[int, socket.socket, str]:
+        workdir = tempfile.mkdtemp(prefix=f"{mode}-", dir=self.tmp)
+        os.chmod(workdir, 0o700)
+        ours, theirs = socket.socketpair()
+        cpu = cfg["device"] == "cpu"
+        req = {"op": "spawn", "mode": mode, "workdir": workdir,
+               "memory_limit_bytes": int((cfg["memory_limit_gb_cpu"] if cpu else cfg["memory_limit_gb"]) * 2**30),
+               "max_output_bytes": int(cfg["max_output_mb"] * 2**20), "max_processes": cfg["max_processes"],
+               "isolate_network": cfg["isolate_network"], "drop_privileges": cfg["drop_privileges"]}
+        socket.send_fds(self.zsock, [json.dumps(req).encode()], [theirs.fileno()])
+        theirs.close()
+        answer = self.zsock.recv(65536)
+        if not answer:
+            raise SystemExit("the candidate template process died")
+        return json.loads(answer)["pid"], ours, workdir
+
+    def exit_status(self, pid: int) -> str | None:
+        from autotriton.validation import sandbox
+
+        sandbox.kill_group(pid)
+        for _ in range(50):
+            socket.send_fds(self.zsock, [json.dumps({"op": "status", "pid": pid}).encode()], [])
+            st = json.loads(self.zsock.recv(65536))["status"]
+            if st is not None:
+                if os.WIFSIGNALED(st):
+                    sig = os.WTERMSIG(st)
+                    try:
+                        return f"killed by signal {signal.Signals(sig).name}"
+                    except ValueError:
+                        return f"killed by signal {sig}"
+                return f"exited with code {os.WEXITSTATUS(st)}"
+            time.sleep(0.01)
+        return None
+
+    @staticmethod
+    def output_tail(workdir: str, n: int = 2000) -> str:
+        try:
+            with open(os.path.join(workdir, "output.txt"), "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - n))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def finish(self, pid: int, sock: socket.socket, workdir: str) -> None:
+        from autotriton.validation import sandbox
+
+        sandbox.kill_group(pid)
+        sock.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def handle(self, request: dict[str, Any]) -> Any:
+        op = request["op"]
+        if op == "ping":
+            return {"pid": os.getpid(), "zygote": self.zygote_pid, "versions": versions()}
+        if op == "validate":
+            from autotriton.validation.judge import judge_one
+
+            return judge_one(self, request["problem_source"], request["candidate_source"], request["config"])
+        if op == "probe":
+            from autotriton.validation.probe import probe_in_sandbox
+
+            return probe_in_sandbox(self, request["problem_source"], request["config"])
+        raise ValueError(f"unknown request {op!r}")
+
+
+def versions() -> dict[str, str]:
+    import torch
+    import triton
+
+    out = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        out["triton_mode"] = "interpreter"
+    return out
+
+
+def main() -> None:
+    from autotriton.validation import wire
+
+    req_fd = os.dup(0)
+    ans_fd = os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)  # prints from reference code go to the worker log, never into the protocol
+    os.set_inheritable(req_fd, False)
+    os.set_inheritable(ans_fd, False)
+    worker = Worker(close_in_template=(req_fd, ans_fd))  # the template never holds the caller's channels
+    wire.send_pickle(ans_fd, {"ready": True, "pid": os.getpid(), "versions": versions()})
+    while True:
+        try:
+            request = wire.recv_pickle(req_fd)
+        except EOFError:
+            break
+        try:
+            answer = {"ok": True, "result": worker.handle(request)}
+        except SystemExit as exc:
+            wire.send_pickle(ans_fd, {"ok": False, "error": f"worker stopping: {exc}", "fatal": True})
+            break
+        except BaseException as exc:  # noqa: BLE001
+            answer = {"ok": False, "error": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
+        wire.send_pickle(ans_fd, answer)
+    try:
+        worker.zsock.close()
+    except OSError:
+        pass
+    shutil.rmtree(worker.tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
