@@ -100,7 +100,9 @@ def sql(
         try:
             result = wh.sql(query)
         except WarehouseQueryError as exc:
-            fail(f"{exc}\nQuery: {query}\nFix the query (tables: `autotriton db stats`).")
+            hint = ("add --write to change data" if "read-only" in str(exc)
+                    else "fix the query (tables: `autotriton db stats`)")
+            fail(f"{exc}\nQuery: {query}\nWhat to do: {hint}.")
     if json_out:
         emit_json({"columns": result.columns, "rows": [[_plain(v) for v in row] for row in result.rows]})
         return

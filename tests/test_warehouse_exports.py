@@ -1,0 +1,94 @@
+"""Exports: Parquet written atomically, content-hashed, recorded; round trips through pyarrow and `datasets`."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from autotriton.warehouse import Warehouse, WarehouseError
+from autotriton.warehouse.exports import pair_rows, problem_rows, verdict_rows
+
+from warehouse_helpers import make_chain, store_chain
+
+ROWS = [
+    {"prompt": f"write kernel {i}", "completion": f"```python\nk{i}\n```", "reward": i / 10, "tags": ["a", "b"][: i % 3],
+     "split": "validation" if i % 5 == 0 else "train"}
+    for i in range(20)
+]
+
+
+@pytest.fixture
+def wh(tmp_path):
+    with Warehouse(tmp_path / "w.duckdb") as warehouse:
+        yield warehouse
+
+
+def test_parquet_and_datasets_round_trip_with_splits(wh, tmp_path):
+    run = wh.start_run("export", {})
+    export = wh.export_parquet("sft", ROWS, {"min_reward": 0}, run, out_dir=tmp_path / "out")
+    assert export.row_count == 20 and export.splits == {"train": 16, "validation": 4}
+    assert export.path.startswith(str(tmp_path / "out")) and export.path.endswith(f"sft-{export.content_hash}.parquet")
+    assert pq.read_table(export.path).to_pylist() == ROWS
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [f"sft-{export.content_hash}.parquet"]  # no temp files left
+    dataset = wh.to_hf_dataset(export)
+    assert len(dataset) == 20 and dataset.column_names == ["prompt", "completion", "reward", "tags", "split"]
+    assert dataset.to_list() == ROWS
+    validation = wh.to_hf_dataset(export.key, split="validation")  # by key too
+    assert validation.to_list() == [r for r in ROWS if r["split"] == "validation"]
+    splits = wh.to_hf_dataset_dict(export)
+    assert {name: len(ds) for name, ds in splits.items()} == {"train": 16, "validation": 4}
+    recorded = wh.exports("sft")[0]
+    assert recorded == export and recorded.filter == {"min_reward": 0}
+    assert wh.lineage(export.key)["run"]["run_id"] == run.run_id
+
+
+def test_content_hash_is_order_independent_and_content_sensitive(wh, tmp_path):
+    run = wh.start_run("export", {})
+    a = wh.export_parquet("sft", ROWS, {}, run, out_dir=tmp_path)
+    b = wh.export_parquet("sft", ROWS[::-1], {}, run, out_dir=tmp_path)
+    changed = [dict(r) for r in ROWS]
+    changed[3]["completion"] += " "
+    c = wh.export_parquet("sft", changed, {}, run, out_dir=tmp_path)
+    renamed = wh.export_parquet("sft2", ROWS, {}, run, out_dir=tmp_path)
+    assert a.content_hash == b.content_hash
+    assert len({a.content_hash, c.content_hash, renamed.content_hash}) == 3
+    assert wh.sql("SELECT count(*) FROM exports").rows == [(3,)]
+
+
+def test_bad_rows_leave_no_file_and_no_record(wh, tmp_path):
+    run = wh.start_run("export", {})
+    with pytest.raises(WarehouseError, match="export sft: rows do not form one table"):
+        wh.export_parquet("sft", [{"a": 1}, {"a": "text"}], {}, run, out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+    assert wh.exports() == []
+    with pytest.raises(ValueError, match="must be letters"):
+        wh.export_parquet("../escape", ROWS, {}, run, out_dir=tmp_path)
+
+
+def test_missing_export_file_is_a_clear_error(wh, tmp_path):
+    run = wh.start_run("export", {})
+    export = wh.export_parquet("sft", ROWS, {}, run, out_dir=tmp_path)
+    (tmp_path / f"sft-{export.key}.parquet").unlink()
+    with pytest.raises(WarehouseError, match=r"is gone; re-create it with `autotriton db export sft`"):
+        wh.to_hf_dataset(export)
+
+
+def test_builtin_exports(wh, tmp_path):
+    chain = make_chain(6)
+    run = wh.start_run("refresh", {})
+    store_chain(wh, run, chain)
+    rows, filter_ = problem_rows(wh)
+    assert sorted(r["problem_key"] for r in rows) == sorted(p.key for p in chain.problems)
+    assert json.loads(rows[0]["input_spec"]) == [{"shape": [4], "dtype": "float32"}] and filter_["status"] == "runnable"
+    rows, _ = pair_rows(wh)
+    good = {c.key for c, v in zip(chain.candidates, chain.verdicts) if v.correct}
+    assert {r["candidate_key"] for r in rows} == good and len(rows) == 4
+    pair = next(r for r in rows if r["candidate_key"] == chain.candidates[0].key)
+    assert pair["code"] == chain.candidates[0].code and pair["problem_source"] == chain.problems[0].reference_source
+    assert pair["reasoning"] == "scale by 0" and pair["instruction"] == "write a Triton kernel"
+    rows, _ = verdict_rows(wh)
+    assert sorted(r["status"] for r in rows) == ["correct"] * 4 + ["incorrect"] * 2
+    export = wh.export_parquet("pairs", pair_rows(wh)[0], {}, run, out_dir=tmp_path)
+    assert sorted(wh.to_hf_dataset(export)["candidate_key"]) == sorted(good)
