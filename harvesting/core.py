@@ -1,0 +1,342 @@
+"""The harvest pipeline shared by every source: read files -> extract modules -> dedup ->
+synthesise inputs -> confirm in the sandbox -> problems (runnable or rejected with a reason).
+
+Sources (local.py, github.py, datasets.py) only decide which files to read and where they came
+from; everything after that happens here, so every source yields the same records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from autotriton.harvesting.config import HarvestConfig
+from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
+from autotriton.harvesting.extract import (
+    ExtractionError, ModuleClassIndex, Repository, decode_source, extract_class, rename_to_model,
+)
+from autotriton.harvesting.state import HarvestState
+from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
+from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
+
+# Probe reasons that another input guess cannot fix.
+PERMANENT_REASONS = frozenset({"missing_dependency", "needs_data_files", "nondeterministic", "input_independent", "bad_format"})
+
+ProbeFn = Callable[[Sequence[str]], Sequence[Any]]
+
+
+@dataclass
+class FileRejection:
+    """A file (or repository) the harvest could not use, and why. Stored in the warehouse's
+    rejections table (stage, subject, reason, detail)."""
+
+    subject: str  # "<repo>:<path>" or "<repo>"
+    reason: str
+    detail: str
+    stage: str = "harvest"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"stage": self.stage, "subject": self.subject, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass
+class HarvestResult:
+    """Everything one harvest found. `problems` holds runnable and rejected problems (with
+    reject_reason); `rejections` holds per-file errors; `pairs` are ready (Problem, Candidate)
+    pairs from KernelBook-style datasets."""
+
+    sources: list[SourceRef] = field(default_factory=list)
+    modules: list[HarvestedModule] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    rejections: list[FileRejection] = field(default_factory=list)
+    pairs: list[tuple[Problem, Candidate]] = field(default_factory=list)
+    files: int = 0
+    duplicates: int = 0
+    unchanged: int = 0  # files or repositories skipped because the state says they did not change
+    details: dict[str, str] = field(default_factory=dict)  # rejected problem key -> why, in words
+    state: HarvestState | None = None
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        rejected = Counter(p.reject_reason or "unknown" for p in self.problems if p.status != "runnable")
+        return {
+            "files": self.files,
+            "modules": len(self.modules) + self.duplicates + sum(1 for p in self.problems if p.module_key is None and p.suite is None and p.status != "runnable"),
+            "runnable": sum(1 for p in self.problems if p.status == "runnable"),
+            "rejected": dict(sorted(rejected.items())),
+            "duplicates": self.duplicates,
+            "file_errors": dict(sorted(Counter(r.reason for r in self.rejections).items())),
+            "pairs": len(self.pairs),
+            "unchanged": self.unchanged,
+        }
+
+    def rejection_rows(self) -> list[dict[str, str]]:
+        """Rows for the warehouse's rejections table: per-file errors, and one row per rejected
+        problem (subject = problem key) carrying the detail of its reason."""
+        rows = [r.to_dict() for r in self.rejections]
+        for p in self.problems:
+            if p.status != "runnable":
+                rows.append({"stage": "harvest", "subject": p.key, "reason": p.reject_reason or "unknown",
+                             "detail": self.details.get(p.key, "")})
+        return rows
+
+    def summary(self) -> dict[str, Any]:
+        return self.stats
+
+    def commit_state(self) -> None:
+        """Persist the incremental state; call after the results are stored."""
+        if self.state is not None:
+            self.state.save()
+
+
+_OP_PATTERNS = [
+    ("matmul", r"\b(matmul|mm|bmm|einsum|Linear|linear|addmm|@)\b|@"), ("conv", r"\bConv(Transpose)?[123]d\b|\bconv[123]d\b"),
+    ("norm", r"Norm\b|norm\(|layer_norm|batch_norm|group_norm|rms"), ("softmax", r"softmax"), ("relu", r"relu\b|ReLU"),
+    ("gelu", r"gelu|GELU"), ("silu", r"silu|SiLU|swish"), ("sigmoid", r"sigmoid"), ("tanh", r"tanh"),
+    ("pool", r"[Pp]ool"), ("attention", r"attention|Attention|scaled_dot_product"), ("embedding", r"Embedding|embedding"),
+    ("reduction", r"\.(sum|mean|amax|max|min|logsumexp)\("), ("dropout", r"[Dd]ropout"), ("rnn", r"\b(LSTM|GRU|RNN)\b"),
+]
+
+
+def op_tags(source: str) -> list[str]:
+    return [tag for tag, pat in _OP_PATTERNS if re.search(pat, source)]
+
+
+def default_probe(validation_config: Any = None, timeout_s: float | None = None) -> ProbeFn:
+    """The validation sandbox's probe_many, bound to a config."""
+    from autotriton.validation import probe_many
+    from autotriton.validation.config import ValidationConfig
+
+    cfg = validation_config or ValidationConfig(device="cpu")
+    if timeout_s is not None:
+        cfg = cfg.model_copy(update={"timeout_s": min(cfg.timeout_s, timeout_s)})
+
+    def probe(sources: Sequence[str]) -> Sequence[Any]:
+        return probe_many(list(sources), cfg)
+
+    return probe
+
+
+def _field(result: Any, name: str, default: Any = None) -> Any:
+    if isinstance(result, dict):
+        return result.get(name, default)
+    return getattr(result, name, default)
+
+
+@dataclass
+class _Pending:
+    problem: Problem
+    model_source: str
+    attempts: list[Attempt]
+    first_failure: tuple[str, str] | None = None
+    done: bool = False
+
+
+class Harvester:
+    """Accumulates one harvest over any number of repositories, then synthesises and probes."""
+
+    def __init__(self, config: HarvestConfig, *, probe: ProbeFn | None = None, state: HarvestState | None = None,
+                 progress: bool = False, console: Console | None = None):
+        self.config = config
+        self.probe = probe
+        self.state = state
+        self.progress = progress
+        self.console = console or Console(stderr=True)
+        self.result = HarvestResult(state=state)
+        self.dedup = DuplicateFilter(config.near_duplicate_threshold, seen_keys=state.seen if state else None)
+        self.pending: list[_Pending] = []
+        self._new_keys: set[str] = set()
+        self._sources: dict[str, SourceRef] = {}
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    def reject_file(self, subject: str, reason: str, detail: str) -> None:
+        self.result.rejections.append(FileRejection(subject, reason, detail))
+
+    def add_source(self, ref: SourceRef) -> None:
+        if ref.key not in self._sources:
+            self._sources[ref.key] = ref
+            self.result.sources.append(ref)
+
+    def licence_ok(self, licence: str | None, subject: str) -> bool:
+        if licence is None:
+            self.reject_file(subject, "licence_unknown", "no licence file, SPDX header or packaging metadata names a licence; add one or harvest elsewhere")
+            return False
+        if licence not in self.config.licences:
+            self.reject_file(subject, "licence_not_allowed", f"{licence} is not in harvest.licences ({', '.join(self.config.licences)})")
+            return False
+        return True
+
+    # -- repositories -------------------------------------------------------------------------
+
+    def scan_repository(self, repo: Repository, paths: Sequence[str], ref_for: Callable[[str, str], SourceRef],
+                        label: str) -> None:
+        """Extract every nn.Module class of `paths` (files of `repo`). `ref_for(path, text)` gives the
+        SourceRef of a file (and may reject it by returning a ref whose licence is not allowed)."""
+        index = ModuleClassIndex(repo)
+        bar = self._progress()
+        with bar:
+            task = bar.add_task(f"extract {label}", total=len(paths))
+            for path in paths:
+                bar.advance(task)
+                self.result.files += 1
+                subject = f"{label}:{path}"
+                text = repo.text(path)
+                if text is None:
+                    continue  # the repository recorded why (decode error)
+                parsed = repo.parsed(path)
+                if parsed is None:
+                    reason, detail = repo.errors.get(path, ("syntax_error", "cannot parse"))
+                    self.reject_file(subject, reason, detail)
+                    continue
+                ref = ref_for(path, text)
+                if not parsed.classes:
+                    continue
+                try:
+                    names = index.module_classes(path)
+                except RecursionError:
+                    self.reject_file(subject, "too_deep", "class hierarchy too deep to analyse")
+                    continue
+                if not names:
+                    continue
+                if not self.licence_ok(ref.licence, subject):
+                    continue
+                self.add_source(ref)
+                for name in names:
+                    self._module(repo, ref, path, name, text)
+
+    def _module(self, repo: Repository, ref: SourceRef, path: str, name: str, text: str) -> None:
+        try:
+            extracted = extract_class(repo, path, name)
+        except ExtractionError as exc:
+            self._reject_module(ref, name, text, exc.reason, exc.detail, repo, path)
+            return
+        except RecursionError:
+            self._reject_module(ref, name, text, "too_deep", "dependency chain too deep", repo, path)
+            return
+        self.add_standalone(ref, name, text, extracted.source)
+
+    def _reject_module(self, ref: SourceRef, name: str, text: str, reason: str, detail: str, repo: Repository | None = None, path: str = "") -> None:
+        class_code = text
+        if repo is not None:
+            parsed = repo.parsed(path)
+            if parsed is not None and name in parsed.classes:
+                class_code = parsed.codes[parsed.classes[name]].strip() + "\n"
+        key = canonical_key(class_code)
+        if key in self.dedup.keys:
+            self.result.duplicates += 1
+            return
+        self.dedup.keys[key] = f"{ref.repo}:{ref.path}"
+        self._new_keys.add(key)
+        self.result.problems.append(Problem(
+            reference_source=class_code, name=name, source_key=ref.key, status="rejected",
+            reject_reason=reason, licence=ref.licence,
+        ))
+        self.result.details[self.result.problems[-1].key] = detail
+
+    # -- modules ---------------------------------------------------------------------------
+
+    def add_standalone(self, ref: SourceRef, class_name: str, original: str, standalone: str) -> HarvestedModule | None:
+        """Dedup a standalone module and queue it for input synthesis. None for duplicates."""
+        kind, of_what = self.dedup.check(standalone, f"{ref.repo}:{ref.path}:{class_name}")
+        if kind is not None:
+            self.result.duplicates += 1
+            return None
+        self._new_keys.add(canonical_key(standalone))
+        self.add_source(ref)
+        module = HarvestedModule(source=ref, class_name=class_name, original_source=original, standalone_source=standalone)
+        self.result.modules.append(module)
+        model_source = rename_to_model(standalone, class_name)
+        base = Problem(reference_source=model_source, name=class_name, module_key=module.key, source_key=ref.key,
+                       licence=ref.licence, op_tags=op_tags(standalone))
+        if len(standalone) > self.config.max_problem_chars:
+            self._finish_rejected(base, "too_large", f"{len(standalone)} characters > harvest.max_problem_chars={self.config.max_problem_chars}")
+            return module
+        try:
+            attempts = synthesize(model_source, max_attempts=self.config.max_attempts)
+        except SynthesisError as exc:
+            self._finish_rejected(base, exc.reason, exc.detail)
+            return module
+        except SyntaxError as exc:
+            self._finish_rejected(base, "syntax_error", str(exc))
+            return module
+        self.pending.append(_Pending(base, model_source, attempts))
+        return module
+
+    def _finish_rejected(self, problem: Problem, reason: str, detail: str) -> None:
+        problem.status = "rejected"
+        problem.reject_reason = reason
+        self.result.problems.append(problem)
+        self.result.details[problem.key] = detail
+
+    def add_problem(self, problem: Problem) -> None:
+        """A ready problem (benchmark suites): no synthesis, kept verbatim."""
+        self.result.problems.append(problem)
+
+    # -- synthesis and probing ---------------------------------------------------------------
+
+    def _progress(self) -> Progress:
+        return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=self.console, disable=not self.progress, transient=False)
+
+    def finish(self) -> HarvestResult:
+        """Confirm queued modules in the sandbox, guess by guess, and return the result."""
+        if self.pending:
+            if not self.config.probe:
+                for p in self.pending:
+                    self._accept(p, p.attempts[0])
+            else:
+                self._probe_rounds()
+        self.pending = []
+        if self.state is not None:
+            self.state.add_seen(self._new_keys)
+        return self.result
+
+    def _probe_rounds(self) -> None:
+        probe = self.probe or default_probe(timeout_s=self.config.probe_timeout_s)
+        total = sum(len(p.attempts) for p in self.pending)
+        bar = self._progress()
+        with bar:
+            task = bar.add_task("probe inputs", total=total)
+            for round_no in range(self.config.max_attempts):
+                batch = [p for p in self.pending if not p.done and round_no < len(p.attempts)]
+                if not batch:
+                    break
+                sources = [problem_source(p.model_source, p.attempts[round_no]) for p in batch]
+                results = list(probe(sources))
+                if len(results) != len(batch):
+                    raise RuntimeError(f"probe returned {len(results)} results for {len(batch)} problems")
+                for p, src, res in zip(batch, sources, results):
+                    bar.advance(task)
+                    if _field(res, "ok"):
+                        self._accept(p, p.attempts[round_no], src)
+                        bar.advance(task, len(p.attempts) - round_no - 1)
+                        continue
+                    reason = _field(res, "reason") or "runtime_error"
+                    detail = str(_field(res, "detail") or "")
+                    if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
+                        p.first_failure = (reason, detail)
+                    if reason in PERMANENT_REASONS or round_no + 1 >= len(p.attempts):
+                        p.done = True
+                        bar.advance(task, len(p.attempts) - round_no - 1)
+                        r, d = p.first_failure
+                        if r == "runtime_error":
+                            r = "no_working_inputs"
+                            d = f"{len(p.attempts)} input guesses failed; first error: {d}"
+                        p.problem.reference_source = src
+                        self._finish_rejected(p.problem, r if reason not in PERMANENT_REASONS else reason,
+                                              d if reason not in PERMANENT_REASONS else detail)
+
+    def _accept(self, p: _Pending, attempt: Attempt, source: str | None = None) -> None:
+        p.done = True
+        problem = p.problem
+        problem.reference_source = source or problem_source(p.model_source, attempt)
+        problem.init_spec = attempt.init_spec
+        problem.input_spec = attempt.input_spec
+        problem.status = "runnable"
+        self.result.problems.append(problem)

@@ -1,0 +1,462 @@
+"""Input synthesis: `get_init_inputs()` and `get_inputs()` for a standalone `Model`.
+
+Guesses come from the `__init__` and `forward` signatures (names, defaults, type hints), the
+docstrings ("shape (B, C, H, W)"), and the first layer applied to each input (nn.Linear's
+in_features, nn.Conv2d's in_channels, nn.Embedding's vocabulary, ...). Each guess becomes an
+`Attempt`; the harvester runs attempts in the validation sandbox, best guess first, until one
+runs. Shapes are small (the `cpu-small` profile): the Triton interpreter must run them quickly.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Layer constructors whose first argument is the feature/channel size of their input.
+_FEATURE_LAYERS: dict[str, int | None] = {
+    "Linear": None, "Bilinear": None, "LazyLinear": None,
+    "Conv1d": 3, "ConvTranspose1d": 3, "BatchNorm1d": None, "InstanceNorm1d": 3,
+    "Conv2d": 4, "ConvTranspose2d": 4, "BatchNorm2d": 4, "InstanceNorm2d": 4,
+    "Conv3d": 5, "ConvTranspose3d": 5, "BatchNorm3d": 5, "InstanceNorm3d": 5,
+    "LayerNorm": None, "RMSNorm": None, "LSTM": 3, "GRU": 3, "RNN": 3, "MultiheadAttention": 3,
+}
+_INDEX_LAYERS = {"Embedding", "EmbeddingBag"}
+
+_INT_INPUT = re.compile(r"(^|_)(ids?|idx|index|indices|tokens?|labels?|targets?|positions?|token_ids|input_ids|classes)$")
+_MASK_INPUT = re.compile(r"mask")
+
+
+@dataclass
+class Attempt:
+    """One guess of constructor arguments and inputs, as source and as a JSON spec."""
+
+    init_code: list[str]  # python expressions, positional constructor arguments
+    init_spec: list[Any]
+    input_code: list[str]  # python expressions building each forward input
+    input_spec: list[Any]
+    label: str = ""
+
+    def functions(self) -> str:
+        init = ", ".join(self.init_code)
+        inputs = ", ".join(self.input_code)
+        return (
+            "def get_inputs():\n"
+            f"    return [{inputs}]\n\n\n"
+            "def get_init_inputs():\n"
+            f"    return [{init}]\n"
+        )
+
+
+class SynthesisError(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class _Param:
+    name: str
+    annotation: str
+    default: str | None  # source of the default, None when required
+    kind: str  # "pos", "kwonly", "vararg", "kwarg"
+
+
+def _params(fn: ast.FunctionDef) -> list[_Param]:
+    out: list[_Param] = []
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for a, d in zip(positional, defaults):
+        out.append(_Param(a.arg, ast.unparse(a.annotation) if a.annotation else "", ast.unparse(d) if d is not None else None, "pos"))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        out.append(_Param(a.arg, ast.unparse(a.annotation) if a.annotation else "", ast.unparse(d) if d is not None else None, "kwonly"))
+    if args.vararg:
+        out.append(_Param(args.vararg.arg, "", None, "vararg"))
+    if args.kwarg:
+        out.append(_Param(args.kwarg.arg, "", None, "kwarg"))
+    return [p for p in out if p.name not in ("self", "cls")] if out else out
+
+
+def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
+def _method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
+    cls = classes.get(name)
+    if cls is None or depth > 10:
+        return None
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == method:
+            return node
+    for base in cls.bases:
+        if isinstance(base, ast.Name):
+            found = _method(classes, base.id, method, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _has_torch_base(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> bool:
+    """True when some base (through local classes) is a torch class other than plain Module."""
+    cls = classes.get(name)
+    if cls is None or depth > 10:
+        return False
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in classes:
+            if _has_torch_base(classes, base.id, depth + 1):
+                return True
+        else:
+            dotted = ast.unparse(base)
+            if not dotted.endswith("Module") and dotted.split(".")[-1][:1].isupper():
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Guessing constructor arguments by name and type hint.
+
+_SIZE_WORDS = ("dim", "size", "channel", "chans", "feature", "hidden", "embed", "width", "n_embd", "d_model",
+               "planes", "units", "ch", "c_in", "c_out", "inp", "oup", "filters", "neurons", "nf", "ngf", "ndf")
+
+
+def _guess_value(name: str, annotation: str, D: int) -> tuple[str, Any] | None:
+    """(python source, JSON value) for a constructor argument, or None when there is no guess."""
+    n = name.lower()
+    ann = annotation.replace("typing.", "").replace(" ", "")
+    if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
+        return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False
+    if re.search(r"(drop|dropout|^p$|_p$|prob)", n):
+        return "0.0", 0.0
+    if re.search(r"(eps|epsilon)$", n):
+        return "1e-05", 1e-5
+    if "momentum" in n:
+        return "0.1", 0.1
+    if re.search(r"(heads?|n_head|nhead|num_head)", n):
+        return ("2" if "kv" in n else "4"), (2 if "kv" in n else 4)
+    if re.search(r"(group)", n):
+        return "4", 4
+    if re.search(r"(kernel|ksize|^k$|kernel_size)", n):
+        return "3", 3
+    if re.search(r"(stride)", n):
+        return "1", 1
+    if re.search(r"(padding|^pad$)", n):
+        return "1", 1
+    if re.search(r"(dilation)", n):
+        return "1", 1
+    if re.search(r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", n):
+        return "2", 2
+    if re.search(r"(num_classes|n_classes|classes$|num_labels|n_out|num_outputs)", n):
+        return "10", 10
+    if re.search(r"(vocab|num_embeddings|n_tokens|num_tokens|n_vocab|ntoken|num_codes|codebook)", n):
+        return "100", 100
+    if re.search(r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", n):
+        return "64", 64
+    if re.search(r"(img_size|image_size|input_size|resolution|img_res)", n):
+        return "32", 32
+    if re.search(r"(patch)", n):
+        return "4", 4
+    if re.search(r"(window)", n):
+        return "4", 4
+    if re.search(r"(ratio|expansion|expand|mult|factor|scale)", n):
+        return ("2.0", 2.0) if "float" in ann or "ratio" in n else ("2", 2)
+    if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
+        return "1.0", 1.0
+    if re.search(r"(act|activation)", n) and "float" not in ann and "int" not in ann:
+        return "torch.nn.ReLU", "torch.nn.ReLU"
+    if re.search(r"(norm_layer|norm$)", n):
+        return "torch.nn.LayerNorm", "torch.nn.LayerNorm"
+    if ann.startswith(("List[int]", "list[int]", "Tuple[int", "tuple[int", "Sequence[int]")) or re.search(r"(dims|sizes|channels_list|widths|hidden_sizes|features_list)$", n):
+        return f"[{D}, {D}]", [D, D]
+    if ann in ("float", "Optional[float]"):
+        return "1.0", 1.0
+    if ann == "str":
+        return None
+    if ann in ("int", "Optional[int]") or any(w in n for w in _SIZE_WORDS) or re.match(r"^(n|num|d|in|out)(_|$)", n):
+        return str(D), D
+    if ann == "" or "int" in ann:
+        return str(D), D
+    return None
+
+
+_CONFIG_NAMES = re.compile(r"^(config|cfg|conf|args|opt|opts|params|hparams|hp|configs|model_config|settings)$")
+
+
+def _config_attrs(classes: dict[str, ast.ClassDef], param: str) -> list[str]:
+    """Attributes read from a config object parameter anywhere in the class bodies."""
+    attrs: list[str] = []
+    for cls in classes.values():
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param:
+                if node.attr not in attrs:
+                    attrs.append(node.attr)
+    return attrs
+
+
+def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | None, D: int, shrink: bool) -> tuple[list[str], list[Any], dict[str, Any]] | None:
+    """Constructor arguments: required ones guessed; large size defaults shrunk when `shrink`."""
+    if init is None:
+        return [], [], {}
+    params = [p for p in _params(init) if p.kind == "pos"]
+    if any(p.kind == "kwonly" and p.default is None for p in _params(init)):
+        raise SynthesisError("keyword_only_init", "the constructor has required keyword-only arguments; get_init_inputs() passes positional ones")
+    values: dict[str, Any] = {}
+    codes: list[str] = []
+    specs: list[Any] = []
+    last_needed = -1
+    for i, p in enumerate(params):
+        guess = None
+        if p.default is None:
+            if _CONFIG_NAMES.match(p.name.lower()):
+                attrs = _config_attrs(classes, p.name)
+                fields = []
+                for attr in attrs:
+                    g = _guess_value(attr, "", D)
+                    if g is not None:
+                        fields.append((attr, g))
+                code = "types.SimpleNamespace(" + ", ".join(f"{a}={g[0]}" for a, g in fields) + ")"
+                codes.append(code)
+                specs.append({"kind": "namespace", "fields": {a: g[1] for a, g in fields}})
+                last_needed = i
+                continue
+            guess = _guess_value(p.name, p.annotation, D)
+            if guess is None:
+                return None
+            last_needed = i
+        else:
+            try:
+                default_value = ast.literal_eval(p.default)
+            except (ValueError, SyntaxError):
+                default_value = None
+            too_big = isinstance(default_value, int) and not isinstance(default_value, bool) and default_value > 64
+            if shrink and too_big:
+                g = _guess_value(p.name, p.annotation, D)
+                if g is not None and isinstance(g[1], int) and g[1] < default_value:
+                    guess = g
+                    last_needed = i
+            if guess is None:
+                guess = (p.default, default_value if default_value is not None else {"expr": p.default})
+        values[p.name] = guess[1]
+        codes.append(guess[0])
+        specs.append({"name": p.name, "value": guess[1]} if not isinstance(guess[1], dict) else {"name": p.name, **guess[1]})
+    return codes[: last_needed + 1], specs[: last_needed + 1], values
+
+
+# ---------------------------------------------------------------------------------------------
+# Guessing the forward inputs.
+
+
+def _layer_calls(cls_nodes: list[ast.ClassDef]) -> dict[str, ast.Call]:
+    """self.<attr> = <Layer>(...) assignments in the constructors."""
+    out: dict[str, ast.Call] = {}
+    for cls in cls_nodes:
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        out.setdefault(t.attr, node.value)
+    return out
+
+
+def _eval_size(expr: ast.expr, values: dict[str, Any]) -> int | None:
+    try:
+        code = compile(ast.Expression(expr), "<size>", "eval")
+        result = eval(code, {"__builtins__": {"int": int, "min": min, "max": max, "len": len}}, dict(values))  # noqa: S307 - names are our own guesses
+    except Exception:
+        return None
+    return result if isinstance(result, int) and not isinstance(result, bool) and 0 < result <= 4096 else None
+
+
+def _layer_kind(call: ast.Call, calls: dict[str, ast.Call]) -> tuple[str, ast.Call] | None:
+    name = ast.unparse(call.func).split(".")[-1]
+    if name in ("Sequential",) and call.args and isinstance(call.args[0], ast.Call):
+        return _layer_kind(call.args[0], calls)
+    if name in _FEATURE_LAYERS or name in _INDEX_LAYERS:
+        return name, call
+    return None
+
+
+def _first_layer(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call]) -> tuple[str, ast.Call] | None:
+    """The first self.<layer>(param ...) call in forward whose layer we know."""
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == param:
+            f = node.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in calls:
+                kind = _layer_kind(calls[f.attr], calls)
+                if kind is not None:
+                    return kind
+            if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and f.value.attr in calls:
+                kind = _layer_kind(calls[f.value.attr], calls)
+                if kind is not None:
+                    return kind
+    return None
+
+
+def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
+    """Ranks suggested by unpacking `a, b, c = x.shape`, `x.size(k)`, `x.shape[k]`, `x.view(...)`, docstrings."""
+    hints: list[int] = []
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
+            v = node.value
+            src = ast.unparse(v)
+            if src in (f"{param}.shape", f"{param}.size()"):
+                hints.append(len(node.targets[0].elts))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == param:
+            if node.func.attr == "size" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int):
+                k = node.args[0].value
+                hints.append(k + 1 if k >= 0 else -k)
+            if node.func.attr in ("permute",) and node.args:
+                if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)):
+                    hints.append(len(node.args[0].elts))
+                elif all(isinstance(a, ast.Constant) for a in node.args):
+                    hints.append(len(node.args))
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value) == f"{param}.shape" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+            k = node.slice.value
+            hints.append(k + 1 if k >= 0 else -k)
+    doc = ast.get_docstring(forward) or ""
+    m = re.search(rf"{re.escape(param)}\b[^\n]*?[\(\[]((?:\s*[\w\*]+\s*,)+\s*[\w\*]+\s*)[\)\]]", doc)
+    if m:
+        hints.insert(0, len(m.group(1).split(",")))
+    return hints
+
+
+def _tensor_specs(rank: int, F: int, layout: str, spatial: int) -> list[int]:
+    B, T = 2, 8
+    if rank <= 1:
+        return [F]
+    if rank == 2:
+        return [B, F]
+    if rank == 3:
+        return [B, F, T] if layout == "channels_first" else [B, T, F]
+    if rank == 4:
+        return [B, F, spatial, spatial] if layout != "channels_last" else [B, spatial, spatial, F]
+    return [B, F] + [4] * (rank - 2)
+
+
+def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...] = (32, 16)) -> list[Attempt]:
+    """Attempts, best guess first, for the `Model` class of `standalone` (already renamed).
+
+    Raises SynthesisError(no_forward | keyword_only_init | no_guess) when nothing can be tried.
+    """
+    tree = ast.parse(standalone)
+    classes = _classes(tree)
+    if "Model" not in classes:
+        raise SynthesisError("not_found", "no class Model")
+    forward = _method(classes, "Model", "forward")
+    if forward is None and not _has_torch_base(classes, "Model"):
+        raise SynthesisError("no_forward", "the class (and its bases in the file) defines no forward()")
+    init = _method(classes, "Model", "__init__")
+    fparams = _params(forward) if forward is not None else [_Param("x", "", None, "pos")]
+    if forward is not None and any(p.kind == "kwonly" and p.default is None for p in fparams):
+        raise SynthesisError("keyword_only_forward", "forward() has required keyword-only arguments")
+    required = [p for p in fparams if p.kind == "pos" and p.default is None]
+    if forward is not None and not required and any(p.kind == "vararg" for p in fparams):
+        required = [_Param("x", "", None, "pos")]
+    calls = _layer_calls(list(classes.values()))
+
+    attempts: list[Attempt] = []
+    seen: set[str] = set()
+    for D in sizes:
+        for shrink in (True, False):
+            init_guess = _init_attempt(classes, init, D, shrink)
+            if init_guess is None:
+                continue
+            init_code, init_spec, values = init_guess
+            spatial = next((v for k, v in values.items() if re.search(r"img_size|image_size|input_size|resolution", k) and isinstance(v, int)), 8)
+            spatial = min(spatial, 32)
+            per_input: list[list[tuple[str, dict[str, Any]]]] = []
+            for p in required:
+                per_input.append(_input_options(p, forward, calls, values, D, spatial))
+            n_options = max((len(o) for o in per_input), default=1)
+            for k in range(n_options):
+                codes, specs = [], []
+                for options in per_input:
+                    code, spec = options[min(k, len(options) - 1)]
+                    codes.append(code)
+                    specs.append(spec)
+                attempt = Attempt(init_code, init_spec, codes, specs, label=f"D={D}{' shrunk' if shrink else ''} option {k}")
+                sig = attempt.functions()
+                if sig not in seen:
+                    seen.add(sig)
+                    attempts.append(attempt)
+    if not attempts:
+        raise SynthesisError("no_guess", "no constructor argument could be guessed (untyped, unrecognised names)")
+    return attempts[:max_attempts]
+
+
+def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int, spatial: int) -> list[tuple[str, dict[str, Any]]]:
+    name = p.name.lower()
+    ann = p.annotation
+    if ann in ("int",):
+        return [(str(D), {"kind": "int", "value": D})]
+    if ann in ("float",):
+        return [("1.0", {"kind": "float", "value": 1.0})]
+    if ann in ("bool",):
+        return [("True", {"kind": "bool", "value": True})]
+    layer = _first_layer(forward, p.name, calls) if forward is not None else None
+    options: list[tuple[int, int, str]] = []  # (rank, feature, layout)
+    F = D
+    if layer is not None:
+        kind, call = layer
+        if kind in _INDEX_LAYERS:
+            vocab = _eval_size(call.args[0], values) if call.args else None
+            hi = max(1, min(vocab or 10, 10))
+            return [
+                (f"torch.randint(0, {hi}, (2, 8))", {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": hi}),
+                (f"torch.randint(0, {hi}, (2,))", {"kind": "tensor", "shape": [2], "dtype": "int64", "high": hi}),
+            ]
+        arg0 = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg in ("in_features", "in_channels", "num_features", "normalized_shape", "input_size", "embed_dim")), None)
+        size = _eval_size(arg0, values) if arg0 is not None else None
+        if size is not None:
+            F = size
+        rank = _FEATURE_LAYERS.get(kind)
+        if kind in ("LSTM", "GRU", "RNN", "MultiheadAttention"):
+            options += [(3, F, "channels_last")]
+        elif rank is not None:
+            options.append((rank, F, "channels_first"))
+        else:
+            options += [(3, F, "channels_last"), (2, F, "channels_last"), (4, F, "channels_last")]
+    if _INT_INPUT.search(name):
+        hi = min(int(values.get("vocab_size", 10)) if isinstance(values.get("vocab_size"), int) else 10, 10)
+        return [
+            (f"torch.randint(0, {hi}, (2, 8))", {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": hi}),
+            (f"torch.randint(0, {hi}, (2,))", {"kind": "tensor", "shape": [2], "dtype": "int64", "high": hi}),
+        ]
+    hints = _rank_hints(forward, p.name) if forward is not None else []
+    for r in hints:
+        if 1 <= r <= 5:
+            options.insert(0 if not options else 1, (r, F, "channels_first" if r >= 4 else "channels_last"))
+            if r == 3:
+                options.append((3, F, "channels_first"))
+    options += [(4, F, "channels_first"), (3, F, "channels_last"), (2, F, "channels_last"), (3, F, "channels_first"), (4, F, "channels_last")]
+    out: list[tuple[str, dict[str, Any]]] = []
+    seen: set[str] = set()
+    for rank, feat, layout in options:
+        shape = _tensor_specs(rank, feat, layout, spatial)
+        if _MASK_INPUT.search(name):
+            code = f"torch.ones({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+        else:
+            code = f"torch.randn({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+        if code not in seen:
+            seen.add(code)
+            out.append((code, {"kind": "tensor", "shape": shape, "dtype": "float32"}))
+    return out
+
+
+def problem_source(standalone_model: str, attempt: Attempt) -> str:
+    """The KernelBench-format problem: the standalone module (class already `Model`), `import torch`
+    (and `types` for config namespaces) when missing, and the two input functions."""
+    head = []
+    tree = ast.parse(standalone_model)
+    bound = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            bound.update((a.asname or a.name.split(".")[0]) for a in node.names)
+    if "torch" not in bound:
+        head.append("import torch")
+    if any("types.SimpleNamespace" in c for c in attempt.init_code) and "types" not in bound:
+        head.append("import types")
+    prefix = "\n".join(head) + "\n" if head else ""
+    return f"{prefix}{standalone_model.rstrip()}\n\n\n{attempt.functions()}"
