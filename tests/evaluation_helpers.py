@@ -1,0 +1,286 @@
+"""Shared pieces of the evaluation tests: a tiny suite, kernels (correct, cheating, garbage), and a
+local OpenAI-compatible chat-completions server on 127.0.0.1 that the real `openai` client talks to."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+# ------------------------------------------------------------------------------------------------
+# A tiny suite: two elementwise problems small enough for the Triton interpreter.
+
+RELU_PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Tiny ReLU."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x)
+
+
+ROWS = 8
+COLS = 32
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+AFFINE_PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Tiny affine map: 2 x + 1."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x * 2.0 + 1.0
+
+
+SIZE = 200
+
+
+def get_inputs():
+    return [torch.randn(SIZE)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+SUITE_ROWS = [
+    {"id": "tiny/level1/1", "level": 1, "problem_id": 1, "name": "tiny_relu", "source": RELU_PROBLEM,
+     "origin": "autotriton tests", "license": "Apache-2.0"},
+    {"id": "tiny/level2/1", "level": 2, "problem_id": 1, "name": "tiny_affine", "source": AFFINE_PROBLEM,
+     "origin": "autotriton tests", "license": "Apache-2.0"},
+]
+
+
+def write_suite(path: Path, rows: list[dict[str, Any]] | None = None) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in (rows or SUITE_ROWS)), encoding="utf-8")
+    return path
+
+
+_KERNEL_HEAD = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+
+RELU_CORRECT = _KERNEL_HEAD + '''
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128)
+        return out
+'''
+
+AFFINE_CORRECT = _KERNEL_HEAD + '''
+
+@triton.jit
+def affine_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, x * 2.0 + 1.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        affine_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
+        return out
+'''
+
+# PyTorch fallbacks: a Triton kernel runs (a copy), but the real computation is torch's.
+_COPY_KERNEL = '''
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+'''
+
+RELU_CHEAT = _KERNEL_HEAD + _COPY_KERNEL + '''
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        copy_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128)
+        return torch.relu(out)
+'''
+
+AFFINE_CHEAT = _KERNEL_HEAD + _COPY_KERNEL + '''
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        copy_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
+        return torch.add(torch.mul(out, 2.0), 1.0)
+'''
+
+GARBAGE = "I am not sure how to write this kernel. Maybe use CUDA?"
+TRUNCATED = "<think>\nStart with a kernel.\n</think>\n\n```python\nimport triton\n@triton.jit\ndef k(x_ptr"
+
+
+def completion(code: str, reasoning: str = "Elementwise: one program per block, masked loads and stores.") -> str:
+    """An assistant turn in the training format: <think> reasoning, then one fenced block."""
+    return f"<think>\n{reasoning}\n</think>\n\n```python\n{code.strip()}\n```"
+
+
+# ------------------------------------------------------------------------------------------------
+# A local OpenAI-compatible server
+
+
+class ChatServer:
+    """POST /v1/chat/completions on 127.0.0.1, speaking the real wire format.
+
+    `script` maps a marker (a string found in the user message, e.g. the problem's docstring) to
+    the list of completions served for that problem, in order across requests (so a top-up request
+    continues where the last one stopped). `max_choices` caps choices per response (endpoints that
+    ignore n); `rate_limit_first` answers the first request with 429 + Retry-After; `fail_markers`
+    always answer 500 for those problems.
+    """
+
+    def __init__(self, script: dict[str, list[str]], *, max_choices: int | None = None, rate_limit_first: bool = False,
+                 fail_markers: tuple[str, ...] = (), model: str = "test-kernel-model", reasoning_content: bool = False):
+        self.script = script
+        self.max_choices = max_choices
+        self.rate_limit_first = rate_limit_first
+        self.fail_markers = fail_markers
+        self.model = model
+        self.reasoning_content = reasoning_content
+        self.requests: list[dict[str, Any]] = []
+        self.served: dict[str, int] = defaultdict(int)
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                    return
+                reply = server.answer(body, dict(self.headers))
+                self._send(*reply)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> "ChatServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def answer(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any], dict[str, str]] | tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.requests.append({"body": body, "headers": headers})
+            first = len(self.requests) == 1
+        if body.get("model") != self.model:
+            return 404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "invalid_request_error"}}
+        if first and self.rate_limit_first:
+            return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0"}
+        user = next((m["content"] for m in body.get("messages", []) if m.get("role") == "user"), "")
+        marker = next((m for m in self.script if m in user), None)
+        if marker is None:
+            return 400, {"error": {"message": "unknown problem", "type": "invalid_request_error"}}
+        if marker in self.fail_markers:
+            return 500, {"error": {"message": "internal error", "type": "server_error"}}
+        n = int(body.get("n") or 1)
+        if self.max_choices:
+            n = min(n, self.max_choices)
+        choices = []
+        with self.lock:
+            for i in range(n):
+                texts = self.script[marker]
+                text = texts[self.served[marker] % len(texts)]
+                self.served[marker] += 1
+                message: dict[str, Any] = {"role": "assistant", "content": text}
+                if self.reasoning_content:
+                    message["reasoning_content"] = "Reasoning delivered out of band."
+                choices.append({"index": i, "message": message, "finish_reason": "stop", "logprobs": None})
+        usage = {"prompt_tokens": len(user) // 4, "completion_tokens": sum(len(c["message"]["content"]) // 4 for c in choices)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return 200, {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+                     "model": self.model, "choices": choices, "usage": usage}
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()

@@ -1,0 +1,129 @@
+"""pass@k against hand-computed values, and the aggregate metrics over hand-built verdicts."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from math import comb
+
+import pytest
+
+from autotriton.evaluation import compute_metrics, pass_at_k
+from autotriton.records import Candidate, Problem, Verdict
+
+
+@pytest.mark.parametrize(
+    "n, c, k, expected",
+    [
+        (1, 0, 1, 0.0),
+        (1, 1, 1, 1.0),
+        (10, 3, 1, 0.3),  # pass@1 is the plain share correct
+        (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
+        (10, 3, 10, 1.0),  # n - c < k: every draw holds a correct sample
+        (5, 0, 1, 0.0),  # c = 0
+        (5, 0, 5, 0.0),
+        (5, 3, 3, 1.0),  # n - c = 2 < 3
+        (4, 1, 2, 0.5),  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+        (20, 2, 10, 1 - 45 / 190),  # 1 - C(18,10)/C(20,10) = 1 - (10*9)/(20*19)
+        (3, 1, 2, 2 / 3),
+    ],
+)
+def test_pass_at_k_hand_computed(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+
+
+def test_pass_at_k_matches_binomials_exactly_and_stays_stable_for_large_n():
+    for n in (1, 2, 7, 30):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                exact = 1 - Fraction(comb(n - c, k), comb(n, k))
+                assert pass_at_k(n, c, k) == pytest.approx(float(exact), abs=1e-12)
+    # C(2000, 1000) overflows a float; the product form does not.
+    value = pass_at_k(2000, 3, 1000)
+    assert math.isfinite(value) and value == pytest.approx(1 - (1000 * 999 * 998) / (2000 * 1999 * 1998), rel=1e-9)
+
+
+@pytest.mark.parametrize("n, c, k", [(0, 0, 1), (5, 6, 1), (5, -1, 1), (5, 2, 0), (5, 2, 6)])
+def test_pass_at_k_rejects_impossible_inputs(n, c, k):
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+def _problem(name: str, suite: str) -> Problem:
+    src = f"import torch\nclass Model(torch.nn.Module):\n    pass  # {name}\ndef get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n"
+    return Problem(reference_source=src, name=name, suite=suite, suite_id=f"{suite}/{name}")
+
+
+def _sample(problem: Problem, i: int, *, status: str, correct: bool, rule_ok: bool, compiled: bool = True,
+            speedup: float | None = None, device: str = "cpu", suspect: bool = False, parse_error: str | None = None):
+    cand = Candidate(problem_key=problem.key, code=f"# sample {i}\nclass ModelNew: pass\n" if not parse_error else "",
+                     parse_error=parse_error)
+    verdict = Verdict(candidate_key=cand.key, problem_key=problem.key, status=status, correct=correct, rule_ok=rule_ok,
+                      compiled=compiled, speedup=speedup, device=device, timing={"suspect": True} if suspect else {})
+    return cand, verdict
+
+
+def _groups(spec):
+    problems, cands, verdicts = [], [], []
+    for problem, samples in spec:
+        problems.append(problem)
+        pairs = [_sample(problem, i, **s) for i, s in enumerate(samples)]
+        cands.append([c for c, _ in pairs])
+        verdicts.append([v for _, v in pairs])
+    return problems, cands, verdicts
+
+
+OK = dict(status="correct", correct=True, rule_ok=True)
+HACK = dict(status="rule_violation", correct=True, rule_ok=False)
+WRONG = dict(status="incorrect", correct=False, rule_ok=True)
+JUNK = dict(status="rule_violation", correct=False, rule_ok=False, compiled=False, parse_error="no ```python code block in the output")
+
+
+def test_cpu_metrics_per_suite_and_level():
+    a, b, c = _problem("a", "kb/level1"), _problem("b", "kb/level1"), _problem("c", "kb/level2")
+    problems, cands, verdicts = _groups([
+        (a, [OK, HACK, JUNK]),  # c = 1
+        (b, [WRONG, WRONG, WRONG]),  # c = 0
+        (c, [OK, OK, HACK]),  # c = 2
+    ])
+    m = compute_metrics(problems, cands, verdicts, ks=(1, 2, 5))
+    assert m["problems"] == 3 and m["samples"] == 9
+    assert m["rule_pass"] == pytest.approx(6 / 9)  # OK x3 + WRONG x3
+    assert m["compile_rate"] == pytest.approx(8 / 9)  # all but the junk sample
+    assert m["exec_accuracy"] == pytest.approx(3 / 9)
+    assert m["hack_rate"] == pytest.approx(2 / 9)
+    assert m["parse_error_rate"] == pytest.approx(1 / 9)
+    assert m["problems_solved"] == 2
+    # pass@1 = mean(1/3, 0, 2/3); pass@2 = mean(1 - C(2,2)/C(3,2), 0, 1); k=5 > n is skipped
+    assert m["pass_at_k"] == pytest.approx({"1": 1 / 3, "2": (2 / 3 + 0 + 1) / 3})
+    assert m["fast_1"] is None and m["fast_2"] is None and m["geomean_speedup"] is None
+    assert m["status_counts"] == {"correct": 3, "incorrect": 3, "rule_violation": 3}
+    assert set(m["by_level"]) == {"kb/level1", "kb/level2"} and set(m["by_suite"]) == {"kb"}
+    assert m["by_level"]["kb/level1"]["exec_accuracy"] == pytest.approx(1 / 6)
+    assert m["by_level"]["kb/level1"]["pass_at_k"]["1"] == pytest.approx(1 / 6)
+    assert m["by_level"]["kb/level2"]["hack_rate"] == pytest.approx(1 / 3)
+    per = {p["name"]: p for p in m["per_problem"]}
+    assert per["a"]["solved"] == 1 and per["a"]["hacks"] == 1 and per["c"]["solved"] == 2
+
+
+def test_gpu_fast_p_and_geomean_ignore_incorrect_hacked_and_suspect_speedups():
+    a, b, c, d = (_problem(n, "kb/level1") for n in "abcd")
+    gpu = dict(device="NVIDIA H200")
+    problems, cands, verdicts = _groups([
+        (a, [dict(OK, speedup=1.5, **gpu), dict(OK, speedup=0.5, **gpu)]),  # fast_1 only
+        (b, [dict(OK, speedup=4.0, **gpu), dict(WRONG, speedup=9.0, **gpu)]),  # fast_2; the wrong one never counts
+        (c, [dict(HACK, speedup=8.0, **gpu), dict(OK, speedup=50.0, suspect=True, **gpu)]),  # nothing trusted
+        (d, [dict(WRONG, **gpu), dict(WRONG, **gpu)]),
+    ])
+    m = compute_metrics(problems, cands, verdicts, ks=(1,))
+    assert m["device"] == "gpu"
+    assert m["fast_1"] == pytest.approx(2 / 4)
+    assert m["fast_2"] == pytest.approx(1 / 4)
+    assert m["geomean_speedup"] == pytest.approx((1.5 * 0.5 * 4.0) ** (1 / 3))
+    assert m["suspect_speedups"] == 1 and m["timed_samples"] == 3
+
+
+def test_metrics_need_matching_lists():
+    a = _problem("a", "kb/level1")
+    with pytest.raises(ValueError):
+        compute_metrics([a], [], [], ks=(1,))
