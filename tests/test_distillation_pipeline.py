@@ -1,0 +1,234 @@
+"""distill(): generate -> judge -> repair with the judge's errors; only reward-1 verdicts make pairs.
+
+The repair loop runs the real `openai` client against the local server and the real judge
+(CPU interpreter); the bookkeeping test uses a scripted judge so it can pin down round logic.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from autotriton.distillation import DistillConfig, ReplayTeacher, distill
+from autotriton.distillation.cache import append_record
+from autotriton.distillation.openai_teacher import OpenAITeacher
+from autotriton.distillation.replay import record_from_candidate
+from autotriton.records import Candidate, Problem, Verdict
+
+from distillation_helpers import RELU_KERNEL, RELU_KERNEL_BROKEN, RELU_KERNEL_WRONG, RELU_PROBLEM, ChatServer, Reply, answer
+
+SIGMOID_PROBLEM = RELU_PROBLEM.replace("torch.relu(x)", "torch.sigmoid(x)")
+
+
+def _judge_ready() -> bool:
+    try:
+        from autotriton.validation import JudgePool  # noqa: F401
+        from autotriton.validation.rewards import combined_reward  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_judge = pytest.mark.skipif(not _judge_ready(), reason="autotriton.validation.JudgePool not available yet")
+
+
+@pytest.fixture(scope="module")
+def judge_config():
+    from autotriton.validation.config import ValidationConfig
+
+    return ValidationConfig(device="cpu", trials=2, workers=1, timeout_s=60)
+
+
+@pytest.fixture(scope="module")
+def judge(judge_config):
+    if not _judge_ready():
+        pytest.skip("autotriton.validation.JudgePool not available yet")
+    from autotriton.validation import JudgePool
+
+    with JudgePool(judge_config) as pool:
+        yield pool
+
+
+def llm_config(server: ChatServer, tmp_path, **kw) -> DistillConfig:
+    values = dict(teacher="openai", base_url=server.base_url, model="test-model", cache_dir=str(tmp_path / "cache"),
+                  backoff_base_s=0.01, request_timeout_s=30.0, rounds=2, samples=1, concurrency=2)
+    values.update(kw)
+    return DistillConfig(**values)
+
+
+@needs_judge
+def test_repair_loop_sends_the_validators_error_back_and_keeps_the_fixed_kernel(judge, judge_config, tmp_path):
+    problem = Problem(reference_source=RELU_PROBLEM, name="relu")
+    script = [Reply(content=answer(RELU_KERNEL_BROKEN, "Use a relu helper.")), Reply(content=answer(RELU_KERNEL, "Fixed: tl.maximum."))]
+    with ChatServer(script) as server:
+        result = distill([problem], OpenAITeacher(llm_config(server, tmp_path)), llm_config(server, tmp_path), judge_config, judge=judge)
+        requests = list(server.requests)
+    assert len(requests) == 2, "a solved problem must not be repaired again"
+    first, second = result.candidates
+    verdicts = {v.candidate_key: v for v in result.verdicts}
+    failed = verdicts[first.key]
+    assert failed.status != "correct" and failed.error
+    # The second request is the multi-turn conversation: prompt, broken answer, validator feedback.
+    messages = requests[1]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert "tl.relu_max" in messages[2]["content"]
+    feedback = messages[3]["content"]
+    assert f"Status: {failed.status}" in feedback
+    assert failed.error.strip().splitlines()[-1] in feedback  # the error's last line, verbatim
+    # The repair validated with reward 1 on the CPU interpreter and is the only training pair.
+    assert second.repair_round == 1 and second.parent_key == first.key
+    assert verdicts[second.key].status == "correct"
+    assert [(p.key, c.key) for p, c, _ in result.pairs] == [(problem.key, second.key)]
+    stats = result.stats
+    assert stats["problems"] == 1 and stats["candidates"] == 2 and stats["validated_pairs"] == 1 and stats["yield"] == 1.0
+    assert stats["rounds"] == [{"candidates": 1, "malformed": 0, "validated": 0}, {"candidates": 1, "malformed": 0, "validated": 1}]
+    assert stats["tokens"]["total"] == 300 and sum(stats["verdicts"].values()) == 2
+
+
+@needs_judge
+def test_malformed_output_is_recorded_and_repaired(judge, judge_config, tmp_path):
+    problem = Problem(reference_source=RELU_PROBLEM, name="relu")
+    script = [Reply(content="Sure! ReLU clamps negatives to zero."), Reply(content=answer(RELU_KERNEL))]
+    with ChatServer(script) as server:
+        result = distill([problem], OpenAITeacher(llm_config(server, tmp_path)), llm_config(server, tmp_path), judge_config, judge=judge)
+        feedback = server.requests[1]["messages"][-1]["content"]
+    malformed, fixed = result.candidates
+    assert malformed.parse_error and malformed.code == "" and malformed.key not in {v.candidate_key for v in result.verdicts}
+    assert "no ```python code block" in feedback and "Sure! ReLU" in server.requests[1]["messages"][-2]["content"]
+    assert result.stats["malformed"] == 1 and result.stats["validated_pairs"] == 1 and fixed.parent_key == malformed.key
+
+
+@needs_judge
+def test_replayed_candidates_are_judged_again_and_only_reward_1_counts(judge, judge_config, tmp_path):
+    relu = Problem(reference_source=RELU_PROBLEM, name="relu")
+    sigmoid = Problem(reference_source=SIGMOID_PROBLEM, name="sigmoid")
+    missing = Problem(reference_source=RELU_PROBLEM.replace("37", "41"), name="relu41")
+    path = tmp_path / "inductor.jsonl"
+    for problem, code in ((relu, RELU_KERNEL), (sigmoid, RELU_KERNEL_WRONG)):
+        append_record(path, record_from_candidate(problem, Candidate(problem_key=problem.key, code=code, generator="inductor", generator_version="t")))
+    teacher = ReplayTeacher(DistillConfig(), paths=[path], shipped=False)
+    result = distill([relu, sigmoid, missing], teacher, DistillConfig(rounds=3), judge_config, judge=judge)
+    statuses = {v.problem_key: v.status for v in result.verdicts}
+    assert statuses == {relu.key: "correct", sigmoid.key: "incorrect"}
+    assert [p.name for p, _, _ in result.pairs] == ["relu"]
+    assert result.stats["teacher_counters"]["replay_miss"] == 1 and result.stats["yield"] == pytest.approx(1 / 3, abs=1e-3)
+    assert len(result.stats["rounds"]) == 1  # replay cannot repair: no repair rounds
+    assert all(c.reasoning and c.instruction for c in result.candidates)
+
+
+class ScriptedTeacher:
+    """A teacher whose answers are fixed per (problem name, round), to pin down the round logic."""
+
+    name, version = "scripted", "1"
+
+    def __init__(self, answers: dict[tuple[str, int], list[str]]):
+        self.answers = answers
+        self.counters: dict = {}
+        self.repair_calls: list[int] = []
+
+    def _cand(self, problem, code, rnd, parent=None, sample=0):
+        return Candidate(problem_key=problem.key, code=code, generator="scripted", repair_round=rnd, parent_key=parent,
+                         parse_error=None if code else "no code", sampling={"sample": sample},
+                         usage={"prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.001})
+
+    def generate(self, problems, samples):
+        return [self._cand(p, code, 0, sample=i) for p in problems for i, code in enumerate(self.answers[(p.name, 0)][:samples])]
+
+    def repair(self, requests):
+        self.repair_calls.append(len(requests))
+        out = []
+        for r in requests:
+            codes = self.answers[(r.problem.name, r.repair_round)]
+            out.append(self._cand(r.problem, codes[int(r.parent.sampling["sample"])], r.repair_round, r.parent.key))
+        return out
+
+
+def code(status: str, version: int) -> str:
+    return f"status, version = '{status}', {version}"
+
+
+class VerdictByCode:
+    """Judge stand-in for the bookkeeping test: the verdict status is written in the code."""
+
+    def __init__(self):
+        self.jobs: list[tuple[str, str]] = []
+
+    def validate_many(self, jobs):
+        from autotriton.hashing import source_key
+        from autotriton.records import candidate_key
+
+        self.jobs.extend(jobs)
+        out = []
+        for problem, code in jobs:
+            status = code.split("'")[1]
+            pk = source_key(problem)
+            out.append(Verdict(candidate_key=candidate_key(code, pk), problem_key=pk, status=status,
+                               correct=status == "correct", rule_ok=status != "rule_violation", error=f"{status} happened"))
+        return out
+
+
+def test_round_bookkeeping_dedup_and_stats():
+    a = Problem(reference_source=RELU_PROBLEM, name="a")
+    b = Problem(reference_source=SIGMOID_PROBLEM, name="b")
+    answers = {
+        ("a", 0): [code("correct", 1), code("correct", 1)],  # two samples, same code: one candidate, judged once
+        ("b", 0): [code("incorrect", 1), ""],
+        ("b", 1): [code("rule_violation", 2), code("correct", 2)],
+        ("b", 2): [code("correct", 3), "unused"],
+    }
+    teacher, judge = ScriptedTeacher(answers), VerdictByCode()
+    result = distill([a, b], teacher, DistillConfig(samples=2, rounds=3), None, judge=judge)
+    assert teacher.repair_calls == [2, 1]  # round 1 repairs b's two failures, round 2 only the one still failing
+    assert len(judge.jobs) == 5 and all(job[1] for job in judge.jobs)  # the malformed output was never judged
+    assert result.stats["outputs"] == 7 and result.stats["candidates"] == 6 and result.stats["malformed"] == 1
+    assert result.stats["verdicts"] == {"correct": 3, "incorrect": 1, "rule_violation": 1}
+    assert result.stats["validated_pairs"] == 3 and result.stats["problems_solved"] == 2 and result.stats["yield"] == 1.0
+    assert result.stats["tokens"] == {"prompt": 60, "completion": 30, "total": 90, "spent_this_run": 0}
+    assert result.stats["cost_usd"] == pytest.approx(0.006)
+    assert [r["candidates"] for r in result.stats["rounds"]] == [3, 2, 1]
+    assert sorted(c.code for _, c, _ in result.pairs) == [code("correct", 1), code("correct", 2), code("correct", 3)]
+
+
+def test_cli_inductor_without_gpu_is_a_clear_error(tmp_path):
+    import torch
+
+    from autotriton.flows.cli import app
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "w.duckdb"), "distill", "--teacher", "inductor"])
+    assert result.exit_code == 2
+    assert "needs a CUDA GPU" in result.output or "has none" in result.output
+
+
+@needs_judge
+def test_cli_distill_writes_candidates_and_verdicts_with_lineage(tmp_path):
+    from autotriton.flows.cli import app
+    from autotriton.warehouse import Warehouse
+
+    db = tmp_path / "w.duckdb"
+    relu = Problem(reference_source=RELU_PROBLEM, name="relu")
+    sigmoid = Problem(reference_source=SIGMOID_PROBLEM, name="sigmoid")
+    with Warehouse(db) as wh:
+        run = wh.start_run("harvest", {})
+        wh.put_problems(run, [relu, sigmoid])
+        wh.finish_run(run, "succeeded", {})
+    replay = tmp_path / "r.jsonl"
+    append_record(replay, record_from_candidate(relu, Candidate(problem_key=relu.key, code=RELU_KERNEL, generator="inductor")))
+    args = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=2", "--set", "validation.workers=1",
+            "--set", "distill.replay_shipped=false", "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert {"problems", "candidates", "verdicts", "validated_pairs", "tokens"} <= set(summary)
+    assert summary["problems"] == 2 and summary["candidates"] == 1 and summary["verdicts"] == {"correct": 1}
+    assert summary["validated_pairs"] == 1 and summary["new_candidates"] == 1
+    with Warehouse(db, read_only=True) as wh:
+        [(problem, cand, verdict)] = wh.validated_pairs()
+        assert problem.key == relu.key and cand.generator == "replay:inductor" and cand.reasoning
+        runs = {r["run_id"]: r for r in wh.runs(kind="distill")}
+        assert summary["run_id"] in runs and runs[summary["run_id"]]["status"] == "succeeded"
+    again = json.loads(CliRunner().invoke(app, args).stdout)
+    assert again["new_candidates"] == 0 and again["validated_pairs"] == 1  # re-judged, nothing duplicated
