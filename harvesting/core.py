@@ -107,19 +107,25 @@ def op_tags(source: str) -> list[str]:
     return [tag for tag, pat in _OP_PATTERNS if re.search(pat, source)]
 
 
-def default_probe(validation_config: Any = None, timeout_s: float | None = None) -> ProbeFn:
-    """The validation sandbox's probe_many, bound to a config."""
-    from autotriton.validation import probe_many
-    from autotriton.validation.config import ValidationConfig
+class SandboxProbe:
+    """The validation sandbox's probe, with its workers kept warm across synthesis rounds."""
 
-    cfg = validation_config or ValidationConfig(device="cpu")
-    if timeout_s is not None:
-        cfg = cfg.model_copy(update={"timeout_s": min(cfg.timeout_s, timeout_s)})
+    def __init__(self, validation_config: Any = None):
+        from autotriton.validation import JudgePool
+        from autotriton.validation.config import ValidationConfig
 
-    def probe(sources: Sequence[str]) -> Sequence[Any]:
-        return probe_many(list(sources), cfg)
+        cfg = (validation_config or ValidationConfig()).model_copy(update={"device": "cpu"})
+        self.pool = JudgePool(cfg)
 
-    return probe
+    def __enter__(self) -> "SandboxProbe":
+        self.pool.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.pool.__exit__(*exc)
+
+    def __call__(self, sources: Sequence[str]) -> Sequence[Any]:
+        return self.pool.probe_many(list(sources))
 
 
 def _field(result: Any, name: str, default: Any = None) -> Any:
@@ -141,9 +147,10 @@ class Harvester:
     """Accumulates one harvest over any number of repositories, then synthesises and probes."""
 
     def __init__(self, config: HarvestConfig, *, probe: ProbeFn | None = None, state: HarvestState | None = None,
-                 progress: bool = False, console: Console | None = None):
+                 progress: bool = False, console: Console | None = None, validation_config: Any = None):
         self.config = config
         self.probe = probe
+        self.validation_config = validation_config
         self.state = state
         self.progress = progress
         self.console = console or Console(stderr=True)
@@ -290,15 +297,17 @@ class Harvester:
             if not self.config.probe:
                 for p in self.pending:
                     self._accept(p, p.attempts[0])
+            elif self.probe is not None:
+                self._probe_rounds(self.probe)
             else:
-                self._probe_rounds()
+                with SandboxProbe(self.validation_config) as probe:
+                    self._probe_rounds(probe)
         self.pending = []
         if self.state is not None:
             self.state.add_seen(self._new_keys)
         return self.result
 
-    def _probe_rounds(self) -> None:
-        probe = self.probe or default_probe(timeout_s=self.config.probe_timeout_s)
+    def _probe_rounds(self, probe: ProbeFn) -> None:
         total = sum(len(p.attempts) for p in self.pending)
         bar = self._progress()
         with bar:

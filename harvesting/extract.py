@@ -721,6 +721,11 @@ def rename_to_model(source: str, class_name: str) -> str:
     return module.visit(_Renamer(mapping)).code
 
 
+def rename_names(source: str, mapping: dict[str, str]) -> str:
+    """The source with bare names renamed by `mapping` (attributes, keywords, imports untouched)."""
+    return cst.parse_module(source).visit(_Renamer(mapping)).code
+
+
 def _top_names(module: cst.Module) -> set[str]:
     names = set()
     for stmt in module.body:

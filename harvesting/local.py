@@ -64,7 +64,7 @@ def _scan(harvester: Harvester, root: Path, paths: list[str], scan_paths: list[s
 
 def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = None, *, probe: ProbeFn | None = None,
                   progress: bool = False, commit_state: bool = True, state: HarvestState | None = None,
-                  console: Any = None) -> HarvestResult:
+                  console: Any = None, validation_config: Any = None) -> HarvestResult:
     """Harvest a directory or git clone: every nn.Module class of its .py files becomes a problem.
 
     With `config.incremental`, files whose content hash is unchanged since the last harvest (state
@@ -87,7 +87,8 @@ def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = N
         licence = directory_licence(top)
     if state is None:
         state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
-    harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console)
+    harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console,
+                          validation_config=validation_config)
     source_state = state.source(f"local:{target}")
     old_hashes: dict[str, str] = source_state.get("files", {}) if config.incremental else {}
     new_hashes: dict[str, str] = {}
