@@ -51,8 +51,8 @@ class TrainingConfig(BaseModel):
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = Field("dapo", description="GRPO loss normalisation (trl loss_type)")
     num_iterations: int = Field(1, ge=1, description="policy updates per generation batch (mu)")
     reward: Literal["combined", "exec"] = Field("combined", description="combined: AutoTriton's rule x exec reward (a rule violation scores 0 whatever the tests say); exec: tests only")
-    speedup_bonus: float = Field(0.0, ge=0, description="GPU only: add min(speedup, speedup_cap)/speedup_cap * bonus to correct, rule-abiding completions (0 = off)")
-    speedup_cap: float = Field(4.0, gt=1, description="speedup at which the shaping bonus saturates")
+    speedup_bonus: float = Field(0.0, ge=0, description="GPU only: add bonus * min(log2(speedup), log2(speedup_cap)) to correct, rule-abiding completions faster than eager (the validator's combined_reward; 0 = off)")
+    speedup_cap: float = Field(4.0, gt=1, description="speedup at which the shaping bonus saturates (4.0 = the bonus is full at 4x)")
     use_vllm: bool = Field(False, description="generate with vLLM (GPU; needs the vllm package)")
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="colocate: vLLM shares the training GPUs; server: `trl vllm-serve` on its own GPUs")
     # --- shared ------------------------------------------------------------------------------

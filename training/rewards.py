@@ -10,7 +10,8 @@ components read the same verdicts instead of judging again.
 
 The default reward is AutoTriton's combination: 1 only when the candidate is correct AND
 keeps the rules (a rule violation scores 0 whatever the tests say). Optional speedup shaping
-(GPU verdicts only) adds `bonus * min(speedup, cap) / cap` to reward-1 completions.
+(GPU verdicts only) adds the validator's capped bonus `bonus * min(log2(speedup), log2(cap))`
+to reward-1 completions faster than eager PyTorch.
 
 Per step it logs (through trl's `log_metric`): the share of completions that were correct,
 compiled, rule-violating, "hacks" (tests passed but rules failed), and unparseable; and the
@@ -19,6 +20,7 @@ seconds spent judging.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -51,15 +53,6 @@ def exec_score(v: Verdict | None) -> float:
 
 def rule_score(v: Verdict | None) -> float:
     return 1.0 if v is not None and v.rule_ok else 0.0
-
-
-def combined_score(v: Verdict | None) -> float:
-    """AutoTriton: 1 only when correct and rule-abiding. Uses the validator's own definition."""
-    if v is None:
-        return 0.0
-    from autotriton.validation.rewards import combined_reward
-
-    return float(combined_reward(v))
 
 
 class JudgeRewards:
@@ -139,10 +132,14 @@ class JudgeRewards:
 
     # -- the reward functions trl calls ----------------------------------------------------------
     def _shaped(self, v: Verdict | None) -> float:
-        base = combined_score(v) if self.reward == "combined" else exec_score(v)
-        if base > 0 and self.speedup_bonus > 0 and v is not None and v.speedup:
-            base += self.speedup_bonus * min(float(v.speedup), self.speedup_cap) / self.speedup_cap
-        return base
+        if v is None:
+            return 0.0
+        from autotriton.validation.rewards import combined_reward, exec_reward
+
+        if self.reward == "exec":
+            return float(exec_reward(v))
+        # The validator's definition, with its capped log2 speedup bonus (suspect timings earn none).
+        return float(combined_reward(v, speedup_bonus=self.speedup_bonus, max_bonus=math.log2(self.speedup_cap)))
 
     def main(self, completions, reference, log_metric=None, trainer_state=None, **_: Any) -> list[float]:
         """The training reward: AutoTriton's combined reward (or exec only), optionally shaped."""
