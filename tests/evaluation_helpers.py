@@ -7,7 +7,6 @@ import json
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -226,7 +225,7 @@ class ChatServer:
                 if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return
-                reply = server.answer(body, dict(self.headers))
+                reply = server.answer(body, {k.lower(): v for k, v in self.headers.items()})
                 self._send(*reply)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -275,12 +274,3 @@ class ChatServer:
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         return 200, {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
                      "model": self.model, "choices": choices, "usage": usage}
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    end = time.time() + timeout
-    while time.time() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()

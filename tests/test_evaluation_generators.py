@@ -1,0 +1,136 @@
+"""Generators: the real `openai` client against a local OpenAI-compatible server, and a tiny local
+Llama model with a locally trained tokenizer; both prompt in the training format and parse strictly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autotriton.evaluation import LocalModelGenerator, OpenAIGenerator, RecordedGenerator, load_suite
+from autotriton.prompting import PROMPT_VERSION, SYSTEM_PROMPT
+
+from evaluation_helpers import (
+    AFFINE_CHEAT, AFFINE_CORRECT, GARBAGE, RELU_CHEAT, RELU_CORRECT, TRUNCATED, ChatServer, completion, write_suite,
+)
+
+MODEL = "test-kernel-model"
+
+
+@pytest.fixture
+def problems(tmp_path):
+    return load_suite(write_suite(tmp_path / "tiny.jsonl"))
+
+
+def _script():
+    return {
+        "Tiny ReLU.": [completion(RELU_CORRECT), completion(RELU_CHEAT), GARBAGE],
+        "Tiny affine map": [TRUNCATED, completion(AFFINE_CORRECT), completion(AFFINE_CHEAT)],
+    }
+
+
+def test_openai_generator_samples_n_per_request_in_the_training_format(problems, monkeypatch):
+    monkeypatch.setenv("TEST_EVAL_KEY", "sk-test-123")
+    with ChatServer(_script()) as server:
+        gen = OpenAIGenerator(server.base_url, MODEL, api_key_env="TEST_EVAL_KEY", temperature=0.8, top_p=0.9,
+                              max_tokens=512, max_retries=0, concurrency=2, seed=7)
+        out = gen.generate(problems, 3)
+    assert len(server.requests) == 2  # one request per problem, n=3 each
+    body = server.requests[0]["body"]
+    assert body["n"] == 3 and body["temperature"] == 0.8 and body["top_p"] == 0.9 and body["max_tokens"] == 512
+    assert body["seed"] == 7 and body["model"] == MODEL
+    assert body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert "```python\n" in body["messages"][1]["content"] and "class Model(nn.Module)" in body["messages"][1]["content"]
+    assert server.requests[0]["headers"].get("authorization") == "Bearer sk-test-123"
+
+    relu, affine = out
+    assert [c.code.strip() for c in relu[:2]] == [RELU_CORRECT.strip(), RELU_CHEAT.strip()]
+    assert relu[2].code == "" and relu[2].parse_error == "no ```python code block in the output" and relu[2].raw_output == GARBAGE
+    assert affine[0].code == "" and "truncated" in affine[0].parse_error
+    assert affine[1].reasoning.startswith("Elementwise")
+    for cands, problem in zip(out, problems):
+        for i, c in enumerate(cands):
+            assert c.problem_key == problem.key and c.generator == f"openai:{MODEL}" and c.prompt_version == PROMPT_VERSION
+            assert c.sampling["sample"] == i and c.sampling["n"] == 3 and c.sampling["temperature"] == 0.8
+            assert c.usage["prompt_tokens"] > 0 and c.instruction
+
+
+def test_openai_generator_tops_up_when_the_endpoint_ignores_n_and_retries_429(problems):
+    with ChatServer(_script(), max_choices=1, rate_limit_first=True) as server:
+        gen = OpenAIGenerator(server.base_url, MODEL, max_retries=2, concurrency=1)
+        out = gen.generate(problems[:1], 3)
+    # 1 rate-limited request (retried by the client after Retry-After: 0) + 3 one-choice requests
+    assert len(server.requests) == 4
+    assert [c.code.strip() for c in out[0][:2]] == [RELU_CORRECT.strip(), RELU_CHEAT.strip()]
+    assert out[0][2].parse_error is not None and gen.failed_requests == 0
+
+
+def test_openai_generator_records_failed_requests_as_failed_samples(problems):
+    with ChatServer(_script(), fail_markers=("Tiny affine map",)) as server:
+        gen = OpenAIGenerator(server.base_url, MODEL, max_retries=1, concurrency=2)
+        relu, affine = gen.generate(problems, 2)
+    assert gen.failed_requests == 1
+    assert all(c.code == "" and c.parse_error.startswith("request failed after retries: InternalServerError") for c in affine)
+    assert relu[0].code and relu[0].parse_error is None
+
+
+def test_openai_generator_reads_reasoning_content_and_names_bad_model(problems):
+    plain = {"Tiny ReLU.": [f"```python\n{RELU_CORRECT}```"], "Tiny affine map": [GARBAGE]}
+    with ChatServer(plain, reasoning_content=True) as server:
+        out = OpenAIGenerator(server.base_url, MODEL, max_retries=0).generate(problems[:1], 1)
+        assert out[0][0].reasoning == "Reasoning delivered out of band." and out[0][0].code
+        with pytest.raises(RuntimeError, match="model 'other-model' not found"):
+            OpenAIGenerator(server.base_url, "other-model", max_retries=0).generate(problems[:1], 1)
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    models = pytest.importorskip("autotriton.training.models")
+    return models.make_tiny_model(tmp_path_factory.mktemp("evaluation-tiny") / "tiny")
+
+
+def test_local_model_generator_samples_k_with_the_chat_template(problems, tiny_model_dir):
+    gen = LocalModelGenerator(str(tiny_model_dir), device="cpu", temperature=1.0, top_p=0.95, max_new_tokens=12,
+                              batch_size=2, seed=3)
+    prompt = gen.prompt_text(problems[0])
+    assert prompt.startswith("<|im_start|>system\n" + SYSTEM_PROMPT) and "Tiny ReLU." in prompt
+    assert prompt.rstrip().endswith("<|im_start|>assistant")
+    out = gen.generate(problems, 3)
+    assert [len(cs) for cs in out] == [3, 3]
+    for cands, problem in zip(out, problems):
+        for i, c in enumerate(cands):
+            assert c.problem_key == problem.key and c.generator == "model:tiny" and c.generator_version.startswith("tiny@")
+            assert c.sampling == {"temperature": 1.0, "top_p": 0.95, "max_new_tokens": 12, "seed": 3, "n": 3,
+                                  "do_sample": True, "sample": i}
+            assert 0 < c.usage["completion_tokens"] <= 12
+            # A random tiny model writes no fenced ModelNew: no code, and the reason is kept.
+            assert c.code == "" and c.parse_error and isinstance(c.raw_output, str)
+    # Same seed, same samples.
+    again = LocalModelGenerator(str(tiny_model_dir), device="cpu", temperature=1.0, top_p=0.95, max_new_tokens=12,
+                                batch_size=2, seed=3).generate(problems, 3)
+    assert [c.raw_output for cs in again for c in cs] == [c.raw_output for cs in out for c in cs]
+
+
+def test_local_model_generator_greedy_repeats_one_generation(problems, tiny_model_dir):
+    gen = LocalModelGenerator(str(tiny_model_dir), device="cpu", temperature=0.0, max_new_tokens=8, batch_size=4)
+    out = gen.generate(problems, 2)
+    for cands in out:
+        assert cands[0].raw_output == cands[1].raw_output and cands[0].sampling["do_sample"] is False
+
+
+def test_recorded_generator_serves_replay_records_and_counts_misses(problems, tmp_path):
+    import json
+
+    path = tmp_path / "teacher.jsonl"
+    path.write_text(json.dumps({"problem_key": problems[0].key, "problem_name": problems[0].name, "teacher": "inductor",
+                                "teacher_version": "torch-2.11", "prompt_version": "v1", "code": RELU_CORRECT,
+                                "reasoning": "", "instruction": "", "usage": {}, "created": "2026-01-01"}) + "\n")
+    gen = RecordedGenerator.from_jsonl([path])
+    assert gen.name == "replay:inductor"
+    relu, affine = gen.generate(problems, 2)
+    assert relu[0].code == RELU_CORRECT and relu[0].generator == "inductor" and relu[1].parse_error == "no recorded output"
+    assert all(c.parse_error == "no recorded output" for c in affine) and gen.misses == 3
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"code": "x"}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        RecordedGenerator.from_jsonl([bad])
