@@ -13,6 +13,7 @@ failed repairs) is still returned, so the warehouse records it with its lineage.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from autotriton.distillation.config import DistillConfig
 from autotriton.distillation.teacher import RepairingTeacher, RepairRequest, Teacher, Turn
 from autotriton.records import Candidate, Problem, Verdict
 
-__all__ = ["distill", "DistillResult", "format_feedback", "Judge"]
+__all__ = ["distill", "DistillResult", "format_feedback", "clean_traceback", "Judge"]
 
 _ERROR_TAIL_LINES = 30
 _ERROR_TAIL_CHARS = 3000
@@ -48,6 +49,40 @@ def _tail(text: str) -> str:
     return tail[-_ERROR_TAIL_CHARS:]
 
 
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.*)$')
+
+
+def clean_traceback(text: str) -> str:
+    """A traceback as the teacher needs it: only the frames in the candidate's own file (shown as
+    `candidate.py`) and the exception lines; the judge's, torch's and Triton's internals are noise
+    to the model and cost context. Text that is not a traceback is returned as its tail."""
+    lines = text.strip().splitlines()
+    if not any(_FRAME.match(line) for line in lines):
+        return _tail(text)
+    out: list[str] = []
+    keep_code = False
+    for line in lines:
+        frame = _FRAME.match(line)
+        if frame:
+            path, number, func = frame.groups()
+            keep_code = path.endswith("candidate.py") or not path.startswith("/")
+            if keep_code:
+                out.append(f'  File "{path.rsplit("/", 1)[-1]}", line {number}, in {func}')
+            continue
+        if line.startswith((" ", "\t")):
+            if keep_code and line.strip().strip("^~ ") and not set(line.strip()) <= set("^~ "):
+                out.append(line)
+            continue
+        keep_code = False
+        if not line.strip():
+            continue
+        if line.startswith("Traceback (most recent call last)") or line.startswith("The above exception") \
+                or line.startswith("During handling of the above exception"):
+            continue
+        out.append(line)
+    return _tail("\n".join(out))
+
+
 def format_feedback(verdict: Verdict | None, parse_error: str | None = None) -> str:
     """The validator's findings as a user turn for the teacher: status, runtime error tail, rule
     violations with lines, compile errors per kernel, numerical mismatch. Ends with what to do."""
@@ -58,7 +93,7 @@ def format_feedback(verdict: Verdict | None, parse_error: str | None = None) -> 
         )
     parts = [f"I ran your ModelNew through the validator. Status: {verdict.status}."]
     if verdict.error:
-        parts.append("Error (last lines):\n```\n" + _tail(verdict.error) + "\n```")
+        parts.append("Error:\n```\n" + clean_traceback(verdict.error) + "\n```")
     if verdict.violations:
         rows = []
         for v in verdict.violations:
@@ -78,12 +113,12 @@ def format_feedback(verdict: Verdict | None, parse_error: str | None = None) -> 
         mismatch = [f"Output mismatch against the PyTorch reference: max_abs_err = {verdict.max_abs_err}."]
         for trial in verdict.trials[:3]:
             if isinstance(trial, dict) and not trial.get("ok", True):
-                details = ", ".join(f"{k}={trial[k]}" for k in ("seed", "shapes", "max_abs_err", "error") if k in trial)
+                details = ", ".join(f"{k}={trial[k]}" for k in ("seed", "shapes", "max_abs_err", "reason", "error") if k in trial)
                 mismatch.append(f"- failing trial: {details}")
         parts.append("\n".join(mismatch))
     if verdict.status == "correct" and not verdict.rule_ok:
         parts.append("The outputs were correct, but the implementation broke the rules above, so it does not count.")
-    if verdict.triton_kernels_launched == [] and verdict.status not in ("compile_error", "crashed", "timeout"):
+    if not verdict.triton_kernels_launched and verdict.status in ("rule_violation", "incorrect"):
         parts.append("No Triton kernel was launched during forward.")
     parts.append(
         "Fix these problems. Reply with your reasoning, then the complete corrected `class ModelNew(nn.Module)` "

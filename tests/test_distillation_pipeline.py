@@ -232,3 +232,24 @@ def test_cli_distill_writes_candidates_and_verdicts_with_lineage(tmp_path):
         assert summary["run_id"] in runs and runs[summary["run_id"]]["status"] == "succeeded"
     again = json.loads(CliRunner().invoke(app, args).stdout)
     assert again["new_candidates"] == 0 and again["validated_pairs"] == 1  # re-judged, nothing duplicated
+
+
+def test_feedback_keeps_the_candidates_frames_and_drops_the_judges_internals():
+    from autotriton.distillation.pipeline import clean_traceback
+
+    error = '''Traceback (most recent call last):
+  File "/work/main/validation/candidate_runner.py", line 261, in run_job
+    out = model(*inputs)
+          ^^^^^^^^^^^^^^
+  File "/tmp/judge-x/candidate-1/candidate.py", line 24, in forward
+    relu_kernel[(triton.cdiv(n, 64),)](x, y, n, BLOCK=64)
+  File "/venv/lib/python3.11/site-packages/triton/runtime/interpreter.py", line 1361, in __call__
+    raise InterpreterError(repr(e)) from e
+triton.runtime.errors.InterpreterError: AttributeError("module 'triton.language' has no attribute 'relu_max'")'''
+    cleaned = clean_traceback(error)
+    assert cleaned.splitlines() == [
+        '  File "candidate.py", line 24, in forward',
+        "    relu_kernel[(triton.cdiv(n, 64),)](x, y, n, BLOCK=64)",
+        "triton.runtime.errors.InterpreterError: AttributeError(\"module 'triton.language' has no attribute 'relu_max'\")",
+    ]
+    assert clean_traceback("plain message\nsecond line") == "plain message\nsecond line"
