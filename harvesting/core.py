@@ -59,6 +59,7 @@ class HarvestResult:
     duplicates: int = 0
     unchanged: int = 0  # files or repositories skipped because the state says they did not change
     details: dict[str, str] = field(default_factory=dict)  # rejected problem key -> why, in words
+    extra: dict[str, Any] = field(default_factory=dict)  # source-specific figures (GitHub requests, waits)
     state: HarvestState | None = None
 
     @property
@@ -73,6 +74,7 @@ class HarvestResult:
             "file_errors": dict(sorted(Counter(r.reason for r in self.rejections).items())),
             "pairs": len(self.pairs),
             "unchanged": self.unchanged,
+            **self.extra,
         }
 
     def rejection_rows(self) -> list[dict[str, str]]:

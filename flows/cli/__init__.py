@@ -16,3 +16,4 @@ from autotriton.flows.cli import db_cmd  # noqa: F401,E402
 from autotriton.flows.cli import distill_cmd  # noqa: F401,E402
 from autotriton.flows.cli import eval_cmd  # noqa: F401,E402
 from autotriton.flows.cli import train_cmd  # noqa: F401,E402
+from autotriton.flows.cli import harvest_cmd  # noqa: F401,E402
