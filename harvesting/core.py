@@ -197,7 +197,9 @@ class Harvester:
                 subject = f"{label}:{path}"
                 text = repo.text(path)
                 if text is None:
-                    continue  # the repository recorded why (decode error)
+                    reason, detail = repo.errors.get(path, ("unreadable", "the file could not be read"))
+                    self.reject_file(subject, reason, detail)
+                    continue
                 parsed = repo.parsed(path)
                 if parsed is None:
                     reason, detail = repo.errors.get(path, ("syntax_error", "cannot parse"))

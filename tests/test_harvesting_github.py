@@ -1,0 +1,85 @@
+"""The GitHub source end to end: PyGithub against a local server serving recorded REST responses."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotriton.harvesting import HarvestConfig, harvest_github
+from autotriton.harvesting.github import rate_limit_wait
+
+from harvesting_helpers import RecordedGitHub
+
+
+def _config(tmp_path, **kw) -> HarvestConfig:
+    # probe off: the sandbox is exercised by the local-source tests; here the subject is the transport
+    return HarvestConfig(state_path=str(tmp_path / "state.json"), probe=False, min_stars=10, max_repos=10,
+                         rate_limit_max_wait_s=5, **kw)
+
+
+def test_github_harvest_end_to_end_with_rate_limits_and_etags(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_recorded_test_token")
+    with RecordedGitHub() as gh:
+        gh.server_error_once("/search/repositories", 502)  # transient: retried by urllib3
+        gh.rate_limit_once("/repos/acme/blocks/git/trees", "403")  # primary limit with x-ratelimit-reset
+        gh.rate_limit_once("/repos/acme/blocks/git/blobs", "429")  # secondary limit with retry-after
+        result = harvest_github(_config(tmp_path), base_url=gh.base)
+
+        commit = gh.commit("acme/blocks")
+        by_name = {p.name: p for p in result.problems}
+        assert by_name["Block"].status == "runnable"
+        # FeedForward was inlined from blocks/layers.py, with the constant it needs
+        assert "class FeedForward" in by_name["Block"].reference_source
+        assert "EXPANSION = 2" in by_name["Block"].reference_source
+        assert by_name["FeedForward"].status == "runnable"
+        refs = {r.path: r for r in result.sources}
+        assert refs["blocks/model.py"].commit == commit
+        assert refs["blocks/model.py"].licence == "MIT" and refs["blocks/model.py"].stars == 120
+        assert refs["blocks/model.py"].repo == "acme/blocks"
+        reasons = {(r.subject, r.reason) for r in result.rejections}
+        assert ("acme/nolicense", "licence_unknown") in reasons  # no licence in search result, /license 404
+        assert ("acme/gplnet", "licence_not_allowed") in reasons
+        assert ("acme/blocks:blocks/latin.py", "not_utf8") in reasons
+        # both rate limits were waited out (about a second each) and the requests repeated
+        assert len(result.extra["github"]["requests"]) and result.extra["github"]["rate_limit_waits"] == 2
+        assert [s for _, _, s in gh.requests_to("/git/trees/")] == [403, 200]
+        assert [s for _, _, s in gh.requests_to("/search/repositories")] == [502, 200]
+        assert not gh.requests_to("/repos/acme/gplnet/git")  # disallowed licence: nothing downloaded
+        blobs_first = len(gh.requests_to("/git/blobs/"))
+        assert blobs_first >= 4
+
+        # A refresh: the branch answers 304 (ETag), no tree and no blob is fetched, nothing is new.
+        gh.log.clear()
+        again = harvest_github(_config(tmp_path), base_url=gh.base)
+        assert [s for _, _, s in gh.requests_to("/repos/acme/blocks/branches/")] == [304]
+        assert not gh.requests_to("/git/trees/") and not gh.requests_to("/git/blobs/")
+        assert again.problems == [] and again.modules == [] and again.summary()["unchanged"] >= 1
+
+        # A push changes one file: only that blob is downloaded.
+        gh.log.clear()
+        changed = (gh.repos["acme/blocks"]["blocks/layers.py"].decode().replace("torch.relu", "torch.tanh")).encode()
+        gh.write("acme/blocks", "blocks/layers.py", changed)
+        third = harvest_github(_config(tmp_path), base_url=gh.base)
+        assert len(gh.requests_to("/git/blobs/")) == 1
+        assert [p.name for p in third.problems] == ["FeedForward"]
+        assert third.sources[0].commit == gh.commit("acme/blocks") != commit
+        # the token was sent, never stored
+        assert "ghp_recorded_test_token" not in (tmp_path / "state.json").read_text()
+
+
+def test_rate_limit_longer_than_the_cap_stops_with_a_clear_error(tmp_path):
+    from autotriton.harvesting import GitHubHarvestError
+
+    with RecordedGitHub() as gh:
+        body = (gh.root / "rate_limit_403.json").read_bytes()
+        import time
+
+        gh.inject["/search/repositories"] = [(403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)}, body)]
+        with pytest.raises(GitHubHarvestError, match="rate_limit_max_wait_s"):
+            harvest_github(_config(tmp_path), token="", base_url=gh.base)
+
+
+def test_rate_limit_wait_reads_the_headers():
+    assert rate_limit_wait(429, {"Retry-After": "7"}) == 7
+    assert rate_limit_wait(403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "110"}, now=100) == pytest.approx(10.5)
+    assert rate_limit_wait(403, {}, "Resource not accessible by integration") is None  # a real 403: not retried
+    assert rate_limit_wait(404, {"retry-after": "1"}) is None
