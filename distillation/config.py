@@ -31,4 +31,5 @@ class DistillConfig(BaseModel):
     use_cache: bool = Field(True, description="read and write the response cache")
     replay_paths: list[str] = Field(default_factory=list, description="extra replay JSONL files or cache dirs served by the replay teacher, besides the shipped data")
     replay_shipped: bool = Field(True, description="replay teacher also serves the data shipped in autotriton/distillation/data/replay")
+    describe_trace: bool = Field(True, description="when describing compiler pairs without an LLM, also trace the reference on the meta device (in a child process) for its aten ops and output shapes")
     explain_with_llm: bool = Field(False, description="with the openai teacher configured, have it write instruction and reasoning for compiler (inductor/replay) pairs")

@@ -359,8 +359,12 @@ def _plan(ops: list[str]) -> list[str]:
     if reductions:
         steps.append(f"Reduce ({', '.join(sorted(reductions))}) along the reduced dimension: one program per output row, "
                      "loading the row in power-of-two blocks with a mask and combining with tl.sum / tl.max in fp32.")
-    elementwise = [o for o in _unique(ops) if o not in reductions and o not in {"matmul", "mm", "bmm", "linear", "einsum"}
-                   and not o.startswith("conv")]
+    pools = {o for o in kinds if "pool" in o}
+    if pools:
+        steps.append(f"Pool ({', '.join(sorted(pools))}): each program computes a block of output positions, loading each "
+                     "window with masks for padding and edges and combining with tl.maximum, or a sum divided by the window size.")
+    elementwise = [o for o in _unique(ops) if o not in reductions and o not in pools
+                   and o not in {"matmul", "mm", "bmm", "linear", "einsum"} and not o.startswith("conv")]
     if elementwise:
         steps.append(f"Fuse the elementwise work ({', '.join(elementwise)}) into the same kernel's epilogue where it follows "
                      "another op, or into one flat kernel over all elements, so each value is read and written once.")
@@ -368,10 +372,19 @@ def _plan(ops: list[str]) -> list[str]:
     return steps
 
 
-def describe_problem(problem_source: str, candidate_code: str | None = None) -> tuple[str, str]:
+def _outputs_text(trace: dict[str, Any] | None) -> str:
+    outs = (trace or {}).get("outputs") or []
+    texts = ["[" + ", ".join(str(d) for d in o["shape"]) + "] " + o["dtype"] for o in outs if "shape" in o]
+    return "; ".join(texts)
+
+
+def describe_problem(problem_source: str, candidate_code: str | None = None, trace: dict[str, Any] | None = None) -> tuple[str, str]:
     """(instruction, reasoning) for a problem and optionally the candidate that solves it.
 
-    Deterministic: the same inputs always give the same text. Never executes either source.
+    `trace` is what `autotriton.distillation.trace.trace_problems` found for the problem (aten
+    ops and output shapes from a meta-device run in a child process); without it the text rests
+    on static analysis alone. Deterministic: the same inputs always give the same text. Never
+    executes either source itself.
     """
     p = analyze_problem(problem_source)
     ops = _unique(p.ops)
@@ -380,13 +393,20 @@ def describe_problem(problem_source: str, candidate_code: str | None = None) -> 
     instruction = (
         f"Write a Triton implementation of the PyTorch module `Model` below as `ModelNew` "
         f"(same constructor arguments, same outputs). Its forward computes {op_text} "
-        f"on {shapes}. Do the computation in @triton.jit kernels."
+        f"on {shapes}"
+        + (f" and returns {_outputs_text(trace)}" if _outputs_text(trace) else "")
+        + ". Do the computation in @triton.jit kernels."
     )
 
     lines: list[str] = []
     lines.append(f"The reference forward({', '.join(p.forward_args)}) performs, in order: " + (" -> ".join(p.ops) if p.ops else "(no recognised torch operations)") + ".")
     if p.inputs:
         lines.append("Inputs: " + "; ".join(_shape_text(s) for s in p.inputs) + ".")
+    if trace and trace.get("aten_ops"):
+        lines.append("Traced on the meta device, forward dispatches the aten ops: "
+                     + " -> ".join(f"aten.{op}" for op in trace["aten_ops"]) + ".")
+    if _outputs_text(trace):
+        lines.append(f"Output: {_outputs_text(trace)}.")
     if p.layers:
         lines.append("Parameters owned by the module: " + "; ".join(f"self.{a} = {t}({args})" for a, t, args in p.layers)
                      + ". ModelNew must create the same submodules/parameters so the reference weights load into it.")

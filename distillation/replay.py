@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from autotriton.distillation.cache import read_records
 from autotriton.distillation.config import DistillConfig
 from autotriton.distillation.describe import describe_problem
+from autotriton.distillation.trace import trace_problems
 from autotriton.hashing import content_key, normalize_source
 from autotriton.records import Candidate, Problem
 
@@ -60,6 +61,8 @@ class ReplayTeacher:
         shipped = config.replay_shipped if shipped is None else shipped
         self.files = replay_files([*config.replay_paths, *paths], shipped=shipped)
         self.explainer = explainer
+        self.trace = config.describe_trace
+        self._traces: dict[str, dict[str, Any] | None] = {}  # problem key -> meta-device trace (None: untraceable)
         self.counters: Counter = Counter()
         self.index: dict[str, list[dict[str, Any]]] = {}
         digests = []
@@ -119,7 +122,14 @@ class ReplayTeacher:
             texts = self.explainer.explain_many([(problems[cands[i].problem_key], cands[i].code) for i in indices])
             self.counters["explained_by_llm"] += len(indices)
         else:
-            texts = [describe_problem(problems[cands[i].problem_key].reference_source, cands[i].code) for i in indices]
+            traces = self._traces
+            if self.trace:
+                keys = sorted({cands[i].problem_key for i in indices} - set(traces))
+                found = trace_problems([problems[k].reference_source for k in keys]) if keys else []
+                traces.update(zip(keys, found))
+                self.counters["traced"] += sum(1 for t in found if t)
+            texts = [describe_problem(problems[cands[i].problem_key].reference_source, cands[i].code,
+                                      traces.get(cands[i].problem_key)) for i in indices]
             self.counters["described"] += len(indices)
         for i, (instruction, reasoning) in zip(indices, texts):
             cands[i].instruction = cands[i].instruction or instruction

@@ -133,3 +133,17 @@ def test_every_kernelbench_level1_problem_gets_a_description(kernelbench_l1):
 def test_unparsable_sources_do_not_raise():
     instruction, reasoning = describe_problem("class Model(:\n", "def broken(:\n")
     assert "ModelNew" in instruction and reasoning
+
+
+def test_meta_trace_in_a_child_process_adds_aten_ops_and_output_shapes(monkeypatch):
+    from autotriton.distillation.trace import trace_problems
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    nosy = LINEAR_GELU.replace("def get_inputs():", "import os\n\n\ndef get_inputs():\n    assert 'OPENAI_API_KEY' not in os.environ, 'key leaked'\n")
+    broken = LINEAR_GELU.replace("return y * self.scale + y", "return y.nonexistent_method()")
+    traced, failed = trace_problems([nosy, broken])
+    assert failed is None  # an untraceable problem just gets no trace
+    assert traced["outputs"] == [{"shape": [8, 32], "dtype": "float32"}]
+    assert "addmm" in traced["aten_ops"] and "gelu" in traced["aten_ops"]
+    instruction, reasoning = describe_problem(LINEAR_GELU, FUSED_CANDIDATE, traced)
+    assert "returns [8, 32] float32" in instruction and "aten.addmm -> aten.gelu" in reasoning

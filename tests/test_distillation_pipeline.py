@@ -108,7 +108,7 @@ def test_replayed_candidates_are_judged_again_and_only_reward_1_counts(judge, ju
     path = tmp_path / "inductor.jsonl"
     for problem, code in ((relu, RELU_KERNEL), (sigmoid, RELU_KERNEL_WRONG)):
         append_record(path, record_from_candidate(problem, Candidate(problem_key=problem.key, code=code, generator="inductor", generator_version="t")))
-    teacher = ReplayTeacher(DistillConfig(), paths=[path], shipped=False)
+    teacher = ReplayTeacher(DistillConfig(describe_trace=False), paths=[path], shipped=False)
     result = distill([relu, sigmoid, missing], teacher, DistillConfig(rounds=3), judge_config, judge=judge)
     statuses = {v.problem_key: v.status for v in result.verdicts}
     assert statuses == {relu.key: "correct", sigmoid.key: "incorrect"}
@@ -218,7 +218,7 @@ def test_cli_distill_writes_candidates_and_verdicts_with_lineage(tmp_path):
     replay = tmp_path / "r.jsonl"
     append_record(replay, record_from_candidate(relu, Candidate(problem_key=relu.key, code=RELU_KERNEL, generator="inductor")))
     args = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=2", "--set", "validation.workers=1",
-            "--set", "distill.replay_shipped=false", "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
+            "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false", "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)

@@ -49,9 +49,11 @@ def test_replay_serves_recorded_code_fills_descriptions_and_counts_misses(tmp_pa
     assert first.sampling["replay_file"] == "inductor.jsonl" and first.problem_key == problem.key
     # No words recorded: describe_problem writes them, naming the kernel and the op.
     assert "relu" in first.instruction and "relu_kernel" in first.reasoning
+    assert "returns [4, 37] float32" in first.instruction and "aten.relu" in first.reasoning  # traced on the meta device
     assert (second.instruction, second.reasoning) == ("my own instruction", "my own reasoning")
     assert teacher.counters["replay_miss"] == 1 and teacher.counters["replay_hit"] == 1
     assert [c.code for c in teacher.generate([problem], samples=1)] == [RELU_KERNEL]
+    assert teacher.counters["traced"] == 1  # traced once, remembered for the second call
 
 
 def test_replay_reads_an_llm_cache_dir_and_skips_unparsed_outputs(tmp_path):
@@ -59,7 +61,7 @@ def test_replay_reads_an_llm_cache_dir_and_skips_unparsed_outputs(tmp_path):
     cache = ResponseCache(tmp_path / "cache", "openai", "m")
     cache.put(record_for(problem, RELU_KERNEL, teacher="openai:m", request_key="a", raw_output="...", parse_error=None))
     cache.put(record_for(problem, "", teacher="openai:m", request_key="b", raw_output="no code", parse_error="no ```python code block"))
-    teacher = ReplayTeacher(DistillConfig(replay_paths=[str(tmp_path / "cache")], replay_shipped=False))
+    teacher = ReplayTeacher(DistillConfig(replay_paths=[str(tmp_path / "cache")], replay_shipped=False, describe_trace=False))
     [cand] = teacher.generate([problem], samples=3)
     assert cand.generator == "replay:openai:m" and cand.raw_output == "..."
     assert teacher.counters["replay_unusable"] == 1
@@ -145,5 +147,5 @@ def test_write_replay_round_trips_through_the_replay_teacher(tmp_path):
     assert write_replay(tmp_path / "out.jsonl", [(problem, cand), (problem, malformed)]) == 1
     [line] = list(read_records(tmp_path / "out.jsonl"))
     assert tuple(line) == REPLAY_FIELDS and line["problem_name"] == "relu"
-    [replayed] = ReplayTeacher(paths=[tmp_path / "out.jsonl"], shipped=False).generate([problem], 1)
+    [replayed] = ReplayTeacher(DistillConfig(describe_trace=False), paths=[tmp_path / "out.jsonl"], shipped=False).generate([problem], 1)
     assert replayed.key == cand.key and replayed.generator == "replay:inductor"
