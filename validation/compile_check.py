@@ -1,0 +1,580 @@
+"""Compile check: compile each launched Triton kernel for a real GPU target, with no GPU needed.
+
+The CPU judge runs candidates through the Triton interpreter, which accepts programs the real
+compiler rejects (type errors it never checks, shared memory it never allocates). So every kernel
+the candidate actually launched is also compiled for the configured target (default sm_90) with
+the signature it was launched with, through `triton.compile` and the ptxas bundled in the wheel.
+
+- `launch_record_from_call(jit_fn, args, kwargs, grid=None, options=None) -> LaunchRecord`
+  describes one launch (called from the judge's launch hook, inside the candidate process):
+  argument types the way Triton itself specialises them (tensor -> '*fp32'/'*fp16'/..., int ->
+  'i32'/'i64' by range, int 1 -> constexpr, float -> 'fp32', bool -> 'u1', None -> constexpr),
+  tl.constexpr parameters as constexprs, divisibility-by-16 attributes, num_warps/num_stages.
+  Works for a compiled `JITFunction` and for the interpreter's `InterpretedFunction`
+  (TRITON_INTERPRET=1), which is rebuilt as a JITFunction (helpers it calls included).
+- `compile_launched(records, target="cuda:90") -> dict` compiles each distinct
+  (kernel, signature, constexprs, options) once and reports, per kernel: ok, a concise error
+  naming the kernel, registers, shared memory, spills (from the cubin via the bundled cuobjdump,
+  ptxas -v when spilling is suspected). A kernel over the target's shared memory per block
+  (sm_90: 232448 bytes) or over 255 registers per thread is rejected.
+- `parse_target("cuda:90") -> GPUTarget`.
+
+Imports: torch is not needed here; triton and the standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import tempfile
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+#: Dynamic shared memory a single block may use, by compute capability (bytes; CUDA programming
+#: guide, "Technical Specifications per Compute Capability").
+SHARED_MEMORY_LIMITS: dict[int, int] = {
+    75: 65536, 80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448,
+    100: 232448, 101: 232448, 103: 232448, 110: 232448, 120: 101376, 121: 101376,
+}
+#: Registers one thread may use on every architecture above.
+MAX_REGISTERS = 255
+#: Triton's CUDA defaults (triton.backends.nvidia.compiler.CUDAOptions).
+DEFAULT_NUM_WARPS = 4
+DEFAULT_NUM_STAGES = 3
+#: Launch options a kernel call may carry besides its parameters (forwarded to triton.compile).
+COMPILE_OPTION_NAMES = frozenset({
+    "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid", "launch_pdl",
+    "max_num_imprecise_acc_default", "default_dot_input_precision",
+})
+#: Keyword arguments the launch path adds itself; never part of a kernel's signature or options.
+_IGNORED_KWARGS = frozenset({"debug", "instrumentation_mode", "warmup", "grid", "stream", "device", "device_type"})
+
+_TORCH_DTYPE_TO_TRITON = {
+    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "i8", "int16": "i16",
+    "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1",
+    "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16",
+}
+
+
+class CompileCheckError(ValueError):
+    """A bad target string or an argument the compile check cannot describe."""
+
+
+@dataclass
+class LaunchRecord:
+    """One kernel launch, as much as `triton.compile` needs to reproduce it for another target."""
+
+    kernel_name: str
+    fn: Any  # a triton.runtime.jit.JITFunction (rebuilt from the interpreter's wrapper if needed)
+    signature: dict[str, str]  # param -> '*fp32', 'i32', 'fp32', 'u1', 'constexpr', ...
+    constexprs: dict[str, Any]  # param (or 'param[i]' inside tuples) -> value
+    num_warps: int = DEFAULT_NUM_WARPS
+    num_stages: int = DEFAULT_NUM_STAGES
+    grid: tuple[int, ...] | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # other compile options (num_ctas, maxnreg, ...)
+    attrs: dict[tuple[int, ...], Any] = field(default_factory=dict, repr=False)  # Triton's specialisation attrs
+    constexpr_paths: dict[tuple[int, ...], Any] = field(default_factory=dict, repr=False)
+
+    def dedup_key(self) -> tuple:
+        return (
+            id(self.fn), self.kernel_name, tuple(sorted(self.signature.items())),
+            tuple(sorted((str(k), _value_repr(v)) for k, v in self.constexpr_paths.items())),
+            tuple(sorted((str(k), repr(v)) for k, v in self.attrs.items())),
+            self.num_warps, self.num_stages, tuple(sorted((k, repr(v)) for k, v in self.options.items())),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly description (no function object)."""
+        return {
+            "kernel": self.kernel_name, "signature": dict(self.signature),
+            "constexprs": {k: _value_repr(v) for k, v in self.constexprs.items()},
+            "num_warps": self.num_warps, "num_stages": self.num_stages,
+            "grid": list(self.grid) if self.grid is not None else None,
+            "options": {k: _jsonable(v) for k, v in self.options.items()},
+        }
+
+
+def _value_repr(v: Any) -> Any:
+    if isinstance(v, (int, float, bool, str)) or v is None:
+        return v
+    name = getattr(v, "__name__", None) or getattr(getattr(v, "fn", None), "__name__", None)
+    return f"<{type(v).__name__} {name}>" if name else repr(v)
+
+
+def _jsonable(v: Any) -> Any:
+    return v if isinstance(v, (int, float, bool, str)) or v is None else repr(v)
+
+
+# --------------------------------------------------------------------------------------------
+# Targets
+# --------------------------------------------------------------------------------------------
+
+_TARGET_RE = re.compile(r"^(?:cuda:)?(?:sm_?)?(\d{2,3})a?$")
+
+
+def parse_target(target: str) -> Any:
+    """'cuda:90' (also 'cuda:sm_90', 'sm_90a') -> triton GPUTarget('cuda', 90, 32)."""
+    from triton.backends.compiler import GPUTarget
+
+    text = (target or "").strip().lower()
+    m = _TARGET_RE.match(text)
+    if m is None or (not text.startswith("cuda:") and not text.startswith("sm")):
+        raise CompileCheckError(
+            f"bad compile target {target!r}: expected 'cuda:<compute capability>', e.g. 'cuda:90' (H100/H200), "
+            f"'cuda:80' (A100), 'cuda:89' (L4/L40), 'cuda:100' (B200); set validation.target accordingly"
+        )
+    cc = int(m.group(1))
+    if cc not in SHARED_MEMORY_LIMITS:
+        raise CompileCheckError(
+            f"unsupported compile target {target!r}: compute capability {cc} is not one of "
+            f"{', '.join(str(c) for c in sorted(SHARED_MEMORY_LIMITS))}"
+        )
+    return GPUTarget("cuda", cc, 32)
+
+
+def shared_memory_limit(target: Any) -> int:
+    return SHARED_MEMORY_LIMITS[int(target.arch)]
+
+
+# --------------------------------------------------------------------------------------------
+# JITFunction from whatever the launch path holds
+# --------------------------------------------------------------------------------------------
+
+_JIT_CACHE: dict[int, Any] = {}  # id(InterpretedFunction) -> (InterpretedFunction, JITFunction)
+
+
+def as_jit_function(kernel: Any) -> Any:
+    """A compilable JITFunction for a JITFunction, an interpreter wrapper, or an autotuner/heuristics chain."""
+    from triton.runtime.jit import JITFunction
+
+    seen = 0
+    while not isinstance(kernel, JITFunction) and not _is_interpreted(kernel) and hasattr(kernel, "fn") and seen < 16:
+        kernel = kernel.fn  # Autotuner / Heuristics wrap the kernel in .fn
+        seen += 1
+    if isinstance(kernel, JITFunction):
+        return kernel
+    if _is_interpreted(kernel):
+        return _jit_from_interpreted(kernel)
+    raise CompileCheckError(f"{kernel!r} is not a Triton kernel (expected a @triton.jit function)")
+
+
+def _interpret_mode() -> bool:
+    try:
+        from triton import knobs
+
+        return bool(knobs.runtime.interpret)
+    except (ImportError, AttributeError):  # pragma: no cover
+        return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _is_interpreted(obj: Any) -> bool:
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover - every supported Triton has it
+        return False
+    return isinstance(obj, InterpretedFunction)
+
+
+def _jit_from_interpreted(kernel: Any) -> Any:
+    """The JITFunction Triton would have built for this function without TRITON_INTERPRET (memoised).
+
+    Its @triton.jit helpers (and triton.language's own jit'd library functions) are still
+    interpreter objects in the globals it reads; `_compiler_view` swaps them for JITFunctions
+    while compiling."""
+    from triton.runtime.jit import JITFunction
+
+    hit = _JIT_CACHE.get(id(kernel))
+    if hit is not None and hit[0] is kernel:
+        return hit[1]
+    kw = getattr(kernel, "kwargs", {}) or {}
+    jit = JITFunction(kernel.fn, **{k: v for k, v in kw.items() if k in (
+        "version", "do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")})
+    _JIT_CACHE[id(kernel)] = (kernel, jit)
+    return jit
+
+
+def _wrapped_interpreted(value: Any) -> Any:
+    """The InterpretedFunction behind triton's tensor-member wrapper (`x.sum()`), else None."""
+    for cell in getattr(value, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        if _is_interpreted(inner):
+            return inner
+    return None
+
+
+@contextlib.contextmanager
+def _compiler_view(globals_dicts: Sequence[dict]) -> Any:
+    """While compiling under TRITON_INTERPRET=1: every interpreter-wrapped jit function visible to
+    the code generator (kernel globals, transitively; triton.language modules; tensor member
+    functions) temporarily becomes a JITFunction, as it would be without the interpreter.
+    Without this, the code generator would call interpreter objects, which patch triton.language
+    for the interpreter and break compilation. Everything is restored on exit."""
+    import sys
+
+    try:
+        from triton.runtime.interpreter import InterpretedFunction  # noqa: F401
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    changes: list[tuple[Any, str, Any, bool]] = []  # (dict or class, name, original, is_class)
+    todo = [m.__dict__ for name, m in list(sys.modules.items()) if m is not None and name.startswith("triton.language")]
+    todo += list(globals_dicts)
+    seen: set[int] = set()
+    try:
+        while todo:
+            d = todo.pop()
+            if id(d) in seen:
+                continue
+            seen.add(id(d))
+            for name, value in list(d.items()):
+                if _is_interpreted(value):
+                    changes.append((d, name, value, False))
+                    d[name] = _jit_from_interpreted(value)
+                    todo.append(value.fn.__globals__)
+        import triton.language as tl
+
+        for cls in (tl.core.tensor,):
+            for name, value in list(vars(cls).items()):
+                inner = value if _is_interpreted(value) else _wrapped_interpreted(value)
+                if inner is not None:
+                    changes.append((cls, name, value, True))
+                    setattr(cls, name, _jit_from_interpreted(inner))
+                    if id(inner.fn.__globals__) not in seen:
+                        todo.append(inner.fn.__globals__)
+        while todo:  # globals reached through tensor members
+            d = todo.pop()
+            if id(d) in seen:
+                continue
+            seen.add(id(d))
+            for name, value in list(d.items()):
+                if _is_interpreted(value):
+                    changes.append((d, name, value, False))
+                    d[name] = _jit_from_interpreted(value)
+                    todo.append(value.fn.__globals__)
+        yield
+    finally:
+        for target, name, original, is_class in reversed(changes):
+            if is_class:
+                setattr(target, name, original)
+            else:
+                target[name] = original
+
+
+# --------------------------------------------------------------------------------------------
+# Describing a launch
+# --------------------------------------------------------------------------------------------
+
+_BACKEND: Any = None
+_BINDERS: dict[int, tuple[Any, Any]] = {}
+
+
+def _backend() -> Any:
+    global _BACKEND
+    if _BACKEND is None:
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import make_backend
+
+        _BACKEND = make_backend(GPUTarget("cuda", 90, 32))  # specialisation rules are the same for every sm
+    return _BACKEND
+
+
+def _binder(jit: Any) -> Any:
+    hit = _BINDERS.get(id(jit))
+    if hit is not None and hit[0] is jit:
+        return hit[1]
+    from triton.runtime.jit import create_function_from_signature
+
+    binder = create_function_from_signature(jit.signature, jit.params, _backend())
+    _BINDERS[id(jit)] = (jit, binder)
+    return binder
+
+
+def signature_type(value: Any) -> str:
+    """Triton's signature type for one runtime argument (the documented fallback mapping)."""
+    if value is None:
+        return "constexpr"
+    if isinstance(value, bool):
+        return "u1"
+    if isinstance(value, int):
+        if value == 1:
+            return "constexpr"  # Triton specialises ints equal to 1
+        if -(2**31) <= value < 2**31:
+            return "i32"
+        if 2**31 <= value < 2**32:
+            return "u32"
+        if -(2**63) <= value < 2**63:
+            return "i64"
+        return "u64"
+    if isinstance(value, float):
+        return "fp32"
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and hasattr(value, "data_ptr"):
+        name = str(dtype).replace("torch.", "")
+        if name not in _TORCH_DTYPE_TO_TRITON:
+            raise CompileCheckError(f"tensor of dtype {dtype} has no Triton pointer type")
+        return "*" + _TORCH_DTYPE_TO_TRITON[name]
+    raise CompileCheckError(f"cannot describe a kernel argument of type {type(value).__name__} for the compile check")
+
+
+def launch_record_from_call(jit_fn: Any, args: Sequence[Any], kwargs: dict[str, Any], grid: Any = None,
+                            options: dict[str, Any] | None = None) -> LaunchRecord:
+    """Describe one launch `jit_fn[grid](*args, **kwargs)` for `compile_launched`.
+
+    `kwargs` may mix kernel parameters and launch options (num_warps, num_stages, ...), as the
+    launch path receives them; `options` (if given) overrides the options found in `kwargs`.
+    Raises CompileCheckError when an argument has no Triton type.
+    """
+    jit = as_jit_function(jit_fn)
+    param_names = [p.name for p in jit.params]
+    params_kw = {k: v for k, v in kwargs.items() if k in param_names}
+    opts = {k: v for k, v in kwargs.items() if k in COMPILE_OPTION_NAMES and k not in param_names}
+    opts.update({k: v for k, v in (options or {}).items() if k in COMPILE_OPTION_NAMES})
+    unknown = [k for k in kwargs if k not in param_names and k not in COMPILE_OPTION_NAMES and k not in _IGNORED_KWARGS]
+    if unknown:
+        raise CompileCheckError(f"kernel {jit.__name__} launched with unknown keyword argument(s) {', '.join(unknown)}")
+    args = [_unwrap_interpreted_arg(a) for a in args]
+    params_kw = {k: _unwrap_interpreted_arg(v) for k, v in params_kw.items()}
+    try:
+        bound, specialization, _ = _binder(jit)(*args, **params_kw)
+        _, signature, constexpr_paths, attrs = jit._pack_args(_backend(), dict(params_kw, **opts), bound, specialization, {})
+    except (AttributeError, ImportError) as exc:  # Triton internals moved: use the documented mapping
+        signature, constexpr_paths, attrs, bound = _manual_binding(jit, args, params_kw, exc)
+    except TypeError as exc:
+        raise CompileCheckError(f"kernel {jit.__name__}: arguments do not match its parameters: {exc}") from None
+    except Exception as exc:  # e.g. a tensor of a dtype Triton has no pointer type for
+        raise CompileCheckError(f"kernel {jit.__name__}: cannot describe the launch: {type(exc).__name__}: {exc}") from None
+    constexprs = {_path_name(param_names, p): v for p, v in constexpr_paths.items()}
+    return LaunchRecord(
+        kernel_name=jit.__name__, fn=jit, signature=dict(signature), constexprs=constexprs,
+        num_warps=int(opts.pop("num_warps", DEFAULT_NUM_WARPS) or DEFAULT_NUM_WARPS),
+        num_stages=int(opts.pop("num_stages", DEFAULT_NUM_STAGES) or DEFAULT_NUM_STAGES),
+        grid=_grid_tuple(grid, bound), options=opts, attrs=dict(attrs), constexpr_paths=dict(constexpr_paths),
+    )
+
+
+def _unwrap_interpreted_arg(v: Any) -> Any:
+    """Constexpr arguments may themselves be kernels (an activation passed as tl.constexpr)."""
+    return _jit_from_interpreted(v) if _is_interpreted(v) else v
+
+
+def _path_name(names: list[str], path: tuple[int, ...]) -> str:
+    base = names[path[0]] if path and path[0] < len(names) else str(path)
+    return base + "".join(f"[{i}]" for i in path[1:])
+
+
+def _manual_binding(jit: Any, args: Sequence[Any], kwargs: dict[str, Any], why: Exception) -> tuple[dict, dict, dict, dict]:
+    import inspect
+
+    bound_sig = jit.signature.bind(*args, **kwargs)
+    bound_sig.apply_defaults()
+    signature: dict[str, str] = {}
+    constexprs: dict[tuple[int, ...], Any] = {}
+    for i, p in enumerate(jit.params):
+        value = bound_sig.arguments.get(p.name, inspect.Parameter.empty)
+        if p.is_constexpr:
+            signature[p.name] = "constexpr"
+            constexprs[(i,)] = value
+            continue
+        ty = signature_type(value)
+        signature[p.name] = ty
+        if ty == "constexpr":
+            constexprs[(i,)] = value
+    return signature, constexprs, {}, dict(bound_sig.arguments)
+
+
+def _grid_tuple(grid: Any, bound: Any) -> tuple[int, ...] | None:
+    if grid is None:
+        return None
+    try:
+        if callable(grid):
+            grid = grid(dict(bound))
+        if isinstance(grid, int):
+            return (int(grid),)
+        return tuple(int(g) for g in grid)
+    except Exception:  # a grid lambda needing meta the record does not have: informational only
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Compiling
+# --------------------------------------------------------------------------------------------
+
+
+def compile_launched(records: Sequence[LaunchRecord], target: str = "cuda:90", *, max_variants: int = 32) -> dict[str, Any]:
+    """Compile each distinct launched kernel for `target`; report per kernel.
+
+    Returns {"target", "arch", "ok", "error", "n_variants", "n_skipped", "kernels": {name: {
+    "ok", "error", "n_regs", "shared", "spill_stores", "spill_loads", "local_bytes", "compile_s",
+    "variants": [...]}}}. `ok` is False when any variant failed to compile, uses more shared
+    memory than the target allows per block, or more than 255 registers per thread.
+    """
+    gpu = parse_target(target)
+    limit = shared_memory_limit(gpu)
+    distinct: dict[tuple, LaunchRecord] = {}
+    for r in records:
+        if isinstance(r, LaunchRecord):
+            distinct.setdefault(r.dedup_key(), r)
+    todo = list(distinct.values())
+    skipped = max(0, len(todo) - max_variants)
+    todo = todo[:max_variants]
+    kernels: dict[str, dict[str, Any]] = {}
+    variants = []
+    view = _compiler_view([r.fn.fn.__globals__ for r in todo]) if (_JIT_CACHE or _interpret_mode()) else contextlib.nullcontext()
+    with view:
+        for rec in todo:
+            variants.append((rec, _compile_one(rec, gpu, limit)))
+    for rec, variant in variants:
+        entry = kernels.setdefault(rec.kernel_name, {
+            "ok": True, "error": None, "n_regs": None, "shared": None, "spill_stores": None, "spill_loads": None,
+            "local_bytes": None, "compile_s": 0.0, "variants": [],
+        })
+        entry["variants"].append(variant)
+        entry["compile_s"] = round(entry["compile_s"] + variant["compile_s"], 4)
+        if not variant["ok"]:
+            entry["ok"] = False
+            entry["error"] = entry["error"] or variant["error"]
+        for k in ("n_regs", "shared", "spill_stores", "spill_loads", "local_bytes"):
+            if variant.get(k) is not None:
+                entry[k] = max(entry[k] or 0, variant[k])
+    first_error = next((e["error"] for e in kernels.values() if not e["ok"]), None)
+    return {
+        "target": f"cuda:{gpu.arch}", "arch": f"sm_{gpu.arch}", "ok": first_error is None, "error": first_error,
+        "n_variants": len(todo), "n_skipped": skipped, "shared_limit": limit, "kernels": kernels,
+    }
+
+
+def _compile_one(rec: LaunchRecord, gpu: Any, limit: int) -> dict[str, Any]:
+    import triton
+    from triton.compiler import ASTSource
+
+    out: dict[str, Any] = rec.to_dict()
+    out.update({"ok": False, "error": None, "n_regs": None, "shared": None, "spill_stores": None,
+                "spill_loads": None, "local_bytes": None, "stack_bytes": None})
+    t0 = time.perf_counter()
+    options = {"num_warps": rec.num_warps, "num_stages": rec.num_stages, **rec.options}
+    sink = io.StringIO()
+    try:
+        src = ASTSource(fn=rec.fn, signature=rec.signature, constexprs=rec.constexpr_paths, attrs=rec.attrs)
+        # make_cubin prints the whole PTX to stdout when ptxas fails: keep it out of the candidate's output
+        with contextlib.redirect_stdout(sink):
+            compiled = triton.compile(src, target=gpu, options=options)
+    except Exception as exc:  # noqa: BLE001 - every compiler failure becomes a report entry
+        out["error"] = _concise_error(rec.kernel_name, gpu, exc)
+        out["compile_s"] = round(time.perf_counter() - t0, 4)
+        return out
+    shared = int(getattr(compiled.metadata, "shared", 0) or 0)
+    out["shared"] = shared
+    usage = _resource_usage(compiled, gpu)
+    out.update(usage)
+    out["compile_s"] = round(time.perf_counter() - t0, 4)
+    problems = []
+    if shared > limit:
+        problems.append(
+            f"needs {shared} bytes of shared memory per block, over sm_{gpu.arch}'s limit of {limit} "
+            f"({limit // 1024} KiB); lower its block sizes or num_stages"
+        )
+    if out.get("n_regs") is not None and out["n_regs"] > MAX_REGISTERS:
+        problems.append(f"uses {out['n_regs']} registers per thread, over the limit of {MAX_REGISTERS}")
+    if problems:
+        out["error"] = f"kernel {rec.kernel_name} " + "; ".join(problems)
+    else:
+        out["ok"] = True
+    return out
+
+
+def _concise_error(kernel: str, gpu: Any, exc: BaseException) -> str:
+    """One or two lines: the kernel, where, and what — never the whole traceback or PTX."""
+    kind = type(exc).__name__
+    msg = getattr(exc, "error_message", None)
+    node = getattr(exc, "node", None)
+    if msg is not None or node is not None:  # triton CompilationError
+        where = ""
+        if node is not None and hasattr(node, "lineno"):
+            src_lines = (getattr(exc, "src", None) or "").split("\n")
+            line = src_lines[node.lineno - 1].strip() if 0 < node.lineno <= len(src_lines) else ""
+            where = f" at kernel line {node.lineno}" + (f" `{line[:80]}`" if line else "")
+        detail = (msg or "").strip().splitlines()
+        detail_text = " ".join(d.strip() for d in detail[:3])[:400] if detail else ""
+        cause = exc.__cause__
+        if not detail_text and cause is not None:
+            detail_text = f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:400] if str(cause).strip() else ''}"
+        return f"kernel {kernel} failed to compile for sm_{gpu.arch}{where}: {kind}: {detail_text}".rstrip(": ")
+    text = str(exc).strip()
+    if "ptxas" in text.lower():
+        errs = [ln.strip() for ln in text.splitlines() if "error" in ln.lower() and "repro" not in ln.lower()]
+        text = " ".join(errs[:3]) or text.splitlines()[0]
+    else:
+        text = " ".join(text.splitlines()[:2])
+    return f"kernel {kernel} failed to compile for sm_{gpu.arch}: {kind}: {text[:500]}"
+
+
+_RESOURCE_RE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
+_SPILL_RE = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGS_RE = re.compile(r"Used (\d+) registers")
+
+
+def _tool(name: str) -> str | None:
+    try:
+        import triton.backends.nvidia as nv
+
+        path = os.path.join(os.path.dirname(nv.__file__), "bin", name)
+        return path if os.access(path, os.X_OK) else None
+    except ImportError:  # pragma: no cover
+        return None
+
+
+def _resource_usage(compiled: Any, gpu: Any) -> dict[str, Any]:
+    """Registers / local memory from the cubin (bundled cuobjdump); exact spills from ptxas -v
+    only when local memory suggests spilling. Missing tools leave the fields None."""
+    out: dict[str, Any] = {}
+    cubin = compiled.asm.get("cubin") if hasattr(compiled, "asm") else None
+    cuobjdump = _tool("cuobjdump")
+    if not cubin or cuobjdump is None:
+        return out
+    with tempfile.TemporaryDirectory(prefix="autotriton-cc-") as tmp:
+        path = os.path.join(tmp, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        try:
+            res = subprocess.run([cuobjdump, "--dump-resource-usage", path], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return out
+        m = _RESOURCE_RE.search(res.stdout)
+        if m is None:
+            return out
+        out["n_regs"], out["stack_bytes"], static_shared, out["local_bytes"] = (int(g) for g in m.groups())
+        out["spill_stores"], out["spill_loads"] = 0, 0
+        if out["local_bytes"] or out["stack_bytes"]:
+            out.update(_ptxas_spills(compiled, gpu, tmp))
+    return out
+
+
+def _ptxas_spills(compiled: Any, gpu: Any, tmp: str) -> dict[str, Any]:
+    ptx = compiled.asm.get("ptx")
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+
+        ptxas = get_ptxas(gpu.arch).path
+        arch = sm_arch_from_capability(gpu.arch)
+    except Exception:  # noqa: BLE001
+        return {}
+    if not ptx:
+        return {}
+    src = os.path.join(tmp, "k.ptx")
+    with open(src, "w") as f:
+        f.write(ptx)
+    try:
+        res = subprocess.run([ptxas, "-v", f"--gpu-name={arch}", src, "-o", os.path.join(tmp, "k.o")],
+                             capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    m = _SPILL_RE.search(res.stderr)
+    return {"spill_stores": int(m.group(1)), "spill_loads": int(m.group(2))} if m else {}
