@@ -272,7 +272,14 @@ class Repository:
                 self._parsed[path] = parse_file(path, text) if text is not None else None
             except cst.ParserSyntaxError as exc:
                 self._parsed[path] = None
-                self.errors[path] = ("syntax_error", f"line {exc.raw_line}, column {exc.raw_column}: {exc.message}")
+                detail = f"line {exc.raw_line}, column {exc.raw_column}: {exc.message}"
+                try:  # CPython's parser names the line a reader would fix
+                    compile(text or "", path, "exec", flags=0x400, dont_inherit=True)  # PyCF_ONLY_AST
+                except SyntaxError as py_exc:
+                    detail = f"line {py_exc.lineno}, column {py_exc.offset}: {py_exc.msg}"
+                except (ValueError, RecursionError, MemoryError):
+                    pass
+                self.errors[path] = ("syntax_error", detail)
             except (RecursionError, ValueError) as exc:
                 self._parsed[path] = None
                 self.errors[path] = ("unparseable", f"{type(exc).__name__}: {exc}"[:300])

@@ -1,0 +1,188 @@
+"""Extraction, dedup and bad-input handling (no sandbox needed)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from autotriton.harvesting import DuplicateFilter, HarvestConfig, canonical_key, harvest_local, rename_to_model
+from autotriton.harvesting.extract import ExtractionError, ModuleClassIndex, Repository, extract_class
+from autotriton.harvesting.licences import detect_licence_text
+from autotriton.harvesting.synthesis import problem_source, synthesize
+
+
+def _repo(files: dict[str, str]) -> Repository:
+    return Repository(files, lambda p: files[p].encode())
+
+
+def _top_names(source: str) -> set[str]:
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name) for a in node.names)
+    return names
+
+
+ALIASES = '''
+import os
+import torch
+import torch.nn as tnn
+from torch.nn import Module
+from torch import nn
+from torch.nn import functional as F, init
+
+SCALE = 3
+UNUSED_CONSTANT = 7
+CHAIN = SCALE * 2
+
+def helper(x):
+    return inner(x) * CHAIN
+
+def inner(x):
+    return x + 1
+
+def unused_helper():
+    return os.getcwd()
+
+class A(Module):
+    def forward(self, x):
+        return helper(x)
+
+class B(tnn.Module):
+    def forward(self, x):
+        return F.relu(x)
+
+class C(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+class D(A):
+    def forward(self, x):
+        return super().forward(x) * 2
+
+class E(nn.Sequential):
+    pass
+
+class NotAModule:
+    def forward(self, x):
+        return x
+'''
+
+
+def test_every_alias_of_nn_module_is_found():
+    repo = _repo({"m.py": ALIASES})
+    assert ModuleClassIndex(repo).module_classes("m.py") == ["A", "B", "C", "D", "E"]
+
+
+def test_extraction_keeps_exactly_the_transitive_needs():
+    repo = _repo({"m.py": ALIASES})
+    d = extract_class(repo, "m.py", "D").source
+    assert _top_names(d) == {"Module", "A", "D", "helper", "inner", "CHAIN", "SCALE"}
+    b = extract_class(repo, "m.py", "B").source
+    assert _top_names(b) == {"tnn", "F", "B"}  # `init` trimmed from the shared import line
+    assert "init" not in b and "os" not in b and "UNUSED_CONSTANT" not in b
+    exec(compile(d, "<d>", "exec"), {})  # standalone: runs with nothing else
+
+
+def test_rename_to_model_updates_references_and_moves_a_clashing_model():
+    src = "import torch.nn as nn\nclass Model(nn.Module):\n    pass\nclass Net(Model):\n    def __init__(self):\n        super(Net, self).__init__()\n        self.k = Net.__name__\n"
+    out = rename_to_model(src, "Net")
+    assert "class Model(Model_)" in out and "class Model_(nn.Module)" in out and "super(Model, self)" in out
+    assert "self.k = Model.__name__" in out
+
+
+def test_relative_import_outside_the_repository_is_rejected_with_a_reason():
+    repo = _repo({"pkg/m.py": "import torch.nn as nn\nfrom .missing import Thing\nclass A(nn.Module):\n    def forward(self, x):\n        return Thing(x)\n"})
+    with pytest.raises(ExtractionError) as err:
+        extract_class(repo, "pkg/m.py", "A")
+    assert err.value.reason == "relative_import" and "pkg/m.py:2" in err.value.detail
+
+
+def test_missing_package_is_rejected_with_its_name():
+    repo = _repo({"m.py": "import torch.nn as nn\nimport not_a_real_package_xyz as q\nclass A(nn.Module):\n    def forward(self, x):\n        return q.f(x)\n"})
+    with pytest.raises(ExtractionError) as err:
+        extract_class(repo, "m.py", "A")
+    assert err.value.reason == "missing_dependency" and "not_a_real_package_xyz" in err.value.detail
+
+
+def test_renamed_locals_comments_and_layout_are_exact_duplicates():
+    a = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x, y):\n        s = x + y  # sum\n        return s * 2\n"
+    b = 'import torch\nclass Model(torch.nn.Module):\n    """Doc."""\n    def forward(self, left, right):\n\n        total = left + right\n        return total * 2\n'
+    c = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x, y):\n        return x - y\n"
+    assert canonical_key(a) == canonical_key(b) != canonical_key(c)
+
+
+def test_near_duplicates_are_caught_and_different_modules_are_not():
+    base = "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n" + "".join(
+        f"        self.l{i} = nn.Linear(d, d)\n" for i in range(8)) + "    def forward(self, x):\n" + "".join(
+        f"        x = torch.relu(self.l{i}(x))\n" for i in range(8)) + "        return x\n"
+    near = base.replace("return x\n", "return x * 1.5\n")
+    other = "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, q, k):\n        return torch.softmax(q @ k.transpose(-1, -2), dim=-1).sum(0)\n"
+    f = DuplicateFilter(0.85)
+    assert f.check(base, "base") == (None, None)
+    assert f.check(near, "near")[0] == "near_duplicate"
+    assert f.check(other, "other") == (None, None)
+    assert f.check(base, "again")[0] == "duplicate"
+
+
+def test_synthesis_reads_first_layer_sizes_and_signatures():
+    src = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+           "    def __init__(self, in_channels, num_classes, hidden_dim=512):\n        super().__init__()\n"
+           "        self.conv = nn.Conv2d(in_channels, hidden_dim, 3)\n        self.fc = nn.Linear(hidden_dim, num_classes)\n"
+           "    def forward(self, images):\n        return self.fc(self.conv(images).mean((2, 3)))\n")
+    attempts = synthesize(src)
+    first = attempts[0]
+    assert first.input_spec[0]["shape"][1] == int(first.init_code[0])  # channels of the Conv2d input
+    assert len(first.input_spec[0]["shape"]) == 4
+    ns: dict = {}
+    exec(compile(problem_source(src, first), "<p>", "exec"), ns)
+    out = ns["Model"](*ns["get_init_inputs"]())(*ns["get_inputs"]())
+    assert out.shape[0] == 2
+
+
+@pytest.mark.parametrize("text,spdx", [
+    ("Permission is hereby granted, free of charge, to any person ... The above copyright notice and this permission notice shall be included in all copies", "MIT"),
+    ("Apache License\n Version 2.0, January 2004", "Apache-2.0"),
+    ("Redistribution and use in source and binary forms ... Neither the name of the copyright holder", "BSD-3-Clause"),
+    ("Redistribution and use in source and binary forms, with or without modification", "BSD-2-Clause"),
+    ("GNU LESSER GENERAL PUBLIC LICENSE Version 3", "LGPL-3.0"),
+    ("GNU GENERAL PUBLIC LICENSE Version 3, 29 June 2007", "GPL-3.0"),
+    ("This is free and unencumbered software released into the public domain.", "Unlicense"),
+    ("All rights reserved. Do not copy.", None),
+])
+def test_licence_text_signatures(text, spdx):
+    assert detect_licence_text(text) == spdx
+
+
+def test_bad_files_are_reported_per_file_and_never_stop_a_harvest(tmp_path):
+    (tmp_path / "LICENSE").write_text("MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy. "
+                                      "The above copyright notice and this permission notice shall be included in all copies.\n")
+    (tmp_path / "good.py").write_text("import torch\nimport torch.nn as nn\nclass Good(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n")
+    (tmp_path / "syntax.py").write_text("import torch.nn as nn\nclass S(nn.Module)\n    pass\n")
+    (tmp_path / "latin1.py").write_bytes(b"import torch.nn as nn\n# caf\xe9\nclass L(nn.Module):\n    pass\n")
+    (tmp_path / "binary.py").write_bytes(b"\x00\x01\x02ELF")
+    (tmp_path / "huge.py").write_text("x = 1\n" * 50_000)
+    (tmp_path / "deps.py").write_text("import torch.nn as nn\nimport flash_attn_not_here\nclass F(nn.Module):\n    def forward(self, x):\n        return flash_attn_not_here.f(x)\n")
+    cfg = HarvestConfig(incremental=False, probe=False, max_file_bytes=100_000)
+    result = harvest_local(tmp_path, cfg)
+    reasons = {r.subject.split(":", 1)[1]: r.reason for r in result.rejections}
+    assert reasons == {"syntax.py": "syntax_error", "latin1.py": "not_utf8", "binary.py": "binary_file", "huge.py": "file_too_large"}
+    assert "line 2" in next(r.detail for r in result.rejections if r.reason == "syntax_error")
+    by_name = {p.name: p for p in result.problems}
+    assert by_name["Good"].status == "runnable"
+    assert by_name["F"].status == "rejected" and by_name["F"].reject_reason == "missing_dependency"
+    assert result.summary()["files"] == 6
+
+
+def test_unknown_licence_is_rejected(tmp_path):
+    (tmp_path / "m.py").write_text("import torch.nn as nn\nclass A(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False))
+    assert result.problems == [] and [r.reason for r in result.rejections] == ["licence_unknown"]
+    (tmp_path / "m.py").write_text("# SPDX-License-Identifier: MIT\nimport torch.nn as nn\nclass A(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False))
+    assert [p.licence for p in result.problems] == ["MIT"]
