@@ -24,13 +24,14 @@ def make_chain(n: int, tag: str = "t", *, bad_every: int = 3) -> Chain:
         module_src = f"import torch\nclass Block{tag}{i}(torch.nn.Module):\n    def forward(self, x):\n        return x * {i}\n"
         module = HarvestedModule(ref, f"Block{tag}{i}", module_src + "\n# rest of the file\n", module_src)
         problem = Problem(
-            reference_source=module_src.replace(f"Block{tag}{i}", "Model") + "\ndef get_inputs():\n    return [torch.randn(4)]\n"
+            reference_source=module_src.replace(f"Block{tag}{i}", "Model") + f"\nTAG = {tag!r}\n"
+            "def get_inputs():\n    return [torch.randn(4)]\n"
             "def get_init_inputs():\n    return []\n",
             name=f"block_{tag}_{i}", module_key=module.key, source_key=ref.key,
             init_spec=[], input_spec=[{"shape": [4], "dtype": "float32"}], op_tags=["mul"], licence="MIT",
         )
         cand = Candidate(
-            problem_key=problem.key, code=f"import triton\nclass ModelNew:  # {tag} {i}\n    k = {i}\n",
+            problem_key=problem.key, code=f"import triton\nclass ModelNew:\n    k = {i}\n    tag = {tag!r}\n",
             reasoning=f"scale by {i}", instruction="write a Triton kernel", generator="replay",
             sampling={"temperature": 0.0}, usage={"prompt_tokens": 10 + i},
         )

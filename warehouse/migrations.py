@@ -196,10 +196,10 @@ def current_version(con: Any) -> int:
     """Highest applied version, 0 for a database without the migrations table."""
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     if not exists:
         return 0
-    return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])
+    return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchall()[0][0])
 
 
 def check_not_newer(con: Any, path: str) -> int:
@@ -220,21 +220,21 @@ def apply_migrations(con: Any, path: str = "warehouse") -> list[int]:
     con.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
         "applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp, code_version VARCHAR NOT NULL)"
-    )
+    ).fetchall()
     applied: list[int] = []
     for version, name, sql in MIGRATIONS:
         if version <= current_version(con):
             continue
-        con.execute("BEGIN TRANSACTION")
+        con.execute("BEGIN TRANSACTION").fetchall()
         try:
-            con.execute(sql)
+            con.execute(sql).fetchall()
             con.execute(
                 "INSERT INTO schema_migrations (version, name, code_version) VALUES (?, ?, ?)",
                 [version, name, code_version()],
-            )
-            con.execute("COMMIT")
+            ).fetchall()
+            con.execute("COMMIT").fetchall()
         except BaseException:
-            con.execute("ROLLBACK")
+            con.execute("ROLLBACK").fetchall()
             raise
         applied.append(version)
     return applied

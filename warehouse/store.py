@@ -193,6 +193,8 @@ class Warehouse:
         self._lock = threading.RLock()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._known_runs: set[str] = set()
+        self._tx_depth, self._tx_doomed = 0, False
+        self._stale_views: list[str] = []
         in_memory = self.path == ":memory:"
         if export_dir is not None:
             self.export_dir = Path(export_dir)
@@ -252,18 +254,61 @@ class Warehouse:
         self._con.execute(
             "UPDATE runs SET status = 'crashed', finished_at = ? WHERE status = 'running' AND NOT (pid = ? AND host = ?)",
             [_now(), os.getpid(), socket.gethostname()],
-        )
+        ).fetchall()
 
     @contextmanager
     def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One transaction; nested uses join the outer one (see atomic()). Call with self._lock held."""
         con = self._con
-        con.execute("BEGIN TRANSACTION")
+        if self._tx_depth:
+            self._tx_depth += 1
+            try:
+                yield con
+            except BaseException:
+                self._tx_doomed = True  # the outer block must not commit half of this put
+                raise
+            finally:
+                self._tx_depth -= 1
+            return
+        con.execute("BEGIN TRANSACTION").fetchall()
+        self._tx_depth, self._tx_doomed = 1, False
         try:
             yield con
         except BaseException:
-            con.execute("ROLLBACK")
+            self._tx_depth = 0
+            self._rollback()
             raise
-        con.execute("COMMIT")
+        self._tx_depth = 0
+        if self._tx_doomed:
+            self._rollback()
+            raise WarehouseError(
+                f"{self.path}: a write inside an atomic() block failed and its error was caught; the whole "
+                "block was rolled back. Let the error propagate or retry the block."
+            )
+        con.execute("COMMIT").fetchall()
+
+    def _rollback(self) -> None:
+        self._con.execute("ROLLBACK").fetchall()
+        self._known_runs.clear()  # a run started inside the transaction is gone too
+        while self._stale_views:
+            self._con.unregister(self._stale_views.pop())
+
+    @contextmanager
+    def atomic(self) -> Iterator["Warehouse"]:
+        """Group several puts into one transaction: all of them are stored, or none.
+
+            with wh.atomic():
+                wh.put_modules(run, modules)
+                wh.put_problems(run, problems)
+
+        Other threads' calls wait until the block ends. An exception rolls everything back.
+        """
+        with self._lock:
+            if self._con is None:
+                raise WarehouseError(f"{self.path}: the warehouse is closed; open a new Warehouse.")
+            self._require_writable("atomic()")
+            with self._transaction():
+                yield self
 
     def _require_writable(self, what: str) -> None:
         if self.read_only:
@@ -286,7 +331,7 @@ class Warehouse:
             "pid, host, created_at) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
             [run.run_id, kind, started, stable_json(payload), chash, run.code_version, run.flow_run_id,
              os.getpid(), socket.gethostname(), started],
-        )
+        ).fetchall()
         self._known_runs.add(run.run_id)
         return run
 
@@ -298,7 +343,7 @@ class Warehouse:
         self._con.execute(
             "UPDATE runs SET status = ?, finished_at = ?, summary = ? WHERE run_id = ?",
             [status, _now(), stable_json(dict(summary or {})), run.run_id],
-        )
+        ).fetchall()
 
     @_locked
     def runs(self, limit: int | None = 20, kind: str | None = None) -> list[dict[str, Any]]:
@@ -315,7 +360,7 @@ class Warehouse:
         if not isinstance(run, Run):
             raise TypeError("put_*: pass the Run returned by wh.start_run(kind, config) as the first argument")
         if run.run_id not in self._known_runs:
-            if not self._con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]).fetchone()[0]:
+            if not self._con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]).fetchall()[0][0]:
                 raise WarehouseError(f"{self.path}: run {run.run_id} was not started in this warehouse; call start_run first.")
             self._known_runs.add(run.run_id)
         return {
@@ -342,7 +387,7 @@ class Warehouse:
         try:
             new = con.execute(
                 f"SELECT count(*) FROM {view} i ANTI JOIN {_q(spec.table)} t ON t.{_q(key)} = i.{_q(key)}"
-            ).fetchone()[0]
+            ).fetchall()[0][0]
             cols = ", ".join(_q(c) for c, _ in spec.all_columns)
             sql = f"INSERT INTO {_q(spec.table)} ({cols}) SELECT {cols} FROM {view}"
             if spec.policy == "newest_wins":
@@ -351,9 +396,14 @@ class Warehouse:
                         f"WHERE {_q(spec.table)}.payload_hash <> excluded.payload_hash")
             else:
                 sql += " ON CONFLICT DO NOTHING"
-            con.execute(sql)
+            con.execute(sql).fetchall()
+        except duckdb.Error as exc:
+            raise WarehouseError(f"{self.path}: writing {len(unique)} row(s) to {spec.table} failed: {exc}") from exc
         finally:
-            con.unregister(view)
+            try:
+                con.unregister(view)
+            except duckdb.Error:  # the transaction is aborted; unregister after the rollback
+                self._stale_views.append(view)
         return int(new)
 
     def _put(self, run: Run, table: str, records: Iterable[Any]) -> int:
@@ -439,7 +489,7 @@ class Warehouse:
             new = self._insert(con, spec, rows, lineage)
             keys = sorted({ev.key for ev in evaluations})
             if keys:  # a re-run evaluation replaces its sample links
-                con.execute("DELETE FROM evaluation_samples WHERE evaluation_key IN (SELECT unnest(?::VARCHAR[]))", [keys])
+                con.execute("DELETE FROM evaluation_samples WHERE evaluation_key IN (SELECT unnest(?::VARCHAR[]))", [keys]).fetchall()
             self._insert(con, TABLES["evaluation_samples"], samples, lineage)
             return new
 
@@ -583,20 +633,21 @@ class Warehouse:
         """Run any SQL; returns column names and rows. Errors become WarehouseQueryError."""
         try:
             cur = self._con.execute(query, list(params or []))
+            rows = cur.fetchall()  # always drain: DuckDB refuses other work while a result is open
             if cur.description is None:
                 return QueryResult([], [])
-            return QueryResult([d[0] for d in cur.description], cur.fetchall())
+            return QueryResult([d[0] for d in cur.description], rows)
         except duckdb.Error as exc:
             raise WarehouseQueryError(f"SQL failed: {exc}".strip()) from exc
 
     @_locked
     def stats(self) -> dict[str, Any]:
         """Row counts per table, schema version, runs by status, the last runs."""
-        counts = {t: int(self._con.execute(f"SELECT count(*) FROM {_q(t)}").fetchone()[0]) for t in ("runs", *TABLES)}
+        counts = {t: int(self._con.execute(f"SELECT count(*) FROM {_q(t)}").fetchall()[0][0]) for t in ("runs", *TABLES)}
         by_status = dict(self._con.execute("SELECT status, count(*) FROM runs GROUP BY status ORDER BY status").fetchall())
         problem_status = dict(self._con.execute("SELECT status, count(*) FROM problems GROUP BY status ORDER BY status").fetchall())
         verdict_status = dict(self._con.execute("SELECT status, count(*) FROM latest_verdicts GROUP BY status ORDER BY status").fetchall())
-        validated = int(self._con.execute("SELECT count(*) FROM latest_verdicts WHERE correct AND rule_ok").fetchone()[0])
+        validated = int(self._con.execute("SELECT count(*) FROM latest_verdicts WHERE correct AND rule_ok").fetchall()[0][0])
         last = self._fetch_dicts(
             "SELECT run_id, kind, status, started_at, finished_at, flow_run_id, config_hash, code_version FROM runs "
             "ORDER BY started_at DESC, run_id DESC LIMIT 5"
@@ -714,7 +765,7 @@ class Warehouse:
 
     def _run_node(self, run_row: dict[str, Any]) -> dict[str, Any]:
         rid = run_row["run_id"]
-        counts = {t: int(self._con.execute(f"SELECT count(*) FROM {_q(t)} WHERE run_id = ?", [rid]).fetchone()[0]) for t in TABLES}
+        counts = {t: int(self._con.execute(f"SELECT count(*) FROM {_q(t)} WHERE run_id = ?", [rid]).fetchall()[0][0]) for t in TABLES}
         node = {c: run_row[c] for c in ("run_id", "kind", "status", "started_at", "finished_at", "flow_run_id",
                                          "config_hash", "code_version", "pid", "host")}
         node["summary"] = json.loads(run_row["summary"]) if run_row["summary"] else None
