@@ -8,6 +8,7 @@ PERMISSIVE_LICENCES = ["MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC
 
 
 class HarvestConfig(BaseModel):
+    github: bool = Field(False, description="harvest GitHub (github_query) in the refresh flow; needs network and GITHUB_TOKEN for useful rate limits")
     github_query: str = Field("language:python torch nn.Module", description="GitHub repository search query")
     max_repos: int = Field(20, ge=1, description="at most this many repositories per GitHub harvest")
     min_stars: int = Field(10, ge=0, description="skip repositories with fewer stars")
