@@ -1,0 +1,88 @@
+"""The local source and the CLI, with problems confirmed in the real validation sandbox."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from autotriton.flows.cli import app
+from autotriton.harvesting import HarvestConfig, harvest_dataset
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "modules"
+DATA = Path(__file__).parent / "data" / "harvesting"
+SUITE = ROOT.parent / "shared" / "benchmarks" / "kernelbench_level1.jsonl"
+
+
+def _invoke(args: list[str]):
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_cli_harvest_local_writes_the_warehouse_and_a_second_harvest_adds_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # a copy outside git: the checkout's HEAD moves as people commit, and a new commit is a new source
+    examples = tmp_path / "modules"
+    shutil.copytree(EXAMPLES, examples)
+    db = str(tmp_path / "h.duckdb")
+    first = _invoke(["--db", db, "harvest", "local", str(examples), "--json"])
+    assert set(first) >= {"files", "modules", "runnable", "rejected", "duplicates"}
+    assert first["files"] == 8 and first["modules"] == 13
+    assert first["runnable"] == 11
+    assert first["rejected"] == {"input_independent": 1, "missing_dependency": 1}  # ConstantBias, einops
+    assert first["file_errors"] == {"syntax_error": 1}
+    assert first["new_rows"]["problems"] == 13
+
+    from autotriton.warehouse import Warehouse
+
+    with Warehouse(db) as wh:
+        runnable = wh.problems(status="runnable")
+        assert len(runnable) == 11
+        sa = next(p for p in runnable if p.name == "SelfAttention")
+        assert "class Model(nn.Module)" in sa.reference_source and "def get_inputs()" in sa.reference_source
+        assert "NEG_INF = -1e9" in sa.reference_source and "def scaled_scores" in sa.reference_source
+        assert "class CrossScores" not in sa.reference_source  # nothing extra
+        assert sa.licence == "Apache-2.0"
+        reasons = {r["reason"] for r in wh.rejections()}
+        assert {"syntax_error", "missing_dependency", "input_independent"} <= reasons
+        lineage = wh.lineage(sa.key)
+        assert lineage
+
+    # the incremental state says nothing changed; the full re-harvest adds no rows either
+    second = _invoke(["--db", db, "harvest", "local", str(examples), "--json"])
+    assert second["modules"] == 0 and second["unchanged"] == 8
+    full = _invoke(["--db", db, "harvest", "local", str(examples), "--full", "--json"])
+    assert full["runnable"] == 11 and all(v == 0 for v in full["new_rows"].values())
+
+
+def test_cli_reports_a_missing_path(tmp_path):
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "x.duckdb"), "harvest", "local", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+def test_kernelbook_rows_become_modules_problems_and_pairs(tmp_path):
+    result = harvest_dataset(DATA / "kernelbook_sample.jsonl", HarvestConfig(state_path=str(tmp_path / "s.json")))
+    assert result.summary()["duplicates"] == 1  # ScaledTanhCopy: same module, renamed locals
+    assert [r.reason for r in result.rejections] == ["licence_not_allowed"]  # the GPL row
+    (problem, candidate), = result.pairs
+    assert problem.status == "runnable" and "return [3.0]" in problem.reference_source  # [args, kwargs] -> positional
+    assert candidate.generator == "kernelbook" and "class ModelNew(nn.Module)" in candidate.code
+    assert "super(ModelNew, self)" in candidate.code and candidate.problem_key == problem.key
+    assert result.sources[0].repo == "example-org/tiny-nets" and result.sources[0].stars == 42
+    again = harvest_dataset(DATA / "kernelbook_sample.jsonl", HarvestConfig(state_path=str(tmp_path / "s.json")))
+    assert again.problems == [] and again.summary()["unchanged"] == 1
+
+
+@pytest.mark.skipif(not SUITE.is_file(), reason="shared/benchmarks not present")
+def test_benchmark_suite_is_imported_verbatim(tmp_path):
+    result = harvest_dataset(SUITE, HarvestConfig(incremental=False, probe=False))
+    assert len(result.problems) == 100
+    first = json.loads(SUITE.read_text().splitlines()[0])
+    p = result.problems[0]
+    assert p.reference_source == first["source"] and p.suite == "kernelbench/level1" and p.suite_id == first["id"]
+    assert p.licence == "MIT" and result.sources[0].repo == "ScalingIntelligence/KernelBench"
