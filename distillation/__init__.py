@@ -8,7 +8,7 @@ Public API:
     distill(problems, teacher, config, validation_config, judge=None) -> DistillResult
     describe_problem(problem_source, candidate_code=None) -> (instruction, reasoning)
     ResponseCache, read_records, REPLAY_FIELDS          the JSONL record format (cache.py, REPLAY.md)
-    make_teacher(config)                                 the teacher a DistillConfig names
+    make_teacher(config), make_explainer(config)        the teacher a DistillConfig names, its LLM explainer
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ __all__ = [
     "ReplayTeacher", "OpenAITeacher", "InductorTeacher", "TeacherError", "make_teacher",
     "distill", "DistillResult", "format_feedback", "describe_problem",
     "ResponseCache", "ReplayFormatError", "read_records", "replay_record", "REPLAY_FIELDS", "DistillConfig",
-    "GPUUnavailableError",
+    "GPUUnavailableError", "make_explainer",
 ]
 
 
@@ -69,9 +69,16 @@ def make_teacher(config: DistillConfig) -> Teacher:
         from autotriton.distillation.inductor import InductorTeacher
 
         return InductorTeacher(config)  # type: ignore[call-arg]
-    explainer = None
-    if config.explain_with_llm:
-        from autotriton.distillation.openai_teacher import OpenAITeacher
+    # With an LLM explainer configured, distill() has it write the words of validated pairs;
+    # the replay teacher then leaves them empty instead of describing them itself.
+    return ReplayTeacher(config, describe=not config.explain_with_llm)
 
-        explainer = OpenAITeacher(config)
-    return ReplayTeacher(config, explainer=explainer)
+
+def make_explainer(config: DistillConfig):
+    """The LLM that writes instruction/reasoning for compiler pairs (`distill.explain_with_llm`),
+    or None. The openai teacher writes its own words, so it needs none."""
+    if not config.explain_with_llm or config.teacher == "openai":
+        return None
+    from autotriton.distillation.openai_teacher import OpenAITeacher
+
+    return OpenAITeacher(config)

@@ -22,7 +22,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["describe_problem", "analyze_problem", "analyze_candidate", "ProblemSummary", "KernelSummary", "CandidateSummary"]
+__all__ = ["describe_problem", "fill_descriptions", "analyze_problem", "analyze_candidate", "ProblemSummary", "KernelSummary", "CandidateSummary"]
 
 # Tensor methods / functions that only reshape or move data: not "computation" worth listing.
 _SHAPE_OPS = {
@@ -454,3 +454,26 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
     lines.append("Each kernel masks out-of-range lanes so sizes need not be multiples of the block sizes; "
                  "ModelNew.forward only allocates outputs with torch.empty and launches the kernels.")
     return instruction, "\n".join(lines)
+
+
+def fill_descriptions(candidates: list[Any], problems: dict[str, Any], *, trace: bool = True,
+                      trace_cache: dict[str, dict[str, Any] | None] | None = None) -> int:
+    """Give every candidate with code but no instruction or reasoning the describe_problem text
+    (in place; words already there are kept). With `trace`, the problems are traced on the meta
+    device first (one child process for all; results kept in `trace_cache`). Returns how many
+    candidates got words."""
+    todo = [c for c in candidates if c.code and (not c.instruction or not c.reasoning)]
+    if not todo:
+        return 0
+    traces = trace_cache if trace_cache is not None else {}
+    if trace:
+        from autotriton.distillation.trace import trace_problems
+
+        keys = sorted({c.problem_key for c in todo} - set(traces))
+        if keys:
+            traces.update(zip(keys, trace_problems([problems[k].reference_source for k in keys])))
+    for cand in todo:
+        instruction, reasoning = describe_problem(problems[cand.problem_key].reference_source, cand.code, traces.get(cand.problem_key))
+        cand.instruction = cand.instruction or instruction
+        cand.reasoning = cand.reasoning or reasoning
+    return len(todo)

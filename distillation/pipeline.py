@@ -20,13 +20,20 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from autotriton.distillation.config import DistillConfig
+from autotriton.distillation.describe import fill_descriptions
 from autotriton.distillation.teacher import RepairingTeacher, RepairRequest, Teacher, Turn
 from autotriton.records import Candidate, Problem, Verdict
 
-__all__ = ["distill", "DistillResult", "format_feedback", "clean_traceback", "Judge"]
+__all__ = ["distill", "DistillResult", "format_feedback", "clean_traceback", "Judge", "Explainer"]
 
 _ERROR_TAIL_LINES = 30
 _ERROR_TAIL_CHARS = 3000
+
+
+class Explainer(Protocol):
+    """Writes (instruction, reasoning) for (problem, code) pairs: OpenAITeacher.explain_many."""
+
+    def explain_many(self, items: list[tuple[Problem, str]]) -> list[tuple[str, str]]: ...
 
 
 class Judge(Protocol):
@@ -44,7 +51,7 @@ class DistillResult:
 
 
 def _tail(text: str) -> str:
-    lines = text.strip().splitlines()
+    lines = text.rstrip().lstrip("\n").splitlines()
     tail = "\n".join(lines[-_ERROR_TAIL_LINES:])
     return tail[-_ERROR_TAIL_CHARS:]
 
@@ -163,12 +170,15 @@ def distill(
     validation_config: Any = None,
     judge: Judge | None = None,
     *,
+    explainer: Explainer | None = None,
     progress: bool = False,
 ) -> DistillResult:
     """Generate, judge and repair candidates for `problems`; see the module docstring.
 
     `judge` (e.g. a JudgePool the caller keeps warm) is used when given; otherwise a JudgePool
-    over `validation_config` lives for the duration of this call.
+    over `validation_config` lives for the duration of this call. Candidates without instruction
+    or reasoning (compiler output) get them from `explainer.explain_many` (e.g. OpenAITeacher) when
+    they validated and an explainer is given, else from `describe_problem`.
     """
     config = config or DistillConfig()
     problems = list(problems)
@@ -243,6 +253,16 @@ def distill(
 
     ordered = list(candidates.values())
     pairs = [(by_key[c.problem_key], c, verdicts[c.key]) for c in ordered if rewards.get(c.key) == 1.0]
+    # Compiler output has no words. Validated pairs get them from the LLM when one is configured
+    # (only pairs: explaining failures would be money spent on nothing); everything else, and any
+    # pair the LLM could not explain, gets the deterministic description.
+    wordless_pairs = [c for _, c, _ in pairs if not c.instruction or not c.reasoning]
+    if explainer is not None and wordless_pairs:
+        texts = explainer.explain_many([(by_key[c.problem_key], c.code) for c in wordless_pairs])
+        for cand, (instruction, reasoning) in zip(wordless_pairs, texts):
+            cand.instruction = cand.instruction or instruction
+            cand.reasoning = cand.reasoning or reasoning
+    fill_descriptions(ordered, by_key, trace=config.describe_trace)
     stats = _stats(problems, ordered, list(verdicts.values()), pairs, produced, malformed, per_round, teacher)
     return DistillResult(candidates=ordered, verdicts=list(verdicts.values()), stats=stats, pairs=pairs)
 

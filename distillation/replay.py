@@ -15,22 +15,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from autotriton.distillation.cache import read_records
 from autotriton.distillation.config import DistillConfig
-from autotriton.distillation.describe import describe_problem
-from autotriton.distillation.trace import trace_problems
+from autotriton.distillation.describe import fill_descriptions
 from autotriton.hashing import content_key, normalize_source
 from autotriton.records import Candidate, Problem
 
 __all__ = ["ReplayTeacher", "SHIPPED_REPLAY_DIR", "replay_files", "record_from_candidate", "write_replay"]
 
 SHIPPED_REPLAY_DIR = Path(__file__).resolve().parent / "data" / "replay"
-
-
-class Explainer(Protocol):
-    def explain_many(self, items: list[tuple[Problem, str]]) -> list[tuple[str, str]]: ...
 
 
 def replay_files(paths: Iterable[str | Path], *, shipped: bool = True) -> list[Path]:
@@ -56,11 +51,11 @@ class ReplayTeacher:
     """Serves recorded teacher outputs, indexed by problem_key; see the module docstring."""
 
     def __init__(self, config: DistillConfig | None = None, *, paths: Iterable[str | Path] = (), shipped: bool | None = None,
-                 explainer: Explainer | None = None):
+                 describe: bool = True):
         config = config or DistillConfig()
         shipped = config.replay_shipped if shipped is None else shipped
         self.files = replay_files([*config.replay_paths, *paths], shipped=shipped)
-        self.explainer = explainer
+        self.describe = describe  # False: leave empty words for the caller (e.g. an LLM explainer in distill)
         self.trace = config.describe_trace
         self._traces: dict[str, dict[str, Any] | None] = {}  # problem key -> meta-device trace (None: untraceable)
         self.counters: Counter = Counter()
@@ -111,29 +106,15 @@ class ReplayTeacher:
                 if not instruction or not reasoning:
                     to_explain.append(len(out))
                 out.append(cand)
-        if to_explain:
+        if to_explain and self.describe:
             self._fill_descriptions(out, to_explain, {p.key: p for p in problems})
         return out
 
     def _fill_descriptions(self, cands: list[Candidate], indices: list[int], problems: dict[str, Problem]) -> None:
-        """Instruction/reasoning for records that have none: from the LLM explainer when one is
-        configured, else the deterministic describe_problem text."""
-        if self.explainer is not None:
-            texts = self.explainer.explain_many([(problems[cands[i].problem_key], cands[i].code) for i in indices])
-            self.counters["explained_by_llm"] += len(indices)
-        else:
-            traces = self._traces
-            if self.trace:
-                keys = sorted({cands[i].problem_key for i in indices} - set(traces))
-                found = trace_problems([problems[k].reference_source for k in keys]) if keys else []
-                traces.update(zip(keys, found))
-                self.counters["traced"] += sum(1 for t in found if t)
-            texts = [describe_problem(problems[cands[i].problem_key].reference_source, cands[i].code,
-                                      traces.get(cands[i].problem_key)) for i in indices]
-            self.counters["described"] += len(indices)
-        for i, (instruction, reasoning) in zip(indices, texts):
-            cands[i].instruction = cands[i].instruction or instruction
-            cands[i].reasoning = cands[i].reasoning or reasoning
+        """Instruction/reasoning for records that have none: the deterministic describe_problem text."""
+        fill_descriptions([cands[i] for i in indices], problems, trace=self.trace, trace_cache=self._traces)
+        self.counters["described"] += len(indices)
+        self.counters["traced"] = sum(1 for t in self._traces.values() if t)
 
 
 def record_from_candidate(problem: Problem, candidate: Candidate, *, created: str | None = None) -> dict[str, Any]:

@@ -253,3 +253,25 @@ triton.runtime.errors.InterpreterError: AttributeError("module 'triton.language'
         "triton.runtime.errors.InterpreterError: AttributeError(\"module 'triton.language' has no attribute 'relu_max'\")",
     ]
     assert clean_traceback("plain message\nsecond line") == "plain message\nsecond line"
+
+
+@needs_judge
+def test_llm_explains_only_validated_compiler_pairs(judge, judge_config, tmp_path):
+    relu = Problem(reference_source=RELU_PROBLEM, name="relu")
+    sigmoid = Problem(reference_source=SIGMOID_PROBLEM, name="sigmoid")
+    path = tmp_path / "inductor.jsonl"
+    for problem, code in ((relu, RELU_KERNEL), (sigmoid, RELU_KERNEL_WRONG)):
+        append_record(path, record_from_candidate(problem, Candidate(problem_key=problem.key, code=code, generator="inductor")))
+    words = Reply(content="<instruction>Implement ReLU with Triton.</instruction><reasoning>One masked pass.</reasoning>")
+    with ChatServer([words]) as server:
+        config = llm_config(server, tmp_path, teacher="replay", explain_with_llm=True, describe_trace=False)
+        from autotriton.distillation import make_explainer, make_teacher
+
+        assert isinstance(make_teacher(config), ReplayTeacher) and not make_teacher(config).describe
+        teacher = ReplayTeacher(config, paths=[path], shipped=False, describe=False)
+        result = distill([relu, sigmoid], teacher, config, judge_config, judge=judge, explainer=make_explainer(config))
+        assert server.count == 1  # one explain request: the validated pair only
+        assert "Implement ReLU" not in server.requests[0]["messages"][1]["content"]
+    by_problem = {c.problem_key: c for c in result.candidates}
+    assert (by_problem[relu.key].instruction, by_problem[relu.key].reasoning) == ("Implement ReLU with Triton.", "One masked pass.")
+    assert "sigmoid" in by_problem[sigmoid.key].instruction and "relu_kernel" in by_problem[sigmoid.key].reasoning

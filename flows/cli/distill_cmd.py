@@ -34,12 +34,13 @@ def distill_cmd(
     if replay:
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
 
-    from autotriton.distillation import GPUUnavailableError, ReplayFormatError, distill, make_teacher
+    from autotriton.distillation import GPUUnavailableError, ReplayFormatError, distill, make_explainer, make_teacher
     from autotriton.distillation.openai_teacher import TeacherError
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     try:
         chosen = make_teacher(cfg.distill)
+        explainer = make_explainer(cfg.distill)
     except GPUUnavailableError as exc:
         fail(f"--teacher inductor: {exc}")
     except (ReplayFormatError, FileNotFoundError) as exc:
@@ -62,7 +63,7 @@ def distill_cmd(
         out.print(f"distilling {len(problems)} problem(s) with teacher [bold]{chosen.name}[/] "
                   f"({cfg.distill.samples} sample(s), {cfg.distill.rounds} repair round(s)); judge on {cfg.validation.device}; run {run.run_id}")
         try:
-            result = distill(problems, chosen, cfg.distill, cfg.validation, progress=True)
+            result = distill(problems, chosen, cfg.distill, cfg.validation, explainer=explainer, progress=True)
             new_candidates = wh.put_candidates(run, result.candidates)
             new_verdicts = wh.put_verdicts(run, result.verdicts)
         except TeacherError as exc:
