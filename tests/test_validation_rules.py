@@ -1,0 +1,609 @@
+"""Static rules: every rule fires with its id on the right line; correct candidates pass clean.
+
+Bad candidates mark the line the violation must point at with a trailing `# <-` comment.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from validation_rules_helpers import GOOD_CANDIDATES
+
+from autotriton.records import Violation
+from autotriton.validation.rules import (
+    ALLOWED_IMPORTS,
+    ALLOWED_TENSOR_METHODS,
+    ALLOWED_TORCH_CALLS,
+    FORBIDDEN_NAMES,
+    RULES,
+    TENSOR_COMPUTE_METHODS,
+    check_rules,
+)
+
+HEADER = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+"""
+
+KERNEL = """
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+"""
+
+LAUNCH = """\
+out = torch.empty_like(x)
+n = x.numel()
+relu_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
+"""
+
+
+def make(forward: str = LAUNCH + "return out", *, top: str = "", init: str = "", kernel: str = KERNEL,
+         bottom: str = "", bases: str = "nn.Module", args: str = "x") -> str:
+    """A candidate around the relu kernel; each piece can be swapped for a cheat."""
+    init_body = textwrap.indent(textwrap.dedent(init).strip("\n") or "pass", " " * 8)
+    fwd_body = textwrap.indent(textwrap.dedent(forward).strip("\n"), " " * 8)
+    return (
+        HEADER + textwrap.dedent(top) + kernel
+        + f"\n\nclass ModelNew({bases}):\n    def __init__(self):\n        super().__init__()\n{init_body}\n\n"
+        + f"    def forward(self, {args}):\n{fwd_body}\n" + textwrap.dedent(bottom)
+    )
+
+
+def marked_line(source: str) -> int | None:
+    for i, line in enumerate(source.splitlines(), start=1):
+        if line.rstrip().endswith("# <-"):
+            return i
+    return None
+
+
+def rules_of(violations: list[Violation]) -> set[str]:
+    return {v.rule for v in violations}
+
+
+def assert_fires(source: str, rule: str) -> list[Violation]:
+    """`rule` is reported on the `# <-` line (or with no line when nothing is marked)."""
+    assert rule in RULES
+    violations = check_rules(source)
+    line = marked_line(source)
+    hits = [v for v in violations if v.rule == rule]
+    assert hits, f"{rule} not reported; got {violations}\n{source}"
+    assert any(v.line == line for v in hits), f"{rule} reported on lines {[v.line for v in hits]}, expected {line}"
+    for v in violations:
+        assert v.rule in RULES and v.message
+    return violations
+
+
+# --------------------------------------------------------------------------------------------
+# correct candidates: no violations at all
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(GOOD_CANDIDATES))
+def test_correct_candidates_pass_every_rule(name: str) -> None:
+    assert check_rules(GOOD_CANDIDATES[name]) == []
+
+
+def test_the_template_itself_is_clean() -> None:
+    assert check_rules(make()) == []
+
+
+def test_shape_arithmetic_and_python_helpers_are_not_compute() -> None:
+    source = make(
+        """
+        B, C, H, W = x.shape
+        n = B * C * H * W
+        half = n // 2 + (n % 2)
+        dims = [d * 2 for d in x.shape]
+        block = min(1024, triton.next_power_of_2(max(1, H * W)))
+        scale = 1.0 / math.sqrt(float(C))
+        assert x.is_contiguous() and x.dim() == 4 and x.shape[1] == C
+        if x.size(0) > 0 and scale > 0:
+            pass
+        out = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+        return out.view(B, C, H, W)
+        """,
+        top="import math\n",
+    )
+    assert check_rules(source) == []
+
+
+def test_parameter_named_input_and_scalar_forward_arguments() -> None:
+    source = make(
+        """
+        out = torch.empty_like(input)
+        n = input.numel() * repeat
+        relu_kernel[(triton.cdiv(n, 256),)](input, out, n, BLOCK=256)
+        return out
+        """,
+        args="input, repeat: int = 1",
+    )
+    assert check_rules(source) == []
+
+
+def test_kernel_launched_through_helper_function_variable() -> None:
+    source = make(
+        """
+        return apply(relu_kernel, x)
+        """,
+        top="",
+        bottom="""
+
+        def apply(kernel, t):
+            out = torch.empty_like(t)
+            kernel[(triton.cdiv(t.numel(), 128),)](t, out, t.numel(), BLOCK=128)
+            return out
+        """,
+    )
+    assert check_rules(source) == []
+
+
+# --------------------------------------------------------------------------------------------
+# structure
+# --------------------------------------------------------------------------------------------
+
+
+def test_syntax_error() -> None:
+    source = make().replace("def forward(self, x):", "def forward(self, x)  # <-")
+    violations = assert_fires(source, "SYNTAX")
+    assert len(violations) == 1
+
+
+def test_modelnew_missing() -> None:
+    source = make().replace("class ModelNew(", "class Solution(")
+    assert_fires(source, "MODELNEW-MISSING")
+
+
+def test_modelnew_must_subclass_nn_module() -> None:
+    source = make(bases="object").replace("class ModelNew(object):", "class ModelNew(object):  # <-")
+    assert_fires(source, "MODELNEW-BASE")
+
+
+def test_modelnew_subclassing_a_local_module_is_fine() -> None:
+    source = make(bases="Base", top="\n\nclass Base(nn.Module):\n    pass\n")
+    assert "MODELNEW-BASE" not in rules_of(check_rules(source))
+
+
+def test_modelnew_without_forward() -> None:
+    source = make().replace("def forward(self, x):", "def run(self, x):").replace("class ModelNew(nn.Module):", "class ModelNew(nn.Module):  # <-")
+    assert_fires(source, "MODELNEW-FORWARD")
+
+
+def test_no_triton_kernel() -> None:
+    source = make(kernel="\n\ndef relu_kernel(x):\n    return x\n", forward="out = torch.empty_like(x)\nreturn out")
+    assert_fires(source, "TRITON-NO-KERNEL")
+
+
+def test_kernel_defined_but_never_launched() -> None:
+    source = make(forward="out = torch.empty_like(x)\nreturn out").replace("def forward(self, x):", "def forward(self, x):  # <-")
+    assert_fires(source, "TRITON-NOT-LAUNCHED")
+
+
+def test_kernel_launched_only_from_dead_helper() -> None:
+    source = make(
+        forward="return torch.empty_like(x)",
+        bottom="""
+
+        def unused(x):
+            out = torch.empty_like(x)
+            relu_kernel[(1,)](x, out, x.numel(), BLOCK=256)
+            return out
+        """,
+    ).replace("def forward(self, x):", "def forward(self, x):  # <-")
+    assert_fires(source, "TRITON-NOT-LAUNCHED")
+
+
+# --------------------------------------------------------------------------------------------
+# PyTorch compute in the forward path
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "y = torch.relu(x)  # <-",
+    "y = F.gelu(x)  # <-",
+    "y = x.sum(dim=1)  # <-",
+    "y = x @ x.t()  # <-",
+    "y = torch.matmul(x, x)  # <-",
+    "y = x * 2.0  # <-",
+    "y = torch.nn.functional.softmax(x, dim=-1)  # <-",
+    "y = x.exp().mean()  # <-",
+    "y = torch.where(x > 0, x, 0.0)  # <-",
+    "y = sum(x)  # <-",
+    "y = x.cpu().numpy()  # <-",
+    "y = torch.cat([x, x])  # <-",
+    "x.add_(1.0)  # <-",
+    "y = -x  # <-",
+])
+def test_pytorch_compute_in_forward(line: str) -> None:
+    assert_fires(make(line + "\n" + LAUNCH + "return out"), "TORCH-COMPUTE")
+
+
+def test_pytorch_compute_after_the_kernel() -> None:
+    # AutoTriton's own example: Triton for the ReLU, PyTorch for the rest
+    source = make(LAUNCH + "return out + x  # <-")
+    assert_fires(source, "TORCH-COMPUTE")
+
+
+def test_torch_module_called_in_forward() -> None:
+    # the conv falls back to PyTorch; only the relu is Triton
+    source = make(
+        "x = self.conv(x)  # <-\n" + LAUNCH + "return out",
+        init="self.conv = nn.Conv2d(3, 8, 3)",
+    )
+    assert_fires(source, "TORCH-COMPUTE")
+
+
+def test_compute_in_a_helper_reached_from_forward() -> None:
+    source = make(
+        "return helper(x)",
+        bottom="""
+
+        def helper(t):
+            t = t.contiguous()
+            out = torch.empty_like(t)
+            relu_kernel[(1,)](t, out, t.numel(), BLOCK=256)
+            return out * 0.5  # <-
+        """,
+    )
+    assert_fires(source, "TORCH-COMPUTE")
+
+
+def test_compute_in_a_method_of_a_helper_module() -> None:
+    source = make(
+        "return self.block(x)",
+        init="self.block = Helper()",
+        bottom="""
+
+        class Helper(nn.Module):
+            def forward(self, t):
+                out = torch.empty_like(t)
+                relu_kernel[(1,)](t, out, t.numel(), BLOCK=256)
+                return torch.tanh(out)  # <-
+        """,
+    )
+    assert_fires(source, "TORCH-COMPUTE")
+
+
+def test_compute_on_weights_in_forward() -> None:
+    source = make(
+        "w = self.weight.t().contiguous()\nb = self.weight.sum()  # <-\n" + LAUNCH + "return out",
+        init="self.weight = nn.Parameter(torch.randn(4, 4))",
+    )
+    assert_fires(source, "TORCH-COMPUTE")
+
+
+def test_indexed_write_into_a_tensor() -> None:
+    source = make(LAUNCH + "out[0] = x[0]  # <-\nreturn out")
+    assert_fires(source, "TORCH-COMPUTE")
+
+
+def test_compute_in_init_is_allowed() -> None:
+    source = make(init="self.weight = nn.Parameter(torch.randn(4, 4) * 0.02)\nnn.init.xavier_uniform_(self.weight)")
+    assert check_rules(source) == []
+
+
+# --------------------------------------------------------------------------------------------
+# fallbacks, compilers, libraries
+# --------------------------------------------------------------------------------------------
+
+
+def test_try_except_around_launch() -> None:
+    source = make(
+        """
+        out = torch.empty_like(x)
+        try:  # <-
+            relu_kernel[(1,)](x, out, x.numel(), BLOCK=256)
+        except Exception:
+            out = torch.relu(x)
+        return out
+        """
+    )
+    assert_fires(source, "TRY-EXCEPT")
+
+
+def test_contextlib_suppress_in_forward() -> None:
+    source = make(
+        """
+        out = torch.empty_like(x)
+        with contextlib.suppress(Exception):  # <-
+            relu_kernel[(1,)](x, out, x.numel(), BLOCK=256)
+        return out
+        """,
+        top="import contextlib\n",
+    )
+    assert_fires(source, "TRY-EXCEPT")
+
+
+def test_torch_compile() -> None:
+    source = make(init="self.fn = torch.compile(torch.relu)  # <-")
+    assert_fires(source, "TORCH-COMPILE")
+
+
+def test_extern_kernels() -> None:
+    source = make(top="from torch._inductor.select_algorithm import extern_kernels  # <-\n")
+    assert_fires(source, "TORCH-COMPILE")
+
+
+def test_torch_ops_aten() -> None:
+    source = make("y = torch.ops.aten.relu.default(x)  # <-\n" + LAUNCH + "return out")
+    assert_fires(source, "TORCH-OPS")
+
+
+def test_torch_c_compute() -> None:
+    source = make("y = torch._C._nn.linear(x, x)  # <-\n" + LAUNCH + "return out")
+    assert_fires(source, "TORCH-OPS")
+
+
+def test_cudnn_switch() -> None:
+    source = make(top="torch.backends.cudnn.allow_tf32 = True  # <-\n")
+    assert_fires(source, "VENDOR-LIBRARY")
+
+
+def test_cpp_extension() -> None:
+    source = make(top="from torch.utils.cpp_extension import load_inline  # <-\n")
+    assert_fires(source, "VENDOR-LIBRARY")
+
+
+def test_global_seed() -> None:
+    source = make("torch.manual_seed(0)  # <-\n" + LAUNCH + "return out")
+    assert_fires(source, "GLOBAL-STATE")
+
+
+def test_matmul_precision_change() -> None:
+    source = make(top="torch.set_float32_matmul_precision('medium')  # <-\n")
+    assert_fires(source, "GLOBAL-STATE")
+
+
+# --------------------------------------------------------------------------------------------
+# the reference, imports, patching, introspection
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "from reference import Model  # <-",
+    "import problem  # <-",
+    "from .model import Model  # <-",
+    "from __main__ import get_inputs  # <-",
+])
+def test_reference_import(line: str) -> None:
+    assert_fires(make(top=line + "\n"), "REFERENCE-IMPORT")
+
+
+def test_reference_model_used_in_modelnew() -> None:
+    source = make(init="self.ref = Model()  # <-")
+    assert_fires(source, "REFERENCE-USE")
+
+
+def test_modelnew_subclasses_reference() -> None:
+    source = make(bases="Model").replace("class ModelNew(Model):", "class ModelNew(Model):  # <-")
+    assert_fires(source, "REFERENCE-USE")
+
+
+def test_import_outside_allowlist() -> None:
+    assert_fires(make(top="import scipy.special  # <-\n"), "IMPORT-FORBIDDEN")
+
+
+@pytest.mark.parametrize("line", [
+    "torch.allclose = lambda *a, **k: True  # <-",
+    "torch.Tensor.__eq__ = lambda a, b: True  # <-",
+    "tl.dot = None  # <-",
+    "setattr(torch, 'allclose', lambda *a, **k: True)  # <-",
+    "F.relu = lambda x: x  # <-",
+    "triton.knobs.runtime.interpret = False  # <-",
+])
+def test_monkeypatching(line: str) -> None:
+    assert_fires(make(top=line + "\n"), "MONKEYPATCH")
+
+
+@pytest.mark.parametrize("top,forward_line", [
+    ("import gc  # <-\n", ""),
+    ("import inspect  # <-\n", ""),
+    ("import ctypes  # <-\n", ""),
+    ("", "frame = globals()  # <-"),
+    ("", "d = x.__class__.__dict__  # <-"),
+    ("", "f = getattr(torch, name)  # <-"),
+])
+def test_introspection(top: str, forward_line: str) -> None:
+    forward = (forward_line + "\n" if forward_line else "") + LAUNCH + "return out"
+    assert_fires(make(forward, top=top), "INTROSPECTION")
+
+
+def test_torch_function_override() -> None:
+    source = make(bottom="""
+
+        class Sneaky(torch.Tensor):  # <-
+            pass
+        """)
+    assert_fires(source, "INTROSPECTION")
+
+
+@pytest.mark.parametrize("line", [
+    "exec('import os')  # <-",
+    "y = eval('1 + 1')  # <-",
+    "m = __import__('os')  # <-",
+])
+def test_dynamic_code(line: str) -> None:
+    assert_fires(make(line + "\n" + LAUNCH + "return out"), "DYNAMIC-CODE")
+
+
+def test_importlib() -> None:
+    assert_fires(make(top="import importlib  # <-\n"), "DYNAMIC-CODE")
+
+
+@pytest.mark.parametrize("top,line", [
+    ("import threading  # <-\n", ""),
+    ("from concurrent.futures import ThreadPoolExecutor  # <-\n", ""),
+    ("", "s = torch.cuda.Stream()  # <-"),
+    ("", "g = torch.cuda.CUDAGraph()  # <-"),
+])
+def test_concurrency(top: str, line: str) -> None:
+    forward = (line + "\n" if line else "") + LAUNCH + "return out"
+    assert_fires(make(forward, top=top), "CONCURRENCY")
+
+
+def test_stream_context() -> None:
+    source = make(
+        """
+        out = torch.empty_like(x)
+        with torch.cuda.stream(torch.cuda.Stream()):  # <-
+            relu_kernel[(1,)](x, out, x.numel(), BLOCK=256)
+        return out
+        """
+    )
+    assert_fires(source, "CONCURRENCY")
+
+
+def test_sleep() -> None:
+    source = make("time.sleep(0.01)  # <-\n" + LAUNCH + "return out", top="import time\n")
+    assert_fires(source, "SLEEP")
+
+
+@pytest.mark.parametrize("top,line", [
+    ("", "f = open('/etc/passwd')  # <-"),
+    ("import os  # <-\n", ""),
+    ("import subprocess  # <-\n", ""),
+    ("from pathlib import Path  # <-\n", ""),
+    ("import socket  # <-\n", ""),
+    ("", "w = torch.load('weights.pt')  # <-"),
+    ("import pickle  # <-\n", ""),
+])
+def test_system_access(top: str, line: str) -> None:
+    forward = (line + "\n" if line else "") + LAUNCH + "return out"
+    assert_fires(make(forward, top=top), "SYSTEM-ACCESS")
+
+
+def test_environment_write() -> None:
+    source = make(top="import os\nos.environ['TRITON_INTERPRET'] = '0'  # <-\n")
+    assert_fires(source, "SYSTEM-ACCESS")
+
+
+# --------------------------------------------------------------------------------------------
+# caching results
+# --------------------------------------------------------------------------------------------
+
+
+def test_result_cached_on_module() -> None:
+    source = make(LAUNCH + "self.cached = out  # <-\nreturn out")
+    assert_fires(source, "RESULT-CACHE")
+
+
+def test_result_cached_in_a_dict() -> None:
+    source = make(LAUNCH + "self.memo[x.shape] = out  # <-\nreturn out", init="self.memo = {}")
+    assert_fires(source, "RESULT-CACHE")
+
+
+def test_global_statement_in_forward() -> None:
+    source = make("global LAST  # <-\n" + LAUNCH + "LAST = out\nreturn out", top="LAST = None\n")
+    assert_fires(source, "RESULT-CACHE")
+
+
+def test_memoised_helper() -> None:
+    source = make(
+        "return run(x)",
+        top="import functools\n",
+        bottom="""
+
+        @functools.lru_cache(maxsize=None)  # <-
+        def run(t):
+            out = torch.empty_like(t)
+            relu_kernel[(1,)](t, out, t.numel(), BLOCK=256)
+            return out
+        """,
+    )
+    assert_fires(source, "RESULT-CACHE")
+
+
+def test_lazily_allocated_workspace_is_fine() -> None:
+    source = make(
+        """
+        if self.buf is None or self.buf.shape != x.shape:
+            self.buf = torch.empty_like(x)
+        relu_kernel[(1,)](x, self.buf, x.numel(), BLOCK=256)
+        return self.buf.clone()
+        """,
+        init="self.buf = None",
+    )
+    assert check_rules(source) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Triton constraints
+# --------------------------------------------------------------------------------------------
+
+
+def test_arange_extent_not_power_of_two() -> None:
+    kernel = KERNEL.replace("offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "offs = tl.program_id(0) * 100 + tl.arange(0, 100)  # <-")
+    assert_fires(make(kernel=kernel), "TRITON-ARANGE-POW2")
+
+
+def test_block_size_not_constexpr() -> None:
+    kernel = KERNEL.replace("BLOCK: tl.constexpr", "BLOCK").replace(
+        "offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # <-")
+    assert_fires(make(kernel=kernel), "TRITON-BLOCK-CONSTEXPR")
+
+
+def test_block_size_launched_with_non_power_of_two() -> None:
+    source = make(LAUNCH.replace("BLOCK=256)", "BLOCK=1000)  # <-") + "return out")
+    assert_fires(source, "TRITON-BLOCK-POW2")
+
+
+def test_block_size_from_module_constant() -> None:
+    source = make(LAUNCH.replace("BLOCK=256)", "BLOCK=BLOCK_SIZE)  # <-") + "return out", top="BLOCK_SIZE = 384\n")
+    assert_fires(source, "TRITON-BLOCK-POW2")
+
+
+def test_num_warps_not_power_of_two() -> None:
+    source = make(LAUNCH.replace("BLOCK=256)", "BLOCK=256, num_warps=6)  # <-") + "return out")
+    assert_fires(source, "TRITON-NUM-WARPS")
+
+
+def test_num_warps_too_large_in_autotune_config() -> None:
+    kernel = (
+        "\n@triton.autotune(configs=[triton.Config({'BLOCK': 128}, num_warps=64)], key=['n'])  # <-"
+        + KERNEL.replace("\n@triton.jit", "\n@triton.jit", 1)
+    )
+    source = make(kernel=kernel, forward=LAUNCH.replace(", BLOCK=256", "") + "return out")
+    assert_fires(source, "TRITON-NUM-WARPS")
+
+
+def test_autotune_config_with_non_power_of_two_block() -> None:
+    kernel = "\n@triton.autotune(configs=[triton.Config({'BLOCK': 96}, num_warps=4)], key=['n'])  # <-" + KERNEL
+    source = make(kernel=kernel, forward=LAUNCH.replace(", BLOCK=256", "") + "return out")
+    assert_fires(source, "TRITON-BLOCK-POW2")
+
+
+@pytest.mark.parametrize("stages", [0, 12])
+def test_num_stages_out_of_range(stages: int) -> None:
+    source = make(LAUNCH.replace("BLOCK=256)", f"BLOCK=256, num_stages={stages})  # <-") + "return out")
+    assert_fires(source, "TRITON-NUM-STAGES")
+
+
+# --------------------------------------------------------------------------------------------
+# the rule table and allowlists are coherent data
+# --------------------------------------------------------------------------------------------
+
+
+def test_rule_table_and_allowlists_are_consistent() -> None:
+    assert all(rule in RULES for rule in FORBIDDEN_NAMES.values())
+    assert not (ALLOWED_TENSOR_METHODS & TENSOR_COMPUTE_METHODS)
+    assert {"sum", "matmul", "relu", "exp", "softmax", "copy_", "numpy"} <= TENSOR_COMPUTE_METHODS
+    assert {"view", "reshape", "contiguous", "size", "stride", "to"} <= ALLOWED_TENSOR_METHODS
+    assert "torch.empty_strided" in ALLOWED_TORCH_CALLS and "torch.matmul" not in ALLOWED_TORCH_CALLS
+    assert "torch" in ALLOWED_IMPORTS and "os" not in ALLOWED_IMPORTS
+    assert all(r == r.upper() and " " not in r for r in RULES)
+
+
+def test_violations_are_sorted_by_line_and_deduplicated() -> None:
+    source = make("y = torch.relu(x)\nz = torch.relu(x)\n" + LAUNCH + "return out", top="import os\n")
+    violations = check_rules(source)
+    lines = [v.line or 0 for v in violations]
+    assert lines == sorted(lines)
+    assert len({(v.rule, v.line, v.message) for v in violations}) == len(violations)
