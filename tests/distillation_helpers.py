@@ -102,6 +102,8 @@ class ChatServer:
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
         self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests the server was handling at once
         self._httpd: ThreadingHTTPServer | None = None
 
     @property
@@ -148,8 +150,18 @@ class ChatServer:
                     self._send(404, json.dumps({"error": {"message": f"no route {self.path}", "type": "not_found"}}).encode(), "application/json")
                     return
                 reply = server.next_reply(body)
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if reply.delay_s:
+                        time.sleep(reply.delay_s)
+                    self._reply(body, reply)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _reply(self, body: dict[str, Any], reply: Reply) -> None:
                 if reply.status != 200:
                     err = {"error": {"message": reply.content or "error", "type": "server_error" if reply.status >= 500 else "rate_limit_error", "code": None}}
                     try:

@@ -171,3 +171,12 @@ def test_explain_writes_instruction_and_reasoning_or_falls_back(problem, tmp_pat
         instruction, reasoning = teacher.explain(other, RELU_KERNEL)
     assert "relu_kernel" in reasoning and "relu" in instruction  # the deterministic description
     assert teacher.counters["explain_unparsed"] == 1
+
+
+def test_concurrency_is_bounded(tmp_path):
+    problems = [Problem(reference_source=RELU_PROBLEM.replace("37", str(n)), name=f"relu{n}") for n in range(30, 36)]
+    with ChatServer(fallback=lambda body: Reply(content=answer(RELU_KERNEL), delay_s=0.3)) as server:
+        cands = OpenAITeacher(make_config(server, tmp_path, concurrency=2)).generate(problems, samples=1)
+        assert server.count == 6 and len(cands) == 6
+        assert server.max_in_flight == 2
+    assert [c.problem_key for c in cands] == [p.key for p in problems]  # candidates come back in problem order
