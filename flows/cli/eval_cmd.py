@@ -247,11 +247,13 @@ def compare(
                    "markdown": str(out) if out else None})
         return
     header, rows = compare_rows(evaluations)
+    # Transposed for the terminal: one column per evaluation, one row per metric.
     table = Table(title="evaluations compared")
-    for h in header:
-        table.add_column(h, justify="left" if h in ("evaluation", "generator", "suite") else "right")
+    table.add_column("metric", style="cyan")
     for row in rows:
-        table.add_row(*row)
+        table.add_column(row[0], justify="right")
+    for i, name in enumerate(header[1:], start=1):
+        table.add_row(name, *[row[i] for row in rows])
     console().print(table)
     if out:
         console().print(f"markdown: {out}")
