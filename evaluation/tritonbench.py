@@ -402,6 +402,42 @@ def _plan_call(call: ast.Call, body: list[ast.stmt], index: int, entry: str, lin
     return _Plan(call, used, const_stmts, tensor_stmts, random_inputs)
 
 
+def _effective_argument(call: ast.Call, fn: ast.FunctionDef, name: str) -> ast.AST | None:
+    """The expression `name` takes in this call of `fn`: a keyword, a positional, or the default."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if name in params:
+        index = params.index(name)
+        if index < len(call.args):
+            return call.args[index]
+        defaults = fn.args.defaults
+        first_default = len(params) - len(defaults)
+        return defaults[index - first_default] if index >= first_default else None
+    kwonly = [a.arg for a in fn.args.kwonlyargs]
+    if name in kwonly:
+        return fn.args.kw_defaults[kwonly.index(name)]
+    return None
+
+
+def _deterministic(plan: _Plan, fn: ast.FunctionDef) -> bool:
+    """False when the case runs the operator in training mode (dropout draws random masks, so the
+    reference would not match itself); True when it does not, or when that cannot be told."""
+    for name in ("training", "train"):
+        value = _effective_argument(plan.call, fn, name)
+        if value is None:
+            continue
+        if isinstance(value, ast.Name):  # a constant assigned in the test case
+            stmt = next((s for s in plan.constants if value.id in _assigned(s)), None)
+            value = stmt.value if stmt is not None else value  # type: ignore[attr-defined]
+        try:
+            return not bool(ast.literal_eval(value))
+        except ValueError:
+            return True
+    return True
+
+
 def _indent(code: str, spaces: int = 4) -> str:
     pad = " " * spaces
     return "\n".join(pad + line if line.strip() else line for line in code.splitlines())
@@ -449,7 +485,9 @@ def convert_operator_file(text: str, *, file: Path | str = "<operator>", record:
     if not plans:
         why = "; ".join(reasons[:3]) if reasons else f"the tests never call `{entry}`"
         raise _Skip(f"no test case can become get_inputs(): {why}.", test_line)
-    plan = next((p for p in plans if p.random_inputs), plans[0])
+    # Prefer a deterministic case (dropout off), then one whose inputs are all random; else the first.
+    best = max(range(len(plans)), key=lambda i: (_deterministic(plans[i], entry_fn), plans[i].random_inputs, -i))
+    plan = plans[best]
 
     stripper = _DeviceStripper()
     const_code = "\n".join(ast.unparse(stripper.visit(s)) for s in plan.constants)

@@ -106,7 +106,8 @@ def test_tritonbench_t_conversion_of_the_sample():
     result = convert_tritonbench_t(TB_STATS)
     ids = [e.id for e in result.entries]
     assert ids == ["tritonbench-t/level1/scaled_relu", "tritonbench-t/level1/add_alpha",
-                   "tritonbench-t/level2/row_softmax", "tritonbench-t/level2/lerp_weighted"]
+                   "tritonbench-t/level2/row_softmax", "tritonbench-t/level2/lerp_weighted",
+                   "tritonbench-t/level3/dropout_scale"]
     by_name = {e.name: e for e in result.entries}
 
     relu = by_name["scaled_relu"].source
@@ -131,6 +132,11 @@ def test_tritonbench_t_conversion_of_the_sample():
     assert "end = start * 2 + 1" in lerp
     assert _run_problem(lerp).tolist() == [[0.5, 2.0], [3.5, 5.0]]
 
+    # Dropout in training mode would not match itself: the evaluation-mode case is taken.
+    dropout = by_name["dropout_scale"].source
+    assert "training = False" in dropout and "return dropout_scale(x, 3.0, 0.5, training)" in dropout
+    assert bool((_run_problem(dropout) != 0).all())  # training mode would zero about half of the 16 values
+
     problems = result.problems
     assert problems[0].suite == "tritonbench-t/level1" and problems[0].suite_id == ids[0]
 
@@ -146,11 +152,12 @@ def test_tritonbench_t_conversion_errors_are_per_record():
 
 def test_tritonbench_t_folder_single_file_and_suite_loading(tmp_path):
     # The folder finds its statistics beside it; a lone folder (no statistics) has no difficulty levels.
-    assert len(convert_tritonbench_t(TB_SAMPLE / "TritonBench_T_sample").entries) == 4
+    assert len(convert_tritonbench_t(TB_SAMPLE / "TritonBench_T_sample").entries) == 5
     lone = tmp_path / "ops"
     shutil.copytree(TB_SAMPLE / "TritonBench_T_sample", lone)
     entries = convert_tritonbench_t(lone).entries
-    assert sorted(e.id for e in entries) == sorted(f"tritonbench-t/{n}" for n in ("add_alpha", "lerp_weighted", "row_softmax", "scaled_relu"))
+    assert sorted(e.id for e in entries) == sorted(f"tritonbench-t/{n}" for n in ("add_alpha", "dropout_scale", "lerp_weighted",
+                                                                              "row_softmax", "scaled_relu"))
     single = convert_tritonbench_t(lone / "row_softmax.py")
     assert [e.name for e in single.entries] == ["row_softmax"] and not single.errors
     # load_suite recognises TritonBench-T data and filters it like any suite.
