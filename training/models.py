@@ -291,12 +291,26 @@ def _load_pretrained(path: str, *, gguf_file: str = "", device: str = "cpu", att
     try:
         tok = AutoTokenizer.from_pretrained(path, **({"gguf_file": gguf_file} if gguf_file else {}))
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+        if gguf_file:
+            _drop_gguf_quantizer(model)
     except (OSError, ValueError, ImportError) as exc:
         where = f"{path}/{gguf_file}" if gguf_file else path
         raise ModelLoadError(f"model {where!r} could not be loaded ({type(exc).__name__}: {str(exc).splitlines()[0]}). "
                              "Pass a HF model id reachable from here, a local folder saved with save_pretrained, "
                              "or a .gguf file.") from exc
     return model, tok
+
+
+def _drop_gguf_quantizer(model) -> None:
+    """transformers dequantises GGUF tensors to the requested dtype on load but still marks the
+    model as GGUF-quantized, which forbids save_pretrained and full fine-tuning. The weights are
+    plain tensors by then, so the mark goes."""
+    model.hf_quantizer = None
+    for attr in ("is_quantized", "quantization_method"):
+        if attr in model.__dict__:
+            delattr(model, attr)
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
 
 
 def load_model(name_or_path: str, *, device: str = "auto", gguf_file: str = "", cache_dir: str = "",
