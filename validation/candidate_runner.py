@@ -47,8 +47,8 @@ ALLOWED_ATEN_OPS = frozenset({
     # copies needed for layout, device and dtype
     "clone", "copy_", "_to_copy", "to", "_copy_from", "_copy_from_and_resize",
     # metadata
-    "size", "stride", "numel", "dim", "is_contiguous", "sym_size", "sym_stride", "sym_numel", "_local_scalar_dense",
-    "is_same_size", "is_nonzero",
+    "size", "stride", "numel", "dim", "is_contiguous", "sym_size", "sym_stride", "sym_numel",
+    "is_same_size",
 })
 
 RULE_NO_LAUNCH = "RUNTIME-NO-TRITON-LAUNCH"
@@ -56,6 +56,8 @@ RULE_ATEN = "RUNTIME-ATEN-COMPUTE"
 RULE_THREADS = "RUNTIME-THREADS"
 RULE_STREAM = "RUNTIME-SIDE-STREAM"
 RULE_FOREIGN = "RUNTIME-FOREIGN-KERNEL"
+RULE_ESCAPE = "RUNTIME-ESCAPE-HATCH"
+RULE_TAMPER = "RUNTIME-TAMPERING"
 
 
 class _State:
@@ -66,6 +68,7 @@ class _State:
     compile_seen: set = set()
     kernel_info: dict[int, dict[str, Any]] = {}
     stream_violation: str | None = None
+    escapes: list[str] = []
 
 
 STATE = _State()
@@ -94,9 +97,9 @@ def _kernel_info(jit_fn: Any) -> dict[str, Any]:
 
 
 def _note_launch(jit_fn: Any, args: tuple, kwargs: dict, grid: Any) -> None:
+    """Before a launch: side-stream check and the compile-check record (successful or not)."""
     info = _kernel_info(jit_fn)
     if STATE.recording:
-        STATE.launches.append({"name": info["name"], "module": info["module"]})
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             dev = torch.cuda.current_device()
             if torch.cuda.current_stream(dev) != torch.cuda.default_stream(dev):
@@ -115,6 +118,58 @@ def _note_launch(jit_fn: Any, args: tuple, kwargs: dict, grid: Any) -> None:
         STATE.compile_records.append({"kernel": info["name"], "record_error": repr(exc)[:500]})
 
 
+def _lang_namespaces() -> list[Any]:
+    mods = [m for name, m in list(sys.modules.items()) if m is not None and (name == "triton.language" or name.startswith("triton.language."))]
+    import triton.language as tl
+
+    return mods + [tl.core.tensor, getattr(tl.core, "tensor_descriptor_base", tl.core.tensor)]
+
+
+def _snapshot_lang() -> list[tuple[Any, dict[str, Any]]]:
+    return [(ns, dict(vars(ns))) for ns in _lang_namespaces()]
+
+
+def _restore_lang(snapshot: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Undo what the interpreter left patched in triton.language.
+
+    Triton 3.6's interpreter patches triton.language for the duration of a launch, but a kernel
+    that calls library @jit functions (tl.sum, tl.max, ...) leaves triton.language.core patched
+    afterwards, which breaks every later real compile in the process (the sm_90 compile check)
+    and makes one candidate's state leak into the next launch. Restore the raw namespaces.
+    """
+    for ns, before in snapshot:
+        now = vars(ns)  # keys the interpreter added (its rewritten library functions' globals) stay
+        for key, value in before.items():
+            if now.get(key, _MISSING) is not value:
+                try:
+                    setattr(ns, key, value)
+                except (AttributeError, TypeError):
+                    pass
+
+
+_MISSING = object()
+
+
+def _fix_interpreter_index() -> None:
+    """Triton 3.6's interpreter turns scalar kernel arguments into 1-element arrays and defines
+    `__index__` as `int(array)`, which numpy >= 2.4 refuses for 1-d arrays: every
+    `range(0, K, BLOCK)` over a runtime argument fails. Use `.item()` instead (same value)."""
+    try:
+        import triton.runtime.interpreter as interp
+    except ImportError:
+        return
+    original = getattr(interp, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_autotriton_fix", False):
+        return
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    patched._autotriton_fix = True  # type: ignore[attr-defined]
+    interp._patch_lang_tensor = patched
+
+
 def install_launch_hooks() -> None:
     """Wrap the two launch paths of Triton 3.x: compiled JITFunction and the CPU interpreter."""
     from triton.runtime.jit import JITFunction
@@ -124,25 +179,89 @@ def install_launch_hooks() -> None:
         from triton.runtime.interpreter import InterpretedFunction
 
         targets.append(InterpretedFunction)
+        _fix_interpreter_index()
     except ImportError:
         pass
     for cls in targets:
         original = cls.run
         if getattr(original, "_autotriton_hook", False):
             continue
+        interpreted = cls is not JITFunction
 
-        def run(self, *args, grid, warmup, __original=original, **kwargs):
+        def run(self, *args, grid, warmup, __original=original, __interpreted=interpreted, **kwargs):
             if warmup:
                 return __original(self, *args, grid=grid, warmup=warmup, **kwargs)
             _note_launch(self, args, kwargs, grid)
             STATE.in_launch += 1
+            lang = _snapshot_lang() if __interpreted else None
             try:
-                return __original(self, *args, grid=grid, warmup=warmup, **kwargs)
+                result = __original(self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 STATE.in_launch -= 1
+                if lang is not None:
+                    _restore_lang(lang)
+            if STATE.recording:  # only launches that completed count (a failed one computed nothing)
+                info = _kernel_info(self)
+                STATE.launches.append({"name": info["name"], "module": info["module"]})
+            return result
 
         run._autotriton_hook = True  # type: ignore[attr-defined]
         cls.run = run
+
+
+def _watch(owner: Any, attr: str, label: str) -> None:
+    """Wrap owner.attr so that a call during forward, outside a Triton launch, is recorded."""
+    original = getattr(owner, attr, None)
+    if original is None or getattr(original, "_autotriton_watch", False):
+        return
+
+    def watched(*args, **kwargs):
+        if STATE.recording and not STATE.in_launch:
+            STATE.escapes.append(label)
+        return original(*args, **kwargs)
+
+    watched._autotriton_watch = True  # type: ignore[attr-defined]
+    try:
+        setattr(owner, attr, watched)
+    except (AttributeError, TypeError):
+        pass
+
+
+def install_escape_watch() -> None:
+    """Ways to compute without the dispatch mode seeing it: host copies (numpy, lists) and
+    switching the dispatch modes off. Used during forward (outside launches), they are violations."""
+    import torch.utils._python_dispatch as pd
+
+    for attr in ("numpy", "tolist", "__array__"):
+        _watch(torch.Tensor, attr, f"Tensor.{attr}")
+    _watch(torch, "from_numpy", "torch.from_numpy")
+    for attr in ("_disable_current_modes", "_pop_mode_temporarily"):
+        _watch(pd, attr, f"torch.utils._python_dispatch.{attr}")
+    for attr in ("_DisableTorchDispatch", "_unset_dispatch_mode", "_pop_torch_dispatch_stack", "_set_dispatch_mode",
+                 "_ExcludeDispatchKeyGuard", "_DisableFuncTorch", "_RestorePythonTLSSnapshot"):
+        _watch(torch._C, attr, f"torch._C.{attr}")
+
+
+def integrity_snapshot() -> dict[str, int]:
+    """Identities of the harness's moving parts; compared after import and after each forward."""
+    from triton.runtime.jit import JITFunction
+
+    snap = {"JITFunction.run": id(JITFunction.run), "AtenRecorder.__torch_dispatch__": id(AtenRecorder.__dict__["__torch_dispatch__"]),
+            "_note_launch": id(globals()["_note_launch"]), "_kernel_info": id(globals()["_kernel_info"]),
+            "STATE": id(globals()["STATE"]), "digest": id(globals()["digest"]), "torch.Tensor.numpy": id(torch.Tensor.numpy),
+            "torch.no_grad": id(torch.no_grad), "torch.manual_seed": id(torch.manual_seed)}
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        snap["InterpretedFunction.run"] = id(InterpretedFunction.run)
+    except ImportError:
+        pass
+    return snap
+
+
+def tampered(before: dict[str, int]) -> list[str]:
+    after = integrity_snapshot()
+    return sorted(k for k in before if after.get(k) != before[k])
 
 
 class AtenRecorder(TorchDispatchMode):
@@ -218,6 +337,8 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
     header: dict[str, Any] = {"phases": [], "error": None}
     tensors: list[torch.Tensor] = []
     install_launch_hooks()
+    install_escape_watch()
+    snapshot = integrity_snapshot()
     try:
         module = load_candidate(job["source"], job["path"])
         model_cls = getattr(module, "ModelNew", None)
@@ -253,7 +374,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
             ph["trials"].append(tr)
             threads_before = set(threading.enumerate())
             recorder = AtenRecorder()
-            STATE.launches = []
+            STATE.launches, STATE.escapes = [], []
             STATE.recording = True
             start = time.perf_counter()
             try:
@@ -272,6 +393,8 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
             tr["aten_ops"] = dict(recorder.ops)
             tr["new_threads"] = [t.name for t in set(threading.enumerate()) - threads_before]
             tr["stream_violation"] = STATE.stream_violation
+            tr["escapes"] = sorted(set(STATE.escapes))
+            tr["tampered"] = tampered(snapshot)
             try:
                 outs = _flatten_outputs(out)
                 tr["outputs"] = list(range(len(tensors), len(tensors) + len(outs)))

@@ -13,7 +13,6 @@ Returns a plain dict (the caller turns it into a `Verdict`, adding the static ru
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
@@ -34,16 +33,19 @@ class ProblemError(Exception):
 
 
 def load_problem_module(source: str, directory: str, tag: str):
+    """Execute the reference problem as a module, from memory: no file a candidate could find."""
+    import linecache
+    import types
+
     key = source_key(source)
-    path = os.path.join(directory, f"problem_{key}_{tag}.py")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(source)
     name = f"autotriton_problem_{key}_{tag}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    filename = f"<reference problem {key}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)  # tracebacks
+    module = types.ModuleType(name)
+    module.__file__ = filename
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 (the reference problem, not candidate code)
     except BaseException:
         sys.modules.pop(name, None)
         raise
@@ -303,6 +305,10 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
                     aten_bad[op] = aten_bad.get(op, 0) + int(n)
             if tr.get("new_threads"):
                 violations.append(_violation(cr.RULE_THREADS, f"forward started threads: {', '.join(map(str, tr['new_threads']))[:200]}"))
+            if tr.get("escapes"):
+                violations.append(_violation(cr.RULE_ESCAPE, f"forward computed where the judge cannot watch: {', '.join(tr['escapes'])}"))
+            if tr.get("tampered"):
+                violations.append(_violation(cr.RULE_TAMPER, f"the judge's recorders were replaced: {', '.join(tr['tampered'])}"))
             if tr.get("stream_violation"):
                 violations.append(_violation(cr.RULE_STREAM, str(tr["stream_violation"])))
             if tr.get("input_digest") != phase.trials[k]["digest"]:

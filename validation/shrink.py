@@ -8,7 +8,10 @@ The shrink rule (`shrink_problem`), applied to the problem's source, never to th
    size), use `max_dim + 1` (odd stays odd).
 2. Inside `get_inputs()` / `get_init_inputs()`, integer literals above `max_dim` given as sizes
    to tensor factories (`torch.rand(4096, 4096)`, `torch.randn((B, 4096))`, ...) follow the same rule.
-3. Small constants (kernel sizes, strides, groups, ...) are never touched, and names defined
+3. Module-level tuples/lists of integer literals (`input_shape = (32768,)`) follow rule 1 element-wise.
+4. Batch-like constants (the name contains "batch") are capped at `max_batch` (default 4): the
+   batch dimension multiplies every cost and adds nothing to what a kernel must get right.
+5. Small constants (kernel sizes, strides, groups, ...) are never touched, and names defined
    from other names (`groups = in_channels`) follow their source.
 The result is only useful if it still runs: `shrink_and_check` (and the judge itself) runs the
 shrunk problem and falls back to the original when it does not.
@@ -98,7 +101,7 @@ def _replace_source(source: str, edits: list[tuple[ast.AST, str]]) -> str:
     return data.decode("utf-8")
 
 
-def shrink_problem(problem_source: str, max_dim: int = 32) -> str:
+def shrink_problem(problem_source: str, max_dim: int = 32, max_batch: int = 4) -> str:
     """The problem with its large sizes scaled down by the documented rule (module docstring).
 
     Returns the source unchanged when nothing is above `max_dim` or it does not parse.
@@ -108,9 +111,15 @@ def shrink_problem(problem_source: str, max_dim: int = 32) -> str:
     except SyntaxError:
         return problem_source
     edits: list[tuple[ast.AST, str]] = []
-    for stmt, _name, value, derived in _size_constants(tree):
-        if not derived and value > max_dim:
-            edits.append((stmt.value, str(shrink_value(value, max_dim))))
+    for stmt, name, value, derived in _size_constants(tree):
+        limit = min(max_dim, max_batch) if "batch" in name.lower() else max_dim
+        if not derived and value > limit:
+            edits.append((stmt.value, str(shrink_value(value, limit))))
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, (ast.Tuple, ast.List)):
+            for elt in stmt.value.elts:
+                if isinstance(elt, ast.Constant) and type(elt.value) is int and elt.value > max_dim:
+                    edits.append((elt, str(shrink_value(elt.value, max_dim))))
     for fn in tree.body:
         if isinstance(fn, ast.FunctionDef) and fn.name in ("get_inputs", "get_init_inputs"):
             for call in ast.walk(fn):
