@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import io
 import posixpath
+import sys
 import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -319,6 +320,8 @@ class Repository:
             return (target, binding.name) if target is not None else ("", binding.name)
         if not binding.module:
             return None
+        if binding.module.split(".")[0] in sys.stdlib_module_names:
+            return None  # `from typing import ...` is the standard library even beside a typing.py
         if binding.name is None:
             target = self.module_file(binding.module, None)
             return target

@@ -45,6 +45,15 @@ def python_files(root: Path) -> list[str]:
     return out
 
 
+def package_root(folder: Path) -> Path:
+    """The folder that holds the outermost package around `folder` (a sub-package harvested alone
+    still resolves `from ..x import y` and `from pkg.x import y` through its siblings)."""
+    root = folder
+    while (root / "__init__.py").is_file() and root.parent != root:
+        root = root.parent
+    return root
+
+
 def _scan(harvester: Harvester, root: Path, paths: list[str], scan_paths: list[str], repo_id: str, commit: str,
           licence: str | None) -> None:
     def read(rel: str) -> bytes | None:
@@ -76,10 +85,16 @@ def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = N
     if not target.exists():
         raise HarvestInputError(f"{path}: no such file or directory; pass a folder (or .py file) to harvest")
     target = target.resolve()
+    folder = target.parent if target.is_file() else target
+    root = package_root(folder)
+    paths = python_files(root)
+    inside = target.relative_to(root).as_posix()
     if target.is_file():
-        root, paths = target.parent, [target.name]
+        scan_candidates = [inside]
+    elif inside == ".":
+        scan_candidates = paths
     else:
-        root, paths = target, python_files(target)
+        scan_candidates = [p for p in paths if p.startswith(inside + "/")]
     commit, top = git_commit(root)
     repo_id = str(root)
     licence = directory_licence(root)
@@ -93,7 +108,7 @@ def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = N
     old_hashes: dict[str, str] = source_state.get("files", {}) if config.incremental else {}
     new_hashes: dict[str, str] = {}
     scan: list[str] = []
-    for rel in paths:
+    for rel in scan_candidates:
         try:
             digest = hashlib.sha256((root / rel).read_bytes()).hexdigest()
         except OSError as exc:
@@ -106,6 +121,9 @@ def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = N
             scan.append(rel)
     _scan(harvester, root, paths, scan, repo_id, commit, licence)
     result = harvester.finish()
+    if target.is_file() or inside != ".":
+        old_hashes = {k: v for k, v in source_state.get("files", {}).items()}
+        new_hashes = {**old_hashes, **new_hashes}
     source_state.update({"files": new_hashes, "commit": commit, "licence": licence})
     if commit_state:
         result.commit_state()
