@@ -11,6 +11,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, Field
 
 from autotriton.configuration import ConfigError, config_hash, load_layers
+from autotriton.paths import DEMO_EVAL_SUITE, DEMO_MODULES, DEMO_TRAIN_SUITE
 from autotriton.distillation.config import DistillConfig
 from autotriton.evaluation.config import EvaluationConfig
 from autotriton.harvesting.config import HarvestConfig
@@ -49,11 +50,14 @@ class PipelineConfig(BaseModel):
 # Profiles are overlays on the defaults; a TOML file, env and CLI flags still win over them.
 PROFILES: dict[str, dict[str, Any]] = {
     "demo": {
+        # The embedded defaults: harvest the shipped example repository and demo problems,
+        # distil them with the recorded teacher outputs, evaluate on the held-out demo suite.
+        "harvest": {"local_paths": [str(DEMO_MODULES)], "dataset_paths": [str(DEMO_TRAIN_SUITE)]},
         "validation": {"device": "cpu", "trials": 3, "workers": 2, "time_kernels": False},
         "distill": {"teacher": "replay"},
         "training": {"model": "smollm2-135m", "sft_max_steps": 30, "grpo_max_steps": 4, "num_generations": 4,
                      "max_completion_length": 256, "max_length": 768, "batch_size": 2},
-        "evaluation": {"samples": 2, "max_problems": 8, "max_new_tokens": 256},
+        "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "max_problems": 8, "max_new_tokens": 256},
     },
     "gpu": {
         "validation": {"device": "cuda", "trials": 5, "time_kernels": True, "shrink_for_cpu": False},

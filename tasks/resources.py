@@ -55,6 +55,22 @@ def judge(validation_config) -> Any:
         return pool
 
 
+_teachers: dict[str, Any] = {}
+
+
+def teacher(distill_config) -> Any:
+    """The teacher this distill config names, built once per process (replay data loads once)."""
+    from autotriton.distillation import make_teacher
+    from autotriton.hashing import content_key
+
+    key = content_key(distill_config.model_dump(mode="json"))
+    with _lock:
+        found = _teachers.get(key)
+        if found is None:
+            found = _teachers[key] = make_teacher(distill_config)
+        return found
+
+
 def close_all() -> None:
     """Close every judge pool and warehouse this process opened."""
     with _lock:

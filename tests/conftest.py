@@ -14,6 +14,7 @@ import pytest
 _PREFECT_HOME = tempfile.mkdtemp(prefix="autotriton-prefect-")
 os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

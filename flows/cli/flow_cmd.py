@@ -1,0 +1,162 @@
+"""Orchestrated verbs: `refresh`, `run` (end to end), `serve` (schedules) and `ui` (local Prefect UI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+
+
+def _prefect_env() -> None:
+    """Offline-friendly Prefect defaults (a user's own settings still win). Prefect reads its
+    settings when first imported, so this runs when the CLI loads, before any flow import."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_TO_API_BATCH_INTERVAL", "0.5")
+    # The ephemeral API server starts in 6-13 s on an idle 2-core machine; give a busy one room.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+
+def _run_flow(flow_fn, cfg, json_out: bool, **params: Any) -> dict[str, Any]:
+    from autotriton.flows.pipeline import task_runner
+
+    _prefect_env()
+    try:
+        return flow_fn.with_options(task_runner=task_runner(cfg))(cfg, **params)
+    except Exception as exc:  # the flow already recorded the failure in the warehouse
+        from autotriton.warehouse import WarehouseError
+
+        if isinstance(exc, WarehouseError):
+            fail(str(exc))
+        raise
+
+
+_prefect_env()
+
+
+@app.command("refresh")
+def refresh_cmd(json_out: bool = typer.Option(False, "--json", help="print one JSON object: harvest, distill and export summaries")) -> None:
+    """Run the dataset refresh flow: harvest -> extract -> dedup -> distill -> validate -> store -> export,
+    under Prefect (cached per problem, so an unchanged module is never re-distilled)."""
+    from autotriton.flows.pipeline import refresh_dataset
+
+    cfg, _ = load_config_or_fail()
+    started = time.monotonic()
+    out = _run_flow(refresh_dataset, cfg, json_out)
+    out.pop("export_records", None)
+    out["elapsed_s"] = round(time.monotonic() - started, 1)
+    if json_out:
+        emit_json(out)
+        return
+    console().print(_refresh_table(out))
+
+
+def _refresh_table(out: dict[str, Any]) -> Table:
+    h, d = out["harvest"], out["distill"]
+    table = Table(title=f"refresh (run {out['run_id']}, {out['elapsed_s']} s)", show_header=False)
+    table.add_column("what", style="cyan")
+    table.add_column("value")
+    table.add_row("harvest", f"{h['files']} files, {h['modules']} modules, {h['runnable']} runnable, {h['duplicates']} duplicates")
+    table.add_row("rejected", ", ".join(f"{k} {v}" for k, v in h["rejected"].items()) or "-")
+    table.add_row("distill", f"{d['problems']} problems, {d['candidates']} candidates, yield {d['yield']:.0%}")
+    table.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in d["verdicts"].items()) or "-")
+    table.add_row("validated pairs", str(d["validated_pairs"]))
+    table.add_row("exports", ", ".join(f"{k} {v}" for k, v in out["exports"].items()))
+    return table
+
+
+@app.command("run")
+def run_cmd(json_out: bool = typer.Option(False, "--json", help="print one JSON object: the whole report")) -> None:
+    """The whole pipeline, end to end (the retrain flow): refresh the dataset, train (SFT then GRPO),
+    evaluate the trained model; ends with a short report. On the embedded defaults (demo profile)
+    this runs on a CPU in minutes."""
+    from autotriton.flows.pipeline import retrain
+
+    cfg, _ = load_config_or_fail()
+    started = time.monotonic()
+    report = _run_flow(retrain, cfg, json_out)
+    report["elapsed_s"] = round(time.monotonic() - started, 1)
+    report["warehouse"] = cfg.warehouse.path
+    if json_out:
+        emit_json(json.loads(json.dumps(report, default=str)))
+        return
+    _print_report(report)
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    out = console()
+    r, t, e = report["refresh"], report["train"], report["evaluate"]
+    out.print(_refresh_table({**r, "elapsed_s": report["elapsed_s"]}))
+    models = Table(title="models trained", show_header=True)
+    for col in ("stage", "checkpoint", "steps", "key metrics"):
+        models.add_column(col)
+    for stage in ("sft", "grpo"):
+        if stage in t:
+            m = t[stage]["metrics"]
+            shown = {k: m[k] for k in list(m)[:4]}
+            models.add_row(stage, t[stage]["path"], str(t[stage]["steps"]),
+                           ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
+    out.print(models)
+    m = e["metrics"]
+    ev = Table(title=f"evaluation of {e['model']}")
+    for col in ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "pass@k"):
+        ev.add_column(col)
+    fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else str(v)  # noqa: E731
+    ev.add_row(str(m.get("problems")), str(m.get("samples")), fmt(m.get("rule_pass")), fmt(m.get("compile_rate")),
+               fmt(m.get("exec_accuracy")), fmt(m.get("hack_rate")),
+               ", ".join(f"@{k}={v:.2f}" for k, v in (m.get("pass_at_k") or {}).items()))
+    out.print(ev)
+    out.print(f"report: {e['report']}\nwarehouse: {report['warehouse']} (autotriton db stats)\n"
+              "runs, task graphs, artifacts and asset events: `autotriton ui`, then open the URL it prints "
+              "(Runs, Artifacts, and the Event feed for asset materialisations).")
+
+
+@app.command("serve")
+def serve_cmd(
+    cron: Optional[str] = typer.Option(None, "--cron", help="schedule of the dataset refresh [config: orchestration.refresh_cron]"),
+) -> None:
+    """Serve the flows: the dataset refresh on its cron schedule, train / evaluate / retrain on demand
+    (start them from the UI or `prefect deployment run`). Needs a Prefect server: run `autotriton ui`
+    in another terminal first (or set PREFECT_API_URL). Stops on Ctrl-C."""
+    from prefect import serve
+
+    from autotriton.flows.serving import build_deployments
+
+    cfg, _ = load_config_or_fail({"orchestration.refresh_cron": cron})
+    _prefect_env()
+    try:
+        deployments = build_deployments(cfg)
+    except ValueError as exc:
+        fail(str(exc))
+    out = console()
+    for d in deployments:
+        schedule = ", ".join(s.schedule.cron for s in (d.schedules or []) if hasattr(s.schedule, "cron")) or "on demand"
+        out.print(f"serving [bold]{d.name}[/] ({schedule})")
+    serve(*deployments)
+
+
+@app.command("ui")
+def ui_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", help="address to listen on (loopback by default)"),
+    port: int = typer.Option(4200, "--port", help="port of the Prefect API and UI"),
+) -> None:
+    """Start the local Prefect server and UI, point the CLI at it (flows run from other terminals
+    report there), print the URL, and stop cleanly on Ctrl-C."""
+    from autotriton.flows.ui import local_server
+
+    out = console()
+    try:
+        with local_server(host, port) as url:
+            out.print(f"Prefect UI: [bold]{url}[/]  (API {url}/api). autotriton runs now report here. Ctrl-C stops it.")
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                out.print("stopping the Prefect server ...")
+    except RuntimeError as exc:
+        fail(str(exc))

@@ -1,0 +1,180 @@
+"""The flows: refresh_dataset, train, evaluate, and retrain (all three, end to end).
+
+Flows only compose tasks (tasks/). Each takes the effective PipelineConfig as its one
+parameter (the Prefect UI shows it as a form), defaulting to the layered config on disk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, unmapped
+from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from autotriton.flows.config import PipelineConfig, load_config
+from autotriton.tasks import resources
+from autotriton.tasks.artifacts import Progress, markdown_table, publish_markdown
+from autotriton.tasks.distill import distill_problem, judge_candidates, judge_fingerprint, store_distilled
+from autotriton.tasks.evaluate import evaluate_model, store_evaluation
+from autotriton.tasks.export import export_training_sets
+from autotriton.tasks.harvest import harvest_dataset_source, harvest_github_source, harvest_local_source, store_harvest
+from autotriton.tasks.runs import finish_run, start_run
+from autotriton.tasks.train import grpo, sft, store_checkpoint
+
+
+def _config(config: PipelineConfig | None) -> PipelineConfig:
+    return config if config is not None else load_config()[0]
+
+
+def task_runner(config: PipelineConfig):
+    """Threads on one machine (default) or Dask (prefect-dask) for many."""
+    orch = config.orchestration
+    if orch.task_runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if orch.dask_address:
+            return DaskTaskRunner(address=orch.dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": orch.max_workers, "threads_per_worker": 1, "processes": True})
+    return ThreadPoolTaskRunner(max_workers=orch.max_workers)
+
+
+@flow(name="refresh-dataset", log_prints=True)
+def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
+    """harvest -> extract -> dedup -> distill -> validate -> store -> export."""
+    cfg = _config(config)
+    db = cfg.warehouse.path
+    run = start_run(db, "refresh", cfg)
+    try:
+        h, v, orch = cfg.harvest, cfg.validation, cfg.orchestration
+        futures = [harvest_local_source.submit(p, h, v) for p in h.local_paths]
+        futures += [harvest_dataset_source.submit(p, h, v) for p in h.dataset_paths]
+        if h.github:
+            github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
+            futures.append(github.submit(h, v))
+        harvested = store_harvest(db, run, [f.result() for f in futures])
+
+        wh = resources.warehouse(db)
+        problems = wh.problems(status="runnable")
+        if cfg.distill.max_problems:
+            problems = problems[: cfg.distill.max_problems]
+        teacher = resources.teacher(cfg.distill)
+        judge_version = judge_fingerprint(v)
+        distill_task = distill_problem
+        if cfg.distill.teacher == "openai":
+            distill_task = distill_problem.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
+        progress = Progress("distill-progress", f"{len(problems)} problems")
+        results = []
+        for done, future in enumerate(as_completed(distill_task.map(
+                problems, unmapped(cfg.distill), unmapped(v), unmapped(teacher.version), unmapped(judge_version))), 1):
+            results.append(future.result())
+            progress.update(done / max(1, len(problems)))
+        # Ready pairs imported from datasets (KernelBook) have candidates but no verdict yet.
+        pending = unjudged_jobs(wh)
+        extra = judge_candidates(pending, v, judge_version) if pending else []
+        distilled = store_distilled(db, run, results, extra)
+        exports = export_training_sets(db, run, cfg)
+        summary = {"run_id": run.run_id, "harvest": harvested, "distill": distilled,
+                   "exports": {k: (e.key if e else None) for k, e in exports.items()}}
+        finish_run(db, run, "succeeded", summary)
+        return {**summary, "export_records": exports}
+    except BaseException as exc:
+        finish_run(db, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:2000]})
+        raise
+
+
+def unjudged_jobs(wh: Any) -> list[tuple[str, str]]:
+    """(problem source, code) of stored candidates with code and no verdict yet."""
+    problems = {p.key: p for p in wh.problems(status="runnable")}
+    candidates = [c for c in wh.candidates(problem_keys=list(problems)) if c.code] if problems else []
+    judged = {v.candidate_key for v in wh.verdicts(candidate_keys=[c.key for c in candidates])} if candidates else set()
+    return [(problems[c.problem_key].reference_source, c.code) for c in candidates if c.key not in judged]
+
+
+@flow(name="train", log_prints=True)
+def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_export_key: str = "") -> dict[str, Any]:
+    """SFT on the newest (or given) `sft` export, then GRPO from the SFT model on the `rl` export."""
+    cfg = _config(config)
+    db = cfg.warehouse.path
+    run = start_run(db, "train", cfg)
+    try:
+        wh = resources.warehouse(db)
+        sft_export = _export(wh, "sft", sft_export_key)
+        rl_export = _export(wh, "rl", rl_export_key)
+        out: dict[str, Any] = {"run_id": run.run_id}
+        base_model = None
+        if sft_export is not None:
+            sft_result = sft(cfg.training, sft_export)
+            out["sft_checkpoint"] = store_checkpoint(db, run, sft_result)
+            out["sft"] = {"path": sft_result.checkpoint.path, "steps": sft_result.steps, "metrics": sft_result.metrics}
+            base_model = sft_result.checkpoint.path
+        else:
+            print("no sft export (nothing validated yet): GRPO starts from the base model")
+        if rl_export is None:
+            raise ValueError(f"{db}: no rl export; run the refresh-dataset flow (autotriton refresh) first")
+        grpo_result = grpo(cfg.training, cfg.validation, rl_export, base_model)
+        out["grpo_checkpoint"] = store_checkpoint(db, run, grpo_result)
+        out["grpo"] = {"path": grpo_result.checkpoint.path, "steps": grpo_result.steps, "metrics": grpo_result.metrics}
+        out["model"] = grpo_result.checkpoint.path
+        finish_run(db, run, "succeeded", out)
+        return out
+    except BaseException as exc:
+        finish_run(db, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:2000]})
+        raise
+
+
+def _export(wh: Any, name: str, key: str):
+    if key:
+        return wh.export(key)
+    found = wh.exports(name=name)
+    return found[-1] if found else None
+
+
+@flow(name="evaluate", log_prints=True)
+def evaluate(config: PipelineConfig | None = None, model: str = "") -> dict[str, Any]:
+    """Evaluate a model (default: the newest checkpoint in the warehouse) on evaluation.suite."""
+    cfg = _config(config)
+    db = cfg.warehouse.path
+    run = start_run(db, "evaluate", cfg)
+    try:
+        if not model:
+            checkpoints = resources.warehouse(db).checkpoints()
+            model = checkpoints[-1].path if checkpoints else (cfg.evaluation.model or cfg.training.model)
+        result = evaluate_model(cfg, model)
+        stored = store_evaluation(db, run, result, cfg.evaluation.report_dir)
+        out = {"run_id": run.run_id, "model": model, **stored}
+        finish_run(db, run, "succeeded", out)
+        return out
+    except BaseException as exc:
+        finish_run(db, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:2000]})
+        raise
+
+
+@flow(name="retrain", log_prints=True)
+def retrain(config: PipelineConfig | None = None) -> dict[str, Any]:
+    """refresh-dataset -> train -> evaluate: the whole pipeline, end to end."""
+    cfg = _config(config)
+    refreshed = refresh_dataset(cfg)
+    trained = train(cfg)
+    evaluated = evaluate(cfg, trained["model"])
+    report = {"refresh": {k: v for k, v in refreshed.items() if k != "export_records"}, "train": trained, "evaluate": evaluated}
+    publish_markdown("retrain-report", retrain_markdown(report), "rows per stage, models trained, evaluation")
+    return report
+
+
+def retrain_markdown(report: dict[str, Any]) -> str:
+    h = report["refresh"]["harvest"]
+    d = report["refresh"]["distill"]
+    rows = [
+        {"stage": "harvest", "result": f"{h['modules']} modules, {h['runnable']} runnable, {h['duplicates']} duplicates",
+         "new rows": ", ".join(f"{k} {v}" for k, v in h["new_rows"].items())},
+        {"stage": "distill + validate", "result": f"{d['problems']} problems, {d['validated_pairs']} validated pairs, yield {d['yield']:.0%}",
+         "new rows": f"candidates {d['new_candidates']}, verdicts {d['new_verdicts']}"},
+        {"stage": "export", "result": ", ".join(f"{k} {v}" for k, v in report["refresh"]["exports"].items()), "new rows": ""},
+        {"stage": "train", "result": f"sft {report['train'].get('sft', {}).get('steps', 0)} steps, grpo {report['train']['grpo']['steps']} steps",
+         "new rows": f"model {report['train']['model']}"},
+    ]
+    m = report["evaluate"]["metrics"]
+    ev = {k: m.get(k) for k in ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "pass_at_k")}
+    return ("# retrain\n\n" + markdown_table(rows) + "\n\n## evaluation\n\n" + markdown_table([ev]) +
+            f"\n\nReport: `{report['evaluate']['report']}`\n")

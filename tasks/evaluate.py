@@ -1,0 +1,62 @@
+"""Evaluation tasks: generate and judge on a suite, then store samples and metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.assets import materialize
+
+from autotriton.tasks import resources
+from autotriton.tasks.artifacts import asset_key, markdown_table, publish_image, publish_markdown
+
+
+@task(name="evaluate-model", task_run_name="evaluate-{model}")
+def evaluate_model(config: Any, model: str) -> Any:
+    """Evaluate `model` (HF id, path or checkpoint dir) on config.evaluation.suite with the judge."""
+    from autotriton.evaluation import evaluate, load_suite, make_generator
+
+    ev = config.evaluation
+    problems = load_suite(suite_path(config), levels=ev.levels or None, ids=ev.ids or None,
+                          name_glob=ev.name_glob or None, limit=ev.max_problems or None, shrink=ev.shrink)
+    generator = make_generator(ev, model_path=model)
+    return evaluate(problems, generator, ev, config.validation, judge=resources.judge(config.validation))
+
+
+def suite_path(config: Any) -> str:
+    from autotriton.paths import DEMO_EVAL_SUITE
+
+    return config.evaluation.suite or str(DEMO_EVAL_SUITE)
+
+
+@materialize(
+    asset_key("evaluations"), asset_key("verdicts"),
+    asset_deps=[asset_key("checkpoints")], name="store-evaluation", by="autotriton",
+)
+def store_evaluation(db_path: str, run: Any, result: Any, report_dir: str) -> dict[str, Any]:
+    from autotriton.evaluation import store_evaluation as store, write_report
+
+    wh = resources.warehouse(db_path)
+    with wh.atomic():
+        new = store(wh, run, result)
+    report = write_report(result, Path(report_dir) / result.evaluation.key)
+    metrics = result.evaluation.metrics
+    publish_markdown("evaluation", "# Evaluation\n\n" + markdown_table([_flat_metrics(result)]) +
+                     f"\n\nReport: `{report}`", f"{result.evaluation.generator} on {result.evaluation.suite}")
+    for png in sorted(Path(report).parent.glob("*.png")) if Path(report).is_file() else sorted(Path(report).glob("*.png")):
+        publish_image(f"evaluation-{png.stem}", png, png.stem)
+    return {"evaluation_key": result.evaluation.key, "new_rows": new, "report": str(report), "metrics": metrics}
+
+
+def _flat_metrics(result: Any) -> dict[str, Any]:
+    m = result.evaluation.metrics
+    overall = m.get("overall", m)
+    out = {"generator": result.evaluation.generator, "suite": result.evaluation.suite}
+    for key in ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "geomean_speedup"):
+        if key in overall:
+            value = overall[key]
+            out[key] = f"{value:.3f}" if isinstance(value, float) else value
+    for k, v in (overall.get("pass_at_k") or {}).items():
+        out[f"pass@{k}"] = f"{v:.3f}" if isinstance(v, float) else v
+    return out

@@ -1,0 +1,75 @@
+"""Harvest tasks: read sources (compute, retried when they touch the network), then store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import task
+from prefect.assets import materialize
+
+from autotriton.tasks import resources
+from autotriton.tasks.artifacts import asset_key, publish_table
+
+
+@task(name="harvest-local", task_run_name="harvest-local-{path}")
+def harvest_local_source(path: str, harvest_config: Any, validation_config: Any):
+    from autotriton.harvesting import harvest_local
+
+    return harvest_local(path, harvest_config, commit_state=False, validation_config=validation_config)
+
+
+@task(name="harvest-dataset", task_run_name="harvest-dataset-{path}")
+def harvest_dataset_source(path: str, harvest_config: Any, validation_config: Any):
+    from autotriton.harvesting import harvest_dataset
+
+    return harvest_dataset(path, harvest_config, commit_state=False, validation_config=validation_config)
+
+
+@task(name="harvest-github", retries=3, retry_delay_seconds=[10, 60, 300])
+def harvest_github_source(harvest_config: Any, validation_config: Any):
+    """GitHub search + tree walk + blobs. Rate limits are waited out inside; other network
+    failures are retried by Prefect (the incremental state makes a retry cheap)."""
+    from autotriton.harvesting import harvest_github
+
+    return harvest_github(harvest_config, commit_state=False, validation_config=validation_config)
+
+
+@materialize(
+    asset_key("sources"), asset_key("modules"), asset_key("problems"), asset_key("rejections"),
+    name="store-harvest", by="autotriton",
+)
+def store_harvest(db_path: str, run: Any, results: list[Any]) -> dict[str, Any]:
+    """Write every harvest result in one transaction, then commit the sources' incremental state
+    (so a failed write never marks files as harvested). Returns new rows per table and stats."""
+    wh = resources.warehouse(db_path)
+    new = {"sources": 0, "modules": 0, "problems": 0, "rejections": 0, "candidates": 0}
+    with wh.atomic():
+        for result in results:
+            new["sources"] += wh.put_sources(run, result.sources)
+            new["modules"] += wh.put_modules(run, result.modules)
+            pair_problems = [p for p, _ in result.pairs if p not in result.problems]
+            new["problems"] += wh.put_problems(run, result.problems + pair_problems)
+            new["rejections"] += wh.put_rejections(run, result.rejection_rows())
+            if result.pairs:
+                new["candidates"] += wh.put_candidates(run, [c for _, c in result.pairs])
+    for result in results:
+        result.commit_state()
+    totals = harvest_totals(results)
+    publish_table("harvest-yield", [
+        {"source": r.sources[0].repo if r.sources else "?", "files": r.stats.get("files", 0), "modules": r.stats.get("modules", 0),
+         "runnable": r.stats.get("runnable", 0), "duplicates": r.stats.get("duplicates", 0)} for r in results
+    ], "Harvest yield per source")
+    publish_table("harvest-rejections", [{"reason": k, "count": v} for k, v in sorted(totals["rejected"].items())],
+                  "Why harvested modules were rejected")
+    return {"new_rows": new, **totals}
+
+
+def harvest_totals(results: list[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"files": 0, "modules": 0, "runnable": 0, "duplicates": 0, "rejected": {}}
+    for r in results:
+        s = r.summary()
+        for key in ("files", "modules", "runnable", "duplicates"):
+            out[key] += int(s.get(key, 0))
+        for reason, count in s.get("rejected", {}).items():
+            out["rejected"][reason] = out["rejected"].get(reason, 0) + count
+    return out
