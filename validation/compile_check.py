@@ -19,7 +19,9 @@ the signature it was launched with, through `triton.compile` and the ptxas bundl
   (sm_90: 232448 bytes) or over 255 registers per thread is rejected.
 - `parse_target("cuda:90") -> GPUTarget`.
 
-Imports: torch is not needed here; triton and the standard library only.
+Imports: torch is not needed here; triton and the standard library only. Under TRITON_INTERPRET=1,
+importing this module applies `triton_compat.apply_interpreter_fixes()` (the interpreter otherwise
+leaves triton.language patched, which breaks compiling in the same process).
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ _TORCH_DTYPE_TO_TRITON = {
     "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1",
     "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16",
 }
+
+
+if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    from autotriton.validation.triton_compat import apply_interpreter_fixes
+
+    apply_interpreter_fixes()
 
 
 class CompileCheckError(ValueError):
