@@ -20,7 +20,7 @@ from evaluation_helpers import (
 )
 
 MODEL = "test-kernel-model"
-JUDGE = ["--set", "validation.device=cpu", "--set", "validation.trials=2", "--set", "validation.workers=2", "--set", "validation.compile_check=false"]
+JUDGE = ["--set", "validation.device=cpu", "--set", "validation.trials=2", "--set", "validation.workers=2"]
 # A second correct affine kernel (other block size): a distinct candidate with the same verdict.
 AFFINE_CORRECT_32 = AFFINE_CORRECT.replace("triton.cdiv(n, 64),)](x, out, n, BLOCK=64)", "triton.cdiv(n, 32),)](x, out, n, BLOCK=32)")
 
@@ -164,7 +164,7 @@ def test_evaluate_library_with_a_warm_judge_pool(workdir):
     problems = load_suite(workdir / "tiny.jsonl")
     recorded = RecordedGenerator([Candidate(problem_key=problems[0].key, code=RELU_CORRECT),
                                   Candidate(problem_key=problems[1].key, code=AFFINE_CHEAT)], name="fixture")
-    vcfg = ValidationConfig(device="cpu", trials=2, workers=1, time_kernels=False, compile_check=False)
+    vcfg = ValidationConfig(device="cpu", trials=2, workers=1, time_kernels=False)
     with JudgePool(vcfg) as pool:
         result = evaluate(problems, recorded, EvaluationConfig(samples=1), vcfg, judge=pool)
     assert [v.status for v in result.all_verdicts] == ["correct", "rule_violation"]
