@@ -57,7 +57,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "distill": {"teacher": "replay"},
         "training": {"model": "smollm2-135m", "sft_max_steps": 30, "grpo_max_steps": 4, "num_generations": 4,
                      "max_completion_length": 256, "max_length": 768, "batch_size": 2},
-        "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "max_problems": 8, "max_new_tokens": 256},
+        "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "temperature": 0.7, "top_p": 0.95, "max_problems": 8, "max_new_tokens": 256},
     },
     "gpu": {
         "validation": {"device": "cuda", "trials": 5, "time_kernels": True, "shrink_for_cpu": False},
