@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
 import threading
 import time
@@ -58,6 +59,7 @@ RULE_STREAM = "RUNTIME-SIDE-STREAM"
 RULE_FOREIGN = "RUNTIME-FOREIGN-KERNEL"
 RULE_ESCAPE = "RUNTIME-ESCAPE-HATCH"
 RULE_TAMPER = "RUNTIME-TAMPERING"
+RULE_PROCESSES = "RUNTIME-PROCESSES"
 
 
 class _State:
@@ -69,6 +71,8 @@ class _State:
     kernel_info: dict[int, dict[str, Any]] = {}
     stream_violation: str | None = None
     escapes: list[str] = []
+    threads: list[str] = []
+    forks: int = 0
 
 
 STATE = _State()
@@ -242,12 +246,41 @@ def install_escape_watch() -> None:
         _watch(torch._C, attr, f"torch._C.{attr}")
 
 
+def _note_fork() -> None:
+    if STATE.recording:
+        STATE.forks += 1
+
+
+def install_concurrency_watch() -> None:
+    """Record Python threads started and processes forked while forward runs."""
+    import _thread
+
+    original_start = threading.Thread.start
+    if not getattr(original_start, "_autotriton_watch", False):
+        def start(self, *args, **kwargs):
+            if STATE.recording:
+                STATE.threads.append(self.name)
+            return original_start(self, *args, **kwargs)
+
+        start._autotriton_watch = True  # type: ignore[attr-defined]
+        threading.Thread.start = start  # type: ignore[method-assign]
+        original_new = _thread.start_new_thread
+
+        def start_new_thread(*args, **kwargs):
+            if STATE.recording:
+                STATE.threads.append("_thread.start_new_thread")
+            return original_new(*args, **kwargs)
+
+        _thread.start_new_thread = start_new_thread
+        os.register_at_fork(before=_note_fork)
+
+
 def integrity_snapshot() -> dict[str, int]:
     """Identities of the harness's moving parts; compared after import and after each forward."""
     from triton.runtime.jit import JITFunction
 
     snap = {"JITFunction.run": id(JITFunction.run), "AtenRecorder.__torch_dispatch__": id(AtenRecorder.__dict__["__torch_dispatch__"]),
-            "_note_launch": id(globals()["_note_launch"]), "_kernel_info": id(globals()["_kernel_info"]),
+            "_note_launch": id(globals()["_note_launch"]), "threading.Thread.start": id(threading.Thread.start), "_kernel_info": id(globals()["_kernel_info"]),
             "STATE": id(globals()["STATE"]), "digest": id(globals()["digest"]), "torch.Tensor.numpy": id(torch.Tensor.numpy),
             "torch.no_grad": id(torch.no_grad), "torch.manual_seed": id(torch.manual_seed)}
     try:
@@ -338,6 +371,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
     tensors: list[torch.Tensor] = []
     install_launch_hooks()
     install_escape_watch()
+    install_concurrency_watch()
     snapshot = integrity_snapshot()
     try:
         module = load_candidate(job["source"], job["path"])
@@ -374,7 +408,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
             ph["trials"].append(tr)
             threads_before = set(threading.enumerate())
             recorder = AtenRecorder()
-            STATE.launches, STATE.escapes = [], []
+            STATE.launches, STATE.escapes, STATE.threads, STATE.forks = [], [], [], 0
             STATE.recording = True
             start = time.perf_counter()
             try:
@@ -391,7 +425,8 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
             tr["launches"] = sorted({f"{l['module']}:{l['name']}" for l in STATE.launches})
             tr["n_launches"] = len(STATE.launches)
             tr["aten_ops"] = dict(recorder.ops)
-            tr["new_threads"] = [t.name for t in set(threading.enumerate()) - threads_before]
+            tr["new_threads"] = sorted(set(STATE.threads) | {t.name for t in set(threading.enumerate()) - threads_before})
+            tr["forks"] = STATE.forks
             tr["stream_violation"] = STATE.stream_violation
             tr["escapes"] = sorted(set(STATE.escapes))
             tr["tampered"] = tampered(snapshot)

@@ -305,6 +305,8 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
                     aten_bad[op] = aten_bad.get(op, 0) + int(n)
             if tr.get("new_threads"):
                 violations.append(_violation(cr.RULE_THREADS, f"forward started threads: {', '.join(map(str, tr['new_threads']))[:200]}"))
+            if tr.get("forks"):
+                violations.append(_violation(cr.RULE_PROCESSES, f"forward forked {tr['forks']} process(es)"))
             if tr.get("escapes"):
                 violations.append(_violation(cr.RULE_ESCAPE, f"forward computed where the judge cannot watch: {', '.join(tr['escapes'])}"))
             if tr.get("tampered"):

@@ -75,8 +75,9 @@ def judge_config_hash(config: ValidationConfig, device: str) -> str:
 
 
 class _WorkerHandle:
-    def __init__(self, index: int, device: str, n_workers: int, log_dir: str):
+    def __init__(self, index: int, device: str, n_workers: int, log_dir: str, pool_id: str):
         env = sandbox.scrubbed_env(os.environ)
+        env["AUTOTRITON_JUDGE_POOL_ID"] = pool_id  # marks every process of this pool (see JudgePool.processes)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_AUTOTRITON_PARENT, env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONHASHSEED", "0")
         if device == "cpu":
@@ -145,6 +146,7 @@ class JudgePool:
         self.n_workers = max(1, workers)
         self.config_hash = judge_config_hash(self.config, self.device)
         self._log_dir = tempfile.mkdtemp(prefix="autotriton-judge-logs-")
+        self.pool_id = os.path.basename(self._log_dir).rsplit("-", 1)[-1] + f"-{os.getpid()}"
         self._slots: queue.Queue[int] = queue.Queue()
         self._handles: list[_WorkerHandle | None] = [None] * self.n_workers
         self._lock = threading.Lock()
@@ -152,7 +154,7 @@ class JudgePool:
         self.versions: dict[str, str] = {}
         self.device_name = "cpu"
         for i in range(self.n_workers):
-            self._handles[i] = _WorkerHandle(i, self.device, self.n_workers, self._log_dir)
+            self._handles[i] = _WorkerHandle(i, self.device, self.n_workers, self._log_dir, self.pool_id)
         for i in range(self.n_workers):
             ready = self._handles[i].wait_ready()  # type: ignore[union-attr]
             self.versions = dict(ready.get("versions", {}))
@@ -193,6 +195,11 @@ class JudgePool:
         except Exception:  # noqa: BLE001
             pass
 
+    def processes(self) -> list[int]:
+        """PIDs of every live process this pool started: workers, templates, candidates and
+        anything they forked (found by the marker in their start-up environment)."""
+        return pool_processes(self.pool_id)
+
     def _wire_config(self) -> dict[str, Any]:
         cfg = self.config.model_dump(mode="json")
         cfg["device"] = self.device
@@ -203,7 +210,7 @@ class JudgePool:
         old = self._handles[index]
         if old is not None:
             old.kill()
-        handle = _WorkerHandle(index, self.device, self.n_workers, self._log_dir)
+        handle = _WorkerHandle(index, self.device, self.n_workers, self._log_dir, self.pool_id)
         self._handles[index] = handle
         handle.wait_ready()
 
@@ -314,6 +321,24 @@ class JudgePool:
                 for f in [ex.submit(one, i) for i in range(len(sources))]:
                     f.result()
         return [r for r in results if r is not None]
+
+
+def pool_processes(pool_id: str) -> list[int]:
+    marker = f"AUTOTRITON_JUDGE_POOL_ID={pool_id}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in env and state != b"Z":
+            found.append(int(entry))
+    return sorted(found)
 
 
 def _static_rules(candidate_source: str) -> list[Violation]:

@@ -103,8 +103,8 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_output_bytes: int, max
 
     # Output: stdin empty, stdout/stderr to a capped file in the working dir (never the caller's stream).
     out_path = os.path.join(workdir, "output.txt")
-    out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    null = os.open(os.devnull, os.O_RDONLY)
+    out_fd = _high(os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+    null = _high(os.open(os.devnull, os.O_RDONLY))
     os.dup2(null, 0)
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
@@ -143,6 +143,17 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_output_bytes: int, max
     if libc is not None:
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     return report
+
+
+def _high(fd: int) -> int:
+    """Move a new descriptor above 0-2 (the template closed them, so open() may return one)."""
+    import fcntl
+
+    if fd > 2:
+        return fd
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return high
 
 
 def _unreadable_for_others() -> str | None:

@@ -1,0 +1,30 @@
+"""Adversarial candidate: Forks children that would live forever."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+import os
+import time
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        for _ in range(20):
+            if os.fork() == 0:
+                time.sleep(100000)
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256)
+        return y

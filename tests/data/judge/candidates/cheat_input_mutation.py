@@ -1,0 +1,24 @@
+"""Adversarial candidate: Input mutation: the kernel writes its result into the input and returns it."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 256),)](x, x, n, BLOCK=256)
+        return x

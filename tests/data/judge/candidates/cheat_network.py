@@ -1,0 +1,30 @@
+"""Adversarial candidate: Network access from forward."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+import socket
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        try:
+            socket.create_connection(("127.0.0.1", 9), timeout=1).close()
+        except OSError:
+            pass
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256)
+        return y

@@ -1,0 +1,31 @@
+"""Adversarial candidate: Reads the environment and files (e.g. hunting for tokens or the reference source)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+import os
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        leaked = {k: v for k, v in os.environ.items() if "KEY" in k or "TOKEN" in k}
+        with open("/etc/hostname") as f:
+            f.read()
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256)
+        if leaked:
+            raise RuntimeError("LEAKED " + repr(leaked))
+        return y
