@@ -59,6 +59,7 @@ class EvaluationResult:
             "geomean_speedup": m["geomean_speedup"],
             "status_counts": m["status_counts"],
             "parse_error_rate": m["parse_error_rate"],
+            "reference_failures": m.get("reference_failures", []),
             "by_level": {name: {k: lv[k] for k in ("problems", "samples", "exec_accuracy", "hack_rate", "pass_at_k")}
                          for name, lv in m["by_level"].items()},
         }

@@ -65,6 +65,11 @@ def trusted_speedup(verdict: Verdict) -> float | None:
     return speed if speed > 0 and math.isfinite(speed) else None
 
 
+def reference_failed(verdict: Verdict) -> bool:
+    """The judge could not run the reference problem itself: the harness's failure, not the model's."""
+    return (verdict.error or "").startswith("reference problem")
+
+
 def on_gpu(verdicts: Iterable[Verdict]) -> bool:
     """Whether the judge ran on a GPU (the CPU interpreter reports device 'cpu' and no timings)."""
     return any((v.device or "cpu") != "cpu" for v in verdicts)
@@ -149,6 +154,9 @@ def compute_metrics(problems: Sequence[Problem], candidates: Sequence[Sequence[C
         }
         for p, _, vs in groups
     ]
+    # Problems whose reference did not run still count as failures above (conservative), but are
+    # named here: a broken or oversized reference is the harness's problem, not the model's.
+    metrics["reference_failures"] = [p.suite_id or p.name for p, _, vs in groups if vs and all(reference_failed(v) for v in vs)]
     metrics["device"] = "gpu" if gpu else "cpu"
     return metrics
 

@@ -150,6 +150,10 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
              f"- judge: device `{cfg.get('judge_device', '')}`, config `{cfg.get('judge_config_hash', '')}`"]
     if timings:
         lines.append(f"- time: generation {timings.get('generate_s', 0):.1f} s, judging {timings.get('judge_s', 0):.1f} s")
+    if metrics.get("reference_failures"):
+        failed = metrics["reference_failures"]
+        lines.append(f"- **{len(failed)} problems whose reference did not run in the judge** (counted as failures): "
+                     + ", ".join(f"`{x}`" for x in failed[:20]) + (" ..." if len(failed) > 20 else ""))
     if metrics.get("device") != "gpu":
         lines.append("- fast_1, fast_2 and the speedup need a GPU judge: n/a here (CPU interpreter).")
     lines += ["", "Exec accuracy counts a sample only when it is correct AND breaks no rule (the AutoTriton reward); "

@@ -127,3 +127,14 @@ def test_metrics_need_matching_lists():
     a = _problem("a", "kb/level1")
     with pytest.raises(ValueError):
         compute_metrics([a], [], [], ks=(1,))
+
+
+def test_problems_whose_reference_failed_are_named_and_still_count_as_failures():
+    a, b = _problem("a", "kb/level1"), _problem("b", "kb/level1")
+    broken = dict(status="runtime_error", correct=False, rule_ok=True, compiled=False)
+    problems, cands, verdicts = _groups([(a, [OK]), (b, [broken, broken])])
+    for v in verdicts[1]:
+        v.error = "reference problem failed: RuntimeError: out of memory"
+    m = compute_metrics(problems, cands, verdicts, ks=(1,))
+    assert m["reference_failures"] == ["kb/level1/b"]
+    assert m["exec_accuracy"] == pytest.approx(1 / 3) and m["pass_at_k"]["1"] == pytest.approx(0.5)

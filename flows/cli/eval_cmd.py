@@ -122,6 +122,12 @@ def eval_main(
     )
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
+    if "cuda" in (cfg.validation.device, ev.device):
+        import torch
+
+        if not torch.cuda.is_available():
+            fail("--device cuda: torch sees no CUDA GPU on this machine (every sample would fail in the judge). "
+                 "Use --device cpu here (Triton interpreter, shrunk shapes), or run on a GPU machine.")
     suite_path = _suite_path(ev.suite)
     try:
         problems = load_suite(suite_path, levels=ev.levels or None, ids=ev.ids or None, name_glob=ev.name_glob or None,
@@ -195,6 +201,9 @@ def eval_main(
         emit_json(summary)
         return
     out.print(_headline_table(summary))
+    if summary.get("reference_failures"):
+        out.print(f"[yellow]{len(summary['reference_failures'])} problems' references did not run in the judge "
+                  f"(counted as failures): {', '.join(summary['reference_failures'][:10])}[/]")
     if summary.get("failed_requests"):
         out.print(f"[yellow]{summary['failed_requests']} endpoint requests failed after retries; their samples count as failures.[/]")
     out.print(f"report: {summary['report']}  (run {summary['run_id']}, evaluation {summary['evaluation_key']})")
