@@ -53,7 +53,7 @@ def judge(judge_config):
 
 def llm_config(server: ChatServer, tmp_path, **kw) -> DistillConfig:
     values = dict(teacher="openai", base_url=server.base_url, model="test-model", cache_dir=str(tmp_path / "cache"),
-                  backoff_base_s=0.01, request_timeout_s=30.0, rounds=2, samples=1, concurrency=2)
+                  backoff_base_s=0.01, request_timeout_s=30.0, rounds=2, samples=1, concurrency=2, describe_trace=False)
     values.update(kw)
     return DistillConfig(**values)
 
@@ -109,7 +109,7 @@ def test_replayed_candidates_are_judged_again_and_only_reward_1_counts(judge, ju
     for problem, code in ((relu, RELU_KERNEL), (sigmoid, RELU_KERNEL_WRONG)):
         append_record(path, record_from_candidate(problem, Candidate(problem_key=problem.key, code=code, generator="inductor", generator_version="t")))
     teacher = ReplayTeacher(DistillConfig(describe_trace=False), paths=[path], shipped=False)
-    result = distill([relu, sigmoid, missing], teacher, DistillConfig(rounds=3), judge_config, judge=judge)
+    result = distill([relu, sigmoid, missing], teacher, DistillConfig(rounds=3, describe_trace=False), judge_config, judge=judge)
     statuses = {v.problem_key: v.status for v in result.verdicts}
     assert statuses == {relu.key: "correct", sigmoid.key: "incorrect"}
     assert [p.name for p, _, _ in result.pairs] == ["relu"]
@@ -179,7 +179,7 @@ def test_round_bookkeeping_dedup_and_stats():
         ("b", 2): [code("correct", 3), "unused"],
     }
     teacher, judge = ScriptedTeacher(answers), VerdictByCode()
-    result = distill([a, b], teacher, DistillConfig(samples=2, rounds=3), None, judge=judge)
+    result = distill([a, b], teacher, DistillConfig(samples=2, rounds=3, describe_trace=False), None, judge=judge)
     assert teacher.repair_calls == [2, 1]  # round 1 repairs b's two failures, round 2 only the one still failing
     assert len(judge.jobs) == 5 and all(job[1] for job in judge.jobs)  # the malformed output was never judged
     assert result.stats["outputs"] == 7 and result.stats["candidates"] == 6 and result.stats["malformed"] == 1
