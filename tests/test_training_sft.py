@@ -57,3 +57,17 @@ def test_sft_resumes_from_its_last_checkpoint(tiny_dir, tmp_path):
 def test_sft_rejects_an_export_without_prompt_completion_columns(tiny_dir, tmp_path):
     with pytest.raises(ValueError, match="lacks columns"):
         run_sft(_cfg(tiny_dir, tmp_path, sft_max_steps=1), [{"text": "hello", "split": "train"}], progress=False)
+
+
+def test_sft_runs_under_accelerate_launch_and_reports_back(tiny_dir, tmp_path):
+    """The multi-GPU path (`--gpus N`): the recipe under `accelerate launch`, here with 1 process."""
+    import datasets
+
+    from autotriton.training.launch import run_launched
+
+    data = tmp_path / "sft.parquet"
+    datasets.Dataset.from_list(build_sft_rows(validated_pairs(1), val_fraction=0.0)).to_parquet(str(data))
+    result = run_launched("sft", _cfg(tiny_dir, tmp_path, sft_max_steps=2), str(data), export_key="k1")
+    assert result.steps == 2 and result.checkpoint.export_key == "k1"
+    assert Path(result.checkpoint.path, "config.json").is_file()
+    assert (tmp_path / "sft" / "launch.log").is_file()

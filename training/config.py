@@ -18,6 +18,8 @@ class TrainingConfig(BaseModel):
     model_cache_dir: str = Field("", description="where converted models (smollm2-135m, tiny) are cached; empty = ~/.cache/autotriton/models")
     output_dir: str = Field("runs/train", description="checkpoints, the final models and the training curves go here (one folder per trainer)")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when available; cuda trains in bf16, cpu in fp32")
+    num_processes: int = Field(1, ge=1, description="training processes (one per GPU); above 1 the CLI runs the trainer under `accelerate launch` (configs/accelerate/*.yaml)")
+    accelerate_config: str = Field("", description="accelerate config file for several processes, e.g. configs/accelerate/multi_gpu.yaml or deepspeed_zero3.yaml; empty = accelerate's defaults")
     lora: bool = Field(False, description="train LoRA adapters (peft) instead of all weights")
     lora_r: int = Field(16, ge=1, description="LoRA rank")
     lora_alpha: int = Field(32, ge=1, description="LoRA alpha (scale = alpha / r)")

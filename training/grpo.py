@@ -154,8 +154,10 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
         metrics["mean_step_s"] = sum(timer.step_times) / len(timer.step_times)
     if rewards.judge_seconds:
         metrics["mean_judge_s"] = sum(rewards.judge_seconds) / len(rewards.judge_seconds)
-    curves = plot_curves(history, output_dir / "curves.png", GRPO_CURVES, title=f"GRPO {base}")
-    (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
+    curves = None
+    if trainer.is_world_process_zero():
+        curves = plot_curves(history, output_dir / "curves.png", GRPO_CURVES, title=f"GRPO {base}")
+        (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     checkpoint = Checkpoint(base_model=base, export_key=export_key, trainer="grpo",
                             trainer_config=trainer_config_summary(cfg, GRPO_KEYS), metrics=metrics,
                             path=str((output_dir / "final").resolve()))

@@ -89,13 +89,18 @@ def quiet_stdout(trainer) -> None:
 
 
 def save_final(trainer, tokenizer, path: Path) -> None:
-    """Save the trained model where generation can load it as a plain model: LoRA adapters are
-    merged into the base weights first (the adapters alone stay in the checkpoints)."""
+    """Save the trained model where generation can load it as a plain model, from rank 0 only:
+    LoRA adapters are merged into the base weights first (the adapters alone stay in the
+    checkpoints); full models go through trainer.save_model, which gathers ZeRO-3 shards."""
     model = trainer.model
     if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
-    model.save_pretrained(str(path))
-    tokenizer.save_pretrained(str(path))
+        if trainer.is_world_process_zero():
+            model.merge_and_unload().save_pretrained(str(path))
+    else:
+        trainer.save_model(str(path))
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(str(path))
+    trainer.accelerator.wait_for_everyone()
 
 
 def use_packing(cfg: TrainingConfig, model) -> bool:
@@ -189,8 +194,10 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
         metrics["mean_step_s"] = sum(timer.step_times) / len(timer.step_times)
     if tokens:
         metrics["tokens_seen"] = tokens
-    curves = plot_curves(trainer.state.log_history, output_dir / "curves.png", SFT_CURVES, title=f"SFT {cfg.model}")
-    (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
+    curves = None
+    if trainer.is_world_process_zero():
+        curves = plot_curves(trainer.state.log_history, output_dir / "curves.png", SFT_CURVES, title=f"SFT {cfg.model}")
+        (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     checkpoint = Checkpoint(base_model=cfg.model, export_key=export_key, trainer="sft",
                             trainer_config=trainer_config_summary(cfg, SFT_KEYS), metrics=metrics,
                             path=str((output_dir / "final").resolve()))

@@ -82,9 +82,16 @@ def _train_sft(cfg, export_key, resume, out, json_out) -> dict[str, Any]:
 
     export, run = _export(cfg, "sft", export_key, out)
     try:
+        if cfg.training.num_processes > 1:
+            from autotriton.training.launch import run_launched
+
+            out.print(f"launching SFT on {cfg.training.num_processes} processes (accelerate); log in "
+                      f"{Path(cfg.training.output_dir) / 'sft' / 'launch.log'}")
+            result = run_launched("sft", cfg.training, export.path, export_key=export.key, resume=resume)
+            return _record(cfg, run, result)
         result = run_sft(cfg.training, export.path, export_key=export.key, resume=resume, console=console(True),
                          on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
-    except (ModelLoadError, ValueError, FileNotFoundError) as exc:
+    except (ModelLoadError, ValueError, FileNotFoundError, RuntimeError) as exc:
         _record(cfg, run, error=exc)
         fail(f"sft: {exc}")
     except BaseException as exc:
@@ -100,10 +107,18 @@ def _train_grpo(cfg, export_key, resume, base_model, out) -> dict[str, Any]:
 
     export, run = _export(cfg, "rl", export_key, out)
     try:
+        if cfg.training.num_processes > 1:
+            from autotriton.training.launch import run_launched
+
+            out.print(f"launching GRPO on {cfg.training.num_processes} processes (accelerate); log in "
+                      f"{Path(cfg.training.output_dir) / 'grpo' / 'launch.log'}")
+            result = run_launched("grpo", cfg.training, export.path, validation_config=cfg.validation,
+                                  export_key=export.key, base_model=base_model or "", resume=resume)
+            return _record(cfg, run, result)
         with JudgePool(cfg.validation) as judge:  # warm judge workers for every step
             result = run_grpo(cfg.training, export.path, judge, export_key=export.key, base_model=base_model,
                               resume=resume, console=console(True), on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
-    except (ModelLoadError, ValueError, FileNotFoundError) as exc:
+    except (ModelLoadError, ValueError, FileNotFoundError, RuntimeError) as exc:
         _record(cfg, run, error=exc)
         fail(f"grpo: {exc}")
     except BaseException as exc:
@@ -127,9 +142,14 @@ def _table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def _config(model, max_steps_key, max_steps, output_dir):
+GPUS_HELP = ("training processes, one per GPU; above 1 runs the trainer under `accelerate launch` with "
+             "training.accelerate_config [config: training.num_processes]")
+
+
+def _config(model, max_steps_key, max_steps, output_dir, gpus=None):
     extra: dict[str, Any] = {"training.model": model, max_steps_key: max_steps,
-                             "training.output_dir": str(output_dir) if output_dir else None}
+                             "training.output_dir": str(output_dir) if output_dir else None,
+                             "training.num_processes": gpus}
     cfg, _ = load_config_or_fail(extra)
     return cfg
 
@@ -141,11 +161,12 @@ def sft_cmd(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="checkpoints, final model, curves go to OUTPUT_DIR/sft [config: training.output_dir]", show_default=False),
     export_key: Optional[str] = typer.Option(None, "--export", help="train on this recorded 'sft' export instead of exporting the warehouse's validated pairs anew", show_default=False),
     resume: bool = typer.Option(False, "--resume", help="continue from the newest checkpoint in OUTPUT_DIR/sft"),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help=GPUS_HELP, show_default=False),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: checkpoint key and path, steps, metrics (final loss), curves PNG"),
 ) -> None:
     """Supervised fine-tuning on the warehouse's validated pairs (trl SFTTrainer, loss on the
     completion only); registers the final model as a checkpoint with the export it used."""
-    cfg = _config(model, "training.sft_max_steps", max_steps, output_dir)
+    cfg = _config(model, "training.sft_max_steps", max_steps, output_dir, gpus)
     out = console(json_out)
     summary = _train_sft(cfg, export_key, resume, out, json_out)
     if json_out:
@@ -161,12 +182,13 @@ def grpo_cmd(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="checkpoints, final model, curves go to OUTPUT_DIR/grpo [config: training.output_dir]", show_default=False),
     export_key: Optional[str] = typer.Option(None, "--export", help="train on this recorded 'rl' export instead of exporting anew", show_default=False),
     resume: bool = typer.Option(False, "--resume", help="continue from the newest checkpoint in OUTPUT_DIR/grpo"),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help=GPUS_HELP, show_default=False),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: checkpoint, steps, reward stats, judge shares, curves PNG"),
 ) -> None:
     """GRPO with the validator as the reward (AutoTriton: 1 only when correct AND rule-abiding),
     judged in parallel by warm judge workers; logs reward mean/std and the shares of correct,
     compiled, rule-violating and hacking completions per step."""
-    cfg = _config(model, "training.grpo_max_steps", max_steps, output_dir)
+    cfg = _config(model, "training.grpo_max_steps", max_steps, output_dir, gpus)
     out = console(json_out)
     summary = _train_grpo(cfg, export_key, resume, None, out)
     if json_out:
@@ -181,12 +203,13 @@ def train_cmd(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="steps of EACH stage (SFT and GRPO) [config: training.sft_max_steps, training.grpo_max_steps]", show_default=False),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="OUTPUT_DIR/sft and OUTPUT_DIR/grpo [config: training.output_dir]", show_default=False),
     resume: bool = typer.Option(False, "--resume", help="resume each stage from its newest checkpoint (a finished SFT is not repeated)"),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help=GPUS_HELP, show_default=False),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: {sft: ..., grpo: ...} summaries"),
 ) -> None:
     """SFT on validated pairs, then GRPO from the SFT model (AutoTriton's recipe: RL without
     SFT first learns to hack). Both checkpoints are registered in the warehouse."""
     extra: dict[str, Any] = {"training.model": model, "training.sft_max_steps": max_steps,
-                             "training.grpo_max_steps": max_steps,
+                             "training.grpo_max_steps": max_steps, "training.num_processes": gpus,
                              "training.output_dir": str(output_dir) if output_dir else None}
     cfg, _ = load_config_or_fail(extra)
     out = console(json_out)
