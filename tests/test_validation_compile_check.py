@@ -20,6 +20,7 @@ from autotriton.validation.compile_check import (
     SHARED_MEMORY_LIMITS,
     CompileCheckError,
     LaunchRecord,
+    compile_check,
     compile_launched,
     launch_record_from_call,
     parse_target,
@@ -275,3 +276,65 @@ def test_interpreter_compile_error_names_the_kernel(tmp_path: Path) -> None:
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["ok"] is False
     assert report["kernels"]["bad_cast_kernel"]["error"].startswith("kernel bad_cast_kernel failed to compile for sm_90")
+
+
+# --------------------------------------------------------------------------------------------
+# compile_check(source): the kernels alone, signatures inferred from the source
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", [ELEMENTWISE, MATMUL, SOFTMAX, FUSED_LINEAR_RELU], ids=["elementwise", "matmul", "softmax", "autotuned"])
+def test_compile_check_from_source(source: str) -> None:
+    report = compile_check(source)
+    assert report["ok"], report["error"]
+    assert report["signature_source"] == "inferred" and report["kernels"]
+    for entry in report["kernels"].values():
+        assert entry["ok"] and 0 < entry["n_regs"] <= 255
+
+
+def test_compile_check_infers_pointers_scalars_and_constexprs() -> None:
+    report = compile_check(MATMUL)
+    variant = report["kernels"]["matmul_kernel"]["variants"][0]
+    sig = variant["signature"]
+    assert [k for k, v in sig.items() if v == "*fp32"] == ["a_ptr", "b_ptr", "c_ptr"]
+    assert sig["stride_am"] == "i32" and sig["K"] == "i32"
+    assert variant["constexprs"] == {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16}
+    assert (variant["num_warps"], variant["num_stages"]) == (4, 2)
+    # a block size computed at run time (triton.next_power_of_2) is guessed and says so
+    softmax = compile_check(SOFTMAX)
+    assert softmax["guessed"] == {"softmax_kernel": ["BLOCK_SIZE"]}
+
+
+def test_compile_check_names_kernel_and_candidate_line() -> None:
+    source = ELEMENTWISE.replace("tl.store(out_ptr + offsets, x + y, mask=mask)", "tl.store(out_ptr + offsets, tl.dot(x, y), mask=mask)")
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "tl.dot(x, y)" in text)
+    report = compile_check(source)
+    assert report["ok"] is False
+    error = report["kernels"]["add_kernel"]["error"]
+    assert error.startswith("kernel add_kernel failed to compile for sm_90")
+    assert f"at line {line} " in error
+
+
+def test_compile_check_runs_no_candidate_code(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    source = ELEMENTWISE + f"\nopen({str(marker)!r}, 'w').write('module code ran')\n"
+    # defaults and annotations are evaluated when a def runs: neither may run candidate code
+    source = source.replace("BLOCK_SIZE: tl.constexpr)", f"BLOCK_SIZE: tl.constexpr = open({str(marker)!r}, 'w'))")
+    source = source.replace("n_elements,", f"n_elements: open({str(marker)!r}, 'w'),", 1)
+    report = compile_check(source)
+    assert not marker.exists()
+    assert "add_kernel" in report["kernels_found"]
+
+
+def test_compile_check_with_recorded_launches_uses_them(kernels) -> None:
+    x = torch.randn(64)
+    rec = launch_record_from_call(kernels.scale_kernel, (x, torch.empty_like(x), 64, 2.0), {"BLOCK": 64})
+    report = compile_check("", launches=[rec])
+    assert report["ok"] and report["signature_source"] == "launch" and report["kernels_found"] == ["scale_kernel"]
+
+
+def test_compile_check_rejects_bad_target_and_syntax() -> None:
+    with pytest.raises(CompileCheckError, match="compile target"):
+        compile_check(ELEMENTWISE, target="cuda:1")
+    with pytest.raises(CompileCheckError, match="line 2"):
+        compile_check("import triton\ndef broken(:\n")
