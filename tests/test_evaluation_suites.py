@@ -165,3 +165,25 @@ def test_tritonbench_t_folder_single_file_and_suite_loading(tmp_path):
     assert [p.name for p in problems] == ["row_softmax", "lerp_weighted"]
     with pytest.raises(ValueError, match="not found"):
         convert_tritonbench_t(tmp_path / "nothing.json")
+
+
+def test_tritonbench_t_probe_drops_problems_that_do_not_run_in_the_judge(tmp_path):
+    pytest.importorskip("autotriton.validation.pool")
+    from autotriton.validation import ValidationConfig
+
+    sep = "#" * 146
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "cube.py").write_text(
+        f"import torch\n\ndef cube(input):\n    return input * input * input\n\n{sep}\n\n"
+        "def test_cube():\n    x = torch.randn(8, device='cuda')\n    return {'c1': cube(x)}\n")
+    # The reference itself allocates on 'cuda' (TritonBench-T references sometimes do): on a CPU judge it cannot run.
+    (tmp_path / "ops" / "shifted.py").write_text(
+        f"import torch\n\ndef shifted(input):\n    return input + torch.ones(input.shape, device='cuda')\n\n{sep}\n\n"
+        "def test_shifted():\n    x = torch.randn(64, device='cuda')\n    return {'c1': shifted(x)}\n")
+    plain = convert_tritonbench_t(tmp_path / "ops")
+    assert sorted(e.name for e in plain.entries) == ["cube", "shifted"]
+    probed = convert_tritonbench_t(tmp_path / "ops", probe=True,
+                                   validation_config=ValidationConfig(device="cpu", workers=1, trials=2))
+    assert [e.name for e in probed.entries] == ["cube"]
+    [error] = probed.errors
+    assert error.record == "shifted" and "does not run in the judge" in error.message and "CUDA" in error.message

@@ -42,7 +42,8 @@ def _suite_path(configured: str) -> str:
 
 def _resolve_checkpoint(wh: Any, model: str) -> str | None:
     """A warehouse checkpoint key (or unique key prefix) -> the checkpoint's path; None if `model` is no key."""
-    if not model or Path(model).exists() or "/" in model:
+    # Keys are hex content hashes; anything else (a path, a hub id, an alias) is not a key.
+    if not model or Path(model).exists() or len(model) < 6 or any(ch not in "0123456789abcdef" for ch in model):
         return None
     rows = wh.sql("SELECT key, path FROM checkpoints WHERE key = ? OR starts_with(key, ?) ORDER BY created_at DESC",
                   [model, model]).rows
