@@ -193,6 +193,7 @@ def distill(
     history: dict[str, list[Turn]] = {}  # candidate key -> the conversation that produced it
     malformed = 0
     produced = 0
+    usage: Counter = Counter()  # over every output, duplicates included: what the outputs cost
     per_round: list[dict[str, int]] = []
 
     with _judge_for(judge, validation_config) as active_judge, _progress(progress) as bar:
@@ -219,6 +220,7 @@ def distill(
         fresh: list[Candidate] = []
         for cand in batch:
             produced += 1
+            _add_usage(usage, cand)
             malformed += bool(cand.parse_error)
             if cand.key not in candidates:
                 candidates[cand.key] = cand
@@ -243,6 +245,7 @@ def distill(
             turns_by_parent = {r.parent.key: r.history for r in requests}
             for cand in repaired:
                 produced += 1
+                _add_usage(usage, cand)
                 malformed += bool(cand.parse_error)
                 if cand.key not in candidates:
                     candidates[cand.key] = cand
@@ -263,8 +266,16 @@ def distill(
             cand.instruction = cand.instruction or instruction
             cand.reasoning = cand.reasoning or reasoning
     fill_descriptions(ordered, by_key, trace=config.describe_trace)
-    stats = _stats(problems, ordered, list(verdicts.values()), pairs, produced, malformed, per_round, teacher)
+    stats = _stats(problems, ordered, list(verdicts.values()), pairs, produced, malformed, per_round, teacher, usage)
     return DistillResult(candidates=ordered, verdicts=list(verdicts.values()), stats=stats, pairs=pairs)
+
+
+def _add_usage(usage: Counter, cand: Candidate) -> None:
+    usage["prompt"] += int(cand.usage.get("prompt_tokens", 0) or 0)
+    usage["completion"] += int(cand.usage.get("completion_tokens", 0) or 0)
+    if cand.usage.get("cost_usd") is not None:
+        usage["cost_usd"] += float(cand.usage["cost_usd"])
+        usage["costed"] += 1
 
 
 def _round_stats(batch: list[Candidate], rewards: dict[str, float]) -> dict[str, int]:
@@ -277,14 +288,13 @@ def _round_stats(batch: list[Candidate], rewards: dict[str, float]) -> dict[str,
 
 def _stats(problems: list[Problem], candidates: list[Candidate], verdicts: list[Verdict],
            pairs: list[tuple[Problem, Candidate, Verdict]], produced: int, malformed: int,
-           per_round: list[dict[str, int]], teacher: Teacher) -> dict[str, Any]:
+           per_round: list[dict[str, int]], teacher: Teacher, usage: Counter) -> dict[str, Any]:
     by_status = Counter(v.status for v in verdicts)
     solved = {p.key for p, _, _ in pairs}
-    prompt = sum(int(c.usage.get("prompt_tokens", 0) or 0) for c in candidates)
-    completion = sum(int(c.usage.get("completion_tokens", 0) or 0) for c in candidates)
-    costs = [float(c.usage["cost_usd"]) for c in candidates if c.usage.get("cost_usd") is not None]
+    prompt, completion = usage["prompt"], usage["completion"]
     spent = getattr(teacher, "usage_totals", None) or {}
     counters = dict(getattr(teacher, "counters", {}) or {})
+    costed = usage["costed"] > 0
     return {
         "teacher": teacher.name,
         "teacher_version": teacher.version,
@@ -301,7 +311,7 @@ def _stats(problems: list[Problem], candidates: list[Candidate], verdicts: list[
             "prompt": prompt, "completion": completion, "total": prompt + completion,
             "spent_this_run": int(spent.get("prompt_tokens", 0)) + int(spent.get("completion_tokens", 0)),
         },
-        "cost_usd": round(sum(costs), 6) if costs else None,
-        "cost_usd_this_run": round(float(spent["cost_usd"]), 6) if "cost_usd" in spent else (0.0 if costs else None),
+        "cost_usd": round(usage["cost_usd"], 6) if costed else None,
+        "cost_usd_this_run": round(float(spent["cost_usd"]), 6) if "cost_usd" in spent else (0.0 if costed else None),
         "teacher_counters": counters,
     }

@@ -185,8 +185,8 @@ def test_round_bookkeeping_dedup_and_stats():
     assert result.stats["outputs"] == 7 and result.stats["candidates"] == 6 and result.stats["malformed"] == 1
     assert result.stats["verdicts"] == {"correct": 3, "incorrect": 1, "rule_violation": 1}
     assert result.stats["validated_pairs"] == 3 and result.stats["problems_solved"] == 2 and result.stats["yield"] == 1.0
-    assert result.stats["tokens"] == {"prompt": 60, "completion": 30, "total": 90, "spent_this_run": 0}
-    assert result.stats["cost_usd"] == pytest.approx(0.006)
+    assert result.stats["tokens"] == {"prompt": 70, "completion": 35, "total": 105, "spent_this_run": 0}  # every output, duplicates too
+    assert result.stats["cost_usd"] == pytest.approx(0.007)
     assert [r["candidates"] for r in result.stats["rounds"]] == [3, 2, 1]
     assert sorted(c.code for _, c, _ in result.pairs) == [code("correct", 1), code("correct", 2), code("correct", 3)]
 
