@@ -607,3 +607,100 @@ def test_violations_are_sorted_by_line_and_deduplicated() -> None:
     lines = [v.line or 0 for v in violations]
     assert lines == sorted(lines)
     assert len({(v.rule, v.line, v.message) for v in violations}) == len(violations)
+
+
+# --------------------------------------------------------------------------------------------
+# hardening: cheats that dodge the plain patterns
+# --------------------------------------------------------------------------------------------
+
+
+def test_launched_kernel_that_writes_nothing() -> None:
+    kernel = """
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # <-
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+"""
+    assert_fires(make(kernel=kernel), "TRITON-NO-STORE")
+
+
+def test_kernel_storing_through_a_jit_helper_writes_memory() -> None:
+    kernel = """
+@triton.jit
+def _write(ptr, offs, val, mask):
+    tl.store(ptr + offs, val, mask=mask)
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    _write(out_ptr, offs, tl.maximum(x, 0.0), offs < n)
+"""
+    assert check_rules(make(kernel=kernel)) == []
+
+
+@pytest.mark.parametrize("forward", [
+    "if False:\n    relu_kernel[(1,)](x, x, x.numel(), BLOCK=256)\nreturn torch.empty_like(x)",
+    "out = torch.empty_like(x)\nreturn out\nrelu_kernel[(1,)](x, out, x.numel(), BLOCK=256)",
+])
+def test_launch_in_dead_code_does_not_count(forward: str) -> None:
+    source = make(forward).replace("def forward(self, x):", "def forward(self, x):  # <-")
+    assert_fires(source, "TRITON-NOT-LAUNCHED")
+
+
+@pytest.mark.parametrize("line", [
+    "y = x.__mul__(2.0)  # <-",
+    "y = getattr(x, 'sum')()  # <-",
+    "act = torch.relu  # <-",
+    "y = functools.reduce(operator.add, [x, x])  # <-",
+    "out.data = x  # <-",
+])
+def test_disguised_pytorch_compute(line: str) -> None:
+    forward = LAUNCH + line + "\nreturn out"
+    assert_fires(make(forward, top="import functools\nimport operator\n"), "TORCH-COMPUTE")
+
+
+def test_compute_inside_a_lambda_called_with_tensors() -> None:
+    source = make("double = lambda t: t * 2.0  # <-\ny = double(x)\n" + LAUNCH + "return out")
+    assert_fires(source, "TORCH-COMPUTE")
+
+
+def test_compute_inside_a_nested_function() -> None:
+    source = make("def inner(t):\n    return t.softmax(dim=-1)  # <-\ny = inner(x)\n" + LAUNCH + "return out")
+    assert_fires(source, "TORCH-COMPUTE")
+
+
+def test_grid_lambdas_are_not_compute() -> None:
+    source = make(
+        """
+        out = torch.empty_like(x)
+        n = x.numel()
+        grid = lambda META: (n // META["BLOCK"] + 1,)
+        relu_kernel[grid](x, out, n, BLOCK=256)
+        return out
+        """
+    )
+    assert check_rules(source) == []
+
+
+@pytest.mark.parametrize("init,bottom", [
+    ("self.register_forward_hook(lambda m, i, o: torch.relu(i[0]))  # <-", ""),
+    ("self.forward = torch.relu  # <-", ""),
+    ("", "\nModelNew = nn.ReLU  # <-\n"),
+])
+def test_changing_what_the_judge_calls(init: str, bottom: str) -> None:
+    assert_fires(make(init=init, bottom=bottom), "MODELNEW-CALL")
+
+
+def test_overriding_call() -> None:
+    source = make().replace(
+        "    def forward(self, x):",
+        "    def __call__(self, x):  # <-\n        return torch.relu(x)\n\n    def forward(self, x):",
+    )
+    assert_fires(source, "MODELNEW-CALL")
+
+
+def test_lazy_tensor_subclass_construction() -> None:
+    source = make("y = torch.Tensor._make_subclass(torch.Tensor, x)  # <-\n" + LAUNCH + "return out")
+    assert_fires(source, "INTROSPECTION")

@@ -43,6 +43,8 @@ RULES: dict[str, str] = {
     "MODELNEW-FORWARD": "ModelNew defines no forward method",
     "TRITON-NO-KERNEL": "no @triton.jit kernel is defined",
     "TRITON-NOT-LAUNCHED": "no Triton kernel is launched (kernel[grid](...)) from ModelNew.forward's call graph",
+    "TRITON-NO-STORE": "a kernel launched from forward writes no memory (no tl.store / atomic), so it cannot produce the output",
+    "MODELNEW-CALL": "changes how ModelNew is called: __call__ or call-machinery overrides, forward hooks, rebinding forward or ModelNew",
     "TORCH-COMPUTE": "PyTorch computes in the forward path (anything outside the allocation/view/shape allowlist)",
     "TRY-EXCEPT": "try/except or contextlib.suppress in the forward path (silent fallbacks)",
     "TORCH-COMPILE": "torch.compile, TorchDynamo, Inductor, extern_kernels, torch.jit/fx/export",
@@ -189,7 +191,7 @@ FORBIDDEN_ATTRIBUTES: frozenset[str] = frozenset({
     "__builtins__", "__loader__", "__spec__", "__import__", "__getattribute__", "__setattr__", "__delattr__",
     "__torch_function__", "__torch_dispatch__", "__reduce__", "__reduce_ex__", "__defaults__", "__kwdefaults__",
     "f_back", "f_globals", "f_locals", "f_code", "f_builtins", "gi_frame", "cr_frame", "ag_frame", "tb_frame",
-    "tb_next", "_getframe", "func_globals",
+    "tb_next", "_getframe", "func_globals", "_make_subclass", "_make_wrapper_subclass",
 })
 
 #: torch functions (resolved dotted names) a forward path may call: allocation, views, shapes,
@@ -283,8 +285,16 @@ unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes unsqueeze u
 var vdot view view_as vsplit where xlogy xlogy_ xpu zero_
 """.split())
 
+#: Operator dunders of torch.Tensor: calling them by name is the same arithmetic as `x + y`.
+_TENSOR_OPERATOR_DUNDERS = frozenset(
+    f"__{p}{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+                              "lshift", "rshift") for p in ("", "r", "i")
+) | frozenset({"__neg__", "__pos__", "__abs__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+               "__ge__", "__getitem__", "__setitem__", "__array__", "__torch_function__", "__div__", "__rdiv__",
+               "__idiv__"})
+
 #: Tensor methods that compute (or leave the device for host compute).
-TENSOR_COMPUTE_METHODS: frozenset[str] = _ALL_TENSOR_METHODS - ALLOWED_TENSOR_METHODS
+TENSOR_COMPUTE_METHODS: frozenset[str] = (_ALL_TENSOR_METHODS - ALLOWED_TENSOR_METHODS) | _TENSOR_OPERATOR_DUNDERS
 
 #: Method names shared with Python builtins (list/dict/set/str): on a receiver of unknown type
 #: they are not taken as tensor compute.
@@ -450,6 +460,8 @@ class _KernelInfo:
     decorators: list[cst.Decorator]
     constexprs: set[str] = field(default_factory=set)
     block_params: set[str] = field(default_factory=set)  # constexprs used as tl.arange / shape extents
+    stores: bool = False  # calls tl.store / tl.atomic_* / <block pointer>.store itself
+    calls: set[str] = field(default_factory=set)  # names it calls (other @triton.jit helpers)
 
 
 class _Checker:
@@ -1067,6 +1079,11 @@ class _KernelVisitor(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.c.resolve_node(node.func)
+        last = callee.rsplit(".", 1)[-1] if callee else (node.func.attr.value if isinstance(node.func, cst.Attribute) else "")
+        if last == "store" or last.startswith("atomic_") or last.endswith("_store"):
+            self.k.stores = True
+        if isinstance(node.func, cst.Name):
+            self.k.calls.add(node.func.value)
         if callee == "triton.language.arange" and len(node.args) >= 2:
             lo, hi = node.args[0].value, node.args[1].value
             a, b = _eval_int(lo, self.env), _eval_int(hi, self.env)
@@ -1122,15 +1139,49 @@ class _FactCollector(cst.CSTVisitor):
         self.names: list[cst.Name] = []
         self.attributes: list[cst.Attribute] = []
         self.local_params: set[str] = set()
+        self.local_defs: dict[str, cst.CSTNode] = {}  # nested defs and lambdas bound to names
         self.returns: list[cst.CSTNode] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             self._store(t.target, node.value)
+            if isinstance(node.value, cst.Lambda) and isinstance(t.target, cst.Name):
+                self.local_defs[t.target.value] = node.value
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             self._store(node.target, node.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.local_defs[node.name.value] = node
+
+    # statically dead code does not count (a launch under `if False:` or after `return`)
+    def visit_If(self, node: cst.If) -> bool:
+        test = node.test
+        dead = (isinstance(test, cst.Name) and test.value in ("False", "None")) or _int_literal(test) == 0
+        _walk(test, self)
+        if not dead:
+            _walk(node.body, self)
+        if node.orelse is not None:
+            _walk(node.orelse, self)
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        test = node.test
+        dead = (isinstance(test, cst.Name) and test.value in ("False", "None")) or _int_literal(test) == 0
+        _walk(test, self)
+        if not dead:
+            _walk(node.body, self)
+        if node.orelse is not None:
+            _walk(node.orelse, self)
+        return False
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
+        for stmt in node.body:
+            _walk(stmt, self)
+            if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, (cst.Return, cst.Raise)) for s in stmt.body):
+                break  # the rest of the block never runs
+        return False
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self.assigns.append((node.target, node.value))
@@ -1299,6 +1350,34 @@ class _ForwardAnalysis:
             for target, value in facts.attr_stores:
                 if _self_attr(target) and self.is_tensor(value, ctx) and not self._is_allocation(value):
                     self.c.report("RESULT-CACHE", f"`{self._code(target)} = {self._code(value)}` in {fr.key} keeps a tensor on the module across calls", target)
+                elif self.is_tensor(target.value, ctx):
+                    self.c.report("TORCH-COMPUTE", f"`{self._code(target)} = ...` in {fr.key} rebinds a tensor's storage or metadata in PyTorch", target)
+        # torch compute functions passed around instead of called (f = torch.relu; apply(F.gelu, x))
+        for attr in facts.attributes:
+            if id(attr) in {id(c.func) for c in facts.calls}:
+                continue
+            d = _dotted(attr)
+            if d is None or not self.c.is_import_rooted(d):
+                continue
+            r = self.c.resolve(d)
+            last = r.rsplit(".", 1)[-1]
+            if (r.startswith("torch.nn.functional.") or r.startswith(("torch.special.", "torch.linalg.", "torch.fft."))
+                    or (r.count(".") == 1 and r.startswith("torch.") and last in TENSOR_COMPUTE_METHODS)
+                    or (r.startswith("torch.Tensor.") and last in TENSOR_COMPUTE_METHODS)):
+                self.c.report("TORCH-COMPUTE", f"{fr.key} refers to {r}, a PyTorch compute function", attr)
+        # lambdas and nested functions called with tensors: their bodies compute on those tensors
+        for call in facts.calls:
+            fn = call.func
+            target = facts.local_defs.get(fn.value) if isinstance(fn, cst.Name) else fn if isinstance(fn, cst.Lambda) else None
+            if target is None:
+                continue
+            tensor_args = [self.is_tensor(a.value, ctx) for a in call.args if a.keyword is None and not a.star]
+            if not any(tensor_args):
+                continue
+            node = target if isinstance(target, cst.FunctionDef) else _lambda_as_function(target)
+            params = [p.name.value for p in _positional_params(node)]
+            tensors = {p for p, t in zip(params, tensor_args) if t} | ctx.tensors
+            self.enqueue(f"{fr.key}.<locals>.{node.name.value}", node, fr.owner, tensors, set(fr.kernel_params))
         # references (not calls) to in-file functions and methods: they may be called indirectly
         called_funcs = {id(c.func) for c in facts.calls}
         for name in facts.names:
@@ -1469,8 +1548,13 @@ class _ForwardAnalysis:
             if k is not None and any(a.keyword is not None and a.keyword.value == "grid" for a in call.args):
                 self.record_launch(k, call, ctx)
                 return
+        if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" and len(func.args) >= 2:
+            attr = _str_literal(func.args[1].value)
+            if attr is not None and (attr in TENSOR_COMPUTE_METHODS) and (self.is_tensor(func.args[0].value, ctx) or attr not in _PY_COMMON_METHODS):
+                self.c.report("TORCH-COMPUTE", f"`{self._code(call)}` in {fr.key}: getattr(..., {attr!r}) is a PyTorch compute call", call)
+            return
         callee = self.c.resolve_node(func)
-        args_tensor = any(self.is_tensor(a.value, ctx) for a in call.args)
+        args_tensor = any(self._has_tensor(a.value, ctx) for a in call.args)
         # module-level names ----------------------------------------------------------------------
         if callee is not None and self.c.is_import_rooted(_dotted(func) or ""):
             self._check_library_call(callee, call, ctx, args_tensor)
@@ -1548,6 +1632,12 @@ class _ForwardAnalysis:
             return
         if method in TENSOR_COMPUTE_METHODS and method not in _PY_COMMON_METHODS and not self._is_scalar_expr(base, ctx):
             self.c.report("TORCH-COMPUTE", f"`{self._code(call)}` in {fr.key}: .{method}() looks like PyTorch compute", call)
+
+    def _has_tensor(self, node: cst.CSTNode, ctx: "_Ctx") -> bool:
+        """A tensor, or a list/tuple/dict holding one (functools.reduce(operator.add, [x, y]))."""
+        if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+            return any(self._has_tensor(e.value, ctx) for e in node.elements)
+        return self.is_tensor(node, ctx)
 
     def _is_scalar_expr(self, node: cst.CSTNode, ctx: "_Ctx") -> bool:
         return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString))
@@ -1677,6 +1767,14 @@ class _Ctx:
     launchers: set[str]
 
 
+def _lambda_as_function(lam: cst.Lambda) -> cst.FunctionDef:
+    """A lambda seen as `def <lambda>(params): return body` (the body node is the original)."""
+    return cst.FunctionDef(
+        name=cst.Name("lambda_"), params=lam.params,
+        body=cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Return(value=lam.body)])]),
+    )
+
+
 def _self_attr(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
 
@@ -1747,7 +1845,109 @@ def check_rules(candidate_source: str) -> list[Violation]:
             if c.kernels and not launches:
                 names = ", ".join(sorted(c.kernels))
                 c.report("TRITON-NOT-LAUNCHED", f"kernel(s) {names} defined but never launched (kernel[grid](...)) from ModelNew.forward's call graph", c.method_of("ModelNew", "forward")[1])  # type: ignore[index]
+            for kernel in sorted({k for k, _ in launches if k in c.kernels}):
+                if not _writes_memory(c, kernel, set()):
+                    c.report("TRITON-NO-STORE", f"kernel {kernel} is launched from forward but writes no memory (no tl.store or atomic): it cannot produce the output", c.kernels[kernel].node)
+        _check_call_machinery(c, model)
+    _check_modelnew_rebinding(c)
     return c.violations()
+
+
+def _writes_memory(c: _Checker, kernel: str, seen: set[str]) -> bool:
+    info = c.kernels.get(kernel)
+    if info is None or kernel in seen:
+        return False
+    seen.add(kernel)
+    return info.stores or any(_writes_memory(c, k, seen) for k in info.calls if k in c.kernels)
+
+
+#: nn.Module internals whose override changes what `model(x)` runs.
+_CALL_MACHINERY = frozenset({
+    "__call__", "_call_impl", "_wrapped_call_impl", "__getattribute__", "__getattr__", "__new__", "__init_subclass__",
+    "__class_getitem__", "_apply", "__setstate__", "__reduce__", "__reduce_ex__", "__instancecheck__",
+})
+_HOOK_METHODS = frozenset({
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_backward_hook",
+    "register_full_backward_pre_hook", "register_module_forward_hook", "register_module_forward_pre_hook",
+    "register_state_dict_pre_hook", "register_load_state_dict_post_hook",
+})
+
+
+class _CallMachineryVisitor(cst.CSTVisitor):
+    def __init__(self, c: _Checker):
+        self.c = c
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _HOOK_METHODS:
+            self.c.report("MODELNEW-CALL", f"{name}() lets a hook replace what the module computes", node)
+        elif name in ("setattr", "object.__setattr__") and len(node.args) >= 2 and _str_literal(node.args[1].value) in ("forward", "__call__"):
+            self.c.report("MODELNEW-CALL", f"setattr(..., {_str_literal(node.args[1].value)!r}) rebinds the method the judge calls", node)
+
+    def _store(self, target: cst.CSTNode) -> None:
+        d = _dotted(target)
+        if d and "." in d and d.rsplit(".", 1)[1] in ("forward", "__call__", "_call_impl", "_forward_hooks", "_forward_pre_hooks"):
+            self.c.report("MODELNEW-CALL", f"assigning '{d}' rebinds what the judge calls", target)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._store(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._store(node.target)
+
+
+def _check_call_machinery(c: _Checker, model: _ClassInfo) -> None:
+    """ModelNew (and its in-file bases) must be called the nn.Module way: forward, no hooks."""
+    seen: set[str] = set()
+    todo = ["ModelNew"]
+    while todo:
+        name = todo.pop()
+        cls = c.classes.get(name)
+        if cls is None or name in seen:
+            continue
+        seen.add(name)
+        todo += [b for b in cls.bases if b in c.classes]
+        for stmt in cls.node.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in _CALL_MACHINERY:
+                c.report("MODELNEW-CALL", f"{name} overrides {stmt.name.value}: the judge calls the module the nn.Module way and checks forward", stmt)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target] if isinstance(small, cst.AnnAssign) else []
+                    for t in targets:
+                        if isinstance(t, cst.Name) and (t.value in _CALL_MACHINERY or t.value == "forward"):
+                            c.report("MODELNEW-CALL", f"{name} binds {t.value} to a value instead of defining a method", small)
+    _walk(c.module, _CallMachineryVisitor(c))
+
+
+def _check_modelnew_rebinding(c: _Checker) -> None:
+    """`ModelNew = Model`, `from x import y as ModelNew` or a second definition after the class."""
+    seen_class = False
+    for stmt in c.module.body:
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value == "ModelNew":
+            if seen_class:
+                c.report("MODELNEW-CALL", "ModelNew is defined twice: only one definition may exist", stmt)
+            seen_class = True
+        elif isinstance(stmt, cst.FunctionDef) and stmt.name.value == "ModelNew":
+            c.report("MODELNEW-CALL", "ModelNew is rebound to a function", stmt)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets: list[cst.CSTNode] = []
+                if isinstance(small, cst.Assign):
+                    targets = [t.target for t in small.targets]
+                elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                    targets = [small.target]
+                elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(getattr(small, "names", None), cst.ImportStar):
+                    for alias in small.names:  # type: ignore[union-attr]
+                        local = alias.asname.name if alias.asname is not None else alias.name
+                        if isinstance(local, cst.Name) and local.value == "ModelNew":
+                            c.report("MODELNEW-CALL", "ModelNew is imported, not defined here", small)
+                for t in targets:
+                    for n in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
+                        value = n.value if isinstance(n, cst.Element) else n
+                        if isinstance(value, cst.Name) and value.value == "ModelNew":
+                            c.report("MODELNEW-CALL", "ModelNew is rebound by an assignment", small)
 
 
 class _NameFinder(cst.CSTVisitor):
