@@ -136,6 +136,12 @@ def _field(result: Any, name: str, default: Any = None) -> Any:
     return getattr(result, name, default)
 
 
+def _last_lines(text: str, n: int = 2) -> str:
+    """The end of a traceback: the exception (and the frame that raised it) is what a reader needs."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip() and not set(line.strip()) <= set("^~ ")]
+    return " | ".join(lines[-n:])[-500:] if lines else text
+
+
 @dataclass
 class _Pending:
     problem: Problem
@@ -331,7 +337,7 @@ class Harvester:
                         bar.advance(task, len(p.attempts) - round_no - 1)
                         continue
                     reason = _field(res, "reason") or "runtime_error"
-                    detail = str(_field(res, "detail") or "")
+                    detail = _last_lines(str(_field(res, "detail") or ""))
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
                         p.first_failure = (reason, detail)
                     if reason in PERMANENT_REASONS or round_no + 1 >= len(p.attempts):

@@ -154,6 +154,11 @@ def _guess_value(name: str, annotation: str, D: int) -> tuple[str, Any] | None:
         return "100", 100
     if re.search(r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", n):
         return "64", 64
+    if ("Tuple" in ann or "tuple" in ann) and re.search(r"(size|window|shape|resolution|grid)", n):
+        small = 4 if "window" in n or "patch" in n else 8
+        return f"({small}, {small})", [small, small]
+    if re.search(r"(feat_size|grid_size|feature_size|spatial_size)", n):
+        return "8", 8
     if re.search(r"(img_size|image_size|input_size|resolution|img_res)", n):
         return "32", 32
     if re.search(r"(patch)", n):
@@ -195,12 +200,46 @@ def _config_attrs(classes: dict[str, ast.ClassDef], param: str) -> list[str]:
     return attrs
 
 
-def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | None, D: int, shrink: bool) -> tuple[list[str], list[Any], dict[str, Any]] | None:
+def _torch_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> list[_Param] | None:
+    """Constructor parameters of the torch class the Model inherits its __init__ from
+    (e.g. `class Linear(nn.Linear)` with only a new forward), read with inspect."""
+    cls = classes.get(name)
+    if cls is None or depth > 10:
+        return None
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in classes:
+            found = _torch_base_params(classes, base.id, depth + 1)
+            if found is not None:
+                return found
+            continue
+        last = ast.unparse(base).split(".")[-1]
+        import inspect
+
+        import torch
+
+        torch_cls = getattr(torch.nn, last, None)
+        if isinstance(torch_cls, type) and issubclass(torch_cls, torch.nn.Module) and torch_cls is not torch.nn.Module:
+            out = []
+            for p in list(inspect.signature(torch_cls.__init__).parameters.values())[1:]:
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    continue
+                default = None if p.default is inspect.Parameter.empty else repr(p.default)
+                if default is not None and default.startswith("<"):
+                    default = "None"
+                kind = "kwonly" if p.kind == p.KEYWORD_ONLY else "pos"
+                ann = p.annotation.__name__ if isinstance(p.annotation, type) else ("" if p.annotation is inspect.Parameter.empty else str(p.annotation))
+                out.append(_Param(p.name, ann, default, kind))
+            return out
+    return None
+
+
+def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool) -> tuple[list[str], list[Any], dict[str, Any]] | None:
     """Constructor arguments: required ones guessed; large size defaults shrunk when `shrink`."""
     if init is None:
         return [], [], {}
-    params = [p for p in _params(init) if p.kind == "pos"]
-    if any(p.kind == "kwonly" and p.default is None for p in _params(init)):
+    all_params = init if isinstance(init, list) else _params(init)
+    params = [p for p in all_params if p.kind == "pos"]
+    if any(p.kind == "kwonly" and p.default is None for p in all_params):
         raise SynthesisError("keyword_only_init", "the constructor has required keyword-only arguments; get_init_inputs() passes positional ones")
     values: dict[str, Any] = {}
     codes: list[str] = []
@@ -347,7 +386,9 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     forward = _method(classes, "Model", "forward")
     if forward is None and not _has_torch_base(classes, "Model"):
         raise SynthesisError("no_forward", "the class (and its bases in the file) defines no forward()")
-    init = _method(classes, "Model", "__init__")
+    init: ast.FunctionDef | list[_Param] | None = _method(classes, "Model", "__init__")
+    if init is None:
+        init = _torch_base_params(classes, "Model")
     fparams = _params(forward) if forward is not None else [_Param("x", "", None, "pos")]
     if forward is not None and any(p.kind == "kwonly" and p.default is None for p in fparams):
         raise SynthesisError("keyword_only_forward", "forward() has required keyword-only arguments")
@@ -364,8 +405,14 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
             if init_guess is None:
                 continue
             init_code, init_spec, values = init_guess
-            spatial = next((v for k, v in values.items() if re.search(r"img_size|image_size|input_size|resolution", k) and isinstance(v, int)), 8)
-            spatial = min(spatial, 32)
+            spatial = 8
+            for k, v in values.items():
+                if re.search(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution", k):
+                    if isinstance(v, (list, tuple)) and v and isinstance(v[0], int):
+                        v = v[0]
+                    if isinstance(v, int) and not isinstance(v, bool) and 1 < v <= 32:
+                        spatial = v
+                        break
             per_input: list[list[tuple[str, dict[str, Any]]]] = []
             for p in required:
                 per_input.append(_input_options(p, forward, calls, values, D, spatial))
