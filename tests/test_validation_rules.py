@@ -704,3 +704,39 @@ def test_overriding_call() -> None:
 def test_lazy_tensor_subclass_construction() -> None:
     source = make("y = torch.Tensor._make_subclass(torch.Tensor, x)  # <-\n" + LAUNCH + "return out")
     assert_fires(source, "INTROSPECTION")
+
+
+def test_result_cached_in_a_module_level_dict() -> None:
+    source = make(
+        """
+        key = tuple(x.shape)
+        if key in _CACHE:
+            return _CACHE[key]
+        out = torch.empty_like(x)
+        relu_kernel[(1,)](x, out, x.numel(), BLOCK=256)
+        _CACHE[key] = out  # <-
+        return out
+        """,
+        top="_CACHE = {}\n",
+    )
+    assert_fires(source, "RESULT-CACHE")
+
+
+@pytest.mark.parametrize("forward", [
+    "relu_kernel[(1,)](x, x, x.numel(), BLOCK=256)  # <-\nreturn x",
+    "flat = x.contiguous().view(-1)\nrelu_kernel[(1,)](flat, flat, flat.numel(), BLOCK=256)  # <-\nreturn x",
+    "return _inplace(x)",
+])
+def test_kernel_writing_into_an_input(forward: str) -> None:
+    source = make(forward, bottom="""
+
+        def _inplace(t):
+            relu_kernel[(1,)](t, t, t.numel(), BLOCK=256)  # <-
+            return t
+        """)
+    assert_fires(source, "INPUT-MUTATION")
+
+
+def test_reading_an_input_and_writing_a_fresh_output_is_fine() -> None:
+    source = make("x = x.contiguous()\nout = torch.empty_like(x)\nrelu_kernel[(1,)](x, out, x.numel(), BLOCK=256)\nreturn out")
+    assert check_rules(source) == []

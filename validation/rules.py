@@ -61,6 +61,7 @@ RULES: dict[str, str] = {
     "SLEEP": "sleeps or clocks (time, torch.cuda._sleep)",
     "SYSTEM-ACCESS": "file, environment, network or process access (open, os, sys, pathlib, socket, subprocess, pickle, torch.load, ...)",
     "RESULT-CACHE": "keeps results across calls: tensors stored on self or globals in the forward path, memoised forward functions",
+    "INPUT-MUTATION": "a kernel writes into a tensor passed to forward (or a view of it): inputs must not be mutated",
     "TRITON-ARANGE-POW2": "a tl.arange extent is not a power of two",
     "TRITON-BLOCK-CONSTEXPR": "a block size (tl.arange bound, tl.zeros/tl.full shape) is a runtime argument, not a tl.constexpr parameter",
     "TRITON-BLOCK-POW2": "a block-size constexpr is given a value that is not a power of two",
@@ -462,6 +463,10 @@ class _KernelInfo:
     block_params: set[str] = field(default_factory=set)  # constexprs used as tl.arange / shape extents
     stores: bool = False  # calls tl.store / tl.atomic_* / <block pointer>.store itself
     calls: set[str] = field(default_factory=set)  # names it calls (other @triton.jit helpers)
+    stored_params: set[str] = field(default_factory=set)  # pointer parameters it writes through
+    store_roots: list[cst.CSTNode] = field(default_factory=list)  # address expressions of its stores
+    helper_calls: list[cst.Call] = field(default_factory=list)  # calls of other kernels / helpers
+    local_assigns: dict[str, list[cst.CSTNode]] = field(default_factory=dict)
 
 
 class _Checker:
@@ -477,6 +482,7 @@ class _Checker:
         self.kernels: dict[str, _KernelInfo] = {}
         self.kernel_aliases: dict[str, str] = {}  # name -> kernel name (k2 = triton.jit(f); k = kern)
         self.constants: dict[str, int] = {}  # module-level integer constants
+        self.module_names: set[str] = set()  # every name assigned at module level
         self.defined_names: set[str] = set()  # every binding in the file (for builtin shadowing)
 
     # ---- reporting --------------------------------------------------------------------------
@@ -542,6 +548,8 @@ class _Checker:
                         self._add_import_aliases(small)
                     elif isinstance(small, cst.Assign) and len(small.targets) == 1:
                         self._module_assign(small.targets[0].target, small.value)
+                        if isinstance(small.targets[0].target, cst.Name):
+                            self.module_names.add(small.targets[0].target.value)
                     elif isinstance(small, cst.AnnAssign) and small.value is not None:
                         self._module_assign(small.target, small.value)
         # decorators may have been resolved before a later import; redo kernel detection now.
@@ -1055,15 +1063,22 @@ class _KernelVisitor(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            name = node.targets[0].target.value
+            self.k.local_assigns.setdefault(name, []).append(node.value)
             v = _eval_int(node.value, self.env)
             if v is not None:
-                self.env[node.targets[0].target.value] = v
+                self.env[name] = v
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
+            self.k.local_assigns.setdefault(node.target.value, []).append(node.value)
             v = _eval_int(node.value, self.env)
             if v is not None:
                 self.env[node.target.value] = v
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name) and isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
+            self.k.local_assigns.setdefault(node.target.value, []).append(node.value)
 
     def _extent_name(self, node: cst.CSTNode, what: str, where: cst.CSTNode) -> None:
         """A block extent given by a name: must be a constexpr parameter (or a known constant)."""
@@ -1082,8 +1097,13 @@ class _KernelVisitor(cst.CSTVisitor):
         last = callee.rsplit(".", 1)[-1] if callee else (node.func.attr.value if isinstance(node.func, cst.Attribute) else "")
         if last == "store" or last.startswith("atomic_") or last.endswith("_store"):
             self.k.stores = True
+            if callee and callee.startswith("triton.language") and node.args:
+                self.k.store_roots.append(node.args[0].value)
+            elif isinstance(node.func, cst.Attribute) and not callee:
+                self.k.store_roots.append(node.func.value)  # block_ptr.store(...) / desc.store(...)
         if isinstance(node.func, cst.Name):
             self.k.calls.add(node.func.value)
+            self.k.helper_calls.append(node)
         if callee == "triton.language.arange" and len(node.args) >= 2:
             lo, hi = node.args[0].value, node.args[1].value
             a, b = _eval_int(lo, self.env), _eval_int(hi, self.env)
@@ -1100,6 +1120,61 @@ class _KernelVisitor(cst.CSTVisitor):
                 v = _eval_int(e, self.env)
                 if v is not None and not _is_pow2(v):
                     self.c.report("TRITON-ARANGE-POW2", f"{self.k.name}: tl.{callee.rsplit('.', 1)[1]} shape dimension {v} is not a power of two", node)
+
+
+def _pointer_bases(c: _Checker, info: _KernelInfo, expr: cst.CSTNode) -> set[str]:
+    """Parameters of a kernel that are the base of an address expression (through +/-, indexing,
+    tl.where/broadcast/advance/make_block_ptr and local assignments)."""
+    params = {p.name.value for p in _params(info.node)}
+    found: set[str] = set()
+    seen: set[str] = set()
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, (cst.Add, cst.Subtract)):
+            todo += [e.left, e.right]
+        elif isinstance(e, cst.Subscript):
+            todo.append(e.value)
+        elif isinstance(e, cst.Call):
+            name = (c.resolve_node(e.func) or "").rsplit(".", 1)[-1]
+            if name == "where" and len(e.args) == 3:
+                todo += [e.args[1].value, e.args[2].value]
+            elif name in ("broadcast_to", "reshape", "view", "expand_dims", "multiple_of", "max_contiguous", "advance", "make_block_ptr", "make_tensor_descriptor") and e.args:
+                todo.append(e.args[0].value)
+            for a in e.args:
+                if a.keyword is not None and a.keyword.value == "base":
+                    todo.append(a.value)
+        elif isinstance(e, cst.Name):
+            if e.value in params:
+                found.add(e.value)
+            elif e.value in info.local_assigns and e.value not in seen:
+                seen.add(e.value)
+                todo += info.local_assigns[e.value]
+    return found
+
+
+def _resolve_stored_params(c: _Checker) -> None:
+    """Each kernel's pointer parameters that it (or a jit helper it calls) stores through."""
+    for info in c.kernels.values():
+        for root in info.store_roots:
+            info.stored_params |= _pointer_bases(c, info, root)
+    for _ in range(4):  # helpers calling helpers: a few rounds reach a fixpoint
+        changed = False
+        for info in c.kernels.values():
+            for call in info.helper_calls:
+                helper = c.kernels.get(call.func.value)  # type: ignore[union-attr]
+                if helper is None or not helper.stored_params:
+                    continue
+                hparams = [p.name.value for p in _positional_params(helper.node)]
+                for i, a in enumerate(call.args):
+                    pname = a.keyword.value if a.keyword is not None else (hparams[i] if i < len(hparams) else None)
+                    if pname in helper.stored_params:
+                        new = _pointer_bases(c, info, a.value) - info.stored_params
+                        if new:
+                            info.stored_params |= new
+                            changed = True
+        if not changed:
+            break
 
 
 def _check_kernel(checker: _Checker, info: _KernelInfo) -> None:
@@ -1255,6 +1330,7 @@ class _Frame:
     owner: str | None  # class the function is a method of
     tensor_params: set[str]
     kernel_params: set[str]
+    input_params: set[str] = field(default_factory=set)  # params bound to forward()'s inputs (or views)
 
 
 class _ForwardAnalysis:
@@ -1271,15 +1347,18 @@ class _ForwardAnalysis:
         self.analyses = 0
 
     # ---- worklist ----------------------------------------------------------------------------
-    def enqueue(self, key: str, node: cst.FunctionDef, owner: str | None, tensors: set[str], kernels: set[str] | None = None) -> None:
+    def enqueue(self, key: str, node: cst.FunctionDef, owner: str | None, tensors: set[str], kernels: set[str] | None = None,
+                inputs: set[str] | None = None) -> None:
         kernels = kernels or set()
+        inputs = inputs or set()
         fr = self.frames.get(key)
         if fr is None:
-            self.frames[key] = _Frame(key, node, owner, set(tensors), set(kernels))
+            self.frames[key] = _Frame(key, node, owner, set(tensors), set(kernels), set(inputs))
             self.queue.append(key)
-        elif not tensors <= fr.tensor_params or not kernels <= fr.kernel_params:
+        elif not tensors <= fr.tensor_params or not kernels <= fr.kernel_params or not inputs <= fr.input_params:
             fr.tensor_params |= tensors
             fr.kernel_params |= kernels
+            fr.input_params |= inputs
             if key not in self.queue:
                 self.queue.append(key)
 
@@ -1291,7 +1370,7 @@ class _ForwardAnalysis:
         for p in _params(node)[1:]:
             if not _scalar_param(p):
                 tensors.add(p.name.value)
-        self.enqueue(f"{owner}.forward", node, owner, tensors)
+        self.enqueue(f"{owner}.forward", node, owner, tensors, inputs=set(tensors))
         while self.queue and self.analyses < self.MAX_ANALYSES:
             key = self.queue.pop(0)
             self.analyses += 1
@@ -1322,7 +1401,7 @@ class _ForwardAnalysis:
                     tensors.add(target.value)
             if len(tensors) + len(launchers) == before:
                 break
-        ctx = _Ctx(fr, tensors, launchers)
+        ctx = _Ctx(fr, tensors, launchers, self._input_aliases(fr, facts))
 
         for node in facts.tries:
             self.c.report("TRY-EXCEPT", f"try statement in {fr.key}: the forward path must not catch errors (a silent fallback)", node)
@@ -1341,7 +1420,18 @@ class _ForwardAnalysis:
         for aug in facts.aug:
             if self.is_tensor(aug.target, ctx) or self.is_tensor(aug.value, ctx):
                 self.c.report("TORCH-COMPUTE", f"in-place tensor arithmetic `{self._code(aug)}` in {fr.key} runs in PyTorch", aug)
+        local_names = {t.value for t, _ in facts.assigns if isinstance(t, cst.Name)} | set(_param_names(fr.node)) | facts.local_params
+        for call in facts.calls:
+            f = call.func
+            if isinstance(f, cst.Attribute) and f.attr.value in _MUTATING_METHODS:
+                base = f.value
+                if (isinstance(base, cst.Name) and base.value in self.c.module_names and base.value not in local_names) or _self_attr(base):
+                    self.c.report("RESULT-CACHE", f"`{self._code(call)}` in {fr.key} fills a container that outlives the call", call)
         for target, value in facts.subscript_stores:
+            base = target.value
+            if isinstance(base, cst.Name) and base.value in self.c.module_names and base.value not in local_names:
+                self.c.report("RESULT-CACHE", f"`{self._code(target)} = ...` in {fr.key} stores into the module-level '{base.value}' (results kept across calls)", target)
+                continue
             if self.is_tensor(target.value, ctx):
                 self.c.report("TORCH-COMPUTE", f"indexed write `{self._code(target)} = ...` in {fr.key} runs in PyTorch; write outputs from a kernel", target)
             elif _self_attr(target.value):
@@ -1395,6 +1485,43 @@ class _ForwardAnalysis:
                 m = self.c.method_of(fr.owner, attr.attr.value)
                 if m is not None:
                     self.enqueue(f"{m[0]}.{attr.attr.value}", m[1], m[0], set())
+
+    # views and same-dtype conversions return the input itself (or share its storage)
+    _ALIASING_METHODS = frozenset({
+        "view", "view_as", "reshape", "reshape_as", "permute", "transpose", "t", "contiguous", "flatten", "unflatten",
+        "unsqueeze", "squeeze", "expand", "expand_as", "narrow", "select", "as_strided", "movedim", "swapaxes",
+        "detach", "to", "float", "half", "bfloat16", "double", "type_as", "cuda", "cpu", "unfold", "T", "mT", "data",
+    })
+
+    def _aliases_input(self, value: cst.CSTNode, inputs: set[str]) -> bool:
+        while True:
+            if isinstance(value, cst.Name):
+                return value.value in inputs
+            if isinstance(value, cst.Subscript):
+                value = value.value
+            elif isinstance(value, cst.Attribute) and value.attr.value in ("T", "mT", "data"):
+                value = value.value
+            elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in self._ALIASING_METHODS:
+                value = value.func.value
+            else:
+                return False
+
+    def _input_aliases(self, fr: _Frame, facts: "_FactCollector") -> set[str]:
+        """Names bound only to forward()'s inputs or views of them (flow-insensitive: a name that is
+        ever bound to something else, e.g. a fresh allocation, is not counted)."""
+        inputs = set(fr.input_params)
+        other: set[str] = set()
+        for _ in range(3):
+            before = len(inputs)
+            for target, value in facts.assigns:
+                if isinstance(target, cst.Name):
+                    if self._aliases_input(value, inputs):
+                        inputs.add(target.value)
+                    else:
+                        other.add(target.value)
+            if len(inputs) == before:
+                break
+        return inputs - other
 
     # ---- type inference ----------------------------------------------------------------------
     def _bind(self, target: cst.CSTNode, value: cst.CSTNode, tensors: set[str], fr: _Frame) -> None:
@@ -1592,7 +1719,8 @@ class _ForwardAnalysis:
             m = self.c.method_of(fr.owner, method)
             if m is not None:
                 self.enqueue(f"{m[0]}.{method}", m[1], m[0], self._param_tensors(m[1], call.args, skip_self=True, ctx=ctx),
-                             self._param_kernels(m[1], call.args, skip_self=True, fr=fr))
+                             self._param_kernels(m[1], call.args, skip_self=True, fr=fr),
+                             self._param_inputs(m[1], call.args, skip_self=True, ctx=ctx))
                 return
             kind = self.c.class_attr(fr.owner, method) or ""
             self._call_attr_kind(kind, f"self.{method}", call, ctx)
@@ -1619,7 +1747,8 @@ class _ForwardAnalysis:
                 m = self.c.method_of(cls, "forward")
                 if m is not None:
                     self.enqueue(f"{m[0]}.forward", m[1], m[0], self._param_tensors(m[1], call.args, skip_self=True, ctx=ctx),
-                                 self._param_kernels(m[1], call.args, skip_self=True, fr=fr))
+                                 self._param_kernels(m[1], call.args, skip_self=True, fr=fr),
+                                 self._param_inputs(m[1], call.args, skip_self=True, ctx=ctx))
                 return
             m = self.c.method_of(cls, method)
             if m is not None:
@@ -1673,7 +1802,24 @@ class _ForwardAnalysis:
 
     def follow_function(self, name: str, args: Sequence[cst.Arg], _kw: dict, ctx: "_Ctx", all_tensor: bool) -> None:
         fn = self.c.functions[name]
-        self.enqueue(name, fn, None, self._param_tensors(fn, args, skip_self=False, ctx=ctx), self._param_kernels(fn, args, skip_self=False, fr=ctx.fr))
+        self.enqueue(name, fn, None, self._param_tensors(fn, args, skip_self=False, ctx=ctx), self._param_kernels(fn, args, skip_self=False, fr=ctx.fr),
+                     self._param_inputs(fn, args, skip_self=False, ctx=ctx))
+
+    def _param_inputs(self, fn: cst.FunctionDef, args: Sequence[cst.Arg], skip_self: bool, ctx: "_Ctx") -> set[str]:
+        params = _positional_params(fn)
+        if skip_self and params:
+            params = params[1:]
+        out: set[str] = set()
+        for i, a in enumerate(args):
+            if a.star:
+                break
+            if not self._aliases_input(a.value, ctx.inputs):
+                continue
+            if a.keyword is not None:
+                out.add(a.keyword.value)
+            elif i < len(params):
+                out.add(params[i].name.value)
+        return out
 
     def follow_class_call(self, cls: str, call: cst.Call, ctx: "_Ctx", instance: bool = False) -> None:
         if not instance:
@@ -1684,7 +1830,8 @@ class _ForwardAnalysis:
         for meth in ("forward", "__call__"):
             m = self.c.method_of(cls, meth)
             if m is not None:
-                self.enqueue(f"{m[0]}.{meth}", m[1], m[0], self._param_tensors(m[1], call.args, skip_self=True, ctx=ctx))
+                self.enqueue(f"{m[0]}.{meth}", m[1], m[0], self._param_tensors(m[1], call.args, skip_self=True, ctx=ctx),
+                             None, self._param_inputs(m[1], call.args, skip_self=True, ctx=ctx))
 
     def _param_tensors(self, fn: cst.FunctionDef, args: Sequence[cst.Arg], skip_self: bool, ctx: "_Ctx") -> set[str]:
         params = _positional_params(fn)
@@ -1744,6 +1891,12 @@ class _ForwardAnalysis:
         if info is None:
             return
         params = _params(info.node)
+        for i, a in enumerate(call.args):
+            if a.star:
+                break
+            pname = a.keyword.value if a.keyword is not None else (params[i].name.value if i < len(params) else None)
+            if pname in info.stored_params and self._aliases_input(a.value, ctx.inputs):
+                self.c.report("INPUT-MUTATION", f"launch of {kernel} passes the forward input `{self._code(a.value)}` as {pname}, which the kernel stores into", a)
         env = dict(self.c.constants)
         i = 0
         for a in call.args:
@@ -1765,6 +1918,7 @@ class _Ctx:
     fr: _Frame
     tensors: set[str]
     launchers: set[str]
+    inputs: set[str] = field(default_factory=set)  # names that are forward()'s inputs or views of them
 
 
 def _lambda_as_function(lam: cst.Lambda) -> cst.FunctionDef:
@@ -1773,6 +1927,13 @@ def _lambda_as_function(lam: cst.Lambda) -> cst.FunctionDef:
         name=cst.Name("lambda_"), params=lam.params,
         body=cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Return(value=lam.body)])]),
     )
+
+
+_MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "__setitem__", "appendleft"})
+
+
+def _param_names(fn: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in _params(fn)]
 
 
 def _self_attr(node: cst.CSTNode) -> bool:
@@ -1822,6 +1983,7 @@ def check_rules(candidate_source: str) -> list[Violation]:
     c.collect()
     for info in list(c.kernels.values()):
         _check_kernel(c, info)
+    _resolve_stored_params(c)
     safety = _SafetyVisitor(c)
     _walk(module, safety)
     safety.finish()
