@@ -129,18 +129,12 @@ def harvest_dataset(path: str | os.PathLike[str], config: HarvestConfig | None =
         return result
     rows = list(read_rows(file))
     kernelbook: list[tuple[Problem, str, str]] = []
-    for lineno, row in rows:
-        harvester.result.files += 1
-        subject = f"{file.name}:{lineno}"
-        if "python_code" in row:
-            item = _kernelbook_row(harvester, file, lineno, row, subject)
-            if item is not None:
-                kernelbook.append(item)
-        elif "source" in row and ("id" in row or "problem_id" in row):
-            _suite_row(harvester, file, lineno, row, subject, suite)
-        else:
-            harvester.reject_file(subject, "unknown_row_format",
-                                  f"row has neither `python_code` (KernelBook) nor `source` + `id` (benchmark suite); columns: {sorted(row)[:12]}")
+    bar = harvester._progress()
+    with bar:
+        task = bar.add_task(f"read {file.name}", total=len(rows))
+        for lineno, row in rows:
+            bar.advance(task)
+            _dataset_row(harvester, file, lineno, row, suite, kernelbook)
     result = harvester.finish()
     by_key = {p.key: p for p in result.problems if p.status == "runnable"}
     for problem, triton_code, module_name in kernelbook:
@@ -157,6 +151,21 @@ def harvest_dataset(path: str | os.PathLike[str], config: HarvestConfig | None =
     if commit_state:
         result.commit_state()
     return result
+
+
+def _dataset_row(harvester: Harvester, file: Path, lineno: int, row: dict[str, Any], suite: str | None,
+                 kernelbook: list[tuple[Problem, str, str]]) -> None:
+    harvester.result.files += 1
+    subject = f"{file.name}:{lineno}"
+    if "python_code" in row:
+        item = _kernelbook_row(harvester, file, lineno, row, subject)
+        if item is not None:
+            kernelbook.append(item)
+    elif "source" in row and ("id" in row or "problem_id" in row):
+        _suite_row(harvester, file, lineno, row, subject, suite)
+    else:
+        harvester.reject_file(subject, "unknown_row_format",
+                              f"row has neither `python_code` (KernelBook) nor `source` + `id` (benchmark suite); columns: {sorted(row)[:12]}")
 
 
 def _kernelbook_row(harvester: Harvester, file: Path, lineno: int, row: dict[str, Any], subject: str) -> tuple[Problem, str, str] | None:

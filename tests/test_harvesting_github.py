@@ -83,3 +83,37 @@ def test_rate_limit_wait_reads_the_headers():
     assert rate_limit_wait(403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "110"}, now=100) == pytest.approx(10.5)
     assert rate_limit_wait(403, {}, "Resource not accessible by integration") is None  # a real 403: not retried
     assert rate_limit_wait(404, {"retry-after": "1"}) is None
+
+
+def test_cli_harvest_github_against_the_recorded_server(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from autotriton.flows.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_cli_secret_value")
+    with RecordedGitHub() as gh:
+        args = ["--db", str(tmp_path / "g.duckdb"), "--set", f"harvest.state_path={tmp_path / 'st.json'}", "harvest", "github",
+                "--query", "language:python torch", "--max-repos", "3", "--base-url", gh.base, "--no-probe", "--json"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.stdout.strip().splitlines()[-1])
+        assert summary["runnable"] == 2 and summary["modules"] == 2  # FeedForward and Block; latin.py is unreadable
+        assert summary["file_errors"] == {"licence_not_allowed": 1, "licence_unknown": 1, "not_utf8": 1}
+        assert summary["new_rows"]["problems"] == 2
+        assert "ghp_cli_secret_value" not in result.output
+        # the search carried the query and the star qualifier
+        assert any(path.startswith("/search/repositories") for _, path, _ in gh.log)
+        again = CliRunner().invoke(app, args)
+        assert json.loads(again.stdout.strip().splitlines()[-1])["new_rows"]["problems"] == 0
+
+
+def test_a_corrupt_state_file_is_named_in_the_error(tmp_path):
+    from autotriton.harvesting import HarvestState, StateError
+
+    bad = tmp_path / "state.json"
+    bad.write_text("{not json")
+    with pytest.raises(StateError, match="state.json"):
+        HarvestState.load(bad)
