@@ -328,7 +328,20 @@ def test_torch_compile() -> None:
 
 
 def test_extern_kernels() -> None:
-    source = make(top="from torch._inductor.select_algorithm import extern_kernels  # <-\n")
+    # the import alone is tolerated (every Inductor module has it); calling into it is cuBLAS
+    top = "from torch._inductor.select_algorithm import extern_kernels\n"
+    assert check_rules(make(top=top)) == []
+    source = make("y = extern_kernels.mm(x, x)  # <-\n" + LAUNCH + "return out", top=top)
+    assert_fires(source, "TORCH-COMPILE")
+
+
+def test_extern_kernels_used_in_inductor_output() -> None:
+    from validation_rules_helpers import KERNELBOOK_STYLE
+
+    source = KERNELBOOK_STYLE.replace(
+        "        get_raw_stream(0)\n",
+        "        get_raw_stream(0)\n        extern_kernels.mm(arg0_1, arg0_1, out=buf0)  # <-\n",
+    )
     assert_fires(source, "TORCH-COMPILE")
 
 

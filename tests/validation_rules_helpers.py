@@ -376,6 +376,62 @@ class ModelNew(torch.nn.Module):
         return call([x])[0]
 '''
 
+# KernelBook's format (GPUMODE/KernelBook `triton_code`): Inductor's generated module, verbatim
+# imports included, with a ModelNew calling `call`.
+KERNELBOOK_STYLE = '''
+import torch
+from torch._inductor.select_algorithm import extern_kernels
+import triton
+import triton.language as tl
+from torch._inductor.runtime.triton_heuristics import grid
+from torch._C import _cuda_getCurrentRawStream as get_raw_stream
+from torch._inductor.runtime import triton_helpers
+from torch._inductor.runtime.triton_helpers import libdevice
+import torch.nn as nn
+assert_size_stride = torch._C._dynamo.guards.assert_size_stride
+empty_strided_cuda = torch._C._dynamo.guards._empty_strided_cuda
+reinterpret_tensor = torch._C._dynamo.guards._reinterpret_tensor
+
+
+@triton.jit
+def triton_poi_fused_mul_tanh_0(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+    xnumel = 256
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    x0 = xindex
+    tmp0 = tl.load(in_ptr0 + x0, xmask)
+    tmp1 = libdevice.tanh(tmp0)
+    tmp2 = 2.0
+    tmp3 = tmp1 * tmp2
+    tl.store(out_ptr0 + x0, tmp3, xmask)
+
+
+def call(args):
+    arg0_1, = args
+    args.clear()
+    assert_size_stride(arg0_1, (4, 4, 4, 4), (64, 16, 4, 1))
+    with torch.cuda._DeviceGuard(0):
+        torch.cuda.set_device(0)
+        buf0 = empty_strided_cuda((4, 4, 4, 4), (64, 16, 4, 1), torch.float32)
+        get_raw_stream(0)
+        triton_poi_fused_mul_tanh_0[grid(256)](arg0_1, buf0, 256, XBLOCK=128, num_warps=4, num_stages=1)
+        del arg0_1
+    return buf0,
+
+
+class ModelNew(nn.Module):
+
+    def __init__(self, scale=2.0):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, input_0):
+        arg0_1 = input_0
+        output = call([arg0_1])
+        return output[0]
+'''
+
 #: Name -> source of every correct candidate above.
 GOOD_CANDIDATES: dict[str, str] = {
     "elementwise": ELEMENTWISE,
@@ -385,6 +441,7 @@ GOOD_CANDIDATES: dict[str, str] = {
     "fused_linear_relu": FUSED_LINEAR_RELU,
     "linear_gelu_autograd": LINEAR_GELU_AUTOGRAD,
     "inductor_style": INDUCTOR_STYLE,
+    "kernelbook_style": KERNELBOOK_STYLE,
 }
 
 
