@@ -8,38 +8,37 @@ Public API:
     pass_at_k(n, c, k), compute_metrics(...)
     write_report(result, out_dir), compare_markdown(evaluations)
 A plain library: no Prefect and no DuckDB here (the CLI verb stores results in the warehouse).
+Names are imported on first use, so a bare GPU machine (torch, triton, numpy, rich, matplotlib; no
+pydantic) can use the suites, generators, evaluate and reports without the config models.
 """
 
-from autotriton.evaluation.config import EvaluationConfig
-from autotriton.evaluation.evaluate import EvaluationResult, evaluate, store_evaluation, suite_label
-from autotriton.evaluation.generators import (
-    Generator,
-    LocalModelGenerator,
-    OpenAIGenerator,
-    RecordedGenerator,
-    candidate_from_output,
-    default_instruction,
-    make_generator,
-)
-from autotriton.evaluation.metrics import compute_metrics, hacked, pass_at_k, solved, summarize
-from autotriton.evaluation.report import compare_markdown, compare_rows, write_report
-from autotriton.evaluation.suites import (
-    SuiteEntry,
-    SuiteError,
-    filter_entries,
-    load_suite,
-    read_suite_jsonl,
-    shrink_suite_problem,
-    write_suite_jsonl,
-)
-from autotriton.evaluation.tritonbench import ConversionError, ConversionResult, convert_tritonbench_t
+from __future__ import annotations
 
-__all__ = [
-    "EvaluationConfig", "EvaluationResult", "evaluate", "store_evaluation", "suite_label",
-    "Generator", "LocalModelGenerator", "OpenAIGenerator", "RecordedGenerator", "candidate_from_output",
-    "default_instruction", "make_generator",
-    "compute_metrics", "hacked", "pass_at_k", "solved", "summarize",
-    "compare_markdown", "compare_rows", "write_report",
-    "SuiteEntry", "SuiteError", "filter_entries", "load_suite", "read_suite_jsonl", "shrink_suite_problem", "write_suite_jsonl",
-    "ConversionError", "ConversionResult", "convert_tritonbench_t",
-]
+from typing import Any
+
+_LAZY = {
+    "EvaluationConfig": "config",
+    "EvaluationResult": "harness", "evaluate": "harness", "store_evaluation": "harness", "suite_label": "harness",
+    "Generator": "generators", "LocalModelGenerator": "generators", "OpenAIGenerator": "generators",
+    "RecordedGenerator": "generators", "candidate_from_output": "generators", "default_instruction": "generators",
+    "make_generator": "generators",
+    "compute_metrics": "metrics", "hacked": "metrics", "pass_at_k": "metrics", "solved": "metrics", "summarize": "metrics",
+    "compare_markdown": "report", "compare_rows": "report", "write_report": "report",
+    "SuiteEntry": "suites", "SuiteError": "suites", "filter_entries": "suites", "load_suite": "suites",
+    "read_suite_jsonl": "suites", "shrink_suite_problem": "suites", "write_suite_jsonl": "suites",
+    "ConversionError": "tritonbench", "ConversionResult": "tritonbench", "convert_tritonbench_t": "tritonbench",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"autotriton.evaluation.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'autotriton.evaluation' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_LAZY))

@@ -12,8 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotriton.configuration import config_hash
-from autotriton.evaluation.config import EvaluationConfig
 from autotriton.evaluation.generators import Generator
 from autotriton.evaluation.metrics import compute_metrics
 from autotriton.hashing import content_key
@@ -82,18 +80,24 @@ def _judge(jobs: list[tuple[str, str]], validation_config: Any, judge: Any, prog
     return list(validate_many(jobs, validation_config, progress=progress))
 
 
-def evaluate(problems: Sequence[Problem], generator: Generator, config: EvaluationConfig | None = None,
+def evaluate(problems: Sequence[Problem], generator: Generator, config: Any = None,
              validation_config: Any = None, judge: Any = None, *, progress: bool = False,
              on_generated: Callable[[int], None] | None = None) -> EvaluationResult:
     """Evaluate `generator` on `problems`: `config.samples` samples each, judged, with metrics.
 
+    `config` is an `EvaluationConfig` (or any object with its fields samples, pass_k, temperature,
+    top_p, max_new_tokens, seed, max_problems: a bare GPU machine without pydantic can pass a
+    SimpleNamespace).
     `judge` is an optional warm `autotriton.validation.JudgePool` (anything with `validate_many(jobs)`);
     without one, `validate_many(jobs, validation_config)` starts and stops its own workers.
     `config.max_problems` caps the problems (0 = all). The returned `EvaluationResult.evaluation` is
     the warehouse record: suite, generator, config (sampling, judge config hash, problem keys) and
     the per-sample verdict keys in problem-major order.
     """
-    config = config or EvaluationConfig()
+    if config is None:
+        from autotriton.evaluation.config import EvaluationConfig
+
+        config = EvaluationConfig()
     problems = list(problems)
     if config.max_problems:
         problems = problems[: config.max_problems]
@@ -145,6 +149,8 @@ def evaluate(problems: Sequence[Problem], generator: Generator, config: Evaluati
     metrics = compute_metrics(problems, candidates, verdicts, ks)
     judge_hash = next((v.judge_config_hash for v in flat if v.judge_config_hash), "")
     if not judge_hash and validation_config is not None:
+        from autotriton.configuration import config_hash
+
         judge_hash = config_hash(validation_config)
     record_config = {
         "samples": samples,

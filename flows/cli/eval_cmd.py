@@ -27,8 +27,7 @@ eval_app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEMO_SUITE = REPO_ROOT / "examples" / "demo" / "eval_problems.jsonl"
+from autotriton.paths import DEMO_EVAL_SUITE as DEMO_SUITE  # noqa: E402
 
 
 def _suite_path(configured: str) -> str:
