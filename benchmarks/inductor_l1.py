@@ -1,0 +1,376 @@
+"""Inductor teacher over a suite (KernelBench level 1 by default) on a GPU: capture, convert, validate.
+
+    python benchmarks/inductor_l1.py --suite PATH [--suite PATH2] --out DIR [--stage all]
+
+Stages (each reads what the one before wrote under --out):
+  capture   torch.compile every problem (Triton-only max-autotune), one subprocess per problem,
+            --jobs at a time, each under --problem-timeout; writes DIR/captures/<id>.json
+            (dynamic shapes first; static shapes too when dynamic failed or left extern kernels).
+  convert   turn each capture into a standalone ModelNew (distillation/inductor_convert.py);
+            writes DIR/converted/<id>.py and DIR/conversions.jsonl (ok / reason per problem).
+  validate  judge the converted candidates with autotriton.validation.validate_many on --device
+            (falls back to a direct eager-vs-candidate comparison when the judge cannot be
+            imported, and says so in the summary); writes DIR/verdicts.jsonl.
+  all       the three in order.
+The summary (conversion rate, validated yield, speedups, extern_kernels check) is printed as
+one JSON object and written to DIR/summary.json. Needs torch + triton (+ pydantic for the judge).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _load(module: str) -> Any:
+    """Import autotriton.distillation.<module>, or load the file directly when the package's
+    __init__ needs something this machine lacks (a bare GPU image has no openai/duckdb)."""
+    try:
+        return importlib.import_module(f"autotriton.distillation.{module}")
+    except ImportError:
+        path = ROOT / "distillation" / f"{module}.py"
+        spec = importlib.util.spec_from_file_location(f"autotriton.distillation.{module}", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+
+def safe_id(problem_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", problem_id)
+
+
+def read_suites(paths: list[str], only: list[str] | None) -> list[dict[str, Any]]:
+    rows = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise SystemExit(f"{path}:{lineno}: not JSON ({exc}); fix or remove the line")
+                if only and row["id"] not in only and safe_id(row["id"]) not in only:
+                    continue
+                rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- capture
+CAPTURE_MAX_INPUT_BYTES = 1 << 30  # larger problems are captured at shrunk sizes (the kernels take sizes as arguments)
+
+
+def input_bytes(source: str) -> int:
+    """Bytes of a problem's inputs, computed on the meta device (nothing is allocated)."""
+    import torch
+
+    ns: dict[str, Any] = {}
+    exec(compile(source, "<problem>", "exec"), ns)
+    with torch.device("meta"):
+        inputs = ns["get_inputs"]()
+    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+
+
+def capture_source(source: str) -> tuple[str, str | None]:
+    """The source to compile: as given, or shrunk (validation's rule) when its inputs exceed
+    CAPTURE_MAX_INPUT_BYTES, so a dozen captures fit on one GPU at once."""
+    try:
+        size = input_bytes(source)
+    except Exception:  # noqa: BLE001 - the capture itself reports a broken problem
+        return source, None
+    if size <= CAPTURE_MAX_INPUT_BYTES:
+        return source, None
+    from autotriton.validation.shrink import shrink_problem
+
+    for max_dim in (4096, 2048, 1024, 512, 256):
+        small = shrink_problem(source, max_dim=max_dim, max_batch=16)
+        try:
+            if input_bytes(small) <= CAPTURE_MAX_INPUT_BYTES:
+                return small, f"captured at shrunk sizes (max_dim={max_dim}; inputs were {size / 2**30:.1f} GiB)"
+        except Exception:  # noqa: BLE001
+            break
+    return source, None
+
+
+def capture_one(row: dict[str, Any], out: Path, decompose_convolution: bool, device: str) -> None:
+    """Runs inside a fresh subprocess: dynamic shapes; static shapes only when dynamic fails."""
+    cap = _load("inductor_capture")
+    autotune = device.startswith("cuda")
+    source, shrunk = capture_source(row["source"])
+    attempts = []
+    first = cap.capture_problem(source, name=row["id"], dynamic=True, device=device, max_autotune=autotune,
+                                decompose_convolution=decompose_convolution)
+    first["shrunk"] = shrunk
+    attempts.append(first)
+    if not first["ok"]:
+        second = cap.capture_problem(source, name=row["id"], dynamic=False, device=device, max_autotune=autotune,
+                                     decompose_convolution=decompose_convolution)
+        second["shrunk"] = shrunk
+        attempts.append(second)
+    record = {"id": row["id"], "name": row["name"], "source": row["source"], "attempts": attempts}
+    tmp = out / f".{safe_id(row['id'])}.json.tmp"
+    tmp.write_text(json.dumps(record))
+    tmp.replace(out / f"{safe_id(row['id'])}.json")
+
+
+def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_timeout: float, deadline: float,
+                  decompose_convolution: bool, suites: list[str], device: str) -> dict[str, Any]:
+    cap_dir = out / "captures"
+    cap_dir.mkdir(parents=True, exist_ok=True)
+    todo = [r for r in rows if not (cap_dir / f"{safe_id(r['id'])}.json").exists()]
+    cores = os.cpu_count() or 2
+    env = dict(os.environ)
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(max(1, cores // max(1, jobs))))
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    running: dict[str, tuple[subprocess.Popen, float, Any]] = {}
+    failures: dict[str, str] = {}
+    started = time.monotonic()
+    logs = out / "capture_logs"
+    logs.mkdir(exist_ok=True)
+    while todo or running:
+        now = time.monotonic()
+        while todo and len(running) < jobs and now - started < deadline:
+            row = todo.pop(0)
+            sid = safe_id(row["id"])
+            cmd = [sys.executable, __file__, "_capture_one", "--id", row["id"], "--out", str(out),
+                   "--capture-device", device]
+            for s in suites:
+                cmd += ["--suite", s]
+            if not decompose_convolution:
+                cmd.append("--no-decompose-convolution")
+            penv = dict(env, TORCHINDUCTOR_CACHE_DIR=f"/tmp/inductor_cache_{sid}")
+            log = open(logs / f"{sid}.log", "w")
+            running[row["id"]] = (subprocess.Popen(cmd, env=penv, stdout=log, stderr=subprocess.STDOUT), now, log)
+        if not todo and not running:
+            break
+        if now - started >= deadline and todo:
+            for row in todo:
+                failures[row["id"]] = "not started before the deadline"
+            todo = []
+        for pid, (proc, t0, log) in list(running.items()):
+            rc = proc.poll()
+            over = time.monotonic() - t0 > problem_timeout or time.monotonic() - started > deadline + 30
+            if rc is None and over:
+                proc.kill()
+                proc.wait()
+                rc = "timeout"
+            if rc is not None:
+                log.close()
+                del running[pid]
+                if rc != 0:
+                    failures[pid] = f"capture process exit {rc}"
+                print(f"[capture] {pid}: {'ok' if rc == 0 else rc} "
+                      f"({time.monotonic() - t0:.0f}s; {len(todo)} left, {len(running)} running)", flush=True)
+        time.sleep(0.2)
+    return {"captured": len(list(cap_dir.glob("*.json"))), "capture_failures": failures,
+            "capture_wall_s": round(time.monotonic() - started, 1)}
+
+
+# ---------------------------------------------------------------- convert
+def stage_convert(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    conv = _load("inductor_convert")
+    from autotriton.hashing import source_key
+
+    cap_dir, conv_dir = out / "captures", out / "converted"
+    conv_dir.mkdir(parents=True, exist_ok=True)
+    reasons: dict[str, int] = {}
+    n_ok = 0
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with open(out / "conversions.jsonl", "w") as log, open(out / "replay.jsonl", "w") as replay:
+        for row in rows:
+            path = cap_dir / f"{safe_id(row['id'])}.json"
+            if not path.exists():
+                res = conv.ConversionResult(ok=False, reason="not_captured", detail="no capture (timeout or deadline)")
+                versions = {}
+            else:
+                capture = json.loads(path.read_text())
+                res = conv.convert_capture(capture, row["source"])
+                versions = next((a.get("versions") for a in capture["attempts"] if a.get("versions")), {}) or {}
+            reasons[res.reason or "ok"] = reasons.get(res.reason or "ok", 0) + 1
+            entry = {"id": row["id"], **res.to_dict(), "extern_kernels_in_code": "extern_kernels" in res.code}
+            log.write(json.dumps(entry) + "\n")
+            if res.ok:
+                n_ok += 1
+                (conv_dir / f"{safe_id(row['id'])}.py").write_text(res.code)
+                replay.write(json.dumps({
+                    "problem_key": source_key(row["source"]), "problem_name": row["name"], "teacher": "inductor",
+                    "teacher_version": f"torch-{versions.get('torch', '?')}+triton-{versions.get('triton', '?')}",
+                    "prompt_version": "", "code": res.code, "reasoning": "", "instruction": "", "usage": {},
+                    "created": created, "suite_id": row["id"]}) + "\n")
+    return {"converted": n_ok, "conversion_rate": round(n_ok / max(1, len(rows)), 4), "conversion_outcomes": reasons}
+
+
+# ---------------------------------------------------------------- validate
+def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: int, trials: int,
+                   deadline_s: float) -> dict[str, Any]:
+    conv_dir = out / "converted"
+    jobs, ids = [], []
+    for row in rows:
+        path = conv_dir / f"{safe_id(row['id'])}.py"
+        if path.exists():
+            jobs.append((row["source"], path.read_text()))
+            ids.append(row["id"])
+    started = time.monotonic()
+    verdicts: dict[str, dict[str, Any]] = {}
+    import queue
+    import threading
+
+    judge = "autotriton.validation.validate_many"
+    try:
+        from autotriton.validation import JudgePool, ValidationConfig
+    except ImportError as exc:  # no pydantic on a bare GPU image: say so, compare directly
+        judge = f"direct comparison (judge not importable: {exc})"
+        JudgePool = None
+    if JudgePool is not None:
+        cfg = ValidationConfig(device=device, trials=trials, timeout_s=45.0, timing_runs=20, timing_input_sets=1,
+                               time_kernels=device == "cuda", workers=1)
+        live = open(out / "verdicts.partial.jsonl", "a")  # survives a run killed at its time limit
+        lock = threading.Lock()
+        todo: "queue.Queue[int]" = queue.Queue()
+        for i in range(len(jobs)):
+            todo.put(i)
+
+        def work() -> None:
+            # one single-worker pool per thread: each worker process sees GPU 0
+            with JudgePool(cfg, workers=1) as pool:
+                while time.monotonic() - started < deadline_s:
+                    try:
+                        i = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    v = pool.validate(*jobs[i])
+                    verdicts[ids[i]] = {"status": v.status, "correct": v.correct, "rule_ok": v.rule_ok,
+                                        "speedup": v.speedup, "max_abs_err": v.max_abs_err,
+                                        "error": (v.error or "")[:600],
+                                        "violations": [f"{x.rule}: {x.message[:160]}" for x in v.violations][:5],
+                                        "device": v.device, "elapsed_s": round(v.elapsed_s, 2),
+                                        "timing": v.timing}
+                    with lock:
+                        live.write(json.dumps({"id": ids[i], **verdicts[ids[i]]}, default=str) + "\n")
+                        live.flush()
+                    print(f"[judge] {ids[i]}: {v.status} speedup={v.speedup}", flush=True)
+
+        threads = [threading.Thread(target=work) for _ in range(max(1, workers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        live.close()
+    else:
+        for i, (problem, code) in enumerate(jobs):
+            if time.monotonic() - started > deadline_s:
+                break
+            verdicts[ids[i]] = direct_check(problem, code, device)
+    with open(out / "verdicts.jsonl", "w") as f:
+        for pid in ids:
+            f.write(json.dumps({"id": pid, **verdicts.get(pid, {"status": "not_judged", "error": "deadline"})},
+                               default=str) + "\n")
+    kept = [pid for pid in ids if verdicts.get(pid, {}).get("correct") and verdicts.get(pid, {}).get("rule_ok")]
+    speedups = [verdicts[p]["speedup"] for p in kept if verdicts[p].get("speedup")]
+    statuses: dict[str, int] = {}
+    for pid in ids:
+        st = verdicts.get(pid, {}).get("status", "not_judged")
+        statuses[st] = statuses.get(st, 0) + 1
+    extern_in_kept = [p for p in kept if "extern_kernels" in (conv_dir / f"{safe_id(p)}.py").read_text()]
+    import math
+
+    geo = math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if speedups else None
+    return {"judge": judge, "judged": len(verdicts), "verdicts": statuses, "validated": len(kept),
+            "validated_yield": round(len(kept) / max(1, len(rows)), 4),
+            "speedup_geomean": round(geo, 3) if geo else None,
+            "speedup_median": round(sorted(speedups)[len(speedups) // 2], 3) if speedups else None,
+            "fast_1": round(sum(1 for x in speedups if x > 1.0) / max(1, len(rows)), 4),
+            "extern_kernels_in_kept": extern_in_kept, "validate_wall_s": round(time.monotonic() - started, 1)}
+
+
+def direct_check(problem: str, code: str, device: str) -> dict[str, Any]:
+    """Minimal judge: same weights, three random input sets, allclose at 1e-4 (KernelBench's
+    tolerance), median time of both. Only used when the real judge cannot be imported."""
+    import torch
+    import triton.testing
+
+    try:
+        ref_ns: dict[str, Any] = {}
+        exec(compile(problem, "<problem>", "exec"), ref_ns)
+        cand_ns: dict[str, Any] = {}
+        exec(compile(code, "<candidate>", "exec"), cand_ns)
+        torch.manual_seed(0)
+        init = ref_ns["get_init_inputs"]()
+        ref = ref_ns["Model"](*init).to(device)
+        new = cand_ns["ModelNew"](*init).to(device)
+        new.load_state_dict(ref.state_dict())
+        worst = 0.0
+        with torch.no_grad():
+            for seed in (1, 2, 3):
+                torch.manual_seed(seed)
+                inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref_ns["get_inputs"]()]
+                a, b = ref(*inputs), new(*inputs)
+                if not torch.allclose(a, b, atol=1e-4, rtol=1e-4):
+                    return {"status": "incorrect", "correct": False, "rule_ok": True,
+                            "max_abs_err": float((a.float() - b.float()).abs().max())}
+                worst = max(worst, float((a.float() - b.float()).abs().max()))
+            t_ref = triton.testing.do_bench(lambda: ref(*inputs), return_mode="median")
+            t_new = triton.testing.do_bench(lambda: new(*inputs), return_mode="median")
+        return {"status": "correct", "correct": True, "rule_ok": "extern_kernels" not in code,
+                "max_abs_err": worst, "speedup": t_ref / t_new}
+    except Exception as exc:  # noqa: BLE001 - a failing candidate is a verdict, not a crash
+        return {"status": "runtime_error", "correct": False, "rule_ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("stage", nargs="?", default="all", choices=["all", "capture", "convert", "validate", "_capture_one"])
+    ap.add_argument("--suite", action="append", default=[], help="suite JSONL (repeatable)")
+    ap.add_argument("--out", required=True, help="output folder")
+    ap.add_argument("--only", action="append", default=[], help="problem id to run (repeatable; default all)")
+    ap.add_argument("--id", help=argparse.SUPPRESS)
+    ap.add_argument("--jobs", type=int, default=8, help="capture subprocesses at once")
+    ap.add_argument("--problem-timeout", type=float, default=240.0, help="seconds per problem capture")
+    ap.add_argument("--deadline", type=float, default=420.0, help="no capture starts after this many seconds")
+    ap.add_argument("--no-decompose-convolution", dest="decompose_convolution", action="store_false",
+                    help="leave transposed/1-D/grouped convolutions to Inductor (they then need cuDNN)")
+    ap.add_argument("--device", default="cuda", help="validation device (cuda or cpu)")
+    ap.add_argument("--capture-device", default="cuda", help="device torch.compile targets (cuda; cpu only to test this script)")
+    ap.add_argument("--judge-workers", type=int, default=4, help="judge pools run at once (each one worker on GPU 0)")
+    ap.add_argument("--trials", type=int, default=3, help="correctness trials per candidate")
+    ap.add_argument("--validate-deadline", type=float, default=300.0, help="no candidate is judged after this many seconds")
+    args = ap.parse_args(argv)
+    if not args.suite:
+        ap.error("give at least one --suite PATH")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    if args.stage == "_capture_one":
+        rows = read_suites(args.suite, [args.id])
+        capture_one(rows[0], out / "captures", args.decompose_convolution, args.capture_device)
+        return 0
+
+    rows = read_suites(args.suite, args.only or None)
+    summary: dict[str, Any] = {"problems": len(rows), "suites": args.suite}
+    if args.stage in ("all", "capture"):
+        summary.update(stage_capture(rows, out, args.jobs, args.problem_timeout, args.deadline,
+                                     args.decompose_convolution, args.suite, args.capture_device))
+    if args.stage in ("all", "convert"):
+        summary.update(stage_convert(rows, out))
+    if args.stage in ("all", "validate"):
+        summary.update(stage_validate(rows, out, args.device, args.judge_workers, args.trials, args.validate_deadline))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""The Inductor teacher: torch.compile on a GPU, its generated Triton turned into a standalone ModelNew.
+
+    teacher = InductorTeacher(config)            # needs a CUDA GPU
+    candidates = teacher.generate(problems, samples=1)
+
+For each problem a fresh subprocess (`python -m autotriton.distillation.inductor_capture`, so a
+problem that crashes or hangs the compiler costs only itself) compiles the problem's `Model` with
+Triton-only max-autotune and dynamic shapes (inductor_capture.py); transposed, 1-D and grouped
+convolutions are first rewritten as gathers + matmul (inductor_decompose.py) so they too come out
+as Triton. The generated output code is then converted into a clean candidate with plain
+`torch` + `triton` imports (inductor_convert.py).
+
+Every problem yields exactly one Candidate (the compiler is deterministic, so `samples` > 1 adds
+nothing): a converted one, or one with `code == ""` and `parse_error` naming why the conversion
+failed (`extern_kernels`, `aten_fallback`, `graph_breaks`, `capture_failed: ...`) with Inductor's
+output code in `raw_output`, so failures are recorded, counted in `counters`, and never raise.
+Instruction and reasoning are left empty: the pipeline (or the replay teacher, for shipped data)
+fills them with `describe_problem`, or the LLM explainer when one is configured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from autotriton.distillation.inductor_convert import ConversionResult, convert_capture
+from autotriton.records import Candidate, Problem
+
+__all__ = ["InductorTeacher", "capture_in_subprocess"]
+
+_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: bool = True,
+                          decompose_convolution: bool = True, max_autotune: bool = True,
+                          device: str = "cuda") -> dict[str, Any]:
+    """Run `inductor_capture.capture_problem` in a child process; a crash or timeout becomes a
+    capture with `ok` False and `stage` "crashed"/"timeout" instead of taking the caller down."""
+    request = {"source": source, "name": name, "dynamic": dynamic, "decompose_convolution": decompose_convolution,
+               "max_autotune": max_autotune, "device": device}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    with tempfile.TemporaryDirectory(prefix="autotriton-inductor-") as tmp:
+        out_path = os.path.join(tmp, "capture.json")
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
+        try:
+            proc = subprocess.run([sys.executable, "-m", "autotriton.distillation.inductor_capture", out_path],
+                                  input=json.dumps(request), text=True, capture_output=True, timeout=timeout_s, env=env)
+        except subprocess.TimeoutExpired:
+            return {"ok": False, "name": name, "stage": "timeout", "error": f"capture took over {timeout_s:.0f}s"}
+        if proc.returncode != 0 or not os.path.exists(out_path):
+            tail = (proc.stderr or proc.stdout or "")[-2000:]
+            return {"ok": False, "name": name, "stage": "crashed",
+                    "error": f"capture process exited with {proc.returncode}: {tail}"}
+        with open(out_path, encoding="utf-8") as f:
+            return json.load(f)
+
+
+class InductorTeacher:
+    """Teacher protocol implementation over torch.compile (see module docstring)."""
+
+    name = "inductor"
+
+    def __init__(self, config: Any = None, *, jobs: int | None = None, timeout_s: float | None = None,
+                 dynamic: bool = True, decompose_convolution: bool = True, max_autotune: bool = True,
+                 device: str = "cuda"):
+        import torch
+        import triton
+
+        self.version = f"torch-{torch.__version__}+triton-{triton.__version__}"
+        self.jobs = jobs or int(getattr(config, "inductor_jobs", 0) or 0) or max(1, min(8, (os.cpu_count() or 2) // 2))
+        self.timeout_s = timeout_s or float(getattr(config, "inductor_timeout_s", 0) or 0) or 600.0
+        self.dynamic = dynamic
+        self.decompose_convolution = decompose_convolution
+        self.max_autotune = max_autotune
+        self.device = device
+        self.counters: Counter = Counter()
+        self.conversions: dict[str, ConversionResult] = {}  # problem key -> outcome, for reports
+
+    def generate(self, problems: list[Problem], samples: int = 1) -> list[Candidate]:
+        """One candidate per problem (converted, or empty with `parse_error` saying why)."""
+        def one(problem: Problem) -> Candidate:
+            capture = capture_in_subprocess(problem.reference_source, name=problem.name, timeout_s=self.timeout_s,
+                                            dynamic=self.dynamic, decompose_convolution=self.decompose_convolution,
+                                            max_autotune=self.max_autotune, device=self.device)
+            attempts = [capture]
+            if not capture.get("ok") and self.dynamic and capture.get("stage") not in ("timeout", "crashed"):
+                attempts.append(capture_in_subprocess(
+                    problem.reference_source, name=problem.name, timeout_s=self.timeout_s, dynamic=False,
+                    decompose_convolution=self.decompose_convolution, max_autotune=self.max_autotune,
+                    device=self.device))
+            return self._candidate(problem, {"attempts": attempts, "source": problem.reference_source})
+
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            return list(pool.map(one, problems))
+
+    def _candidate(self, problem: Problem, capture: dict[str, Any]) -> Candidate:
+        result = convert_capture(capture, problem.reference_source)
+        self.conversions[problem.key] = result
+        self.counters["problems"] += 1
+        self.counters["converted" if result.ok else f"failed:{result.reason}"] += 1
+        attempt = next((a for a in capture["attempts"] if a.get("output_code")), capture["attempts"][0])
+        return Candidate(
+            problem_key=problem.key,
+            code=result.code if result.ok else "",
+            generator=self.name,
+            generator_version=self.version,
+            prompt_version="",
+            sampling={"dynamic": attempt.get("dynamic"), "max_autotune": self.max_autotune,
+                      "decompose_convolution": self.decompose_convolution, "kernels": result.kernels,
+                      "notes": result.notes},
+            raw_output=attempt.get("output_code") or "",
+            parse_error=None if result.ok else f"inductor conversion failed ({result.reason}): {result.detail}",
+        )

@@ -1,0 +1,119 @@
+"""Convolutions Inductor has no Triton template for, rewritten as gathers + matmul before lowering.
+
+Inductor's Triton convolution template covers 2-D/3-D, non-transposed, ungrouped convolutions.
+Everything else (transposed, 1-D, grouped/depthwise) falls back to cuDNN (`extern_kernels`), or
+fails outright when, as in teacher runs, Triton is the only allowed backend. These
+decompositions express such a convolution with view/pad/gather ops (which Inductor fuses into one
+generated im2col kernel) and a batched matmul (a Triton mm template), or, for tiny per-group
+products (depthwise), a multiply + sum reduction; so the whole problem still comes out as Triton.
+
+- transposed convolution = direct convolution of the input with (stride - 1) zeros inserted
+  between elements, padded by dilation * (k - 1) - padding (+ output_padding at the end), with
+  the weight flipped and its in/out channels swapped per group;
+- direct convolution = pad, `unfold` each spatial dim into windows (dilation by striding the
+  window), then per group (N * out positions, C/g * k) @ (C/g * k, Cout/g).
+
+Needs torch only; used by `inductor_capture.capture_problem(decompose_convolution=True)`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["convolution_decompositions", "convolution_as_matmul", "needs_decomposition"]
+
+
+def needs_decomposition(weight_dim: int, transposed: bool, groups: int) -> bool:
+    """True for the convolutions Inductor's Triton template does not cover."""
+    return transposed or weight_dim - 2 == 1 or groups > 1
+
+
+def _zero_insert(x: Any, dim: int, stride: int) -> Any:
+    """Insert (stride - 1) zeros between consecutive elements along `dim`."""
+    import torch
+
+    if stride == 1:
+        return x
+    length = x.shape[dim]
+    z = x.unsqueeze(dim + 1)
+    pad_shape = list(z.shape)
+    pad_shape[dim + 1] = stride - 1
+    z = torch.cat([z, z.new_zeros(pad_shape)], dim=dim + 1)
+    new_shape = list(x.shape)
+    new_shape[dim] = length * stride
+    z = z.reshape(new_shape)
+    return z.narrow(dim, 0, (length - 1) * stride + 1)
+
+
+def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], padding: list[int], dilation: list[int],
+                          transposed: bool, output_padding: list[int], groups: int) -> Any:
+    """aten.convolution semantics (any spatial rank, transposed, grouped) with no convolution op."""
+    import torch
+    import torch.nn.functional as F
+
+    nd = weight.dim() - 2
+    stride, padding, dilation = _expand(stride, nd), _expand(padding, nd), _expand(dilation, nd)
+    output_padding = _expand(output_padding, nd)
+    ksize = [int(k) for k in weight.shape[2:]]
+    if transposed:
+        cin, cout_g = weight.shape[0], weight.shape[1]
+        w = weight.reshape(groups, cin // groups, cout_g, *ksize).transpose(1, 2)
+        w = w.reshape(groups * cout_g, cin // groups, *ksize).flip(list(range(2, 2 + nd)))
+        for d in range(nd):
+            x = _zero_insert(x, 2 + d, stride[d])
+        pads: list[int] = []
+        for d in reversed(range(nd)):  # F.pad wants the last dim first
+            lo = dilation[d] * (ksize[d] - 1) - padding[d]
+            pads += [lo, lo + output_padding[d]]
+        x = F.pad(x, pads) if any(pads) else x
+        return convolution_as_matmul(x, w, bias, [1] * nd, [0] * nd, dilation, False, [0] * nd, groups)
+    if any(padding):
+        pads = []
+        for d in reversed(range(nd)):
+            pads += [padding[d], padding[d]]
+        x = F.pad(x, pads)
+    n, c = x.shape[0], x.shape[1]
+    cout = weight.shape[0]
+    for d in range(nd):
+        span = dilation[d] * (ksize[d] - 1) + 1
+        x = x.unfold(2 + d, span, stride[d])  # (..., out_d, ...) + window dim at the end
+        if dilation[d] > 1:
+            x = x[..., :: dilation[d]]
+    # x: (N, C, O_1..O_nd, K_1..K_nd)
+    out_sizes = list(x.shape[2:2 + nd])
+    kprod = math.prod(ksize)
+    cg, coutg = c // groups, cout // groups
+    x = x.reshape(n, groups, cg, *out_sizes, *ksize)
+    perm = [0] + list(range(3, 3 + nd)) + [1, 2] + list(range(3 + nd, 3 + 2 * nd))
+    cols = x.permute(perm).reshape(-1, groups, cg * kprod)  # (N*O, g, C/g*K)
+    w = weight.reshape(groups, coutg, cg * kprod)
+    if coutg < 16 or cg * kprod < 16:
+        # tiny per-group products (depthwise): multiply + reduce, no matmul template needed
+        out = (cols.unsqueeze(2) * w.unsqueeze(0)).sum(-1)  # (N*O, g, Cout/g)
+    else:
+        out = torch.bmm(cols.transpose(0, 1), w.transpose(1, 2)).transpose(0, 1)  # (N*O, g, Cout/g)
+    out = out.reshape(n, *out_sizes, cout)
+    out = out.permute([0, nd + 1] + list(range(1, nd + 1)))
+    if bias is not None:
+        out = out + bias.reshape(1, cout, *([1] * nd))
+    return out.contiguous()
+
+
+def _expand(values: Any, nd: int) -> list[int]:
+    values = list(values)
+    return values * nd if len(values) == 1 else values
+
+
+def convolution_decompositions() -> dict[Any, Any]:
+    """A decomposition table entry for aten.convolution that only takes the uncovered cases."""
+    import torch
+
+    def convolution(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, transposed: bool,
+                    output_padding: Any, groups: int) -> Any:
+        if not needs_decomposition(weight.dim(), bool(transposed), int(groups)):
+            return NotImplemented  # the Triton conv template handles it
+        return convolution_as_matmul(x, weight, bias, stride, padding, dilation, bool(transposed), output_padding,
+                                     int(groups))
+
+    return {torch.ops.aten.convolution.default: convolution}
