@@ -36,3 +36,12 @@ def kernelbench_l1() -> Path:
     if not KERNELBENCH_L1.exists():
         pytest.skip(f"{KERNELBENCH_L1} not present (shared benchmark data)")
     return KERNELBENCH_L1
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect API server (and database) for every test that runs flows."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
