@@ -234,6 +234,7 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
     except ImportError as exc:  # no pydantic on a bare GPU image: say so, compare directly
         judge = f"direct comparison (judge not importable: {exc})"
         JudgePool = None
+    start_errors: list[str] = []
     if JudgePool is not None:
         cfg = ValidationConfig(device=device, trials=trials, timeout_s=45.0, timing_runs=20, timing_input_sets=1,
                                time_kernels=device == "cuda", workers=1)
@@ -244,6 +245,12 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
             todo.put(i)
 
         def work() -> None:
+            try:
+                judge_loop()
+            except Exception as exc:  # noqa: BLE001 - a judge that cannot start: direct comparison below
+                start_errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+
+        def judge_loop() -> None:
             # one single-worker pool per thread: each worker process sees GPU 0
             with JudgePool(cfg, workers=1) as pool:
                 while time.monotonic() - started < deadline_s:
@@ -269,7 +276,9 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
         for t in threads:
             t.join()
         live.close()
-    else:
+    if JudgePool is None or (start_errors and not verdicts):
+        if start_errors:
+            judge = f"direct comparison (judge did not start: {start_errors[0]})"
         for i, (problem, code) in enumerate(jobs):
             if time.monotonic() - started > deadline_s:
                 break

@@ -34,7 +34,7 @@ _TENSOR_SOURCE = re.compile(r"^L\['(?P<arg>[A-Za-z_][A-Za-z0-9_]*)'\]$")
 _ARGS_SOURCE = re.compile(r"^L\['args'\]\[(?P<index>\d+)\]$")
 
 
-def inductor_settings(max_autotune: bool = True, search_space: str = "DEFAULT") -> dict[str, Any]:
+def inductor_settings(max_autotune: bool = True, search_space: str = "DEFAULT", autotune_pointwise: bool = False) -> dict[str, Any]:
     """Inductor config overrides for teacher runs (only the keys this torch version knows).
 
     Triton is the only GEMM/conv backend so matmuls and convolutions come out as Triton
@@ -45,8 +45,10 @@ def inductor_settings(max_autotune: bool = True, search_space: str = "DEFAULT") 
     import torch._inductor.config as ic
 
     wanted: dict[str, Any] = {
-        "max_autotune": max_autotune,
-        "max_autotune_pointwise": max_autotune,
+        # GEMM/conv templates are always autotuned; pointwise/reduction configs only on request
+        # (Inductor's heuristics pick well, and benchmarking every config costs most of the time)
+        "max_autotune": max_autotune and autotune_pointwise,
+        "max_autotune_pointwise": max_autotune and autotune_pointwise,
         "max_autotune_gemm": max_autotune,
         "max_autotune_gemm_backends": "TRITON",
         "max_autotune_conv_backends": "TRITON",
@@ -280,6 +282,7 @@ def capture_problem(
     search_space: str = "DEFAULT",
     seed: int = 0,
     decompose_convolution: bool = False,
+    autotune_pointwise: bool = False,
 ) -> dict[str, Any]:
     """Compile a problem's Model with Inductor and record its output code and chosen configs.
 
@@ -294,6 +297,7 @@ def capture_problem(
     started = time.monotonic()
     result: dict[str, Any] = {
         "format": CAPTURE_FORMAT, "name": name, "ok": False, "dynamic": dynamic, "max_autotune": max_autotune,
+        "autotune_pointwise": autotune_pointwise,
         "decompose_convolution": decompose_convolution,
         "versions": {"torch": torch.__version__, "triton": triton.__version__},
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") and torch.cuda.is_available() else device,
@@ -343,7 +347,7 @@ def capture_problem(
             torch.manual_seed(seed + 2)
             expected = model(*inputs)
             torch._dynamo.reset()
-            with ic.patch(inductor_settings(max_autotune, search_space)), \
+            with ic.patch(inductor_settings(max_autotune, search_space, autotune_pointwise)), \
                     torch._dynamo.config.patch(dynamo_settings(dynamic)), \
                     torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder:
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
