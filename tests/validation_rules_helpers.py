@@ -432,6 +432,169 @@ class ModelNew(nn.Module):
         return output[0]
 '''
 
+# More shapes of honest code: heuristics + lru_cache'd shape helper + static-method namespace +
+# *args forward; the Triton tutorial's persistent softmax (driver, tl.range); a direct conv whose
+# nn.Conv2d only holds the weights.
+LAYERNORM = '''
+import contextlib
+import functools
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from triton.runtime import driver
+
+
+@triton.heuristics({"EVEN_N": lambda args: args["N"] % args["BLOCK_N"] == 0})
+@triton.jit
+def _layer_norm_fwd(X, Y, W, B, stride, N, eps, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * stride
+    Y += row * stride
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    xc = tl.where(mask, x - mean, 0.0)
+    var = tl.sum(xc * xc, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    w = tl.load(W + cols, mask=mask)
+    b = tl.load(B + cols, mask=mask)
+    tl.store(Y + cols, xc * rstd * w + b, mask=mask)
+
+
+@functools.lru_cache(maxsize=None)
+def _block_for(n: int) -> int:
+    return triton.next_power_of_2(n)
+
+
+class TritonOps:
+    @staticmethod
+    def layer_norm(x, weight, bias, eps):
+        shape = x.shape
+        x2 = x.reshape(-1, shape[-1])
+        M, N = x2.shape
+        y = torch.empty_like(x2)
+        BLOCK_N = _block_for(N)
+        num_warps = min(max(BLOCK_N // 256, 1), 8)
+        _layer_norm_fwd[(M,)](x2, y, weight, bias, x2.stride(0), N, eps, BLOCK_N=BLOCK_N, num_warps=num_warps)
+        return y.reshape(shape)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, normalized_shape: tuple, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, *args):
+        x = args[0]
+        if x.dtype != torch.float32:
+            x = x.float()
+        if not x.is_contiguous():
+            x = x.contiguous()
+        with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
+            return TritonOps.layer_norm(x, self.weight.reshape(-1), self.bias.reshape(-1), self.eps)
+'''
+
+TUTORIAL_SOFTMAX = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from triton.runtime import driver
+
+DEVICE = torch.device("cuda:0") if torch.cuda.is_available() else torch.device("cpu")
+
+
+@triton.jit
+def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
+                   num_stages: tl.constexpr):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        row_start_ptr = input_ptr + row_idx * input_row_stride
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        input_ptrs = row_start_ptr + col_offsets
+        mask = col_offsets < n_cols
+        row = tl.load(input_ptrs, mask=mask, other=-float('inf'))
+        row_minus_max = row - tl.max(row, axis=0)
+        numerator = tl.exp(row_minus_max)
+        denominator = tl.sum(numerator, axis=0)
+        softmax_output = numerator / denominator
+        output_row_start_ptr = output_ptr + row_idx * output_row_stride
+        output_ptrs = output_row_start_ptr + col_offsets
+        tl.store(output_ptrs, softmax_output, mask=mask)
+
+
+def softmax(x):
+    n_rows, n_cols = x.shape
+    BLOCK_SIZE = triton.next_power_of_2(n_cols)
+    num_warps = 8
+    num_stages = 2
+    y = torch.empty_like(x)
+    num_programs = min(n_rows, 132 * 4)
+    softmax_kernel[(num_programs, 1, 1)](y, x, x.stride(0), y.stride(0), n_rows, n_cols, BLOCK_SIZE=BLOCK_SIZE,
+                                         num_stages=num_stages, num_warps=num_warps)
+    return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return softmax(x)
+'''
+
+CONV_RELU = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def conv2d_relu_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, C, H, W, K, OH, OW, KH: tl.constexpr, KW: tl.constexpr,
+                       BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    total = N * K * OH * OW
+    mask = offs < total
+    ow = offs % OW
+    oh = (offs // OW) % OH
+    k = (offs // (OW * OH)) % K
+    n = offs // (OW * OH * K)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for c in range(0, C):
+        for kh in tl.static_range(KH):
+            for kw in tl.static_range(KW):
+                xv = tl.load(x_ptr + ((n * C + c) * H + oh + kh) * W + ow + kw, mask=mask, other=0.0)
+                wv = tl.load(w_ptr + ((k * C + c) * KH + kh) * KW + kw, mask=mask, other=0.0)
+                acc += xv * wv
+    acc += tl.load(b_ptr + k, mask=mask, other=0.0)
+    acc = tl.maximum(acc, 0.0)
+    tl.store(y_ptr + offs, acc, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super(ModelNew, self).__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x):
+        N, C, H, W = x.shape
+        K, _, KH, KW = self.conv.weight.shape
+        OH, OW = H - KH + 1, W - KW + 1
+        y = torch.empty((N, K, OH, OW), device=x.device, dtype=x.dtype)
+        total = y.numel()
+        BLOCK = 128
+        grid = ((total + BLOCK - 1) // BLOCK,)
+        conv2d_relu_kernel[grid](x, self.conv.weight, self.conv.bias, y, N, C, H, W, K, OH, OW, KH=KH, KW=KW, BLOCK=BLOCK)
+        return y
+'''
+
 #: Name -> source of every correct candidate above.
 GOOD_CANDIDATES: dict[str, str] = {
     "elementwise": ELEMENTWISE,
@@ -442,6 +605,9 @@ GOOD_CANDIDATES: dict[str, str] = {
     "linear_gelu_autograd": LINEAR_GELU_AUTOGRAD,
     "inductor_style": INDUCTOR_STYLE,
     "kernelbook_style": KERNELBOOK_STYLE,
+    "layernorm_heuristics": LAYERNORM,
+    "tutorial_softmax": TUTORIAL_SOFTMAX,
+    "conv_relu_params_from_nn_conv": CONV_RELU,
 }
 
 

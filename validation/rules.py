@@ -78,6 +78,7 @@ RULES: dict[str, str] = {
 ALLOWED_IMPORTS: frozenset[str] = frozenset({
     "torch", "triton", "math", "cmath", "numpy", "typing", "typing_extensions", "functools", "itertools",
     "operator", "collections", "dataclasses", "enum", "abc", "__future__", "numbers", "warnings", "copy",
+    "contextlib",  # nullcontext & co; contextlib.suppress in the forward path is TRY-EXCEPT
 })
 
 #: Names importable from torch._inductor / torch._C: Inductor's device-side helpers and the small
@@ -1390,7 +1391,7 @@ class _ForwardAnalysis:
         for dec in fr.node.decorators:
             expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
             name = self.c.resolve_node(expr)
-            if name in _CACHE_DECORATORS:
+            if name in _CACHE_DECORATORS and fr.tensor_params:  # memoising shape arithmetic is fine
                 self.c.report("RESULT-CACHE", f"{fr.key} is memoised with {name}: results would be reused across calls", dec)
         tensors = set(fr.tensor_params)
         shadowed = facts.local_params  # lambda / nested def params shadow outer names
