@@ -284,6 +284,17 @@ _BACKEND: Any = None
 _BINDERS: dict[int, tuple[Any, Any]] = {}
 
 
+def _backend_option_names() -> frozenset[str]:
+    try:
+        import dataclasses
+
+        from triton.backends.nvidia.compiler import CUDAOptions
+
+        return frozenset(f.name for f in dataclasses.fields(CUDAOptions))
+    except (ImportError, TypeError):  # pragma: no cover
+        return frozenset()
+
+
 def _backend() -> Any:
     global _BACKEND
     if _BACKEND is None:
@@ -345,7 +356,9 @@ def launch_record_from_call(jit_fn: Any, args: Sequence[Any], kwargs: dict[str, 
     params_kw = {k: v for k, v in kwargs.items() if k in param_names}
     opts = {k: v for k, v in kwargs.items() if k in COMPILE_OPTION_NAMES and k not in param_names}
     opts.update({k: v for k, v in (options or {}).items() if k in COMPILE_OPTION_NAMES})
-    unknown = [k for k in kwargs if k not in param_names and k not in COMPILE_OPTION_NAMES and k not in _IGNORED_KWARGS]
+    # any other backend option (ir_override, sanitize_overflow, ...) is legal at launch but not forwarded
+    known = COMPILE_OPTION_NAMES | _IGNORED_KWARGS | _backend_option_names()
+    unknown = [k for k in kwargs if k not in param_names and k not in known]
     if unknown:
         raise CompileCheckError(f"kernel {jit.__name__} launched with unknown keyword argument(s) {', '.join(unknown)}")
     args = [_unwrap_interpreted_arg(a) for a in args]
