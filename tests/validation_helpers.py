@@ -29,6 +29,6 @@ def judge_config(**overrides):
     """Small, quick judge settings for tests (CPU interpreter unless overridden)."""
     from autotriton.validation import ValidationConfig
 
-    base = dict(device="cpu", trials=3, timeout_s=15, max_output_mb=64, workers=2)
+    base = dict(device="cpu", trials=3, timeout_s=15, max_output_mb=64, max_log_mb=16, workers=2)
     base.update(overrides)
     return ValidationConfig(**base)

@@ -31,7 +31,6 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from autotriton.validation import wire
 
 CANDIDATE_MODULE = "autotriton_candidate"
 
@@ -469,17 +468,3 @@ def _compile(target: str) -> dict[str, Any]:
     if failures:
         report["_record_errors"] = failures
     return report
-
-
-def serve(sock, deadline_s: float, max_output_bytes: int) -> None:
-    """Entry point in the confined child: read one job, run it, answer, exit."""
-    job = wire.recv_pickle(sock)
-    header, tensors = run_job(job)
-    try:
-        payload = wire.encode_tensors(header, tensors)
-    except BaseException as exc:  # noqa: BLE001
-        payload = wire.encode_tensors({"phases": header.get("phases", []), "error": _error("outputs", exc)}, [])
-    if len(payload) > max_output_bytes:
-        payload = wire.encode_tensors({"phases": [], "error": {"stage": "outputs", "type": "OutputTooLarge",
-                                       "message": f"outputs are {len(payload)} bytes, over the limit of {max_output_bytes}"}}, [])
-    wire.send_frame(sock, payload)

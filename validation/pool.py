@@ -104,10 +104,6 @@ class _WorkerHandle:
                 raise JudgeError(f"judge worker {self.index} did not start ({exc}); its log says:\n{self.log_tail()}") from exc
         return self.ready
 
-    def request(self, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
-        wire.send_pickle(self.proc.stdin.fileno(), payload)
-        return wire.recv_pickle(self.proc.stdout.fileno(), deadline=deadline)
-
     def log_tail(self, n: int = 3000) -> str:
         try:
             return Path(self.log_path).read_text(errors="replace")[-n:]
@@ -214,8 +210,14 @@ class JudgePool:
         self._handles[index] = handle
         handle.wait_ready()
 
-    def _call(self, payload: dict[str, Any], budget_s: float) -> tuple[str, Any]:
+    def _call(self, payload: dict[str, Any], budget_s: float, _retry: bool = True) -> tuple[str, Any]:
         """('ok', result) | ('timeout', msg) | ('crashed', msg), on whichever worker is free."""
+        kind, res = self._call_once(payload, budget_s)
+        if kind == "retry" and _retry:
+            return self._call(payload, budget_s, _retry=False)
+        return ("crashed", res) if kind == "retry" else (kind, res)
+
+    def _call_once(self, payload: dict[str, Any], budget_s: float) -> tuple[str, Any]:
         index = self._slots.get()
         try:
             handle = self._handles[index]
@@ -224,17 +226,26 @@ class JudgePool:
                 handle = self._handles[index]
             assert handle is not None
             try:
-                answer = handle.request(payload, time.monotonic() + budget_s)
+                wire.send_pickle(handle.proc.stdin.fileno(), payload)
+            except OSError as exc:  # it died while idle: nothing of this job ran yet
+                self._replace(index)
+                return "retry", f"the judge worker had died ({exc!r}); it was replaced"
+            try:
+                answer = wire.recv_pickle(handle.proc.stdout.fileno(), deadline=time.monotonic() + budget_s)
             except TimeoutError:
                 self._replace(index)
                 return "timeout", f"the judge worker did not answer within {budget_s:.0f} s; it was killed and replaced"
             except (EOFError, OSError, wire.WireError) as exc:
+                # The worker died mid-job (killed from outside, or the job's reference killed it):
+                # replace it and let the job run once more; a second death is the verdict.
                 tail = handle.log_tail(800)
                 self._replace(index)
-                return "crashed", f"the judge worker died ({exc!r}); it was replaced. Worker log tail:\n{tail}"
+                return "retry", f"the judge worker died ({exc!r}); it was replaced. Worker log tail:\n{tail}"
             if not answer.get("ok"):
                 if answer.get("fatal"):
                     self._replace(index)
+                    if answer.get("retry"):
+                        return "retry", f"judge worker error: {answer.get('error')}"
                 return "crashed", f"judge worker error: {answer.get('error')}"
             return "ok", answer["result"]
         finally:
@@ -296,6 +307,8 @@ class JudgePool:
         verdict.error = res.get("error")
         verdict.max_abs_err = res.get("max_abs_err")
         timing = res.get("timing", {})
+        if res.get("reference_failed"):
+            timing["reference_failed"] = True  # the problem, not the candidate, is at fault
         verdict.timing = timing
         if "speedup" in timing:
             verdict.speedup = timing.get("speedup")

@@ -89,7 +89,7 @@ def _set_limit(which: int, value: int) -> bool:
         return False
 
 
-def confine(workdir: str, *, memory_limit_bytes: int, max_output_bytes: int, max_processes: int,
+def confine(workdir: str, *, memory_limit_bytes: int, max_file_bytes: int, max_processes: int,
             isolate_network: bool, drop_privileges: bool, keep_fds: tuple[int, ...], environ: dict[str, str]) -> dict[str, Any]:
     """Confine the calling process (a fresh fork). Returns what was achieved, measure by measure."""
     report: dict[str, Any] = {}
@@ -119,7 +119,7 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_output_bytes: int, max
     report["network"] = _unshare_network() if isolate_network else "not requested"
 
     report["rlimit_as"] = _set_limit(resource.RLIMIT_AS, memory_limit_bytes)
-    report["rlimit_fsize"] = _set_limit(resource.RLIMIT_FSIZE, max_output_bytes)
+    report["rlimit_fsize"] = _set_limit(resource.RLIMIT_FSIZE, max_file_bytes)
     report["rlimit_core"] = _set_limit(resource.RLIMIT_CORE, 0)
 
     report["privileges"] = "kept"

@@ -38,6 +38,10 @@ from typing import Any
 ALLOWED_CHILD_MODES = ("candidate", "probe")
 
 
+class TemplateDied(SystemExit):
+    """The clean template is gone; it cannot be re-forked from a worker that holds references."""
+
+
 # ---------------------------------------------------------------------------------------------
 # the template process
 
@@ -98,7 +102,7 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
         os.close(fd)
     fd = high
     environ = dict(os.environ)
-    report = sandbox.confine(req["workdir"], memory_limit_bytes=req["memory_limit_bytes"], max_output_bytes=req["max_output_bytes"],
+    report = sandbox.confine(req["workdir"], memory_limit_bytes=req["memory_limit_bytes"], max_file_bytes=req["max_file_bytes"],
                              max_processes=req["max_processes"], isolate_network=req["isolate_network"],
                              drop_privileges=req["drop_privileges"], keep_fds=(fd,), environ=environ)
     sock = socket.socket(fileno=fd)
@@ -178,13 +182,18 @@ class Worker:
         cpu = cfg["device"] == "cpu"
         req = {"op": "spawn", "mode": mode, "workdir": workdir,
                "memory_limit_bytes": int((cfg["memory_limit_gb_cpu"] if cpu else cfg["memory_limit_gb"]) * 2**30),
-               "max_output_bytes": int(cfg["max_output_mb"] * 2**20), "max_processes": cfg["max_processes"],
+               "max_output_bytes": int(cfg["max_output_mb"] * 2**20), "max_file_bytes": int(cfg["max_log_mb"] * 2**20), "max_processes": cfg["max_processes"],
                "isolate_network": cfg["isolate_network"], "drop_privileges": cfg["drop_privileges"]}
-        socket.send_fds(self.zsock, [json.dumps(req).encode()], [theirs.fileno()])
-        theirs.close()
-        answer = self.zsock.recv(65536)
+        try:
+            socket.send_fds(self.zsock, [json.dumps(req).encode()], [theirs.fileno()])
+            answer = self.zsock.recv(65536)
+        except OSError:
+            answer = b""
+        finally:
+            theirs.close()
         if not answer:
-            raise SystemExit("the candidate template process died")
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise TemplateDied("the candidate template process died; this worker must be replaced")
         return json.loads(answer)["pid"], ours, workdir
 
     def exit_status(self, pid: int) -> str | None:
@@ -270,7 +279,9 @@ def main() -> None:
         try:
             answer = {"ok": True, "result": worker.handle(request)}
         except SystemExit as exc:
-            wire.send_pickle(ans_fd, {"ok": False, "error": f"worker stopping: {exc}", "fatal": True})
+            # Nothing of the job ran in a candidate yet when the template died: the pool may retry it.
+            wire.send_pickle(ans_fd, {"ok": False, "error": f"worker stopping: {exc}", "fatal": True,
+                                      "retry": isinstance(exc, TemplateDied)})
             break
         except BaseException as exc:  # noqa: BLE001
             answer = {"ok": False, "error": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}

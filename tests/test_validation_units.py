@@ -1,0 +1,127 @@
+"""Pure functions of the judge: shrinking, odd sizes, comparison, rewards, the result wire format."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+import torch
+
+from autotriton.records import Verdict
+from autotriton.validation import perturb_sizes, shrink_problem
+from autotriton.validation.compare import compare_outputs
+from autotriton.validation.rewards import combined_reward, exec_reward, rule_reward
+from autotriton.validation import wire
+
+TOL = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+
+
+def _constants(source: str) -> dict[str, object]:
+    return {n.targets[0].id: ast.literal_eval(n.value) for n in ast.parse(source).body
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, (ast.Constant, ast.Tuple))}
+
+
+def test_shrink_rule_keeps_structure():
+    src = "import torch\nbatch_size = 4096\nM = 1024 * 2\nN = 4095\nK = 393216\nshape = (32768, 3)\nkernel_size = 3\ngroups = M\n" \
+          "def get_inputs():\n    return [torch.rand(batch_size, 8192)]\n"
+    out = shrink_problem(src, max_dim=32, max_batch=4)
+    c = _constants(out)
+    assert c["batch_size"] == 4  # batch-like: capped
+    assert c["M"] == 32  # powers of two stay powers of two
+    assert c["N"] == 33  # odd stays odd
+    assert c["K"] == 24  # 3 * 2**17: halved while even and too big, the factor 3 survives
+    assert c["shape"] == (32, 3) and c["kernel_size"] == 3
+    assert "groups = M" in out  # derived names follow their source
+    assert "torch.rand(batch_size, 32)" in out  # literal sizes in get_inputs
+    assert shrink_problem(out) == out  # idempotent
+
+
+def test_perturb_sizes_makes_even_sizes_odd():
+    variants = perturb_sizes("a = 32\nb = 7\nc = 64\nd = 2\n")
+    assert _constants(variants[0]) == {"a": 33, "b": 7, "c": 65, "d": 2}
+    assert len(variants) == 3  # all at once, then one at a time
+    assert perturb_sizes("k = 3\n") == []
+
+
+def test_shrunk_kernelbench_problems_parse_and_fit(kernelbench_l1):
+    rows = [json.loads(line) for line in kernelbench_l1.read_text().splitlines()]
+    for row in rows:
+        out = shrink_problem(row["source"])
+        tree = ast.parse(out)  # still valid Python
+        for n in tree.body:
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and type(n.value.value) is int:
+                assert n.value.value <= 33, (row["name"], ast.unparse(n))
+
+
+def test_compare_tolerances_by_dtype():
+    ref = torch.ones(4, 4)
+    assert compare_outputs([ref], [ref + 5e-5], tolerances=TOL)["ok"]
+    assert not compare_outputs([ref], [ref + 1e-3], tolerances=TOL)["ok"]
+    half = torch.ones(4, 4, dtype=torch.float16)
+    assert compare_outputs([half], [half + 0.005], tolerances=TOL)["ok"]
+    # TF32 dots on a GPU: fp32 outputs are held to the half-precision tolerance
+    assert compare_outputs([ref], [ref + 1e-3], tolerances=TOL, tf32_dot=True, tf32_tolerance=1e-2)["ok"]
+    ints = torch.arange(6)
+    assert not compare_outputs([ints], [ints + (ints == 3)], tolerances=TOL)["ok"]
+
+
+def test_compare_is_strict_on_shape_dtype_nan_inf_and_constants():
+    ref = torch.randn(8, 8)
+    r = compare_outputs([ref], [ref.reshape(-1)], tolerances=TOL)
+    assert not r["ok"] and "shape" in r["reason"]
+    r = compare_outputs([ref], [ref.double()], tolerances=TOL)
+    assert not r["ok"] and "dtype" in r["reason"]
+    bad = ref.clone()
+    bad[0, 0] = float("nan")
+    assert not compare_outputs([ref], [bad], tolerances=TOL)["ok"]
+    ref_nan = bad.clone()
+    assert compare_outputs([ref_nan], [bad], tolerances=TOL)["ok"]  # NaN exactly where the reference has it
+    inf = ref.clone()
+    inf[1, 1] = float("inf")
+    minus = inf.clone()
+    minus[1, 1] = float("-inf")
+    assert not compare_outputs([inf], [minus], tolerances=TOL)["ok"]
+    tiny = torch.randn(8, 8) * 1e-7  # within atol of zero, but zero is a constant answer
+    r = compare_outputs([tiny], [torch.zeros(8, 8)], tolerances=TOL)
+    assert not r["ok"] and "constant" in r["reason"]
+    assert not compare_outputs([ref, ref], [ref], tolerances=TOL)["ok"]
+
+
+def _verdict(**kw) -> Verdict:
+    return Verdict(candidate_key="c", problem_key="p", **kw)
+
+
+def test_rewards():
+    good = _verdict(status="correct", correct=True, rule_ok=True)
+    assert (exec_reward(good), rule_reward(good), combined_reward(good)) == (1.0, 1.0, 1.0)
+    cheat = _verdict(status="rule_violation", correct=True, rule_ok=False)
+    assert (exec_reward(cheat), rule_reward(cheat), combined_reward(cheat)) == (1.0, 0.0, 0.0)
+    wrong = _verdict(status="incorrect", correct=False, rule_ok=True)
+    assert combined_reward(wrong) == 0.0 and rule_reward(wrong) == 1.0
+    fast = _verdict(status="correct", correct=True, rule_ok=True, speedup=4.0)
+    assert combined_reward(fast, speedup_bonus=0.5, max_bonus=1.0) == pytest.approx(1.5)  # capped log2 bonus
+    assert combined_reward(fast) == 1.0  # no shaping unless asked
+    suspect = _verdict(status="correct", correct=True, rule_ok=True, speedup=50.0, timing={"suspect": True})
+    assert combined_reward(suspect, speedup_bonus=0.5) == 1.0
+
+
+def test_wire_round_trip_and_hostile_headers():
+    tensors = [torch.randn(3, 4), torch.arange(5), torch.ones(2, dtype=torch.bfloat16), torch.empty(0, 3)]
+    header, back = wire.decode_tensors(wire.encode_tensors({"x": 1}, tensors))
+    assert header["x"] == 1
+    for a, b in zip(tensors, back):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    payload = wire.encode_tensors({}, [torch.randn(4)])
+    forged = json.loads(payload[8:8 + int.from_bytes(payload[:8], "big")])
+    forged["tensors"][0]["shape"] = [1000]  # claims more bytes than it sent
+    head = json.dumps(forged).encode()
+    with pytest.raises(wire.WireError):
+        wire.decode_tensors(len(head).to_bytes(8, "big") + head + payload[8 + int.from_bytes(payload[:8], "big"):])
+    forged["tensors"][0].update(shape=[4], dtype="object")
+    head = json.dumps(forged).encode()
+    with pytest.raises(wire.WireError):
+        wire.decode_tensors(len(head).to_bytes(8, "big") + head)
+    with pytest.raises(wire.WireError):
+        wire.decode_tensors(b"\x00\x00\x00\x00\x00\x00\x00\x05garbage")
