@@ -18,3 +18,4 @@ from autotriton.flows.cli import eval_cmd  # noqa: F401,E402
 from autotriton.flows.cli import train_cmd  # noqa: F401,E402
 from autotriton.flows.cli import harvest_cmd  # noqa: F401,E402
 from autotriton.flows.cli import flow_cmd  # noqa: F401,E402
+from autotriton.flows.cli import validate_cmd  # noqa: F401,E402
