@@ -173,6 +173,10 @@ def test_lineage_walks_parents_to_the_source(wh):
                       "problems": chain.problems[0].key, "modules": chain.modules[0].key,
                       "sources": chain.sources[0].key}
     assert node["row"]["trials"] == [{"seed": 0, "ok": True, "max_abs_err": 0.0}]  # JSON decoded
+    assert node["children"] == {}
+    wh.put_rejections(run, [{"stage": "validate", "subject": chain.problems[0].key, "reason": "flaky"}])
+    assert wh.lineage(chain.problems[0].key)["children"] == {
+        "candidates.problem_key": 1, "verdicts.problem_key": 1, "rejections.subject": 1}
     # A unique prefix works; checkpoints lead to their export; a missing parent is reported.
     assert wh.lineage(chain.modules[1].key[:8])["key"] == chain.modules[1].key
     ckpt = Checkpoint("tiny", "feedfacefeedface", "sft", {}, {}, "/ckpt")

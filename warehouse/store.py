@@ -742,7 +742,20 @@ class Warehouse:
         if run_rows:
             return {"kind": "run", "key": key, "runs": [self._run_node(r) for r in run_rows]}
         table, row = self._find(key)
-        return self._node(table, row, seen=set(), max_children=max_children)
+        node = self._node(table, row, seen=set(), max_children=max_children)
+        node["children"] = self._children(table, row["key"])
+        return node
+
+    def _children(self, table: str, key: str) -> dict[str, int]:
+        """How many rows point at this one: 'candidates.problem_key': 3, 'rejections.subject': 1, ..."""
+        links = [(child, col) for child, spec in TABLES.items() for col, parent in spec.parents.items() if parent == table]
+        links.append(("rejections", "subject"))  # rejected problems are recorded with subject = problem key
+        out: dict[str, int] = {}
+        for child, col in links:
+            n = int(self._con.execute(f"SELECT count(*) FROM {_q(child)} WHERE {_q(col)} = ?", [key]).fetchall()[0][0])
+            if n:
+                out[f"{child}.{col}"] = n
+        return out
 
     def _find(self, key: str) -> tuple[str, dict[str, Any]]:
         hits: list[tuple[str, dict[str, Any]]] = []

@@ -188,6 +188,8 @@ def lineage(
             out.print(f"  rows written: {run['rows_written'] or 'none'}")
         return
     out.print(_tree(result))
+    if result.get("children"):
+        out.print("referenced by: " + ", ".join(f"{n} {link}" for link, n in result["children"].items()))
 
 
 @db_app.command("migrate")
