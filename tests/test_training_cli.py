@@ -75,3 +75,18 @@ def test_sft_verb_fails_clearly_on_an_empty_warehouse(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["--db", str(tmp_path / "empty.duckdb"), "sft", "--model", "tiny", "--json"])
     assert result.exit_code == 2
     assert "no validated pairs" in result.output and "autotriton distill" in result.output
+
+
+def test_accelerate_configs_load_and_name_existing_deepspeed_files():
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted((root / "configs" / "accelerate").glob("*.yaml"))
+    assert {f.stem for f in files} >= {"multi_gpu", "deepspeed_zero2", "deepspeed_zero3"}
+    for f in files:
+        cfg = load_config_from_file(str(f))
+        assert cfg.num_processes >= 2 and not cfg.use_cpu
+        ds = (cfg.deepspeed_config or {}).get("deepspeed_config_file")
+        if ds:
+            stage = json.loads((root / ds).read_text())["zero_optimization"]["stage"]
+            assert f"zero{stage}" in f.stem
