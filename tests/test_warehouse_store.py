@@ -227,3 +227,12 @@ def test_exports_table_idempotent_by_content_hash(wh, tmp_path):
     moved = wh.export_parquet("pairs", rows, {"f": 1}, run, out_dir=tmp_path / "b")
     assert moved.key == first.key and wh.export(first.key).path == moved.path
     assert isinstance(wh.export(first.key), Export)
+
+
+def test_not_a_warehouse_file_is_a_clear_error(tmp_path):
+    bogus = tmp_path / "notes.duckdb"
+    bogus.write_text("not a database\n")
+    for read_only in (False, True):
+        with pytest.raises(WarehouseError, match=r"notes.duckdb: not a readable DuckDB warehouse .*Point --db"):
+            Warehouse(bogus, read_only=read_only)
+    assert bogus.read_text() == "not a database\n"  # left untouched

@@ -188,8 +188,9 @@ class Warehouse:
 
     def __init__(self, path: str | os.PathLike[str] = "autotriton.duckdb", *, read_only: bool = False,
                  export_dir: str | os.PathLike[str] | None = None):
-        self.path = str(path)
+        self.path = os.path.expanduser(str(path))
         self.read_only = read_only
+        self.applied_migrations: list[int] = []  # versions this open applied (writers only)
         self._lock = threading.RLock()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._known_runs: set[str] = set()
