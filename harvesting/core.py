@@ -142,6 +142,15 @@ def _last_lines(text: str, n: int = 2) -> str:
     return " | ".join(lines[-n:])[-500:] if lines else text
 
 
+def _reorder_after_failure(attempts: list[Attempt], start: int, detail: str) -> None:
+    """Let the error steer the next guesses: an int where a pair was expected ("'int' object is not
+    subscriptable") moves the tuple-valued size guesses to the front."""
+    if re.search(r"'int' object is not (subscriptable|iterable)|cannot unpack non-iterable int", detail):
+        rest = attempts[start:]
+        rest.sort(key=lambda a: 0 if "tuples" in a.label else 1)
+        attempts[start:] = rest
+
+
 @dataclass
 class _Pending:
     problem: Problem
@@ -340,6 +349,7 @@ class Harvester:
                     detail = _last_lines(str(_field(res, "detail") or ""))
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
                         p.first_failure = (reason, detail)
+                    _reorder_after_failure(p.attempts, round_no + 1, detail)
                     if reason in PERMANENT_REASONS or round_no + 1 >= len(p.attempts):
                         p.done = True
                         bar.advance(task, len(p.attempts) - round_no - 1)

@@ -72,6 +72,7 @@ class ParsedFile:
     star_imports: list[int]  # statement indices of `from x import *`
     guarded: set[int]  # statements that are try/if blocks (imports there may fail on purpose)
     classes: dict[str, int]  # class name -> statement index
+    chains: list[dict[str, set[str]]]  # per statement: imported name -> dotted chains read through it
 
 
 def _line(parsed: ParsedFile, index: int) -> int:
@@ -90,12 +91,24 @@ def _dotted(node: cst.BaseExpression | None) -> str:
 
 
 class _NodeIndex(cst.CSTVisitor):
-    def __init__(self, index: int, table: dict[int, int]):
+    """Maps every node of a statement to the statement's index, and every node inside a dotted
+    chain (`pkg.sub.fn`) to the longest chain around it."""
+
+    def __init__(self, index: int, table: dict[int, int], chains: dict[int, str]):
         self.index = index
         self.table = table
+        self.chains = chains
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.table[id(node)] = self.index
+        if isinstance(node, cst.Attribute) and id(node) not in self.chains:
+            chain = _dotted(node)
+            if chain:
+                inner: cst.BaseExpression = node
+                while isinstance(inner, cst.Attribute):
+                    self.chains.setdefault(id(inner), chain)
+                    inner = inner.value
+                self.chains.setdefault(id(inner), chain)
         return True
 
 
@@ -119,8 +132,9 @@ def parse_file(path: str, text: str) -> ParsedFile:
     module = wrapper.module
     statements = list(module.body)
     table: dict[int, int] = {}
+    chain_of: dict[int, str] = {}
     for i, stmt in enumerate(statements):
-        stmt.visit(_NodeIndex(i, table))
+        stmt.visit(_NodeIndex(i, table, chain_of))
     scopes = wrapper.resolve(ScopeProvider)
     global_scope = next((s for s in set(scopes.values()) if isinstance(s, GlobalScope)), None)
 
@@ -157,6 +171,7 @@ def parse_file(path: str, text: str) -> ParsedFile:
         bucket.sort()
 
     reads: list[dict[int, set[str]]] = [dict() for _ in statements]
+    chains: list[dict[str, set[str]]] = [dict() for _ in statements]
     unresolved: list[set[str]] = [set() for _ in statements]
     for scope in set(scopes.values()):
         for access in scope.accesses:
@@ -175,8 +190,10 @@ def parse_file(path: str, text: str) -> ParsedFile:
                 if ref_idx is None or ref_idx == idx:
                     continue
                 reads[idx].setdefault(ref_idx, set()).add(ref.name)
+                if ref_idx in imports:
+                    chains[idx].setdefault(ref.name, set()).add(chain_of.get(id(access.node), ref.name))
     codes = [module.code_for_node(s) for s in statements]
-    return ParsedFile(path, module, statements, codes, defines, reads, unresolved, imports, star_imports, guarded, classes)
+    return ParsedFile(path, module, statements, codes, defines, reads, unresolved, imports, star_imports, guarded, classes, chains)
 
 
 def _import_bindings(small: cst.BaseSmallStatement) -> list[ImportBinding] | str | None:
@@ -407,7 +424,7 @@ class ModuleClassIndex:
         return None
 
     def _locate(self, parsed: ParsedFile, head: str, qual: str) -> tuple[str, str] | None:
-        if "." not in _dotted_tail(qual, head) and head in parsed.classes:
+        if "." not in _dotted_tail(qual, head) and (head in parsed.classes or head in _assign_aliases(parsed)):
             return (parsed.path, head)
         for idx, bindings in parsed.imports.items():
             for b in bindings:
@@ -419,8 +436,18 @@ class ModuleClassIndex:
 
     def _decide(self, path: str, class_name: str, depth: int) -> bool:
         parsed = self.repo.parsed(path)
-        if parsed is None or class_name not in parsed.classes or depth > 8:
+        if parsed is None or depth > 8:
             return False
+        if class_name not in parsed.classes:
+            # `Module = torch.nn.Module` style aliases (kornia.core and others)
+            value = _assign_aliases(parsed).get(class_name)
+            if value is None:
+                return False
+            head, qual = _base_qualified(parsed, value)
+            if _torch_module_class(qual):
+                return True
+            target = self._locate(parsed, head, qual)
+            return target is not None and target != (path, class_name) and self.is_module(target[0], target[1], depth + 1)
         node = parsed.statements[parsed.classes[class_name]]
         assert isinstance(node, cst.ClassDef)
         for arg in node.bases:
@@ -440,6 +467,21 @@ class ModuleClassIndex:
         if parsed is None:
             return []
         return [name for name in parsed.classes if self.is_module(path, name)]
+
+
+def _assign_aliases(parsed: ParsedFile) -> dict[str, cst.BaseExpression]:
+    """Top-level `Name = dotted.name` assignments of a file (class aliases)."""
+    cached = getattr(parsed, "_aliases", None)
+    if cached is not None:
+        return cached
+    out: dict[str, cst.BaseExpression] = {}
+    for stmt in parsed.statements:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+            assign = stmt.body[0]
+            if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) and _dotted(assign.value):
+                out[assign.targets[0].target.value] = assign.value
+    object.__setattr__(parsed, "_aliases", out)
+    return out
 
 
 def _dotted_tail(qual: str, head: str) -> str:
@@ -512,8 +554,41 @@ class _Collector:
         self.seen: set[tuple[str, int]] = set()
         self.import_names: dict[tuple[str, int], set[str]] = {}  # external import stmt -> needed names
         self.owner: dict[str, tuple[str, int]] = {}  # top-level name -> defining statement
+        self.rewrites: dict[str, dict[str, str]] = {}  # file -> {"pkg.sub.fn": "fn"} for module-object imports
 
-    def need(self, path: str, idx: int, names: set[str] | None, depth: int = 0) -> None:
+    def _module_object(self, path: str, line: int, b: ImportBinding, module_file: str, chains: set[str], depth: int) -> None:
+        """`import pkg` / `from . import sub` of this repository, used as `pkg.sub.fn`: inline `fn`
+        and rewrite the chain to the bare name."""
+        package_dir = posixpath.dirname(module_file) if module_file.endswith("__init__.py") else None
+        for chain in sorted(chains):
+            rest = chain[len(b.asname) + 1:] if chain.startswith(b.asname + ".") else ""
+            parts = rest.split(".") if rest else []
+            found = None
+            current, current_dir = module_file, package_dir
+            for i, part in enumerate(parts):
+                target = _follow(self.repo, current, part)
+                tparsed = self.repo.parsed(target[0]) if target else None
+                if target is not None and tparsed is not None and target[1] in tparsed.defines and not _is_module_import(tparsed, target[1]):
+                    found = (target, b.asname + "." + ".".join(parts[: i + 1]))
+                    break
+                sub = self.repo.module_file(part, current_dir) if current_dir is not None else None
+                if sub is None:
+                    break
+                current = sub
+                current_dir = posixpath.dirname(sub) if sub.endswith("__init__.py") else None
+            if found is None:
+                raise ExtractionError(
+                    "relative_import",
+                    f"{path}:{line}: `{chain}` uses a module of this repository as an object; it cannot be inlined")
+            (tpath, tname), prefix = found
+            tparsed = self.repo.parsed(tpath)
+            assert tparsed is not None
+            for tidx in tparsed.defines[tname]:
+                self.need(tpath, tidx, {tname}, depth + 1)
+            self.rewrites.setdefault(path, {})[prefix] = tname
+
+    def need(self, path: str, idx: int, names: set[str] | None, depth: int = 0,
+             chains: dict[str, set[str]] | None = None) -> None:
         parsed = self.repo.parsed(path)
         assert parsed is not None
         key = (path, idx)
@@ -525,6 +600,9 @@ class _Collector:
                 resolved = self.repo.resolve_import(path, b)
                 if resolved is None:
                     external.append(b)
+                    continue
+                if isinstance(resolved, str) and resolved and chains is not None and b.asname in chains:
+                    self._module_object(path, _line(parsed, idx), b, resolved, chains[b.asname], depth)
                     continue
                 if isinstance(resolved, str) or not resolved[0]:
                     what = "." * b.level + (b.module or "") + (f" import {b.name}" if b.name else "")
@@ -570,7 +648,7 @@ class _Collector:
         if depth > 200:
             raise ExtractionError("too_deep", f"{path}: dependency chain deeper than 200 statements")
         for dep_idx, dep_names in sorted(parsed.reads[idx].items()):
-            self.need(path, dep_idx, set(dep_names), depth + 1)
+            self.need(path, dep_idx, set(dep_names), depth + 1, chains=parsed.chains[idx])
         if parsed.unresolved[idx] and parsed.star_imports:
             for name in sorted(parsed.unresolved[idx]):
                 for sidx in parsed.star_imports:
@@ -674,10 +752,27 @@ def extract_class(repo: Repository, path: str, class_name: str) -> Extracted:
                 import_lines.append(code)
             continue
         code = _strip_leading(fparsed.codes[sidx])
+        if collector.rewrites.get(fpath):
+            code = cst.parse_module(code).visit(_ChainRewriter(collector.rewrites[fpath])).code
         if code not in body:
             body.append(code)
+    if any(_has_future_annotations(repo.parsed(f)) for f in files):
+        # annotations stay unevaluated, as in the files they came from
+        import_lines.insert(0, "from __future__ import annotations")
     source = "\n".join(import_lines) + ("\n\n\n" if import_lines else "") + "\n\n\n".join(b.rstrip() for b in body) + "\n"
     return Extracted(path=path, class_name=class_name, line=_line(parsed, idx), source=source, files=files)
+
+
+def _has_future_annotations(parsed: ParsedFile | None) -> bool:
+    if parsed is None:
+        return False
+    for stmt in parsed.statements[:5]:
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.ImportFrom):
+            node = stmt.body[0]
+            if _dotted(node.module) == "__future__" and not isinstance(node.names, cst.ImportStar):
+                if any(_dotted(a.name) == "annotations" for a in node.names):
+                    return True
+    return False
 
 
 def _strip_leading(code: str) -> str:
@@ -690,6 +785,28 @@ def _strip_leading(code: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Renaming the class to Model.
+
+
+def _is_module_import(parsed: ParsedFile, name: str) -> bool:
+    """True when `name` is bound in the file by `import x` / `from . import sub` of a module file."""
+    for idx in parsed.defines.get(name, []):
+        for b in parsed.imports.get(idx, []):
+            if b.asname == name and b.name is None:
+                return True
+    return False
+
+
+class _ChainRewriter(cst.CSTTransformer):
+    """Replaces dotted chains (`pkg.sub.fn`) by bare names (`fn`)."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        chain = _dotted(original)
+        if chain in self.mapping:
+            return cst.Name(self.mapping[chain])
+        return updated
 
 
 class _Renamer(cst.CSTTransformer):

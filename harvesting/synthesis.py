@@ -186,6 +186,7 @@ def _guess_value(name: str, annotation: str, D: int) -> tuple[str, Any] | None:
     return None
 
 
+_TUPLE_NAMES = re.compile(r"(window|feat_size|grid_size|feature_size|img_size|image_size|input_size|resolution|patch_size)")
 _CONFIG_NAMES = re.compile(r"^(config|cfg|conf|args|opt|opts|params|hparams|hp|configs|model_config|settings)$")
 
 
@@ -233,7 +234,8 @@ def _torch_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int =
     return None
 
 
-def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool) -> tuple[list[str], list[Any], dict[str, Any]] | None:
+def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,
+                  tuples: bool = False) -> tuple[list[str], list[Any], dict[str, Any]] | None:
     """Constructor arguments: required ones guessed; large size defaults shrunk when `shrink`."""
     if init is None:
         return [], [], {}
@@ -263,6 +265,8 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
             guess = _guess_value(p.name, p.annotation, D)
             if guess is None:
                 return None
+            if tuples and isinstance(guess[1], int) and not isinstance(guess[1], bool) and _TUPLE_NAMES.search(p.name.lower()):
+                guess = (f"({guess[0]}, {guess[0]})", [guess[1], guess[1]])
             last_needed = i
         else:
             try:
@@ -399,19 +403,23 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
 
     attempts: list[Attempt] = []
     seen: set[str] = set()
+    # Init variants (size D, shrunk defaults, tuple-valued window/feature sizes), each with its
+    # input options; ordered so that every variant's best input guess comes before later options.
+    ranked: list[tuple[int, int, Attempt]] = []
+    variant = 0
     for D in sizes:
-        for shrink in (True, False):
-            init_guess = _init_attempt(classes, init, D, shrink)
+        for shrink, tuples in ((True, False), (False, False), (True, True)):
+            init_guess = _init_attempt(classes, init, D, shrink, tuples)
             if init_guess is None:
                 continue
             init_code, init_spec, values = init_guess
             spatial = 8
             for k, v in values.items():
-                if re.search(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution", k):
+                if re.search(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution|window", k):
                     if isinstance(v, (list, tuple)) and v and isinstance(v[0], int):
                         v = v[0]
                     if isinstance(v, int) and not isinstance(v, bool) and 1 < v <= 32:
-                        spatial = v
+                        spatial = v if "window" not in k else max(8, v)
                         break
             per_input: list[list[tuple[str, dict[str, Any]]]] = []
             for p in required:
@@ -423,11 +431,14 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
                     code, spec = options[min(k, len(options) - 1)]
                     codes.append(code)
                     specs.append(spec)
-                attempt = Attempt(init_code, init_spec, codes, specs, label=f"D={D}{' shrunk' if shrink else ''} option {k}")
+                label = f"D={D}{' shrunk' if shrink else ''}{' tuples' if tuples else ''} option {k}"
+                attempt = Attempt(init_code, init_spec, codes, specs, label=label)
                 sig = attempt.functions()
                 if sig not in seen:
                     seen.add(sig)
-                    attempts.append(attempt)
+                    ranked.append((k + variant, len(ranked), attempt))
+            variant += 1
+    attempts = [a for _, _, a in sorted(ranked, key=lambda t: (t[0], t[1]))]
     if not attempts:
         raise SynthesisError("no_guess", "no constructor argument could be guessed (untyped, unrecognised names)")
     return attempts[:max_attempts]
@@ -506,4 +517,8 @@ def problem_source(standalone_model: str, attempt: Attempt) -> str:
     if any("types.SimpleNamespace" in c for c in attempt.init_code) and "types" not in bound:
         head.append("import types")
     prefix = "\n".join(head) + "\n" if head else ""
-    return f"{prefix}{standalone_model.rstrip()}\n\n\n{attempt.functions()}"
+    future = ""
+    if standalone_model.startswith("from __future__ import"):
+        future, _, standalone_model = standalone_model.partition("\n")
+        future += "\n"
+    return f"{future}{prefix}{standalone_model.rstrip()}\n\n\n{attempt.functions()}"

@@ -186,3 +186,23 @@ def test_unknown_licence_is_rejected(tmp_path):
     (tmp_path / "m.py").write_text("# SPDX-License-Identifier: MIT\nimport torch.nn as nn\nclass A(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
     result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False))
     assert [p.licence for p in result.problems] == ["MIT"]
+
+
+def test_module_object_imports_of_the_repository_are_inlined_and_rewritten():
+    files = {
+        "pkg/__init__.py": "from . import ops\n",
+        "pkg/ops/__init__.py": "from .act import fancy\n",
+        "pkg/ops/act.py": "import torch\nK = 2\ndef fancy(x):\n    return torch.tanh(x) * K\n",
+        "pkg/util.py": "def twice(x):\n    return 2 * x\n",
+        "pkg/block.py": "from __future__ import annotations\nimport torch.nn as nn\nimport pkg\nfrom . import util\n"
+                        "class Block(nn.Module):\n    def forward(self, x):\n        return util.twice(pkg.ops.fancy(x)).sum()\n",
+    }
+    source = extract_class(_repo(files), "pkg/block.py", "Block").source
+    assert source.startswith("from __future__ import annotations\n")
+    assert "return twice(fancy(x)).sum()" in source and "K = 2" in source
+    assert "import pkg" not in source and "util." not in source
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    import torch
+
+    assert ns["Block"]()(torch.zeros(3)).item() == 0.0
