@@ -141,8 +141,11 @@ def test_meta_trace_in_a_child_process_adds_aten_ops_and_output_shapes(monkeypat
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
     nosy = LINEAR_GELU.replace("def get_inputs():", "import os\n\n\ndef get_inputs():\n    assert 'OPENAI_API_KEY' not in os.environ, 'key leaked'\n")
     broken = LINEAR_GELU.replace("return y * self.scale + y", "return y.nonexistent_method()")
-    traced, failed = trace_problems([nosy, broken])
-    assert failed is None  # an untraceable problem just gets no trace
+    exits = "import os\nos._exit(3)\n"
+    hangs = "while True:\n    pass\n"
+    traced, failed, exited, hung, again = trace_problems([nosy, broken, exits, hangs, nosy], timeout_s=5)
+    assert failed is None and exited is None and hung is None  # untraceable problems just get no trace
+    assert again == traced  # each problem runs in its own fork: the ones before cannot disturb it
     assert traced["outputs"] == [{"shape": [8, 32], "dtype": "float32"}]
     assert "addmm" in traced["aten_ops"] and "gelu" in traced["aten_ops"]
     instruction, reasoning = describe_problem(LINEAR_GELU, FUSED_CANDIDATE, traced)
