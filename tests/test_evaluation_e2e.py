@@ -120,6 +120,14 @@ def test_eval_endpoint_end_to_end_metrics_warehouse_report_and_compare(workdir):
     missing = CliRunner().invoke(app, ["--db", str(db), "eval", "compare", "nosuchkey"])
     assert missing.exit_code == 2 and "nosuchkey: no evaluation" in missing.output
 
+    # The endpoint's stored candidates, scored again from the warehouse (how a teacher's upper bound is taken).
+    restored = one_json(CliRunner().invoke(app, ["--db", str(db), *JUDGE, "eval", "--suite", "tiny.jsonl", "--stored",
+                                                 f"openai:{MODEL}", "--samples", "3", "--max-problems", "1", "--json"]))
+    assert restored["generator"] == f"stored:openai:{MODEL}" and restored["samples"] == 3
+    assert restored["exec_accuracy"] == pytest.approx(1 / 3) and restored["hack_rate"] == pytest.approx(1 / 3)
+    nothing = CliRunner().invoke(app, ["--db", str(db), "eval", "--suite", "tiny.jsonl", "--stored", "inductor"])
+    assert nothing.exit_code == 2 and "no candidates of a generator starting with 'inductor'" in nothing.output
+
     rewritten = one_json(CliRunner().invoke(app, ["--db", str(db), "eval", "report", summary["evaluation_key"],
                                                   "--out", str(workdir / "again"), "--json"]))
     assert "| 2 | 6 | 50.0% |" in Path(rewritten["report"]).read_text()

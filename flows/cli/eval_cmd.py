@@ -82,6 +82,7 @@ def eval_main(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="local: HF model id, local path or warehouse checkpoint key; with --endpoint: the model name there [default: training.model]"),
     endpoint: Optional[str] = typer.Option(None, "--endpoint", help="base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (key from $OPENAI_API_KEY or evaluation.api_key_env)"),
     recorded: list[Path] = typer.Option([], "--recorded", help="score recorded candidates instead of generating: replay JSONL file(s) (distillation's format), e.g. a teacher's outputs (repeatable)"),
+    stored: Optional[str] = typer.Option(None, "--stored", help="score candidates already in the warehouse whose generator starts with this (e.g. 'inductor', 'replay:inductor', 'openai:deepseek'): a teacher's upper bound"),
     samples: Optional[int] = typer.Option(None, "--samples", "-k", min=1, help="samples per problem (n); pass@k for k in {1,5,10} <= n"),
     temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, help="sampling temperature (0 = greedy)"),
     top_p: Optional[float] = typer.Option(None, "--top-p", min=0.0, max=1.0, help="nucleus sampling threshold"),
@@ -146,7 +147,16 @@ def eval_main(
         fail(str(exc))
     run = None
     try:
-        if recorded:
+        if recorded and stored:
+            fail("--recorded and --stored both choose the candidates to score; pass one.")
+        if stored:
+            keys = [p.key for p in problems]
+            found = [c for c in wh.candidates(problem_keys=keys) if c.generator.startswith(stored)]
+            if not found:
+                fail(f"--stored {stored}: the warehouse holds no candidates of a generator starting with {stored!r} for these "
+                     "problems. See `autotriton db sql \"SELECT generator, count(*) FROM candidates GROUP BY 1\"`.")
+            generator = RecordedGenerator(found, name=f"stored:{stored}", version=cfg.warehouse.path)
+        elif recorded:
             missing = [str(p) for p in recorded if not p.is_file()]
             if missing:
                 fail(f"--recorded {', '.join(missing)}: file not found.")
