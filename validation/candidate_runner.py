@@ -372,6 +372,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
     install_escape_watch()
     install_concurrency_watch()
     snapshot = integrity_snapshot()
+    import_start = time.perf_counter()
     try:
         module = load_candidate(job["source"], job["path"])
         model_cls = getattr(module, "ModelNew", None)
@@ -380,6 +381,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
     except BaseException as exc:  # noqa: BLE001 (SystemExit included: it is the candidate's doing)
         header["error"] = _error("import", exc)
         return header, tensors
+    header["import_s"] = time.perf_counter() - import_start
 
     model = None
     for phase in job["phases"]:

@@ -107,6 +107,7 @@ class ProblemState:
 
     def __init__(self, source: str, cfg: dict[str, Any], directory: str):
         self.notes: dict[str, Any] = {}
+        self.timing: dict[str, Any] | None = None  # reference times on a GPU (validation/timing.py)
         device = cfg["device"]
         candidates = [source]
         if device == "cpu" and cfg["shrink_for_cpu"]:
@@ -227,17 +228,21 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
                "phases": [p.job() for p in phases],
                "compile_target": cfg["target"] if (cfg["compile_check"] and device == "cpu") else None,
                "timing": cfg.get("timing_job") if device != "cpu" and cfg["time_kernels"] else None}
-        deadline = start + cfg["timeout_s"]
+        if device != "cpu" and cfg["time_kernels"]:
+            # Before the job is sent: the reference is never timed while the candidate uses the GPU.
+            from autotriton.validation.timing import reference_timing
+
+            try:
+                result["timing"]["reference"] = reference_timing(worker, state, cfg)
+            except Exception as exc:  # noqa: BLE001 (no speedup then; correctness still judged)
+                result["timing"]["reference_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        deadline = time.monotonic() + cfg["timeout_s"]
         try:
             wire.send_pickle(sock, job)
         except OSError:
             pass  # the candidate died before reading its job: the status below says how
         # 3. reference outputs (cached per problem), while the candidate runs.
         refs = [p.reference_outputs() for p in phases]
-        if device != "cpu" and cfg["time_kernels"]:
-            from autotriton.validation.timing import reference_timing
-
-            result["timing"]["reference"] = reference_timing(worker, state, cfg)
         # 4. the candidate's answer.
         try:
             payload = wire.recv_frame(sock, deadline=deadline, max_bytes=int(cfg["max_output_mb"] * 2**20) + (1 << 20))
@@ -338,8 +343,14 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
     if cfg["device"] != "cpu":
         compiled = runtime_error is None and bool(launched)  # the real compiler built and ran them
     result["compiled"] = bool(compiled) if compiled is not None else (runtime_error is None)
+    result["timing"]["candidate_import_s"] = header.get("import_s")
     if "timing" in header:
         result["timing"]["candidate"] = header["timing"]
+        if "reference" in result["timing"] and "sets" in header["timing"]:
+            from autotriton.validation.timing import speedups
+
+            result["timing"].update(speedups(result["timing"]["reference"], header["timing"], cfg["suspect_speedup"]))
+            result["timing"]["triton_time_share"] = header["timing"].get("triton_time_share")
     result["timing"]["tf32_tolerance_applied"] = tf32
     expected_trials = sum(len(p.trials) for p in phases)
     if runtime_error:

@@ -75,7 +75,7 @@ def judge_config_hash(config: ValidationConfig, device: str) -> str:
 
 
 class _WorkerHandle:
-    def __init__(self, index: int, device: str, n_workers: int, log_dir: str, pool_id: str):
+    def __init__(self, index: int, device: str, n_workers: int, log_dir: str, pool_id: str, n_gpus: int = 1):
         env = sandbox.scrubbed_env(os.environ)
         env["AUTOTRITON_JUDGE_POOL_ID"] = pool_id  # marks every process of this pool (see JudgePool.processes)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_AUTOTRITON_PARENT, env.get("PYTHONPATH", "")) if p)
@@ -87,7 +87,7 @@ class _WorkerHandle:
             env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
         else:
             env.pop("TRITON_INTERPRET", None)
-            env["CUDA_VISIBLE_DEVICES"] = str(index)
+            env["CUDA_VISIBLE_DEVICES"] = str(index % max(1, n_gpus))  # several workers may share a GPU
         self.index = index
         self.log_path = os.path.join(log_dir, f"worker-{index}.log")
         self._log = open(self.log_path, "ab")
@@ -140,6 +140,7 @@ class JudgePool:
         if workers is None:
             workers = self.config.workers or (max(1, _gpu_count()) if self.device == "cuda" else max(1, os.cpu_count() or 1))
         self.n_workers = max(1, workers)
+        self._n_gpus = _gpu_count() if self.device == "cuda" else 0
         self.config_hash = judge_config_hash(self.config, self.device)
         self._log_dir = tempfile.mkdtemp(prefix="autotriton-judge-logs-")
         self.pool_id = os.path.basename(self._log_dir).rsplit("-", 1)[-1] + f"-{os.getpid()}"
@@ -150,7 +151,7 @@ class JudgePool:
         self.versions: dict[str, str] = {}
         self.device_name = "cpu"
         for i in range(self.n_workers):
-            self._handles[i] = _WorkerHandle(i, self.device, self.n_workers, self._log_dir, self.pool_id)
+            self._handles[i] = _WorkerHandle(i, self.device, self.n_workers, self._log_dir, self.pool_id, self._n_gpus)
         for i in range(self.n_workers):
             ready = self._handles[i].wait_ready()  # type: ignore[union-attr]
             self.versions = dict(ready.get("versions", {}))
@@ -206,7 +207,7 @@ class JudgePool:
         old = self._handles[index]
         if old is not None:
             old.kill()
-        handle = _WorkerHandle(index, self.device, self.n_workers, self._log_dir, self.pool_id)
+        handle = _WorkerHandle(index, self.device, self.n_workers, self._log_dir, self.pool_id, self._n_gpus)
         self._handles[index] = handle
         handle.wait_ready()
 

@@ -123,9 +123,9 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_file_bytes: int, max_p
     report["rlimit_core"] = _set_limit(resource.RLIMIT_CORE, 0)
 
     report["privileges"] = "kept"
-    blocked = _unreadable_for_others()
+    blocked = _unreadable_for_others() or _gpu_not_open_to_others()
     if drop_privileges and os.geteuid() == 0 and blocked:
-        report["privileges"] = f"kept: {blocked} is not readable by other users, so the interpreter could not run as nobody"
+        report["privileges"] = f"kept: {blocked} is not open to other users, so the candidate could not run as nobody"
     elif drop_privileges and os.geteuid() == 0:
         try:
             for root, dirs, files in os.walk(workdir):
@@ -143,6 +143,17 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_file_bytes: int, max_p
     if libc is not None:
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     return report
+
+
+def _gpu_not_open_to_others() -> str | None:
+    """A GPU device node that an unprivileged user could not open (then stay, or CUDA breaks)."""
+    for node in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm"):
+        try:
+            if os.path.exists(node) and (os.stat(node).st_mode & 0o006) != 0o006:
+                return node
+        except OSError:
+            continue
+    return None
 
 
 def _high(fd: int) -> int:

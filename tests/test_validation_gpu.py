@@ -1,0 +1,82 @@
+"""The judge on a real GPU (run on the device machine: pytest -m gpu tests/test_validation_gpu.py).
+
+Same candidates as the CPU suite, compiled and run by Triton on CUDA, with timing."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotriton.validation import JudgePool
+from autotriton.validation.rewards import combined_reward
+from validation_helpers import CORRECT, candidate, judge_config, problem
+
+pytestmark = pytest.mark.gpu
+
+TF32_MATMUL = candidate("correct_matmul").replace(', input_precision="ieee"', "")  # default tl.dot: TF32 on NVIDIA
+
+ILLEGAL_ACCESS = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bad_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs + (1 << 40))  # far out of bounds: an illegal memory access
+    tl.store(y_ptr + offs, x, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        bad_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)
+        return y
+'''
+
+
+@pytest.fixture(scope="module")
+def gpu_verdicts():
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    jobs = {kind: (problem(p), candidate(c)) for kind, (p, c) in CORRECT.items()}
+    jobs["tf32_matmul"] = (problem("matmul"), TF32_MATMUL)
+    jobs["side_stream"] = (problem("relu"), candidate("cheat_side_stream"))
+    jobs["matmul_fallback"] = (problem("matmul"), candidate("cheat_matmul_fallback"))
+    jobs["illegal_access"] = (problem("relu"), ILLEGAL_ACCESS)
+    jobs["after_illegal_access"] = (problem("relu"), candidate("correct_relu"))
+    jobs["input_mutation"] = (problem("relu"), candidate("cheat_input_mutation"))
+    names = list(jobs)
+    with JudgePool(judge_config(device="cuda", workers=1, timeout_s=120, timing_runs=20, timing_input_sets=2)) as pool:
+        return dict(zip(names, pool.validate_many([jobs[n] for n in names])))
+
+
+@pytest.mark.parametrize("kind", sorted(CORRECT) + ["tf32_matmul", "after_illegal_access"])
+def test_correct_kernels_on_gpu(gpu_verdicts, kind):
+    v = gpu_verdicts[kind]
+    assert v.status == "correct", (kind, v.status, v.error, [(x.rule, x.message) for x in v.violations])
+    assert combined_reward(v) == 1.0 and v.device != "cpu"
+    assert v.speedup is not None and v.speedup > 0 and "suspect" in v.timing
+    assert v.timing["candidate"]["sets"][0]["runs"] >= 20
+    if kind == "tf32_matmul":
+        assert v.timing["tf32_tolerance_applied"] is True
+    if kind == "matmul_masked_edges":
+        assert v.timing["tf32_tolerance_applied"] is False  # asked for ieee
+
+
+def test_side_stream_is_caught_at_run_time(gpu_verdicts):
+    v = gpu_verdicts["side_stream"]
+    assert v.status == "rule_violation" and {"RUNTIME-SIDE-STREAM", "CONCURRENCY"} <= {x.rule for x in v.violations}
+
+
+def test_fallback_and_mutation_on_gpu(gpu_verdicts):
+    assert "RUNTIME-ATEN-COMPUTE" in {x.rule for x in gpu_verdicts["matmul_fallback"].violations}
+    assert "RUNTIME-INPUT-MUTATION" in {x.rule for x in gpu_verdicts["input_mutation"].violations}
+
+
+def test_illegal_memory_access_is_a_verdict(gpu_verdicts):
+    v = gpu_verdicts["illegal_access"]
+    assert v.status in ("runtime_error", "crashed") and combined_reward(v) == 0.0, (v.status, v.error)

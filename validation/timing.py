@@ -1,0 +1,137 @@
+"""GPU timing: speedups of a candidate over eager PyTorch and over torch.compile of the reference.
+
+Method (the same routine for reference and candidate):
+- warm-up calls first (JIT compiles, autotuning, allocator), then `runs` timed calls;
+- before every timed call the L2 cache is flushed by zeroing a buffer larger than any L2
+  (256 MiB; an H200 has 60 MB), so no call profits from the previous one's data;
+- each call is timed with CUDA events recorded around the call alone (the flush is outside);
+- outliers are dropped with Tukey's fences (outside [Q1 - 1.5 IQR, Q3 + 1.5 IQR]) and the
+  median of the rest is the time of that input set; several input sets (the trials' inputs) are
+  timed and the speedup is the median over sets of reference_time / candidate_time;
+- a speedup above `suspect_speedup` (default 10x) is flagged `suspect` in `Verdict.timing`
+  and earns no reward bonus: such numbers are far likelier to be a measurement or caching
+  artefact than a real kernel.
+The worker times the reference before the candidate's job is sent (so the two never share the
+GPU), and caches those times per problem. torch, triton and the standard library only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+L2_FLUSH_BYTES = 256 * 2**20
+WARMUP_CALLS = 3
+
+
+def _trimmed_median(times: list[float]) -> tuple[float, int]:
+    ordered = sorted(times)
+    if len(ordered) >= 4:
+        q = statistics.quantiles(ordered, n=4)
+        lo, hi = q[0] - 1.5 * (q[2] - q[0]), q[2] + 1.5 * (q[2] - q[0])
+        kept = [t for t in ordered if lo <= t <= hi] or ordered
+    else:
+        kept = ordered
+    return statistics.median(kept), len(kept)
+
+
+def bench(fn: Callable[[], Any], runs: int) -> dict[str, Any]:
+    """Median time of fn() in milliseconds (L2 flushed before each call, outliers trimmed)."""
+    import torch
+
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    with torch.no_grad():
+        for _ in range(WARMUP_CALLS):
+            fn()
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+        for i in range(runs):
+            flush.zero_()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    median, kept = _trimmed_median(times)
+    del flush
+    return {"median_ms": median, "min_ms": min(times), "runs": runs, "kept": kept}
+
+
+def _on_device(inputs: list[Any]) -> list[Any]:
+    import torch
+
+    return [x.to("cuda") if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any]) -> dict[str, Any]:
+    """Candidate side: per input set, the median time of model(*inputs); plus the share of
+    CUDA time spent in Triton kernels (torch.profiler over one forward)."""
+    import torch
+
+    start = time.perf_counter()
+    sets = [_on_device(s) for s in input_sets[: job["input_sets"]]]
+    out = {"sets": [bench(lambda s=s: model(*s), job["runs"]) for s in sets]}
+    out["triton_time_share"] = _triton_share(model, sets[0])
+    out["elapsed_s"] = time.perf_counter() - start
+    del torch
+    return out
+
+
+def _triton_share(model: Any, inputs: list[Any]) -> float | None:
+    """Fraction of the forward's GPU kernel time spent in Triton kernels launched by the candidate."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from autotriton.validation.candidate_runner import STATE, CANDIDATE_MODULE
+
+    names = {info["name"] for info in STATE.kernel_info.values() if info.get("module") == CANDIDATE_MODULE}
+    try:
+        with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+            model(*inputs)
+            torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 (profiling is best effort)
+        return None
+    total = triton = 0.0
+    for evt in prof.events():
+        dev_time = getattr(evt, "device_time", None) or getattr(evt, "cuda_time", 0.0) or 0.0
+        if getattr(evt, "device_type", None) is not None and str(evt.device_type).endswith("CUDA") and dev_time:
+            total += dev_time
+            if any(evt.name == n or evt.name.startswith(n) for n in names):
+                triton += dev_time
+    return (triton / total) if total else None
+
+
+def reference_timing(worker: Any, state: Any, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Worker side: eager and torch.compile times of the reference, cached per problem."""
+    import torch
+
+    cached = getattr(state, "timing", None)
+    if cached is not None:
+        return cached
+    job = cfg["timing_job"]
+    phase = state.main
+    sets = [_on_device(t["inputs"]) for t in phase.trials[: job["input_sets"]]]
+    result: dict[str, Any] = {"eager": [bench(lambda s=s: phase.model(*s), job["runs"]) for s in sets]}
+    if cfg.get("time_compile", True):
+        try:
+            compiled = torch.compile(phase.model)
+            result["compiled"] = [bench(lambda s=s: compiled(*s), job["runs"]) for s in sets]
+        except Exception as exc:  # noqa: BLE001 (no compile baseline; the eager one still counts)
+            result["compile_error"] = f"{type(exc).__name__}: {exc}"[:500]
+    state.timing = result
+    return result
+
+
+def speedups(reference: dict[str, Any], candidate: dict[str, Any], suspect_above: float) -> dict[str, Any]:
+    """Median over input sets of reference/candidate time; flags implausible speedups."""
+    cand = [s["median_ms"] for s in candidate.get("sets", [])]
+    out: dict[str, Any] = {}
+    for key, name in (("eager", "speedup"), ("compiled", "speedup_vs_compile")):
+        ref = [s["median_ms"] for s in reference.get(key, [])]
+        ratios = [r / c for r, c in zip(ref, cand) if c > 0]
+        if ratios:
+            out[name] = statistics.median(ratios)
+    out["suspect"] = bool(out.get("speedup") and out["speedup"] > suspect_above)
+    return out
