@@ -753,3 +753,29 @@ def test_kernel_writing_into_an_input(forward: str) -> None:
 def test_reading_an_input_and_writing_a_fresh_output_is_fine() -> None:
     source = make("x = x.contiguous()\nout = torch.empty_like(x)\nrelu_kernel[(1,)](x, out, x.numel(), BLOCK=256)\nreturn out")
     assert check_rules(source) == []
+
+
+@pytest.mark.parametrize("forward,top", [
+    (LAUNCH + "y = torch.tensor([max(v, 0.0) for v in x.flatten().tolist()])  # <-\nreturn out", ""),
+    (LAUNCH + "y = operator.methodcaller('relu')(x)  # <-\nreturn out", "import operator\n"),
+])
+def test_host_or_higher_order_compute(forward: str, top: str) -> None:
+    assert_fires(make(forward, top=top), "TORCH-COMPUTE")
+
+
+@pytest.mark.parametrize("forward,args", [
+    (LAUNCH + "ModelNew.last = out  # <-\nreturn out", "x"),
+    (LAUNCH + "_cache[x.shape] = out\nreturn out", "x, _cache={}  # <-"),
+])
+def test_result_cached_on_class_or_default(forward: str, args: str) -> None:
+    source = make(forward, args=args)
+    if "# <-" in args:  # the marker sits on the def line
+        source = source.replace("_cache={}  # <-):", "_cache={}):  # <-")
+    assert_fires(source, "RESULT-CACHE")
+
+
+@pytest.mark.parametrize("source", ["", "   \n", "# just a comment\n", "\x00", "(" * 3000 + ")" * 3000,
+                                    "class ModelNew: pass", "ModelNew = 1", "def f(:\n"])
+def test_weird_sources_give_violations_not_exceptions(source: str) -> None:
+    violations = check_rules(source)
+    assert violations and all(v.rule in RULES for v in violations)

@@ -237,7 +237,7 @@ ALLOWED_TENSOR_METHODS: frozenset[str] = frozenset({
     "stride", "numel", "nelement", "dim", "ndimension", "element_size", "storage_offset", "data_ptr",
     "const_data_ptr", "untyped_storage", "is_contiguous", "is_floating_point", "is_complex", "is_signed",
     "get_device", "to", "cpu", "cuda", "float", "half", "bfloat16", "double", "int", "long", "short", "bool",
-    "byte", "char", "type_as", "type", "detach", "detach_", "requires_grad_", "item", "tolist", "new_empty",
+    "byte", "char", "type_as", "type", "detach", "detach_", "requires_grad_", "item", "new_empty",
     "new_empty_strided", "new_zeros", "new_ones", "new_full", "new_tensor", "zero_", "fill_", "narrow", "select",
     "split", "split_with_sizes", "tensor_split", "chunk", "unbind", "as_strided", "movedim", "moveaxis",
     "swapaxes", "swapdims", "unfold", "clone", "pin_memory", "resize_", "dim_order", "is_pinned",
@@ -1410,6 +1410,7 @@ class _ForwardAnalysis:
                 break
         ctx = _Ctx(fr, tensors, launchers, self._input_aliases(fr, facts))
 
+        local_names = {t.value for t, _ in facts.assigns if isinstance(t, cst.Name)} | set(_param_names(fr.node)) | facts.local_params
         for node in facts.tries:
             self.c.report("TRY-EXCEPT", f"try statement in {fr.key}: the forward path must not catch errors (a silent fallback)", node)
         for item in facts.withs:
@@ -1427,7 +1428,6 @@ class _ForwardAnalysis:
         for aug in facts.aug:
             if self.is_tensor(aug.target, ctx) or self.is_tensor(aug.value, ctx):
                 self.c.report("TORCH-COMPUTE", f"in-place tensor arithmetic `{self._code(aug)}` in {fr.key} runs in PyTorch", aug)
-        local_names = {t.value for t, _ in facts.assigns if isinstance(t, cst.Name)} | set(_param_names(fr.node)) | facts.local_params
         for call in facts.calls:
             f = call.func
             if isinstance(f, cst.Attribute) and f.attr.value in _MUTATING_METHODS:
@@ -1436,7 +1436,7 @@ class _ForwardAnalysis:
                     self.c.report("RESULT-CACHE", f"`{self._code(call)}` in {fr.key} fills a container that outlives the call", call)
         for target, value in facts.subscript_stores:
             base = target.value
-            if isinstance(base, cst.Name) and base.value in self.c.module_names and base.value not in local_names:
+            if self._module_rooted(base, local_names):
                 self.c.report("RESULT-CACHE", f"`{self._code(target)} = ...` in {fr.key} stores into the module-level '{base.value}' (results kept across calls)", target)
                 continue
             if self.is_tensor(target.value, ctx):
@@ -1449,6 +1449,12 @@ class _ForwardAnalysis:
                     self.c.report("RESULT-CACHE", f"`{self._code(target)} = {self._code(value)}` in {fr.key} keeps a tensor on the module across calls", target)
                 elif self.is_tensor(target.value, ctx):
                     self.c.report("TORCH-COMPUTE", f"`{self._code(target)} = ...` in {fr.key} rebinds a tensor's storage or metadata in PyTorch", target)
+                elif self._module_rooted(target, local_names):
+                    self.c.report("RESULT-CACHE", f"`{self._code(target)} = ...` in {fr.key} stores on a module-level object (kept across calls)", target)
+        # mutable default arguments outlive the call: a cache in disguise
+        for p in _params(fr.node):
+            if p.default is not None and isinstance(p.default, (cst.Dict, cst.List, cst.Set, cst.Call)):
+                self.c.report("RESULT-CACHE", f"parameter {p.name.value} of {fr.key} has a mutable default, which persists across calls", p)
         # torch compute functions passed around instead of called (f = torch.relu; apply(F.gelu, x))
         for attr in facts.attributes:
             if id(attr) in {id(c.func) for c in facts.calls}:
@@ -1689,6 +1695,14 @@ class _ForwardAnalysis:
             return
         callee = self.c.resolve_node(func)
         args_tensor = any(self._has_tensor(a.value, ctx) for a in call.args)
+        if isinstance(func, cst.Call) and args_tensor:
+            inner = self.c.resolve_node(func.func)
+            if inner is not None and self.c.is_import_rooted(_dotted(func.func) or "") and not inner.startswith("triton."):
+                first = func.args[0].value if func.args else None
+                local_partial = inner == "functools.partial" and isinstance(first, cst.Name) and (first.value in self.c.functions or first.value in self.c.kernels)
+                if not local_partial:
+                    self.c.report("TORCH-COMPUTE", f"`{self._code(call)}` in {fr.key} applies what {inner}() returns to tensors", call)
+            return
         # module-level names ----------------------------------------------------------------------
         if callee is not None and self.c.is_import_rooted(_dotted(func) or ""):
             self._check_library_call(callee, call, ctx, args_tensor)
@@ -1768,6 +1782,15 @@ class _ForwardAnalysis:
             return
         if method in TENSOR_COMPUTE_METHODS and method not in _PY_COMMON_METHODS and not self._is_scalar_expr(base, ctx):
             self.c.report("TORCH-COMPUTE", f"`{self._code(call)}` in {fr.key}: .{method}() looks like PyTorch compute", call)
+
+    def _module_rooted(self, node: cst.CSTNode, local_names: set[str]) -> bool:
+        """`NAME` or `NAME.attr...` where NAME is a module-level binding (global, class, function)."""
+        while isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        if not isinstance(node, cst.Name) or node.value in local_names:
+            return False
+        n = node.value
+        return n in self.c.module_names or n in self.c.classes or n in self.c.functions
 
     def _has_tensor(self, node: cst.CSTNode, ctx: "_Ctx") -> bool:
         """A tensor, or a list/tuple/dict holding one (functools.reduce(operator.add, [x, y]))."""
