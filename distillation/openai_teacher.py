@@ -144,6 +144,7 @@ class OpenAITeacher:
         self.name = f"openai:{self.config.model}"
         self.version = self.config.model
         self.counters: Counter = Counter()
+        self.failures: dict[str, str] = {}  # problem key -> why its last request failed
         self.usage_totals: Counter = Counter()  # tokens and cost of requests actually sent
         self._api_key = api_key
         self._progress = progress
@@ -254,6 +255,7 @@ class OpenAITeacher:
                 if not _retryable(exc) or attempt >= self.config.max_retries:
                     self.counters["request_failures"] += 1
                     self.counters[f"request_failure:{type(exc).__name__}"] += 1
+                    self.failures[problem.key] = f"request_failed: {type(exc).__name__} after {attempt + 1} attempt(s): {exc}"[:500]
                     return None
                 attempt += 1
                 self.counters["retries"] += 1

@@ -48,6 +48,9 @@ class DistillResult:
     verdicts: list[Verdict]  # one per judged candidate (candidates with code)
     stats: dict[str, Any]
     pairs: list[tuple[Problem, Candidate, Verdict]] = field(default_factory=list)  # reward 1 only
+    # One row per problem that yielded no pair, and why, for Warehouse.put_rejections:
+    # {"stage": "distill", "subject": problem key, "reason", "detail"}.
+    rejections: list[dict[str, str]] = field(default_factory=list)
 
 
 def _tail(text: str) -> str:
@@ -267,7 +270,34 @@ def distill(
             cand.reasoning = cand.reasoning or reasoning
     fill_descriptions(ordered, by_key, trace=config.describe_trace)
     stats = _stats(problems, ordered, list(verdicts.values()), pairs, produced, malformed, per_round, teacher, usage)
-    return DistillResult(candidates=ordered, verdicts=list(verdicts.values()), stats=stats, pairs=pairs)
+    rejections = _rejections(problems, ordered, verdicts, {p.key for p, _, _ in pairs}, getattr(teacher, "failures", {}) or {})
+    return DistillResult(candidates=ordered, verdicts=list(verdicts.values()), stats=stats, pairs=pairs, rejections=rejections)
+
+
+def _rejections(problems: list[Problem], candidates: list[Candidate], verdicts: dict[str, Verdict], solved: set[str],
+                failures: dict[str, str]) -> list[dict[str, str]]:
+    """Why each unsolved problem yielded no pair: the teacher had nothing (its own reason, e.g.
+    replay_miss or request_failed), only malformed output, or nothing that validated."""
+    by_problem: dict[str, list[Candidate]] = {}
+    for cand in candidates:
+        by_problem.setdefault(cand.problem_key, []).append(cand)
+    rows = []
+    for problem in problems:
+        if problem.key in solved:
+            continue
+        cands = by_problem.get(problem.key, [])
+        if not cands:
+            reason, _, detail = (failures.get(problem.key) or "no_candidate").partition(": ")
+        elif all(c.parse_error for c in cands):
+            reason, detail = "malformed_output", "; ".join(sorted({c.parse_error or "" for c in cands}))
+        else:
+            statuses = Counter(verdicts[c.key].status for c in cands if c.key in verdicts)
+            reason = "not_validated"
+            detail = ", ".join(f"{status} x{n}" for status, n in sorted(statuses.items()))
+            if any(c.parse_error for c in cands):
+                detail += f", malformed x{sum(1 for c in cands if c.parse_error)}"
+        rows.append({"stage": "distill", "subject": problem.key, "reason": reason, "detail": f"{problem.name}: {detail}".rstrip(": ")})
+    return rows
 
 
 def _add_usage(usage: Counter, cand: Candidate) -> None:

@@ -59,6 +59,7 @@ class ReplayTeacher:
         self.trace = config.describe_trace
         self._traces: dict[str, dict[str, Any] | None] = {}  # problem key -> meta-device trace (None: untraceable)
         self.counters: Counter = Counter()
+        self.failures: dict[str, str] = {}  # problem key -> why it got no candidate
         self.index: dict[str, list[dict[str, Any]]] = {}
         digests = []
         for path in self.files:
@@ -87,6 +88,7 @@ class ReplayTeacher:
             records = self.index.get(problem.key, [])[:samples]
             if not records:
                 self.counters["replay_miss"] += 1
+                self.failures[problem.key] = f"replay_miss: no recorded output for this problem_key in {len(self.files)} replay file(s)"
                 continue
             self.counters["replay_hit"] += 1
             for sample, record in enumerate(records):

@@ -38,6 +38,8 @@ class Teacher(Protocol):
     # Teacher-side counters (requests, retries, cache hits, replay misses, ...), merged into the
     # distillation stats by the pipeline.
     counters: Counter
+    # Optional: `failures`, a dict problem key -> "reason: detail" for problems the teacher could
+    # not answer (replay_miss, request_failed, a conversion failure); distill() records them.
 
     def generate(self, problems: list[Problem], samples: int) -> list[Candidate]:
         """Up to `samples` candidates per problem (fewer when the teacher has nothing to offer)."""

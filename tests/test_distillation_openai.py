@@ -93,6 +93,7 @@ def test_5xx_retried_with_backoff_and_permanent_failure_is_counted_not_raised(pr
         assert teacher.generate([problem], 1) == []
         assert server.count == 3  # the first try and two retries
     assert teacher.counters["request_failures"] == 1
+    assert teacher.failures[problem.key].startswith("request_failed: InternalServerError after 3 attempt(s)")
 
 
 def test_timeout_then_retry_succeeds(problem, tmp_path):

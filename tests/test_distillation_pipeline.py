@@ -115,6 +115,9 @@ def test_replayed_candidates_are_judged_again_and_only_reward_1_counts(judge, ju
     assert [p.name for p, _, _ in result.pairs] == ["relu"]
     assert result.stats["teacher_counters"]["replay_miss"] == 1 and result.stats["yield"] == pytest.approx(1 / 3, abs=1e-3)
     assert len(result.stats["rounds"]) == 1  # replay cannot repair: no repair rounds
+    reasons = {row["subject"]: (row["reason"], row["detail"]) for row in result.rejections}
+    assert reasons == {sigmoid.key: ("not_validated", "sigmoid: incorrect x1"),
+                       missing.key: ("replay_miss", "relu41: no recorded output for this problem_key in 1 replay file(s)")}
     assert all(c.reasoning and c.instruction for c in result.candidates)
 
 
@@ -189,6 +192,7 @@ def test_round_bookkeeping_dedup_and_stats():
     assert result.stats["cost_usd"] == pytest.approx(0.007)
     assert [r["candidates"] for r in result.stats["rounds"]] == [3, 2, 1]
     assert sorted(c.code for _, c, _ in result.pairs) == [code("correct", 1), code("correct", 2), code("correct", 3)]
+    assert result.rejections == []  # both problems solved
 
 
 def test_cli_inductor_without_gpu_is_a_clear_error(tmp_path):
@@ -230,6 +234,10 @@ def test_cli_distill_writes_candidates_and_verdicts_with_lineage(tmp_path):
         assert problem.key == relu.key and cand.generator == "replay:inductor" and cand.reasoning
         runs = {r["run_id"]: r for r in wh.runs(kind="distill")}
         assert summary["run_id"] in runs and runs[summary["run_id"]]["status"] == "succeeded"
+    assert summary["unsolved"] == {"replay_miss": 1}
+    with Warehouse(db, read_only=True) as wh:
+        [rejection] = wh.rejections(stage="distill")
+        assert rejection["subject"] == sigmoid.key and rejection["reason"] == "replay_miss"
     again = json.loads(CliRunner().invoke(app, args).stdout)
     assert again["new_candidates"] == 0 and again["validated_pairs"] == 1  # re-judged, nothing duplicated
 

@@ -66,13 +66,18 @@ def distill_cmd(
             result = distill(problems, chosen, cfg.distill, cfg.validation, explainer=explainer, progress=True)
             new_candidates = wh.put_candidates(run, result.candidates)
             new_verdicts = wh.put_verdicts(run, result.verdicts)
+            wh.put_rejections(run, result.rejections)  # why each unsolved problem gave no pair
         except TeacherError as exc:
             wh.finish_run(run, "failed", {"error": str(exc)})
             fail(str(exc))
         except BaseException as exc:
             wh.finish_run(run, "failed", {"error": f"{type(exc).__name__}: {exc}"})
             raise
-        summary = dict(result.stats, run_id=run.run_id, new_candidates=new_candidates, new_verdicts=new_verdicts)
+        reasons: dict[str, int] = {}
+        for row in result.rejections:
+            reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+        summary = dict(result.stats, run_id=run.run_id, new_candidates=new_candidates, new_verdicts=new_verdicts,
+                       unsolved=dict(sorted(reasons.items())))
         wh.finish_run(run, "succeeded", summary)
 
     if json_out:
@@ -92,6 +97,8 @@ def summary_table(s: dict[str, Any]) -> Table:
         table.add_row(f"verdicts: {status}", str(count))
     table.add_row("validated pairs (reward 1)", str(s["validated_pairs"]))
     table.add_row("yield (problems solved)", f"{s['problems_solved']}/{s['problems']} = {s['yield']:.1%}")
+    for reason, count in s.get("unsolved", {}).items():
+        table.add_row(f"unsolved: {reason}", str(count))
     tokens = s["tokens"]
     table.add_row("tokens (prompt / completion)", f"{tokens['prompt']:,} / {tokens['completion']:,}")
     table.add_row("tokens spent this run", f"{tokens['spent_this_run']:,}")
