@@ -12,6 +12,9 @@ Stages (each reads what the one before wrote under --out):
             (falls back to a direct eager-vs-candidate comparison when the judge cannot be
             imported, and says so in the summary); writes DIR/verdicts.jsonl.
   all       the three in order.
+  replay    (on a CPU machine, after the others) re-judge the converted candidates with the CPU
+            interpreter and write the passing ones as replay data (--replay-out), the format the
+            replay teacher serves (distillation/cache.py).
 The summary (conversion rate, validated yield, speedups, extern_kernels check) is printed as
 one JSON object and written to DIR/summary.json. Needs torch + triton (+ pydantic for the judge).
 """
@@ -305,6 +308,47 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
             "extern_kernels_in_kept": extern_in_kept, "validate_wall_s": round(time.monotonic() - started, 1)}
 
 
+# ---------------------------------------------------------------- replay data
+def stage_replay(rows: list[dict[str, Any]], out: Path, replay_path: Path) -> dict[str, Any]:
+    """Re-judge the converted candidates on the CPU interpreter here and write those with reward 1
+    as replay lines (exactly the replay format's keys) to `replay_path`; the rest are listed."""
+    from autotriton.distillation.cache import replay_record
+    from autotriton.hashing import source_key
+    from autotriton.validation import ValidationConfig, validate_many
+
+    conv_dir = out / "converted"
+    versions = {}
+    jobs, kept_rows = [], []
+    for row in rows:
+        path = conv_dir / f"{safe_id(row['id'])}.py"
+        cap = out / "captures" / f"{safe_id(row['id'])}.json"
+        if path.exists():
+            jobs.append((row["source"], path.read_text()))
+            kept_rows.append(row)
+            if cap.exists():
+                attempts = json.loads(cap.read_text())["attempts"]
+                versions[row["id"]] = next((a.get("versions") for a in attempts if a.get("versions")), {}) or {}
+    verdicts = validate_many(jobs, ValidationConfig(device="cpu", trials=3, time_kernels=False, timeout_s=300.0),
+                             progress=True)
+    written, failed = 0, {}
+    replay_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(replay_path, "w", encoding="utf-8") as f:
+        for row, (_, code), v in zip(kept_rows, jobs, verdicts):
+            if not (v.correct and v.rule_ok):
+                failed[row["id"]] = f"{v.status}: {(v.error or '; '.join(x.message for x in v.violations))[:300]}"
+                continue
+            ver = versions.get(row["id"], {})
+            record = replay_record(problem_key=source_key(row["source"]), problem_name=row["name"], teacher="inductor",
+                                   teacher_version=f"torch-{ver.get('torch', '?')}+triton-{ver.get('triton', '?')}",
+                                   prompt_version="", code=code, reasoning="", instruction="", usage={},
+                                   created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            f.write(json.dumps(record) + "\n")
+            written += 1
+    not_converted = [r["id"] for r in rows if r not in kept_rows]
+    return {"replay_file": str(replay_path), "replay_written": written, "replay_failed_cpu_judge": failed,
+            "replay_not_converted": not_converted}
+
+
 def direct_check(problem: str, code: str, device: str) -> dict[str, Any]:
     """Minimal judge: same weights, three random input sets, allclose at 1e-4 (KernelBench's
     tolerance), median time of both. Only used when the real judge cannot be imported."""
@@ -341,7 +385,7 @@ def direct_check(problem: str, code: str, device: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", nargs="?", default="all", choices=["all", "capture", "convert", "validate", "_capture_one"])
+    ap.add_argument("stage", nargs="?", default="all", choices=["all", "capture", "convert", "validate", "replay", "_capture_one"])
     ap.add_argument("--suite", action="append", default=[], help="suite JSONL (repeatable)")
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--only", action="append", default=[], help="problem id to run (repeatable; default all)")
@@ -356,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge-workers", type=int, default=4, help="judge pools run at once (each one worker on GPU 0)")
     ap.add_argument("--trials", type=int, default=3, help="correctness trials per candidate")
     ap.add_argument("--validate-deadline", type=float, default=300.0, help="no candidate is judged after this many seconds")
+    ap.add_argument("--replay-out", default=str(ROOT / "distillation" / "data" / "replay" / "inductor.jsonl"),
+                    help="replay stage: where the CPU-validated candidates are written")
     args = ap.parse_args(argv)
     if not args.suite:
         ap.error("give at least one --suite PATH")
@@ -376,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         summary.update(stage_convert(rows, out))
     if args.stage in ("all", "validate"):
         summary.update(stage_validate(rows, out, args.device, args.judge_workers, args.trials, args.validate_deadline))
+    if args.stage == "replay":
+        summary.update(stage_replay(rows, out, Path(args.replay_out)))
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary))
     return 0

@@ -420,8 +420,8 @@ class _Renamer(ast.NodeTransformer):
         return node
 
 
-_SOURCE_STEP = re.compile(r"\._(?:modules|parameters|buffers)\['([A-Za-z_][A-Za-z0-9_]*)'\]|\.([A-Za-z_][A-Za-z0-9_]*)"
-                          r"|\.size\(\)\[(\d+)\]")
+_SOURCE_STEP = re.compile(r"\._(?:modules|parameters|buffers)\['([A-Za-z_][A-Za-z0-9_]*)'\]|\.size\(\)\[(\d+)\]"
+                          r"|\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _source_expr(source: str | None, arg_names: list[str]) -> ast.expr | None:
@@ -436,10 +436,10 @@ def _source_expr(source: str | None, arg_names: list[str]) -> ast.expr | None:
         step = _SOURCE_STEP.match(rest)
         if not step:
             return None
-        if step.group(1) or step.group(2):
-            expr += "." + (step.group(1) or step.group(2))
+        if step.group(2) is not None:
+            expr += f".shape[{step.group(2)}]"
         else:
-            expr += f".shape[{step.group(3)}]"
+            expr += "." + (step.group(1) or step.group(3))
         rest = rest[step.end():]
     return ast.parse(expr, mode="eval").body
 
@@ -502,7 +502,7 @@ def _convert_call(call: ast.FunctionDef, kernels: dict[str, _Kernel], graph_inpu
             if fname.endswith(".run") and fname[:-4] in kernels:
                 launch = _launch(stmt.value, kernels[fname[:-4]], configs, notes)
                 launched.append(kernels[fname[:-4]].name)
-                out.append(launch)
+                out.extend(launch if isinstance(launch, list) else [launch])
                 continue
             _refuse_call(stmt.value)
             raise ConversionError("unsupported_call", f"statement `{ast.unparse(stmt)[:200]}` in call()")
@@ -631,7 +631,7 @@ def _return(stmt: ast.Return, output: dict[str, Any] | None) -> ast.Return:
     return stmt
 
 
-def _launch(call: ast.Call, kernel: _Kernel, configs: dict[str, dict[str, Any]], notes: list[str]) -> ast.stmt:
+def _launch(call: ast.Call, kernel: _Kernel, configs: dict[str, dict[str, Any]], notes: list[str]) -> ast.stmt | list[ast.stmt]:
     meta = kernel.decorator_kwargs.get("inductor_meta", {}) or {}
     tmeta = kernel.decorator_kwargs.get("triton_meta", {}) or {}
     constants = dict(tmeta.get("constants", {}) or {})
@@ -671,6 +671,7 @@ def _launch(call: ast.Call, kernel: _Kernel, configs: dict[str, dict[str, Any]],
         return ast.unparse(bound[name])
 
     grid_type = meta.get("grid_type", "Grid1D" if kernel.decorator != "template" else "FixedGrid")
+    pre: list[str] = []
     if grid_type == "Grid1D":
         grid = f"(triton.cdiv({numel('xnumel')}, {block('XBLOCK')}),)"
     elif grid_type == "Grid2D":
@@ -678,6 +679,11 @@ def _launch(call: ast.Call, kernel: _Kernel, configs: dict[str, dict[str, Any]],
     elif grid_type == "Grid3D":
         grid = (f"(triton.cdiv({numel('xnumel')}, {block('XBLOCK')}), triton.cdiv({numel('ynumel')}, "
                 f"{block('YBLOCK')}), triton.cdiv({numel('znumel')}, {block('ZBLOCK')}))")
+    elif grid_type == "Grid2DWithYZOverflow":
+        # y blocks beyond CUDA's 65535 limit spill into z (the kernel recombines program_id(1), (2))
+        y_raw = f"triton.cdiv({numel('ynumel')}, {block('YBLOCK')})"
+        pre = [f"y_blocks = {y_raw}", "y_splits = triton.cdiv(y_blocks, 65535)"]
+        grid = f"(triton.cdiv({numel('xnumel')}, {block('XBLOCK')}), triton.cdiv(y_blocks, y_splits), y_splits)"
     elif grid_type == "FixedGrid":
         fixed = meta.get("fixed_grid", ["_grid_0", "_grid_1", "_grid_2"])
         parts = []
@@ -699,7 +705,10 @@ def _launch(call: ast.Call, kernel: _Kernel, configs: dict[str, dict[str, Any]],
     kw.append(f"num_stages={int(cfg['num_stages'])}")
     arg_src = [ast.unparse(a) for a in args[:len(runtime)]]
     src = f"{kernel.name}[{grid}]({', '.join(arg_src + kw)})"
-    return ast.Expr(value=ast.parse(src, mode="eval").body)
+    launch = ast.Expr(value=ast.parse(src, mode="eval").body)
+    if pre:
+        return [*ast.parse("\n".join(pre)).body, launch]
+    return launch
 
 
 # ---------------------------------------------------------------- the reference Model's __init__
@@ -789,7 +798,12 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
         else:
             used[base] = 0
     forward_body, launched = _convert_call(call, kernels, graph_inputs, arg_names, output, configs, notes)
-    forward_src = "\n".join(ast.unparse(s) for s in forward_body)
+    forward_fn = ast.FunctionDef(name="forward", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                 kw_defaults=[], defaults=[]), body=forward_body, decorator_list=[], lineno=0)
+    _remove_dead_assignments(forward_fn)
+    forward_src = "\n".join(ast.unparse(s) for s in forward_fn.body)
+    for k in kernels.values():  # triton_poi_fused_add_relu_0_xnumel -> add_relu_xnumel
+        forward_src = forward_src.replace(f"{k.inductor_name}_", f"{k.name.removesuffix('_kernel')}_")
     # only kernels actually launched are emitted
     launched_kernels = [k for k in kernels.values() if k.name in launched]
     helpers = _inductor_helpers()
