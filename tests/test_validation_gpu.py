@@ -50,8 +50,18 @@ def gpu_verdicts():
     jobs["after_illegal_access"] = (problem("relu"), candidate("correct_relu"))
     jobs["input_mutation"] = (problem("relu"), candidate("cheat_input_mutation"))
     names = list(jobs)
-    with JudgePool(judge_config(device="cuda", workers=1, timeout_s=120, timing_runs=20, timing_input_sets=2)) as pool:
+    with JudgePool(judge_config(device="cuda", workers=1, timeout_s=120, timing_runs=20, timing_input_sets=2, time_compile=False)) as pool:
         return dict(zip(names, pool.validate_many([jobs[n] for n in names])))
+
+
+def test_speedup_against_torch_compile_of_the_reference(gpu_verdicts):
+    with JudgePool(judge_config(device="cuda", workers=1, timeout_s=300, timing_runs=20, timing_input_sets=1)) as pool:
+        v = pool.validate(problem("softmax"), candidate("correct_softmax"))
+    assert v.status == "correct", v.error
+    assert v.speedup_vs_compile is not None and v.speedup_vs_compile > 0, v.timing.get("reference")
+    assert v.timing["reference"]["compiled"][0]["kept"] >= 1
+    share = v.timing.get("triton_time_share")
+    assert share is None or 0.0 < share <= 1.0
 
 
 @pytest.mark.parametrize("kind", sorted(CORRECT) + ["tf32_matmul", "after_illegal_access"])

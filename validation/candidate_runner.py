@@ -69,6 +69,7 @@ class _State:
     compile_seen: set = set()
     kernel_info: dict[int, dict[str, Any]] = {}
     stream_violation: str | None = None
+    want_compile_records = True  # only when a compile check will use them (CPU interpreter)
     escapes: list[str] = []
     threads: list[str] = []
     forks: int = 0
@@ -107,6 +108,8 @@ def _note_launch(jit_fn: Any, args: tuple, kwargs: dict, grid: Any) -> None:
             dev = torch.cuda.current_device()
             if torch.cuda.current_stream(dev) != torch.cuda.default_stream(dev):
                 STATE.stream_violation = f"kernel {info['name']} launched on a side stream"
+    if not STATE.want_compile_records:
+        return
     key = (id(jit_fn), tuple(type(a).__name__ if not hasattr(a, "dtype") else str(a.dtype) for a in args),
            tuple(sorted((k, repr(v)) for k, v in kwargs.items() if not hasattr(v, "dtype"))))
     if key in STATE.compile_seen:
@@ -368,6 +371,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
     device = job["device"]
     header: dict[str, Any] = {"phases": [], "error": None}
     tensors: list[torch.Tensor] = []
+    STATE.want_compile_records = bool(job.get("compile_target"))
     install_launch_hooks()
     install_escape_watch()
     install_concurrency_watch()
