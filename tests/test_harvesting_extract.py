@@ -206,3 +206,12 @@ def test_module_object_imports_of_the_repository_are_inlined_and_rewritten():
     import torch
 
     assert ns["Block"]()(torch.zeros(3)).item() == 0.0
+
+
+def test_synthesis_never_executes_harvested_code(tmp_path):
+    marker = tmp_path / "pwned"
+    src = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+           f"        self.fc = nn.Linear(__import__('pathlib').Path({str(marker)!r}).touch() or dim, dim)\n"
+           "    def forward(self, x):\n        return self.fc(x)\n")
+    assert synthesize(src)  # guesses are still made, from the signature
+    assert not marker.exists()
