@@ -245,7 +245,7 @@ class Harvester:
         except RecursionError:
             self._reject_module(ref, name, text, "too_deep", "dependency chain too deep", repo, path)
             return
-        self.add_standalone(ref, name, text, extracted.source)
+        self.add_standalone(ref, name, text, extracted.source, source_name=extracted.class_name)
 
     def _reject_module(self, ref: SourceRef, name: str, text: str, reason: str, detail: str, repo: Repository | None = None, path: str = "") -> None:
         class_code = text
@@ -267,7 +267,8 @@ class Harvester:
 
     # -- modules ---------------------------------------------------------------------------
 
-    def add_standalone(self, ref: SourceRef, class_name: str, original: str, standalone: str) -> HarvestedModule | None:
+    def add_standalone(self, ref: SourceRef, class_name: str, original: str, standalone: str,
+                       source_name: str | None = None) -> HarvestedModule | None:
         """Dedup a standalone module and queue it for input synthesis. None for duplicates."""
         kind, of_what = self.dedup.check(standalone, f"{ref.repo}:{ref.path}:{class_name}")
         if kind is not None:
@@ -277,7 +278,7 @@ class Harvester:
         self.add_source(ref)
         module = HarvestedModule(source=ref, class_name=class_name, original_source=original, standalone_source=standalone)
         self.result.modules.append(module)
-        model_source = rename_to_model(standalone, class_name)
+        model_source = rename_to_model(standalone, source_name or class_name)
         base = Problem(reference_source=model_source, name=class_name, module_key=module.key, source_key=ref.key,
                        licence=ref.licence, op_tags=op_tags(standalone))
         if len(standalone) > self.config.max_problem_chars:

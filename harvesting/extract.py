@@ -529,7 +529,7 @@ class Extracted:
     """A class lifted out of its file with exactly what it needs."""
 
     path: str
-    class_name: str
+    class_name: str  # its name in `source` (renamed only when another needed definition has the same name)
     line: int
     source: str  # standalone source, class keeps its own name
     files: list[str] = field(default_factory=list)  # every file that contributed a statement
@@ -554,7 +554,9 @@ class _Collector:
         self.seen: set[tuple[str, int]] = set()
         self.import_names: dict[tuple[str, int], set[str]] = {}  # external import stmt -> needed names
         self.owner: dict[str, tuple[str, int]] = {}  # top-level name -> defining statement
-        self.rewrites: dict[str, dict[str, str]] = {}  # file -> {"pkg.sub.fn": "fn"} for module-object imports
+        self.renames: dict[str, dict[str, str]] = {}  # file -> {name: new name} (name clashes, import aliases)
+        self.links: list[tuple[str, str, str, str]] = []  # (file, local name, defining file, defined name)
+        self.chain_links: list[tuple[str, str, str, str]] = []  # (file, "pkg.sub.fn", defining file, "fn")
 
     def _module_object(self, path: str, line: int, b: ImportBinding, module_file: str, chains: set[str], depth: int) -> None:
         """`import pkg` / `from . import sub` of this repository, used as `pkg.sub.fn`: inline `fn`
@@ -585,7 +587,7 @@ class _Collector:
             assert tparsed is not None
             for tidx in tparsed.defines[tname]:
                 self.need(tpath, tidx, {tname}, depth + 1)
-            self.rewrites.setdefault(path, {})[prefix] = tname
+            self.chain_links.append((path, prefix, tpath, tname))
 
     def need(self, path: str, idx: int, names: set[str] | None, depth: int = 0,
              chains: dict[str, set[str]] | None = None) -> None:
@@ -623,12 +625,8 @@ class _Collector:
                     raise ExtractionError("relative_import", f"{target[0]}: `{target[1]}` is not defined there")
                 for tidx in tparsed.defines[target[1]]:
                     self.need(target[0], tidx, {target[1]}, depth + 1)
-                if b.asname != target[1]:
-                    # `from .x import A as B`: define B right after A, before anything uses it
-                    alias_key = (f"<alias>{b.asname} = {target[1]}", 0)
-                    if alias_key not in self.seen:
-                        self.seen.add(alias_key)
-                        self.order.append(alias_key)
+                # `from .x import A as B`: B is renamed to A's final name in this file's code
+                self.links.append((path, b.asname, target[0], target[1]))
             if external:
                 for b in external:
                     top = b.module.split(".")[0]
@@ -686,15 +684,39 @@ class _Collector:
         for name, idxs in parsed.defines.items():
             if idx not in idxs:
                 continue
+            if name in self.renames.get(path, {}):
+                continue
             prev = self.owner.get(name)
             if prev is not None and prev[0] != path:
                 prev_code = self.repo.parsed(prev[0]).codes[prev[1]]  # type: ignore[union-attr]
                 if prev_code.strip() != parsed.codes[idx].strip():
-                    raise ExtractionError(
-                        "name_conflict",
-                        f"`{name}` is defined differently in {prev[0]} and {path}; both are needed",
-                    )
+                    # two files define `name` differently and both are needed: this file's one
+                    # gets a fresh name everywhere this file's code (and its importers) use it
+                    n = 2
+                    while f"{name}_{n}" in self.owner:
+                        n += 1
+                    self.renames.setdefault(path, {})[name] = f"{name}_{n}"
+                    self.owner[f"{name}_{n}"] = (path, idx)
+                    continue
             self.owner.setdefault(name, (path, idx))
+
+    def final_names(self) -> None:
+        """Propagate renames through import links, then turn module chains into names."""
+        def final(file: str, name: str) -> str:
+            return self.renames.get(file, {}).get(name, name)
+
+        for _ in range(10):  # re-exports chain renames through files; a few passes settle them
+            changed = False
+            for path, local, tpath, tname in self.links:
+                want = final(tpath, tname)
+                if want != local and self.renames.get(path, {}).get(local) != want:
+                    self.renames.setdefault(path, {})[local] = want
+                    changed = True
+            if not changed:
+                break
+        self.rewrites: dict[str, dict[str, str]] = {}
+        for path, prefix, tpath, tname in self.chain_links:
+            self.rewrites.setdefault(path, {})[prefix] = final(tpath, tname)
 
 
 def _up(path: str, level: int) -> str:
@@ -733,13 +755,11 @@ def extract_class(repo: Repository, path: str, class_name: str) -> Extracted:
     idx = parsed.classes[class_name]
     collector = _Collector(repo)
     collector.need(path, idx, None)
+    collector.final_names()
     import_lines: list[str] = []
     body: list[str] = []
     files: list[str] = []
     for fpath, sidx in collector.order:
-        if fpath.startswith("<alias>"):
-            body.append(fpath[len("<alias>"):])
-            continue
         fparsed = repo.parsed(fpath)
         assert fparsed is not None
         if fpath not in files:
@@ -752,15 +772,21 @@ def extract_class(repo: Repository, path: str, class_name: str) -> Extracted:
                 import_lines.append(code)
             continue
         code = _strip_leading(fparsed.codes[sidx])
-        if collector.rewrites.get(fpath):
-            code = cst.parse_module(code).visit(_ChainRewriter(collector.rewrites[fpath])).code
+        if collector.rewrites.get(fpath) or collector.renames.get(fpath):
+            tree = cst.parse_module(code)
+            if collector.rewrites.get(fpath):
+                tree = tree.visit(_ChainRewriter(collector.rewrites[fpath]))
+            if collector.renames.get(fpath):
+                tree = tree.visit(_Renamer(collector.renames[fpath]))
+            code = tree.code
         if code not in body:
             body.append(code)
     if any(_has_future_annotations(repo.parsed(f)) for f in files):
         # annotations stay unevaluated, as in the files they came from
         import_lines.insert(0, "from __future__ import annotations")
     source = "\n".join(import_lines) + ("\n\n\n" if import_lines else "") + "\n\n\n".join(b.rstrip() for b in body) + "\n"
-    return Extracted(path=path, class_name=class_name, line=_line(parsed, idx), source=source, files=files)
+    final_name = collector.renames.get(path, {}).get(class_name, class_name)
+    return Extracted(path=path, class_name=final_name, line=_line(parsed, idx), source=source, files=files)
 
 
 def _has_future_annotations(parsed: ParsedFile | None) -> bool:

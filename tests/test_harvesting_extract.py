@@ -215,3 +215,18 @@ def test_synthesis_never_executes_harvested_code(tmp_path):
            "    def forward(self, x):\n        return self.fc(x)\n")
     assert synthesize(src)  # guesses are still made, from the signature
     assert not marker.exists()
+
+
+def test_two_needed_definitions_with_one_name_are_both_kept_under_distinct_names():
+    files = {
+        "pkg/a.py": "import torch\ndef norm(x):\n    return x / x.abs().max()\nclass Helper(torch.nn.Module):\n    def forward(self, x):\n        return norm(x)\n",
+        "pkg/b.py": "import torch\nfrom .a import Helper as H\ndef norm(x):\n    return x - x.mean()\nclass Block(torch.nn.Module):\n"
+                    "    def __init__(self):\n        super().__init__()\n        self.h = H()\n    def forward(self, x):\n        return norm(self.h(x))\n",
+    }
+    extracted = extract_class(_repo(files), "pkg/b.py", "Block")
+    ns: dict = {}
+    exec(compile(extracted.source, "<m>", "exec"), ns)
+    import torch
+
+    out = ns[extracted.class_name]()(torch.tensor([1.0, 3.0]))
+    assert torch.allclose(out, torch.tensor([-1 / 3, 1 / 3]))  # a.norm inside Helper, b.norm in Block
