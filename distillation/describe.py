@@ -37,7 +37,7 @@ _SAFE_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator
 _TENSOR_FACTORIES = {"randn", "rand", "randint", "zeros", "ones", "empty", "full", "randn_like", "rand_like", "tensor", "arange"}
 _REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "xor_sum"}
 _MATH = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "abs", "maximum", "minimum", "where",
-         "sigmoid", "softmax", "erf", "fma", "clamp", "div_rn", "floor", "ceil", "tanh", "umulhi", "cdiv"}
+         "sigmoid", "softmax", "erf", "fma", "clamp", "div_rn", "floor", "ceil", "tanh", "umulhi"}
 
 # Which Triton features implement which reference operation (to say what got fused where).
 _OP_FEATURES: dict[str, set[str]] = {
@@ -76,6 +76,7 @@ class KernelSummary:
     math: list[str] = field(default_factory=list)
     loops: int = 0
     features: set[str] = field(default_factory=set)
+    fixed: dict[str, int] = field(default_factory=dict)  # constexprs set inside the kernel body
     launches: list[dict[str, Any]] = field(default_factory=list)  # {"grid": str, "constexprs": {name: value}}
 
 
@@ -183,6 +184,11 @@ def analyze_problem(source: str) -> ProblemSummary:
                         summary.init_inputs = list(_eval(sub.value, env))
                     except (ValueError, TypeError, ZeroDivisionError):
                         summary.init_inputs = []
+    # Inputs returned directly from get_inputs() have no name there: use forward's parameter names.
+    if len(summary.inputs) == len(summary.forward_args):
+        for spec, arg in zip(summary.inputs, summary.forward_args):
+            if spec["name"].startswith(("input", "arg")) and spec["name"][-1].isdigit():
+                spec["name"] = arg
     return summary
 
 
@@ -282,6 +288,12 @@ def analyze_candidate(code: str) -> CandidateSummary:
             k = KernelSummary(name=node.name, params=params, constexprs=constexprs)
             reductions: list[str] = []
             math: list[str] = []
+            for sub in node.body:
+                # Inductor templates fix their tile sizes inside the kernel: `BLOCK_M: tl.constexpr = 32`
+                if (isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name) and sub.value is not None
+                        and "constexpr" in ast.unparse(sub.annotation) and isinstance(sub.value, ast.Constant)
+                        and isinstance(sub.value.value, int) and not isinstance(sub.value.value, bool)):
+                    k.fixed[sub.target.id] = sub.value.value
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call):
                     name = _dotted(sub.func)
@@ -438,12 +450,14 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
         if k.math:
             body.append("math " + ", ".join(f"tl.{m}" for m in k.math))
         if k.loops:
-            body.append(f"{k.loops} loop{'s' if k.loops != 1 else ''} (e.g. over K or over row blocks)")
+            body.append(f"{k.loops} loop{'s' if k.loops != 1 else ''} over blocks (of K or of the reduced dimension)")
         if k.atomics:
             body.append(f"{k.atomics} atomic update{'s' if k.atomics != 1 else ''}")
         parts.append("with " + ", ".join(body))
         if k.constexprs:
             parts.append("compile-time block parameters " + ", ".join(k.constexprs))
+        if k.fixed:
+            parts.append("fixed tile sizes " + ", ".join(f"{n}={v}" for n, v in k.fixed.items()))
         for launch in k.launches[:2]:
             consts = ", ".join(f"{n}={v}" for n, v in launch["constexprs"].items() if n.isupper() or n in k.constexprs)
             parts.append(f"launched on grid {launch['grid']}" + (f" with {consts}" if consts else ""))

@@ -83,7 +83,7 @@ def test_problem_analysis_finds_ops_layers_shapes_and_init_inputs():
     p = analyze_problem(LINEAR_GELU)
     assert p.ops == ["linear", "gelu", "mul", "add"]
     assert p.layers == [("fc", "Linear", "in_features, out_features")]
-    assert p.inputs == [{"name": "input0", "shape": [8, 64], "dtype": "float32", "factory": "randn"}]
+    assert p.inputs == [{"name": "x", "shape": [8, 64], "dtype": "float32", "factory": "randn"}]
     assert p.init_inputs == [64, 32, 0.5] and p.forward_args == ["x"]
 
 
@@ -150,3 +150,13 @@ def test_meta_trace_in_a_child_process_adds_aten_ops_and_output_shapes(monkeypat
     assert "addmm" in traced["aten_ops"] and "gelu" in traced["aten_ops"]
     instruction, reasoning = describe_problem(LINEAR_GELU, FUSED_CANDIDATE, traced)
     assert "returns [8, 32] float32" in instruction and "aten.addmm -> aten.gelu" in reasoning
+
+
+def test_inductor_template_tile_sizes_inside_the_kernel_are_reported():
+    template = FUSED_CANDIDATE.replace(
+        "                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):\n",
+        "                       ):\n    BLOCK_M: tl.constexpr = 16\n    BLOCK_N: tl.constexpr = 32\n    BLOCK_K: tl.constexpr = 32\n",
+    ).replace(", BLOCK_M=16, BLOCK_N=32, BLOCK_K=32)", ")")
+    [k] = analyze_candidate(template).kernels
+    assert k.fixed == {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32} and k.constexprs == []
+    assert "fixed tile sizes BLOCK_M=16, BLOCK_N=32, BLOCK_K=32" in describe_problem(LINEAR_GELU, template)[1]
