@@ -96,6 +96,7 @@ def plot_curves(log_history: Sequence[dict[str, Any]], path: str | Path, panels:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     present = [[k for k in group if series(log_history, k)[0]] for group in panels]
     present = [g for g in present if g]
@@ -108,6 +109,8 @@ def plot_curves(log_history: Sequence[dict[str, Any]], path: str | Path, panels:
             ax.plot(xs, ys, marker="o" if len(xs) < 30 else None, markersize=3, label=key)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="best")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
     axes[-1, 0].set_xlabel("step")
     if title:
         fig.suptitle(title)
