@@ -147,7 +147,7 @@ class OpenAITeacher:
         self.failures: dict[str, str] = {}  # problem key -> why its last request failed
         self.usage_totals: Counter = Counter()  # tokens and cost of requests actually sent
         self._api_key = api_key
-        self._progress = progress
+        self.on_output = progress  # called with 1 after each answer (distill() points it at its progress bar)
         self.cache = ResponseCache(self.config.cache_dir, "openai", self.config.model) if self.config.use_cache else None
 
     # ---- the Teacher protocol -------------------------------------------------------------
@@ -209,8 +209,8 @@ class OpenAITeacher:
         sampling = self._sampling(sample)
         response = await self._complete(client, semaphore, messages, sampling, problem=problem, instruction=instruction,
                                          repair_round=repair_round, parent_key=parent_key)
-        if self._progress:
-            self._progress(1)
+        if self.on_output:
+            self.on_output(1)
         if response is None:
             return None
         return candidate_from_completion(

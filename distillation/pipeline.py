@@ -201,6 +201,9 @@ def distill(
 
     with _judge_for(judge, validation_config) as active_judge, _progress(progress) as bar:
         task = bar.add_task("distilling", total=len(problems) * config.samples) if bar else None
+        previous_hook = getattr(teacher, "on_output", None)
+        if bar is not None and hasattr(teacher, "on_output"):
+            teacher.on_output = lambda n: bar.advance(task, n)  # type: ignore[attr-defined]  # per answer, not per batch
 
         def judge_batch(batch: list[Candidate]) -> None:
             todo = [c for c in batch if c.code and c.key not in verdicts]
@@ -257,6 +260,8 @@ def distill(
             judge_batch(fresh)
             per_round.append(_round_stats(fresh, rewards))
 
+    if hasattr(teacher, "on_output"):
+        teacher.on_output = previous_hook  # type: ignore[attr-defined]
     ordered = list(candidates.values())
     pairs = [(by_key[c.problem_key], c, verdicts[c.key]) for c in ordered if rewards.get(c.key) == 1.0]
     # Compiler output has no words. Validated pairs get them from the LLM when one is configured
