@@ -779,3 +779,17 @@ def test_result_cached_on_class_or_default(forward: str, args: str) -> None:
 def test_weird_sources_give_violations_not_exceptions(source: str) -> None:
     violations = check_rules(source)
     assert violations and all(v.rule in RULES for v in violations)
+
+
+def test_returning_an_unwritten_allocation() -> None:
+    # KernelBench's result-reuse cheat: the caching allocator may hand back memory that still
+    # holds the reference's output
+    source = make(
+        """
+        scratch = torch.empty_like(x)
+        relu_kernel[(1,)](x, scratch, x.numel(), BLOCK=256)
+        out = torch.empty_like(x)  # <-
+        return out
+        """
+    )
+    assert_fires(source, "OUTPUT-UNWRITTEN")

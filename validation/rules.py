@@ -62,6 +62,7 @@ RULES: dict[str, str] = {
     "SYSTEM-ACCESS": "file, environment, network or process access (open, os, sys, pathlib, socket, subprocess, pickle, torch.load, ...)",
     "RESULT-CACHE": "keeps results across calls: tensors stored on self or globals in the forward path, memoised forward functions",
     "INPUT-MUTATION": "a kernel writes into a tensor passed to forward (or a view of it): inputs must not be mutated",
+    "OUTPUT-UNWRITTEN": "forward returns a torch.empty* allocation nothing ever writes: uninitialised memory can still hold the reference's result",
     "TRITON-ARANGE-POW2": "a tl.arange extent is not a power of two",
     "TRITON-BLOCK-CONSTEXPR": "a block size (tl.arange bound, tl.zeros/tl.full shape) is a runtime argument, not a tl.constexpr parameter",
     "TRITON-BLOCK-POW2": "a block-size constexpr is given a value that is not a power of two",
@@ -1451,6 +1452,8 @@ class _ForwardAnalysis:
                     self.c.report("TORCH-COMPUTE", f"`{self._code(target)} = ...` in {fr.key} rebinds a tensor's storage or metadata in PyTorch", target)
                 elif self._module_rooted(target, local_names):
                     self.c.report("RESULT-CACHE", f"`{self._code(target)} = ...` in {fr.key} stores on a module-level object (kept across calls)", target)
+        # an uninitialised allocation returned untouched (KernelBench's result-reuse cheat)
+        self._check_unwritten_outputs(fr, facts)
         # mutable default arguments outlive the call: a cache in disguise
         for p in _params(fr.node):
             if p.default is not None and isinstance(p.default, (cst.Dict, cst.List, cst.Set, cst.Call)):
@@ -1782,6 +1785,37 @@ class _ForwardAnalysis:
             return
         if method in TENSOR_COMPUTE_METHODS and method not in _PY_COMMON_METHODS and not self._is_scalar_expr(base, ctx):
             self.c.report("TORCH-COMPUTE", f"`{self._code(call)}` in {fr.key}: .{method}() looks like PyTorch compute", call)
+
+    _EMPTY_ALLOCATORS = frozenset({"torch.empty", "torch.empty_like", "torch.empty_strided",
+                                   "torch._C._dynamo.guards._empty_strided_cuda", "torch._C._dynamo.guards._empty_strided_cpu"})
+
+    def _is_empty_allocation(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call):
+            if self.c.resolve_node(node.func) in self._EMPTY_ALLOCATORS:
+                return True
+            return isinstance(node.func, cst.Attribute) and node.func.attr.value in ("new_empty", "new_empty_strided")
+        return False
+
+    def _check_unwritten_outputs(self, fr: _Frame, facts: "_FactCollector") -> None:
+        bound: dict[str, list[cst.CSTNode]] = {}
+        for target, value in facts.assigns:
+            if isinstance(target, cst.Name):
+                bound.setdefault(target.value, []).append(value)
+        in_returns: dict[str, int] = {}
+        for value in facts.returns:
+            finder = _NameFinder(frozenset(bound))
+            _walk(value, finder)
+            for n in finder.found:
+                in_returns[n.value] = in_returns.get(n.value, 0) + 1
+        total: dict[str, int] = {}
+        for n in facts.names:
+            total[n.value] = total.get(n.value, 0) + 1
+        for name, values in bound.items():
+            if not in_returns.get(name) or not all(self._is_empty_allocation(v) for v in values):
+                continue
+            # referenced only where it is bound and where it is returned: nothing can have written it
+            if total.get(name, 0) <= len(values) + in_returns[name]:
+                self.c.report("OUTPUT-UNWRITTEN", f"{fr.key} returns '{name}', a torch.empty* allocation that no kernel or call ever receives", values[0])
 
     def _module_rooted(self, node: cst.CSTNode, local_names: set[str]) -> bool:
         """`NAME` or `NAME.attr...` where NAME is a module-level binding (global, class, function)."""
