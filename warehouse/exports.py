@@ -2,61 +2,59 @@
 
 `autotriton db export NAME` looks NAME up in flows/cli/db_cmd.py's EXPORTERS, which maps names to
 functions like these; `Warehouse.export_parquet(name, rows, filter, run)` writes and records the
-result. Nested values are JSON text so every export has a flat, stable Parquet schema.
+result. They read the stored columns with SQL rather than rebuilding records, so no content key is
+recomputed (each is an AST round trip). Nested values stay JSON text: every export has a flat,
+stable Parquet schema.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from autotriton.warehouse.schema import dumps
 from autotriton.warehouse.store import Warehouse
 
 Rows = list[dict[str, Any]]
 
+PROBLEM_SQL = """
+SELECT key AS problem_key, name, suite, suite_id, reference_source, init_spec::VARCHAR AS init_spec,
+       input_spec::VARCHAR AS input_spec, shape_profile, op_tags::VARCHAR AS op_tags, licence, module_key, source_key
+FROM problems WHERE status = 'runnable' ORDER BY key
+"""
+
+# The reward-1 rule (correct and rule_ok) is applied to each candidate's latest verdict, as in
+# Warehouse.validated_pairs().
+PAIR_SQL = """
+SELECT p.key AS problem_key, c.key AS candidate_key, v.key AS verdict_key,
+       p.name AS problem_name, p.suite, p.licence, p.reference_source AS problem_source,
+       c.code, c.reasoning, c.instruction, c.generator, c.prompt_version,
+       v.status AS verdict_status, v.device, v.max_abs_err, v.speedup, v.speedup_vs_compile,
+       v.triton_kernels_launched::VARCHAR AS triton_kernels_launched, v.judge_config_hash
+FROM latest_verdicts v
+JOIN candidates c ON c.key = v.candidate_key
+JOIN problems p ON p.key = c.problem_key
+WHERE v.correct AND v.rule_ok
+ORDER BY p.key, c.key
+"""
+
+VERDICT_SQL = """
+SELECT key AS verdict_key, candidate_key, problem_key, status, correct, rule_ok, compiled,
+       violations::VARCHAR AS violations, error, max_abs_err, speedup, speedup_vs_compile, device,
+       judge_config_hash, elapsed_s, aten_ops::VARCHAR AS aten_ops,
+       triton_kernels_launched::VARCHAR AS triton_kernels_launched
+FROM verdicts ORDER BY key
+"""
+
 
 def problem_rows(wh: Warehouse, config: Any = None) -> tuple[Rows, dict[str, Any]]:
-    """Every runnable problem with its reference source and specs."""
-    rows = [
-        {
-            "problem_key": p.key, "name": p.name, "suite": p.suite, "suite_id": p.suite_id,
-            "reference_source": p.reference_source, "init_spec": dumps(p.init_spec), "input_spec": dumps(p.input_spec),
-            "shape_profile": p.shape_profile, "op_tags": dumps(p.op_tags), "licence": p.licence,
-            "module_key": p.module_key, "source_key": p.source_key,
-        }
-        for p in wh.problems(status="runnable")
-    ]
-    return rows, {"table": "problems", "status": "runnable"}
+    """Every runnable problem with its reference source and specs (JSON text)."""
+    return wh.sql(PROBLEM_SQL).to_dicts(), {"table": "problems", "status": "runnable"}
 
 
 def pair_rows(wh: Warehouse, config: Any = None) -> tuple[Rows, dict[str, Any]]:
     """Validated (problem, candidate) pairs: the candidate's latest verdict is correct and rule_ok."""
-    rows = [
-        {
-            "problem_key": p.key, "candidate_key": c.key, "verdict_key": v.key,
-            "problem_name": p.name, "suite": p.suite, "licence": p.licence,
-            "problem_source": p.reference_source, "code": c.code, "reasoning": c.reasoning,
-            "instruction": c.instruction, "generator": c.generator, "prompt_version": c.prompt_version,
-            "verdict_status": v.status, "device": v.device, "max_abs_err": v.max_abs_err,
-            "speedup": v.speedup, "speedup_vs_compile": v.speedup_vs_compile,
-            "triton_kernels_launched": dumps(v.triton_kernels_launched), "judge_config_hash": v.judge_config_hash,
-        }
-        for p, c, v in wh.validated_pairs()
-    ]
-    return rows, {"table": "latest_verdicts", "correct": True, "rule_ok": True}
+    return wh.sql(PAIR_SQL).to_dicts(), {"table": "latest_verdicts", "correct": True, "rule_ok": True}
 
 
 def verdict_rows(wh: Warehouse, config: Any = None) -> tuple[Rows, dict[str, Any]]:
     """Every stored verdict (one per candidate x judge config x device), for analysis."""
-    rows = [
-        {
-            "verdict_key": v.key, "candidate_key": v.candidate_key, "problem_key": v.problem_key,
-            "status": v.status, "correct": v.correct, "rule_ok": v.rule_ok, "compiled": v.compiled,
-            "violations": dumps([x.to_dict() for x in v.violations]), "error": v.error,
-            "max_abs_err": v.max_abs_err, "speedup": v.speedup, "speedup_vs_compile": v.speedup_vs_compile,
-            "device": v.device, "judge_config_hash": v.judge_config_hash, "elapsed_s": v.elapsed_s,
-            "aten_ops": dumps(v.aten_ops), "triton_kernels_launched": dumps(v.triton_kernels_launched),
-        }
-        for v in wh.verdicts()
-    ]
-    return rows, {"table": "verdicts"}
+    return wh.sql(VERDICT_SQL).to_dicts(), {"table": "verdicts"}

@@ -512,6 +512,12 @@ class Warehouse:
             sql += f" LIMIT {int(limit)}"
         return [spec.from_row(row) for row in self._fetch_dicts(sql, params)]
 
+    def _records_by_key(self, table: str, keys: Iterable[str]) -> dict[str, Any]:
+        """Stored key -> record, without recomputing content keys (an AST round trip per record)."""
+        spec = TABLES[table]
+        rows = self._fetch_dicts(f"SELECT * FROM {_q(table)} WHERE key IN (SELECT unnest(?::VARCHAR[]))", [sorted(set(keys))])
+        return {row["key"]: spec.from_row(row) for row in rows}
+
     @staticmethod
     def _key_filter(column: str, keys: Iterable[str] | None, where: list[str], params: list[Any]) -> None:
         if keys is not None:
@@ -602,9 +608,9 @@ class Warehouse:
         triples = cur.fetchall()
         if not triples:
             return []
-        problems = {p.key: p for p in self._records("problems", ["key IN (SELECT unnest(?::VARCHAR[]))"], [sorted({t[0] for t in triples})])}
-        cands = {c.key: c for c in self._records("candidates", ["key IN (SELECT unnest(?::VARCHAR[]))"], [sorted({t[1] for t in triples})])}
-        verdicts = {v.key: v for v in self._records("verdicts", ["key IN (SELECT unnest(?::VARCHAR[]))"], [sorted({t[2] for t in triples})])}
+        problems = self._records_by_key("problems", (t[0] for t in triples))
+        cands = self._records_by_key("candidates", (t[1] for t in triples))
+        verdicts = self._records_by_key("verdicts", (t[2] for t in triples))
         return [(problems[p], cands[c], verdicts[v]) for p, c, v in triples]
 
     @_locked
