@@ -25,3 +25,22 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         return __version__
     return f"{__version__}+g{commit}{'.dirty' if dirty else ''}" if commit else __version__
+
+
+@functools.lru_cache(maxsize=None)
+def package_fingerprint(package: str) -> str:
+    """A hash of a package's Python source files: changes exactly when its code does.
+
+    Used in cache keys (e.g. the judge's code behind a verdict) where a git commit would be too
+    coarse (any commit anywhere) and the package version too fine-grained to notice edits.
+    """
+    import hashlib
+    import importlib
+
+    module = importlib.import_module(package)
+    digest = hashlib.sha256()
+    for directory in sorted(getattr(module, "__path__", [])):
+        for file in sorted(Path(directory).rglob("*.py")):
+            digest.update(str(file.relative_to(directory)).encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]

@@ -82,4 +82,13 @@ def load_config(
         PipelineConfig, profiles=PROFILES, config_file=config_file, environ=environ, cli=cli, env_aliases=ENV_ALIASES,
     )
     assert isinstance(cfg, PipelineConfig)
+    if sources.get("harvest.state_path") == "default":
+        # Incremental state belongs to the warehouse it fed: a fresh warehouse starts a fresh harvest.
+        cfg.harvest.state_path = warehouse_state_path(cfg.warehouse.path)
+        sources["harvest.state_path"] = "derived:warehouse.path"
     return cfg, sources
+
+
+def warehouse_state_path(db_path: str) -> str:
+    """The harvest state file that goes with a warehouse file (beside it)."""
+    return "harvest-state.json" if db_path == ":memory:" else f"{db_path}.harvest-state.json"

@@ -25,5 +25,5 @@ class HarvestConfig(BaseModel):
     near_duplicate_threshold: float = Field(0.85, gt=0, le=1, description="MinHash Jaccard threshold for near-duplicates")
     probe: bool = Field(True, description="confirm each problem by running it in the validation sandbox (off: trust the first input guess, for quick previews only)")
     max_attempts: int = Field(6, ge=1, description="input guesses tried per module before it is rejected")
-    state_path: str = Field(".autotriton/harvest_state.json", description="per-source incremental state (commits, ETags, file hashes, seen modules)")
+    state_path: str = Field(".autotriton/harvest_state.json", description="per-source incremental state (commits, ETags, file hashes, seen modules); the CLI and flows default it to <warehouse>.harvest-state.json, beside the warehouse it feeds")
     incremental: bool = Field(True, description="skip files and repositories unchanged since the last harvest (state_path)")

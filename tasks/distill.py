@@ -20,9 +20,9 @@ from autotriton.tasks.artifacts import asset_key, markdown_table, publish_markdo
 def judge_fingerprint(validation_config: Any) -> str:
     """What a verdict depends on besides the candidate: the judge config and the judge's code."""
     from autotriton.hashing import content_key
-    from autotriton.versioning import code_version
+    from autotriton.versioning import package_fingerprint
 
-    return content_key("judge", validation_config.model_dump(mode="json"), code_version())
+    return content_key("judge", validation_config.model_dump(mode="json"), package_fingerprint("autotriton.validation"))
 
 
 @task(

@@ -90,3 +90,12 @@ def test_config_show_cli_reports_sources(tmp_path, monkeypatch):
     bad = CliRunner().invoke(app, ["--set", "trials=3", "config", "show"])
     assert bad.exit_code == 2
     assert "validation.trials" in bad.output  # suggests the full key
+
+
+def test_harvest_state_follows_the_warehouse(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg, sources = load_config(environ={}, cli={"warehouse.path": str(tmp_path / "a.duckdb")})
+    assert cfg.harvest.state_path == str(tmp_path / "a.duckdb") + ".harvest-state.json"
+    assert sources["harvest.state_path"] == "derived:warehouse.path"
+    cfg, sources = load_config(environ={}, cli={"harvest.state_path": "s.json"})
+    assert cfg.harvest.state_path == "s.json" and sources["harvest.state_path"] == "cli"
