@@ -130,6 +130,7 @@ class ScriptedTeacher:
         self.answers = answers
         self.counters: dict = {}
         self.repair_calls: list[int] = []
+        self.histories: list[list[list[str]]] = []
 
     def _cand(self, problem, code, rnd, parent=None, sample=0):
         return Candidate(problem_key=problem.key, code=code, generator="scripted", repair_round=rnd, parent_key=parent,
@@ -141,6 +142,7 @@ class ScriptedTeacher:
 
     def repair(self, requests):
         self.repair_calls.append(len(requests))
+        self.histories.append([[t.candidate.code for t in r.history] for r in requests])
         out = []
         for r in requests:
             codes = self.answers[(r.problem.name, r.repair_round)]
@@ -184,6 +186,8 @@ def test_round_bookkeeping_dedup_and_stats():
     teacher, judge = ScriptedTeacher(answers), VerdictByCode()
     result = distill([a, b], teacher, DistillConfig(samples=2, rounds=3, describe_trace=False), None, judge=judge)
     assert teacher.repair_calls == [2, 1]  # round 1 repairs b's two failures, round 2 only the one still failing
+    # Round 2's conversation holds both earlier attempts of that chain, oldest first.
+    assert teacher.histories[1] == [[code("incorrect", 1), code("rule_violation", 2)]]
     assert len(judge.jobs) == 5 and all(job[1] for job in judge.jobs)  # the malformed output was never judged
     assert result.stats["outputs"] == 7 and result.stats["candidates"] == 6 and result.stats["malformed"] == 1
     assert result.stats["verdicts"] == {"correct": 3, "incorrect": 1, "rule_violation": 1}
