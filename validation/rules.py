@@ -778,6 +778,7 @@ class _SafetyVisitor(cst.CSTVisitor):
     def __init__(self, checker: _Checker):
         self.c = checker
         self.builtin_calls: list[tuple[str, cst.Call]] = []
+        self.machinery = _CallMachineryVisitor(checker)  # MODELNEW-CALL checks ride on this walk
 
     # imports --------------------------------------------------------------------------------
     def _check_module(self, mod: str, node: cst.CSTNode, relative: bool = False) -> None:
@@ -922,6 +923,7 @@ class _SafetyVisitor(cst.CSTVisitor):
                 self.c.report("MONKEYPATCH", f"{verb} '{d}' ({r}): imported modules and their classes must not be patched", target)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self.machinery.visit_Assign(node)
         for t in node.targets:
             self._check_store(t.target, "assigns")
             self._bind_target(t.target)
@@ -930,6 +932,7 @@ class _SafetyVisitor(cst.CSTVisitor):
         self._check_store(node.target, "assigns")
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.machinery.visit_AnnAssign(node)
         self._check_store(node.target, "assigns")
         self._bind_target(node.target)
 
@@ -955,6 +958,7 @@ class _SafetyVisitor(cst.CSTVisitor):
 
     # calls ------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        self.machinery.visit_Call(node)
         func = node.func
         if isinstance(func, cst.Name):
             name = func.value
@@ -2144,7 +2148,7 @@ def _check_call_machinery(c: _Checker, model: _ClassInfo) -> None:
                     for t in targets:
                         if isinstance(t, cst.Name) and (t.value in _CALL_MACHINERY or t.value == "forward"):
                             c.report("MODELNEW-CALL", f"{name} binds {t.value} to a value instead of defining a method", small)
-    _walk(c.module, _CallMachineryVisitor(c))
+    # hooks and forward rebinding anywhere in the file are reported during the safety walk
 
 
 def _check_modelnew_rebinding(c: _Checker) -> None:
