@@ -181,3 +181,17 @@ def test_concurrency_is_bounded(tmp_path):
         assert server.count == 6 and len(cands) == 6
         assert server.max_in_flight == 2
     assert [c.problem_key for c in cands] == [p.key for p in problems]  # candidates come back in problem order
+
+
+def test_connection_errors_are_retried_then_counted(problem, tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = DistillConfig(teacher="openai", base_url=f"http://127.0.0.1:{port}/v1", model="m", cache_dir=str(tmp_path),
+                           max_retries=2, backoff_base_s=0.01, request_timeout_s=5)
+    teacher = OpenAITeacher(config)
+    assert teacher.generate([problem], 1) == []
+    assert teacher.counters["retries"] == 2 and teacher.counters["request_failure:APIConnectionError"] == 1
+    assert "APIConnectionError after 3 attempt(s)" in teacher.failures[problem.key]
