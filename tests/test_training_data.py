@@ -227,3 +227,13 @@ def test_rl_rows_mix_unsolved_problems_with_a_share_of_sft_problems():
     # n_prompts = 0: every unsolved problem, plus SFT problems in the given share (30% of the total)
     rows = build_rl_rows(unsolved, pairs, {}, sft_share=0.3, val_fraction=0.0)
     assert Counter(r["origin"] for r in rows) == {"unsolved": 8, "sft": 4}
+
+
+def test_one_big_cluster_cannot_swallow_the_validation_split():
+    clusters = {f"big{i}": "big" for i in range(7)} | {f"s{i}": f"s{i}" for i in range(9)}
+    for seed in range(10):
+        splits = assign_splits(clusters, val_fraction=0.1, seed=seed)
+        held = [k for k, s in splits.items() if s == "validation"]
+        assert 1 <= len(held) <= 3 and not any(k.startswith("big") for k in held)
+    only_big = {f"a{i}": "a" for i in range(6)} | {"b0": "b"}
+    assert Counter(assign_splits(only_big, 0.1).values()) == {"train": 6, "validation": 1}

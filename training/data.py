@@ -178,27 +178,30 @@ def near_duplicate_clusters(sources: Mapping[str, str], threshold: float = 0.8, 
 def assign_splits(clusters: Mapping[str, str], val_fraction: float, seed: int = 0) -> dict[str, str]:
     """Map each key to "train" or "validation", whole clusters at a time.
 
-    Clusters are ordered by a seeded hash and held out until about `val_fraction` of the keys
-    are in validation (at least one cluster when there are two or more clusters and the
-    fraction is above 0), so a cluster, hence a problem, never straddles the split.
+    Clusters are visited in a seeded hash order and held out while they fit: a cluster is taken
+    when the held-out count stays within 1.5x the target (`val_fraction` of the keys, rounded
+    up), so one big cluster of near-copies cannot swallow the validation set. With two or more
+    clusters and a fraction above 0, at least one cluster (the smallest) is held out and at
+    least one stays in train. A cluster, hence a problem, never straddles the split.
     """
     members: dict[str, list[str]] = defaultdict(list)
     for key, cluster in clusters.items():
         members[cluster].append(key)
     order = sorted(members, key=lambda c: hashlib.sha256(f"{seed}:{c}".encode()).hexdigest())
     target = val_fraction * len(clusters)
+    limit = max(1, math.ceil(target * 1.5))
     held: set[str] = set()
     count = 0
     if val_fraction > 0 and len(order) >= 2:
         for cluster in order:
-            if count >= target or len(held) == len(order) - 1:
+            if count >= target:
                 break
-            # Take the cluster only if it brings us closer to the target (big clusters may not).
             size = len(members[cluster])
-            if held and abs(count + size - target) > abs(count - target):
-                continue
-            held.add(cluster)
-            count += size
+            if count + size <= limit and len(held) < len(order) - 1:
+                held.add(cluster)
+                count += size
+        if not held:
+            held.add(min(order, key=lambda c: len(members[c])))
     return {key: ("validation" if clusters[key] in held else "train") for key in clusters}
 
 
