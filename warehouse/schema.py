@@ -105,7 +105,8 @@ class TableSpec:
             if sql_type == "JSON":
                 row[col] = dumps(row[col])
         row = {c: row[c] for c, _ in self.columns}
-        row[self.key_column] = record.key if hasattr(record, "key") else row_key(self.table, row)
+        # A record's key is computed once here (for sources/candidates an AST round trip: not cheap).
+        row[self.key_column] = record.key if self.record is not None else row_key(self.table, row)
         if self.policy == "newest_wins":
             row["payload_hash"] = content_key("payload", {c: row[c] for c, _ in self.columns})
         return row
