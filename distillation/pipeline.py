@@ -13,6 +13,7 @@ failed repairs) is still returned, so the warehouse records it with its lineage.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -209,7 +210,9 @@ def distill(
             todo = [c for c in batch if c.code and c.key not in verdicts]
             if bar is not None:
                 bar.update(task, description=f"round {round_no}: judging", total=len(todo), completed=0)
-            step = 8
+            # Batches big enough to keep every judge worker busy, small enough for a live progress bar.
+            workers = int(getattr(validation_config, "workers", 0) or 0) or (os.cpu_count() or 2)
+            step = max(8, 2 * workers)
             for start in range(0, len(todo), step):
                 chunk = todo[start:start + step]
                 results = active_judge.validate_many([(by_key[c.problem_key].reference_source, c.code) for c in chunk])
