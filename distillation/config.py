@@ -33,3 +33,7 @@ class DistillConfig(BaseModel):
     replay_shipped: bool = Field(True, description="replay teacher also serves the data shipped in autotriton/distillation/data/replay")
     describe_trace: bool = Field(True, description="when describing compiler pairs without an LLM, also trace the reference on the meta device (in a child process) for its aten ops and output shapes")
     explain_with_llm: bool = Field(False, description="with the openai teacher configured, have it write instruction and reasoning for compiler (inductor/replay) pairs")
+    inductor_jobs: int = Field(0, ge=0, description="inductor teacher: problems compiled at once, each in its own process (0 = half the CPU cores, at most 8)")
+    inductor_timeout_s: float = Field(600.0, gt=0, description="inductor teacher: wall-clock limit for compiling one problem (its process is killed)")
+    inductor_dynamic: bool = Field(True, description="inductor teacher: compile with dynamic shapes so kernels take sizes as arguments (static only when that fails)")
+    inductor_decompose_convolution: bool = Field(True, description="inductor teacher: rewrite transposed/1-D/grouped convolutions as gathers + Triton matmul (Inductor has no Triton template for them)")

@@ -69,16 +69,18 @@ class InductorTeacher:
     name = "inductor"
 
     def __init__(self, config: Any = None, *, jobs: int | None = None, timeout_s: float | None = None,
-                 dynamic: bool = True, decompose_convolution: bool = True, max_autotune: bool = True,
+                 dynamic: bool | None = None, decompose_convolution: bool | None = None, max_autotune: bool = True,
                  device: str = "cuda"):
+        """`config` is a DistillConfig (its inductor_* fields); keyword arguments override it."""
         import torch
         import triton
 
         self.version = f"torch-{torch.__version__}+triton-{triton.__version__}"
         self.jobs = jobs or int(getattr(config, "inductor_jobs", 0) or 0) or max(1, min(8, (os.cpu_count() or 2) // 2))
         self.timeout_s = timeout_s or float(getattr(config, "inductor_timeout_s", 0) or 0) or 600.0
-        self.dynamic = dynamic
-        self.decompose_convolution = decompose_convolution
+        self.dynamic = getattr(config, "inductor_dynamic", True) if dynamic is None else dynamic
+        self.decompose_convolution = (getattr(config, "inductor_decompose_convolution", True)
+                                      if decompose_convolution is None else decompose_convolution)
         self.max_autotune = max_autotune
         self.device = device
         self.counters: Counter = Counter()
