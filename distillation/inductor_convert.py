@@ -214,15 +214,13 @@ def readable_kernel_name(inductor_name: str) -> str:
     m = _KERNEL_NAME.match(inductor_name)
     if not m:
         return re.sub(r"^triton_", "", inductor_name) + "_kernel"
-    ops = [o for o in re.split(r"_(?=[a-z])", m.group("ops")) if o]
-    # Inductor joins op names with "_" and keeps their own underscores; rejoin known multi-word names
-    words = m.group("ops").strip("_")
+    # Inductor joins op names with "_" and keeps their own underscores; known multi-word names
+    # (native_layer_norm, ...) are kept whole, view-like ops dropped
     parts: list[str] = []
-    for op in _split_ops(words):
+    for op in _split_ops(m.group("ops").strip("_")):
         op = op.strip("_")
         if op and op not in _NOISE_OPS and op not in parts:
             parts.append(op)
-    del ops
     parts = parts[:4] or [{"poi": "pointwise", "tem": "template"}.get(m.group("kind"), "fused")]
     suffix = _KIND_SUFFIX[m.group("kind")]
     if suffix and suffix not in parts[-1]:
