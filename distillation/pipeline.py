@@ -185,7 +185,7 @@ def distill(
     they validated and an explainer is given, else from `describe_problem`.
     """
     config = config or DistillConfig()
-    problems = list(problems)
+    problems = list({p.key: p for p in problems}.values())  # the same reference twice is one problem
     if config.max_problems:
         problems = problems[: config.max_problems]
     by_key = {p.key: p for p in problems}

@@ -36,6 +36,7 @@ def distill_cmd(
 
     from autotriton.distillation import GPUUnavailableError, ReplayFormatError, distill, make_explainer, make_teacher
     from autotriton.distillation.openai_teacher import TeacherError
+    from autotriton.validation import JudgeError
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     try:
@@ -67,9 +68,10 @@ def distill_cmd(
             new_candidates = wh.put_candidates(run, result.candidates)
             new_verdicts = wh.put_verdicts(run, result.verdicts)
             wh.put_rejections(run, result.rejections)  # why each unsolved problem gave no pair
-        except TeacherError as exc:
+        except (TeacherError, JudgeError) as exc:
             wh.finish_run(run, "failed", {"error": str(exc)})
-            fail(str(exc))
+            what = "the teacher" if isinstance(exc, TeacherError) else "the judge (validation.*)"
+            fail(f"{what} failed, nothing was stored: {exc}")
         except BaseException as exc:
             wh.finish_run(run, "failed", {"error": f"{type(exc).__name__}: {exc}"})
             raise
