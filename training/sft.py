@@ -9,6 +9,7 @@ apart (flash attention): with sdpa/eager a packed row would attend across exampl
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -17,6 +18,11 @@ from autotriton.records import Checkpoint
 from autotriton.training.config import TrainingConfig
 from autotriton.training.models import lora_config, load_model, resolve_device
 from autotriton.training.monitor import SFT_CURVES, RichProgress, StepTimer, plot_curves
+
+
+# transformers 5.2x renames gradient_checkpointing to activation_checkpointing; trl's configs and
+# transformers 5.17 (the GPU image) still use the old name, so it stays, without the noise.
+warnings.filterwarnings("ignore", message=r".*(is_)?gradient_checkpointing.* is deprecated", category=FutureWarning)
 
 
 @dataclass
