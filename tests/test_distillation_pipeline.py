@@ -287,3 +287,23 @@ def test_llm_explains_only_validated_compiler_pairs(judge, judge_config, tmp_pat
     by_problem = {c.problem_key: c for c in result.candidates}
     assert (by_problem[relu.key].instruction, by_problem[relu.key].reasoning) == ("Implement ReLU with Triton.", "One masked pass.")
     assert "sigmoid" in by_problem[sigmoid.key].instruction and "relu_kernel" in by_problem[sigmoid.key].reasoning
+
+
+def test_feedback_names_compile_errors_per_kernel_and_numeric_mismatch():
+    from autotriton.distillation import format_feedback
+
+    compile_failed = Verdict(
+        candidate_key="c", problem_key="p", status="compile_error",
+        error="kernel relu_kernel failed to compile for sm_90",
+        compile_report={"target": "cuda:90", "ok": False, "kernels": {
+            "relu_kernel": {"ok": False, "error": "at 7:4: out of resource: shared memory, Required: 300000, Hardware limit: 232448"},
+            "other_kernel": {"ok": True, "error": None}}},
+    )
+    text = format_feedback(compile_failed)
+    assert "Compile errors (target sm_90):\n- kernel `relu_kernel`: at 7:4: out of resource: shared memory" in text
+    assert "other_kernel" not in text
+    wrong = Verdict(candidate_key="c", problem_key="p", status="incorrect", max_abs_err=0.5, triton_kernels_launched=["k"],
+                    trials=[{"seed": 1, "shapes": [[4, 33]], "ok": False, "max_abs_err": 0.5, "reason": "132 of 132 elements differ"}])
+    text = format_feedback(wrong)
+    assert "max_abs_err = 0.5" in text and "seed=1, shapes=[[4, 33]], max_abs_err=0.5, reason=132 of 132 elements differ" in text
+    assert format_feedback(None, "truncated code block (no closing ```)").startswith("Your answer could not be used: truncated")
