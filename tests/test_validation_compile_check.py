@@ -338,3 +338,14 @@ def test_compile_check_rejects_bad_target_and_syntax() -> None:
         compile_check(ELEMENTWISE, target="cuda:1")
     with pytest.raises(CompileCheckError, match="line 2"):
         compile_check("import triton\ndef broken(:\n")
+
+
+def test_compile_check_reads_literals_bound_in_the_launching_function() -> None:
+    from validation_rules_helpers import TUTORIAL_SOFTMAX
+
+    report = compile_check(TUTORIAL_SOFTMAX)
+    assert report["ok"], report["error"]
+    variant = report["kernels"]["softmax_kernel"]["variants"][0]
+    # num_stages is both a constexpr parameter and the launch option, as in Triton's tutorial
+    assert variant["constexprs"]["num_stages"] == 2 and variant["num_stages"] == 2 and variant["num_warps"] == 8
+    assert report["guessed"] == {"softmax_kernel": ["BLOCK_SIZE"]}

@@ -354,7 +354,8 @@ def launch_record_from_call(jit_fn: Any, args: Sequence[Any], kwargs: dict[str, 
     jit = as_jit_function(jit_fn)
     param_names = [p.name for p in jit.params]
     params_kw = {k: v for k, v in kwargs.items() if k in param_names}
-    opts = {k: v for k, v in kwargs.items() if k in COMPILE_OPTION_NAMES and k not in param_names}
+    # like Triton: a keyword that names both a parameter and an option (the tutorial's num_stages) is both
+    opts = {k: v for k, v in kwargs.items() if k in COMPILE_OPTION_NAMES}
     opts.update({k: v for k, v in (options or {}).items() if k in COMPILE_OPTION_NAMES})
     # any other backend option (ir_override, sanitize_overflow, ...) is legal at launch but not forwarded
     known = COMPILE_OPTION_NAMES | _IGNORED_KWARGS | _backend_option_names()
@@ -798,13 +799,36 @@ class _StaticPlan:
 
     # ---- launch sites --------------------------------------------------------------------------
     def _launch_sites(self) -> dict[str, list[Any]]:
+        """kernel -> launch calls; each call's enclosing function's single literal assignments
+        (`num_stages = 2` before `kernel[grid](..., num_stages=num_stages)`) are kept in self.site_env."""
         ast = self.ast
         sites: dict[str, list[Any]] = {}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name):
-                if node.func.value.id in self.kernels:
-                    sites.setdefault(node.func.value.id, []).append(node)
+        self.site_env: dict[int, dict[str, Any]] = {}
+        scopes = [self.tree] + [n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for scope in scopes:
+            env: dict[str, Any] = {}
+            counts: dict[str, int] = {}
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            counts[t.id] = counts.get(t.id, 0) + 1
+                            env[t.id] = self._literal(node.value)
+            env = {k: v for k, v in env.items() if counts[k] == 1 and v is not _NO_VALUE}
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name):
+                    if node.func.value.id in self.kernels:
+                        if id(node) not in self.site_env:
+                            sites.setdefault(node.func.value.id, []).append(node)
+                        if scope is not self.tree or id(node) not in self.site_env:
+                            self.site_env[id(node)] = env  # the innermost scope is walked last
         return sites
+
+    def _site_value(self, site: Any, node: Any) -> Any:
+        value = self._literal(node)
+        if value is _NO_VALUE and isinstance(node, self.ast.Name):
+            value = self.site_env.get(id(site), {}).get(node.id, _NO_VALUE)
+        return value
 
     def variants(self) -> dict[str, list[Any]]:
         """kernel -> [(signature, constexprs, num_warps, num_stages) | reason it is skipped]."""
@@ -833,14 +857,14 @@ class _StaticPlan:
                 if isinstance(arg, ast.Starred):
                     break
                 if i < len(params):
-                    given[params[i].arg] = self._literal(arg)
+                    given[params[i].arg] = self._site_value(site, arg)
             for kw in site.keywords:
-                if kw.arg in ("num_warps", "num_stages"):
-                    val = self._literal(kw.value)
+                if kw.arg in ("num_warps", "num_stages"):  # an option, and a parameter too if the kernel has one
+                    val = self._site_value(site, kw.value)
                     if isinstance(val, int):
                         options[kw.arg] = val
-                elif kw.arg is not None:
-                    given[kw.arg] = self._literal(kw.value)
+                if kw.arg is not None and (kw.arg not in ("num_warps", "num_stages") or kw.arg in {p.arg for p in params}):
+                    given[kw.arg] = self._site_value(site, kw.value)
         for key in ("num_warps", "num_stages"):
             if "__" + key in config:
                 options[key] = config["__" + key]
