@@ -376,8 +376,9 @@ class RecordedGenerator:
         return out
 
 
-def make_generator(config: Any, *, model_path: str | None = None) -> Generator:
-    """The generator an EvaluationConfig asks for (`model_path` overrides config.model for local models)."""
+def make_generator(config: Any, *, model_path: str | None = None, name: str | None = None) -> Generator:
+    """The generator an EvaluationConfig asks for (`model_path` overrides config.model for local models;
+    `name` overrides the generator's label, e.g. for a warehouse checkpoint)."""
     kind = config.generator
     if kind == "auto":
         kind = "openai" if config.endpoint else "local"
@@ -388,7 +389,7 @@ def make_generator(config: Any, *, model_path: str | None = None) -> Generator:
     model = model_path or config.model
     if not model:
         raise ValueError("no model to evaluate: pass --model (HF id, local path or checkpoint key) or --endpoint URL --model NAME.")
-    return LocalModelGenerator(model, device=config.device, temperature=config.temperature, top_p=config.top_p,
+    return LocalModelGenerator(model, name=name, device=config.device, temperature=config.temperature, top_p=config.top_p,
                                max_new_tokens=config.max_new_tokens, batch_size=config.batch_size, seed=config.seed)
 
 

@@ -146,7 +146,7 @@ def test_eval_tiny_local_model_from_a_checkpoint_key(workdir):
             "--temperature", "0.9", "--max-new-tokens", "8", "--device", "cpu", "--json"]
     summary = one_json(CliRunner().invoke(app, args))
     # An untrained model writes no usable code: everything fails, nothing crashes, all of it is stored.
-    assert summary["generator"] == "model:tiny-model" and summary["samples"] == 4
+    assert summary["generator"] == f"model:checkpoint-{ckpt.key}" and summary["samples"] == 4
     assert summary["exec_accuracy"] == 0.0 and summary["parse_error_rate"] == 1.0 and summary["pass_at_k"] == {"1": 0.0}
     with Warehouse(db, read_only=True) as wh:
         [evaluation] = wh.evaluations()

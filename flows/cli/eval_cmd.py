@@ -39,8 +39,8 @@ def _suite_path(configured: str) -> str:
          f"{DEMO_SUITE} is not present in this install.")
 
 
-def _resolve_checkpoint(wh: Any, model: str) -> str | None:
-    """A warehouse checkpoint key (or unique key prefix) -> the checkpoint's path; None if `model` is no key."""
+def _resolve_checkpoint(wh: Any, model: str) -> tuple[str, str] | None:
+    """A warehouse checkpoint key (or unique key prefix) -> (key, the checkpoint's path); None if `model` is no key."""
     # Keys are hex content hashes; anything else (a path, a hub id, an alias) is not a key.
     if not model or Path(model).exists() or len(model) < 6 or any(ch not in "0123456789abcdef" for ch in model):
         return None
@@ -53,7 +53,7 @@ def _resolve_checkpoint(wh: Any, model: str) -> str | None:
     key, path = next((r for r in rows if r[0] == model), rows[0])
     if not Path(path).exists():
         fail(f"--model {model}: checkpoint {key} points at {path}, which does not exist here (moved or trained elsewhere).")
-    return str(path)
+    return key, str(path)
 
 
 def _headline_table(summary: dict[str, Any]) -> Table:
@@ -165,11 +165,15 @@ def eval_main(
             except ValueError as exc:
                 fail(str(exc))
         else:
-            model_path = None
+            model_path, label = None, None
             if ev.generator != "openai" and not ev.endpoint:
-                model_path = _resolve_checkpoint(wh, ev.model) or ev.model or cfg.training.model
+                checkpoint = _resolve_checkpoint(wh, ev.model)
+                if checkpoint:
+                    label, model_path = f"model:checkpoint-{checkpoint[0]}", checkpoint[1]
+                else:
+                    model_path = ev.model or cfg.training.model
             try:
-                generator = make_generator(ev, model_path=model_path)
+                generator = make_generator(ev, model_path=model_path, name=label)
             except (ValueError, RuntimeError) as exc:
                 fail(str(exc))
         ERR.print(f"evaluating [bold]{generator.name}[/] on {len(problems)} problems x {ev.samples} samples "
