@@ -307,3 +307,45 @@ def test_feedback_names_compile_errors_per_kernel_and_numeric_mismatch():
     text = format_feedback(wrong)
     assert "max_abs_err = 0.5" in text and "seed=1, shapes=[[4, 33]], max_abs_err=0.5, reason=132 of 132 elements differ" in text
     assert format_feedback(None, "truncated code block (no closing ```)").startswith("Your answer could not be used: truncated")
+
+
+@needs_judge
+def test_cli_openai_teacher_records_malformed_output_and_its_repair(tmp_path):
+    from autotriton.flows.cli import app
+    from autotriton.warehouse import Warehouse
+
+    db = tmp_path / "w.duckdb"
+    relu = Problem(reference_source=RELU_PROBLEM, name="relu")
+    sigmoid = Problem(reference_source=SIGMOID_PROBLEM, name="sigmoid")
+    with Warehouse(db) as wh:
+        run = wh.start_run("harvest", {})
+        wh.put_problems(run, [relu, sigmoid])
+        wh.finish_run(run, "succeeded", {})
+    sigmoid_kernel = RELU_KERNEL.replace("tl.maximum(x, 0.0)", "tl.sigmoid(x)")
+
+    def reply(body):
+        conversation = json.dumps(body["messages"])
+        if "torch.sigmoid" not in conversation:
+            return Reply(content=answer(RELU_KERNEL))
+        if len(body["messages"]) == 2:  # first attempt at sigmoid: prose, no code
+            return Reply(content="Sigmoid is 1 / (1 + exp(-x)); easy to write in Triton.")
+        return Reply(content=answer(sigmoid_kernel))
+
+    with ChatServer(fallback=reply) as server:
+        args = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=2", "--set", "validation.workers=1",
+                "--set", f"distill.base_url={server.base_url}", "--set", "distill.model=test-model",
+                "--set", f"distill.cache_dir={tmp_path / 'cache'}", "--set", "distill.price_prompt_per_m=1.0",
+                "distill", "--teacher", "openai", "--rounds", "1", "--json"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert server.count == 3
+    summary = json.loads(result.stdout)
+    assert summary["malformed"] == 1 and summary["validated_pairs"] == 2 and summary["candidates"] == 3
+    assert summary["tokens"]["prompt"] == 300 and summary["cost_usd"] == pytest.approx(0.0003)
+    with Warehouse(db, read_only=True) as wh:
+        stored = {c.key: c for c in wh.candidates(problem_keys=[sigmoid.key])}
+        [bad] = [c for c in stored.values() if c.parse_error]
+        [good] = [c for c in stored.values() if not c.parse_error]
+        assert bad.code == "" and "Sigmoid is 1 / (1 + exp(-x))" in bad.raw_output
+        assert good.parent_key == bad.key and good.repair_round == 1 and good.generator == "openai:test-model"
+        assert {c.key for _, c, _ in wh.validated_pairs()} >= {good.key}
