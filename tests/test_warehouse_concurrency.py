@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -232,3 +233,28 @@ def test_threads_share_one_warehouse(tmp_path):
         assert sum(sum(counts) for counts, _ in results) == 6 * 30 * 4
         assert all(seen == 30 for _, seen in results)
         assert wh.stats()["tables"]["verdicts"] == 180
+
+
+def test_lock_wait_opens_once_the_holder_is_done(tmp_path):
+    path = tmp_path / "w.duckdb"
+    holder = _spawn(HOLDER, str(path))
+    try:
+        _wait_for(holder, "holding")
+        threading.Timer(1.0, holder.stdin.close).start()  # the holder finishes a second from now
+        start = time.monotonic()
+        with Warehouse(path, lock_wait_s=60) as wh:
+            waited = time.monotonic() - start
+            assert [r["kind"] for r in wh.runs()] == ["holder"]
+        assert 0.5 < waited < 60
+    finally:
+        holder.wait(timeout=30)
+    holder = _spawn(HOLDER, str(path))
+    try:
+        _wait_for(holder, "holding")
+        start = time.monotonic()
+        with pytest.raises(WarehouseLockedError):
+            Warehouse(path, lock_wait_s=1.0)
+        assert time.monotonic() - start >= 1.0
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)

@@ -21,6 +21,7 @@ import re
 import socket
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from contextlib import contextmanager
@@ -187,7 +188,12 @@ class Warehouse:
     """The DuckDB warehouse. Thread-safe within one process (calls are serialised)."""
 
     def __init__(self, path: str | os.PathLike[str] = "autotriton.duckdb", *, read_only: bool = False,
-                 export_dir: str | os.PathLike[str] | None = None):
+                 export_dir: str | os.PathLike[str] | None = None, lock_wait_s: float = 0.0):
+        """Open (and, unless read_only, create and migrate) the warehouse at `path`.
+
+        lock_wait_s: while another process holds the file, keep retrying this long before raising
+        WarehouseLockedError (0: fail at once).
+        """
         self.path = os.path.expanduser(str(path))
         self.read_only = read_only
         self.applied_migrations: list[int] = []  # versions this open applied (writers only)
@@ -208,10 +214,17 @@ class Warehouse:
             )
         if not in_memory and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._con = duckdb.connect(self.path, read_only=read_only)
-        except duckdb.Error as exc:
-            raise _translate_open_error(self.path, exc) from exc
+        deadline = time.monotonic() + max(lock_wait_s, 0.0)
+        while True:
+            try:
+                self._con = duckdb.connect(self.path, read_only=read_only)
+                break
+            except duckdb.Error as exc:
+                error = _translate_open_error(self.path, exc)
+                if isinstance(error, WarehouseLockedError) and time.monotonic() < deadline:
+                    time.sleep(min(0.5, max(deadline - time.monotonic(), 0.01)))
+                    continue
+                raise error from exc
         try:
             if read_only:
                 version = check_not_newer(self._con, self.path)

@@ -42,7 +42,8 @@ def open_warehouse(read_only: bool) -> Iterator[tuple[Warehouse, Any]]:
     """The configured warehouse and config; every warehouse error becomes a clear exit-2 error."""
     cfg, _ = load_config_or_fail()
     try:
-        wh = Warehouse(cfg.warehouse.path, read_only=read_only, export_dir=cfg.warehouse.export_dir)
+        wh = Warehouse(cfg.warehouse.path, read_only=read_only, export_dir=cfg.warehouse.export_dir,
+                       lock_wait_s=cfg.warehouse.lock_wait_s)
     except (WarehouseError, MigrationError) as exc:
         fail(str(exc))
     try:
