@@ -20,7 +20,7 @@ class ValidationConfig(BaseModel):
     max_processes: int = Field(256, ge=1, description="RLIMIT_NPROC of a candidate when it runs as an unprivileged user (stops fork bombs)")
     isolate_network: bool = Field(True, description="give each candidate an empty network namespace (recorded when the OS refuses)")
     drop_privileges: bool = Field(True, description="when running as root, run candidates as 'nobody' where the Python install allows it")
-    workers: int = Field(0, ge=0, description="warm judge workers; 0 = one per CPU core (cpu) or per GPU (cuda)")
+    workers: int = Field(0, ge=0, description="warm judge workers; 0 = one per CPU core (cpu), one per GPU when timing kernels, else up to 4 per GPU (cuda)")
     target: str = Field("cuda:90", description="compile-check target, 'cuda:<sm>' (sm_90 = Hopper)")
     compile_check: bool = Field(True, description="compile every launched kernel for `target` with its recorded signature, even without a GPU")
     static_rules: bool = Field(True, description="run the libcst rule checks (validation/rules.py) besides the runtime checks")

@@ -138,7 +138,7 @@ class JudgePool:
         self.config = config or ValidationConfig()
         self.device = resolve_device(self.config.device)
         if workers is None:
-            workers = self.config.workers or (max(1, _gpu_count()) if self.device == "cuda" else max(1, os.cpu_count() or 1))
+            workers = self.config.workers or _default_workers(self.config)
         self.n_workers = max(1, workers)
         self._n_gpus = _gpu_count() if self.device == "cuda" else 0
         self.config_hash = judge_config_hash(self.config, self.device)
@@ -407,8 +407,15 @@ def validate_many(jobs: Sequence[tuple[str, str]], config: ValidationConfig | No
 
 
 def _default_workers(config: ValidationConfig) -> int:
+    """One worker per CPU core; on GPUs one per GPU when timing (timings must not share a GPU),
+    else up to 4 per GPU so that candidates' JIT compiles overlap (benchmarks/RESULTS.md)."""
     device = resolve_device(config.device)
-    return max(1, _gpu_count()) if device == "cuda" else max(1, os.cpu_count() or 1)
+    if device != "cuda":
+        return max(1, os.cpu_count() or 1)
+    gpus = max(1, _gpu_count())
+    if config.time_kernels:
+        return gpus
+    return gpus * max(1, min(4, (os.cpu_count() or 1) // gpus))
 
 
 def validate_candidate(problem_source: str, candidate_source: str, config: ValidationConfig | None = None) -> Verdict:

@@ -35,9 +35,6 @@ import traceback
 from collections import OrderedDict
 from typing import Any
 
-ALLOWED_CHILD_MODES = ("candidate", "probe")
-
-
 class TemplateDied(SystemExit):
     """The clean template is gone; it cannot be re-forked from a worker that holds references."""
 
