@@ -278,6 +278,10 @@ def distill(
             cand.reasoning = cand.reasoning or reasoning
     fill_descriptions(ordered, by_key, trace=config.describe_trace)
     stats = _stats(problems, ordered, list(verdicts.values()), pairs, produced, malformed, per_round, teacher, usage)
+    if explainer is not None:
+        spent = getattr(explainer, "usage_totals", None) or {}
+        stats["explain_tokens"] = int(spent.get("prompt_tokens", 0)) + int(spent.get("completion_tokens", 0))
+        stats["explain_cost_usd"] = round(float(spent["cost_usd"]), 6) if "cost_usd" in spent else None
     rejections = _rejections(problems, ordered, verdicts, {p.key for p, _, _ in pairs}, getattr(teacher, "failures", {}) or {})
     return DistillResult(candidates=ordered, verdicts=list(verdicts.values()), stats=stats, pairs=pairs, rejections=rejections)
 

@@ -287,6 +287,7 @@ def test_llm_explains_only_validated_compiler_pairs(judge, judge_config, tmp_pat
     by_problem = {c.problem_key: c for c in result.candidates}
     assert (by_problem[relu.key].instruction, by_problem[relu.key].reasoning) == ("Implement ReLU with Triton.", "One masked pass.")
     assert "sigmoid" in by_problem[sigmoid.key].instruction and "relu_kernel" in by_problem[sigmoid.key].reasoning
+    assert result.stats["explain_tokens"] == 150
 
 
 def test_feedback_names_compile_errors_per_kernel_and_numeric_mismatch():

@@ -105,6 +105,9 @@ def summary_table(s: dict[str, Any]) -> Table:
     table.add_row("tokens (prompt / completion)", f"{tokens['prompt']:,} / {tokens['completion']:,}")
     table.add_row("tokens spent this run", f"{tokens['spent_this_run']:,}")
     table.add_row("cost", "unknown" if s["cost_usd"] is None else f"${s['cost_usd']:.4f} (this run ${s['cost_usd_this_run'] or 0:.4f})")
+    if "explain_tokens" in s:
+        cost = "" if s.get("explain_cost_usd") is None else f" (${s['explain_cost_usd']:.4f})"
+        table.add_row("LLM explanations: tokens spent", f"{s['explain_tokens']:,}{cost}")
     for name, count in sorted(s["teacher_counters"].items()):
         table.add_row(f"teacher: {name}", str(count))
     return table
