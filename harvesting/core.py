@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from autotriton.harvesting.config import HarvestConfig
 from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
 from autotriton.harvesting.extract import (
-    ExtractionError, ModuleClassIndex, Repository, decode_source, extract_class, rename_to_model,
+    ExtractionError, ModuleClassIndex, Repository, extract_class, rename_to_model,
 )
 from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
