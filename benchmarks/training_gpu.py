@@ -223,7 +223,8 @@ def bench_grpo(args, tok, device, workdir):
                          grpo_max_steps=args.grpo_steps, num_generations=args.generations,
                          batch_size=args.generations * args.prompts, max_completion_length=longest + 2,
                          grpo_learning_rate=1e-6, save_steps=10_000, gradient_checkpointing=args.grad_ckpt)
-    vcfg = ValidationConfig(device=device, trials=args.trials, workers=args.judge_workers, time_kernels=device == "cuda",
+    vcfg = ValidationConfig(device=device, trials=args.trials, workers=args.judge_workers,
+                            time_kernels=args.time_kernels and device == "cuda",
                             shrink_for_cpu=device != "cuda")
     t0 = time.perf_counter()
     with JudgePool(vcfg) as judge:
@@ -239,7 +240,7 @@ def bench_grpo(args, tok, device, workdir):
     step_s, gen_s, rew_s = med("step_s"), med("generation_s"), med("reward_s")
     return {"params": sum(p.numel() for p in model.parameters()), "prompts_per_step": args.prompts,
             "generations": args.generations, "completions_per_step": args.prompts * args.generations,
-            "completion_tokens": args.completion_len, "max_completion_length": longest + 2, "judge_workers": judge.n_workers, "judge_start_s": pool_start,
+            "time_kernels": vcfg.time_kernels, "trials": args.trials, "completion_tokens": args.completion_len, "max_completion_length": longest + 2, "judge_workers": judge.n_workers, "judge_start_s": pool_start,
             "median_step_s": step_s, "median_generation_s": gen_s, "median_reward_s": rew_s,
             "median_update_s": step_s - gen_s - rew_s, "reward_share": rew_s / step_s,
             "target_met": rew_s / step_s < 0.20, "per_step": per_step,
@@ -258,6 +259,8 @@ def main() -> int:
     ap.add_argument("--completion-len", type=int, default=512, help="completion tokens (steered answers padded to this)")
     ap.add_argument("--judge-workers", type=int, default=8, help="judge worker processes")
     ap.add_argument("--trials", type=int, default=3, help="judge correctness trials")
+    ap.add_argument("--time-kernels", action="store_true",
+                    help="judge with kernel timing (needed only for speedup shaping; `autotriton grpo` turns it off otherwise)")
     ap.add_argument("--grad-ckpt", action="store_true", help="gradient checkpointing on")
     ap.add_argument("--skip-sft", action="store_true")
     ap.add_argument("--skip-grpo", action="store_true")

@@ -106,16 +106,17 @@ def _train_grpo(cfg, export_key, resume, base_model, out) -> dict[str, Any]:
     from autotriton.validation import JudgePool
 
     export, run = _export(cfg, "rl", export_key, out)
+    vcfg = judge_config(cfg)
     try:
         if cfg.training.num_processes > 1:
             from autotriton.training.launch import run_launched
 
             out.print(f"launching GRPO on {cfg.training.num_processes} processes (accelerate); log in "
                       f"{Path(cfg.training.output_dir) / 'grpo' / 'launch.log'}")
-            result = run_launched("grpo", cfg.training, export.path, validation_config=cfg.validation,
+            result = run_launched("grpo", cfg.training, export.path, validation_config=vcfg,
                                   export_key=export.key, base_model=base_model or "", resume=resume)
             return _record(cfg, run, result)
-        with JudgePool(cfg.validation) as judge:  # warm judge workers for every step
+        with JudgePool(vcfg) as judge:  # warm judge workers for every step
             result = run_grpo(cfg.training, export.path, judge, export_key=export.key, base_model=base_model,
                               resume=resume, console=console(True), on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
     except (ModelLoadError, ValueError, FileNotFoundError, RuntimeError) as exc:
@@ -125,6 +126,14 @@ def _train_grpo(cfg, export_key, resume, base_model, out) -> dict[str, Any]:
         _record(cfg, run, error=exc)
         raise
     return _record(cfg, run, result)
+
+
+def judge_config(cfg):
+    """The judge's config for GRPO: kernel timing only when the reward uses speedups (timing a
+    batch of candidates costs more than judging them, and the default reward ignores it)."""
+    if cfg.training.speedup_bonus > 0 or not cfg.validation.time_kernels:
+        return cfg.validation
+    return cfg.validation.model_copy(update={"time_kernels": False})
 
 
 def _table(summary: dict[str, Any]) -> Table:
