@@ -793,3 +793,50 @@ def test_returning_an_unwritten_allocation() -> None:
         """
     )
     assert_fires(source, "OUTPUT-UNWRITTEN")
+
+
+STACKED = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * alpha, mask=mask)
+
+
+class Block(nn.Module):
+    def __init__(self, alpha):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        scale_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), self.alpha, BLOCK=256)
+        return out
+
+
+def make_blocks(n):
+    return nn.ModuleList([Block(0.5 + i) for i in range(n)])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, depth):
+        super().__init__()
+        self.blocks = make_blocks(depth)
+
+    def forward(self, x):
+        for blk in self.blocks:
+            x = blk(x)
+        return x
+'''
+
+
+def test_submodules_in_a_module_list_are_followed() -> None:
+    assert check_rules(STACKED) == []
+    cheat = STACKED.replace("        return out\n", "        return out.tanh()  # <-\n")
+    assert_fires(cheat, "TORCH-COMPUTE")

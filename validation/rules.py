@@ -1383,11 +1383,45 @@ class _ForwardAnalysis:
             if not _scalar_param(p):
                 tensors.add(p.name.value)
         self.enqueue(f"{owner}.forward", node, owner, tensors, inputs=set(tensors))
+        # submodules built in __init__ (also inside nn.ModuleList/Sequential, comprehensions or
+        # factory functions) are called from forward in ways too dynamic to follow call by call
+        # (`for blk in self.blocks: x = blk(x)`): their forward counts as reached
+        for cls in sorted(self._submodule_classes()):
+            m = self.c.method_of(cls, "forward") or self.c.method_of(cls, "__call__")
+            if m is not None and self.c.is_nn_module_class(cls):
+                params = [p for p in _params(m[1])[1:] if not _scalar_param(p)]
+                self.enqueue(f"{m[0]}.{m[1].name.value}", m[1], m[0], {p.name.value for p in params})
         while self.queue and self.analyses < self.MAX_ANALYSES:
             key = self.queue.pop(0)
             self.analyses += 1
             self.analyse(self.frames[key])
         return self.launches
+
+    def _submodule_classes(self) -> set[str]:
+        """In-file classes instantiated by ModelNew.__init__, transitively (their own __init__,
+        and functions those call)."""
+        found: set[str] = set()
+        seen_funcs: set[int] = set()
+        todo: list[cst.FunctionDef] = []
+        init = self.c.method_of(self.model.name, "__init__")
+        if init is not None:
+            todo.append(init[1])
+        while todo:
+            fn = todo.pop()
+            if id(fn) in seen_funcs:
+                continue
+            seen_funcs.add(id(fn))
+            finder = _CallNameFinder()
+            _walk(fn.body, finder)
+            for name in finder.names:
+                if name in self.c.classes and name != self.model.name and name not in found:
+                    found.add(name)
+                    sub_init = self.c.method_of(name, "__init__")
+                    if sub_init is not None:
+                        todo.append(sub_init[1])
+                elif name in self.c.functions and name not in self.c.kernels:
+                    todo.append(self.c.functions[name])
+        return found
 
     # ---- one function ------------------------------------------------------------------------
     def analyse(self, fr: _Frame) -> None:
@@ -2178,6 +2212,17 @@ def _check_modelnew_rebinding(c: _Checker) -> None:
                         value = n.value if isinstance(n, cst.Element) else n
                         if isinstance(value, cst.Name) and value.value == "ModelNew":
                             c.report("MODELNEW-CALL", "ModelNew is rebound by an assignment", small)
+
+
+class _CallNameFinder(cst.CSTVisitor):
+    """Names called anywhere below a node (`Block(...)`, `make_layer(...)`)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name):
+            self.names.append(node.func.value)
 
 
 class _NameFinder(cst.CSTVisitor):
