@@ -161,5 +161,5 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     checkpoint = Checkpoint(base_model=base, export_key=export_key, trainer="grpo",
                             trainer_config=trainer_config_summary(cfg, GRPO_KEYS), metrics=metrics,
                             path=str((output_dir / "final").resolve()))
-    return TrainResult(checkpoint, str(output_dir), str(curves) if curves else None, trainer.state.global_step, metrics,
+    return TrainResult(checkpoint, str(output_dir.resolve()), str(Path(curves).resolve()) if curves else None, trainer.state.global_step, metrics,
                        history, resumed_from)

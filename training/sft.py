@@ -207,5 +207,5 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
     checkpoint = Checkpoint(base_model=cfg.model, export_key=export_key, trainer="sft",
                             trainer_config=trainer_config_summary(cfg, SFT_KEYS), metrics=metrics,
                             path=str((output_dir / "final").resolve()))
-    return TrainResult(checkpoint, str(output_dir), str(curves) if curves else None, trainer.state.global_step, metrics,
+    return TrainResult(checkpoint, str(output_dir.resolve()), str(Path(curves).resolve()) if curves else None, trainer.state.global_step, metrics,
                        list(trainer.state.log_history), resumed_from)
