@@ -158,3 +158,14 @@ def test_probe_shrinks_kernelbench_problems_and_they_still_run(kernelbench_l1):
     picked = [r for r in rows if r["name"] in ("Square_matrix_multiplication_", "Softmax", "Sum_reduction_over_a_dimension")]
     results = probe_many([r["source"] for r in picked], judge_config())
     assert picked and all(r.ok and r.shrunk for r in results), results
+
+
+def test_shrink_and_check_falls_back_when_the_shrunk_problem_breaks():
+    from autotriton.validation import shrink_and_check
+
+    fine, result = shrink_and_check(problem("relu"), judge_config(workers=1))
+    assert result.ok and result.shrunk and "dim = 32" in fine
+    # A problem that only works at its own size (hard-coded sizes in forward): shrinking breaks it.
+    fragile = problem("relu").replace("return torch.relu(x)", "return torch.relu(x).reshape(16, 64)")
+    kept, result = shrink_and_check(fragile, judge_config(workers=1))
+    assert kept == fragile and result.ok and not result.shrunk

@@ -5,7 +5,8 @@ Public API (see README, "The judge"):
   `(problem_source, candidate_source)`; `validate_candidate(problem, candidate, config=None)`.
 - `JudgePool(config)`: warm workers kept across calls, same `.validate_many(jobs)` and `.probe_many(sources)`.
 - `probe_problem(source, config=None) -> ProbeResult`, `probe_many(sources, config=None)`.
-- `shrink_problem(source, max_dim=32) -> str`, `perturb_sizes(source)`.
+- `shrink_problem(source, max_dim=32) -> str` (pure), `shrink_and_check(source, config)` (shrunk only
+  if it still runs in the sandbox), `perturb_sizes(source)`.
 - `rewards.exec_reward / rule_reward / combined_reward`.
 - `rules.check_rules(candidate_source)`, `compile_check.compile_check(candidate_source, target)`.
 
@@ -20,12 +21,13 @@ from autotriton.validation.shrink import perturb_sizes, shrink_problem
 
 __all__ = [
     "ValidationConfig", "JudgePool", "JudgeError", "ProbeResult", "validate_many", "validate_candidate", "probe_problem",
-    "probe_many", "shrink_problem", "perturb_sizes", "exec_reward", "rule_reward", "combined_reward",
+    "probe_many", "shrink_problem", "shrink_and_check", "perturb_sizes", "exec_reward", "rule_reward", "combined_reward",
 ]
 
 if TYPE_CHECKING:
     from autotriton.validation.config import ValidationConfig
-    from autotriton.validation.pool import JudgeError, JudgePool, ProbeResult, probe_many, probe_problem, validate_candidate, validate_many
+    from autotriton.validation.pool import (JudgeError, JudgePool, ProbeResult, probe_many, probe_problem, shrink_and_check,
+                                            validate_candidate, validate_many)
     from autotriton.validation.rewards import combined_reward, exec_reward, rule_reward
 
 # Lazy, so that judge workers (torch + triton + stdlib only; pydantic may be absent on a bare
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "ValidationConfig": "config",
     "JudgePool": "pool", "JudgeError": "pool", "ProbeResult": "pool", "validate_many": "pool", "validate_candidate": "pool",
-    "probe_problem": "pool", "probe_many": "pool", "exec_reward": "rewards", "rule_reward": "rewards", "combined_reward": "rewards",
+    "probe_problem": "pool", "probe_many": "pool", "shrink_and_check": "pool", "exec_reward": "rewards", "rule_reward": "rewards", "combined_reward": "rewards",
 }
 
 

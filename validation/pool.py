@@ -433,3 +433,19 @@ def probe_many(sources: Sequence[str], config: ValidationConfig | None = None, *
 
 def probe_problem(problem_source: str, config: ValidationConfig | None = None) -> ProbeResult:
     return probe_many([problem_source], config)[0]
+
+
+def shrink_and_check(problem_source: str, config: ValidationConfig | None = None) -> tuple[str, ProbeResult]:
+    """`shrink_problem`, then run the shrunk problem in the sandbox; if it does not run, the original
+    is returned instead (with the original's probe). Returns (source to use, its ProbeResult)."""
+    from autotriton.validation.shrink import shrink_problem
+
+    config = config or ValidationConfig()
+    shrunk = shrink_problem(problem_source, config.shrink_max_dim)
+    exact = config.model_copy(update={"shrink_for_cpu": False})  # probe exactly this source
+    if shrunk != problem_source:
+        result = probe_problem(shrunk, exact)
+        if result.ok:
+            result.shrunk = True
+            return shrunk, result
+    return problem_source, probe_problem(problem_source, exact)

@@ -13,8 +13,9 @@ The shrink rule (`shrink_problem`), applied to the problem's source, never to th
    batch dimension multiplies every cost and adds nothing to what a kernel must get right.
 5. Small constants (kernel sizes, strides, groups, ...) are never touched, and names defined
    from other names (`groups = in_channels`) follow their source.
-The result is only useful if it still runs: `shrink_and_check` (and the judge itself) runs the
-shrunk problem and falls back to the original when it does not.
+The result is only useful if it still runs: `autotriton.validation.shrink_and_check` (and the
+judge itself, before every CPU judgement) runs the shrunk problem in the sandbox and falls back to
+the original when it does not.
 
 The perturbation rule (`perturb_sizes`), for the odd-size trial: module-level integer constants
 of at least `min_size` that are even become odd (+1), so no block size divides them and masked
