@@ -260,6 +260,14 @@ class Repository:
         self.errors: dict[str, tuple[str, str]] = {}
         self._roots = self._package_roots()
 
+    def overlay(self, texts: dict[str, str]) -> "Repository":
+        """The same repository with some files' texts replaced (parses of the others are shared)."""
+        other = Repository(self.paths, lambda p: texts[p].encode() if p in texts else self._read(p), self.max_bytes)
+        other._texts = {k: v for k, v in self._texts.items() if k not in texts}
+        other._parsed = {k: v for k, v in self._parsed.items() if k not in texts}
+        other.errors = dict(self.errors)
+        return other
+
     def text(self, path: str) -> str | None:
         if path not in self._texts:
             data = self._read(path) if path in self.paths else None
@@ -548,8 +556,10 @@ def package_available(top: str) -> bool:
 
 
 class _Collector:
-    def __init__(self, repo: Repository):
+    def __init__(self, repo: Repository, strict: bool = True):
         self.repo = repo
+        self.strict = strict  # False: record what cannot be met and go on (a first, pruning pass)
+        self.errors: list[ExtractionError] = []
         self.order: list[tuple[str, int]] = []  # statements in dependency post-order
         self.seen: set[tuple[str, int]] = set()
         self.import_names: dict[tuple[str, int], set[str]] = {}  # external import stmt -> needed names
@@ -591,6 +601,16 @@ class _Collector:
 
     def need(self, path: str, idx: int, names: set[str] | None, depth: int = 0,
              chains: dict[str, set[str]] | None = None) -> None:
+        if self.strict:
+            self._need(path, idx, names, depth, chains)
+            return
+        try:
+            self._need(path, idx, names, depth, chains)
+        except ExtractionError as exc:
+            self.errors.append(exc)
+
+    def _need(self, path: str, idx: int, names: set[str] | None, depth: int = 0,
+              chains: dict[str, set[str]] | None = None) -> None:
         parsed = self.repo.parsed(path)
         assert parsed is not None
         key = (path, idx)
@@ -746,9 +766,111 @@ def _trim_import(stmt: cst.SimpleStatementLine, names: set[str]) -> str:
     return cst.Module(body=[line]).code.strip()
 
 
-def extract_class(repo: Repository, path: str, class_name: str) -> Extracted:
+def extract_class(repo: Repository, path: str, class_name: str, prune: bool = True) -> Extracted:
     """The standalone source of one class: exactly the imports, constants, helper functions and
-    classes it needs, transitively, in dependency order. Raises ExtractionError."""
+    classes it needs, transitively, in dependency order. Raises ExtractionError.
+
+    With `prune`, methods of helper classes (bases, mixins, sub-layers; never the class itself)
+    that no kept code can reach by attribute name are dropped first, with what only they needed
+    (e.g. a mixin's image-saving method and its I/O imports)."""
+    if prune:
+        overrides = _pruned_helpers(repo, path, class_name)
+        if overrides:
+            try:
+                return _extract(repo.overlay(overrides), path, class_name)
+            except ExtractionError as pruned_error:
+                try:
+                    return _extract(repo, path, class_name)
+                except ExtractionError:
+                    raise pruned_error from None
+    return _extract(repo, path, class_name)
+
+
+_MODULE_PROTOCOL: frozenset[str] | None = None
+
+
+def _protocol() -> frozenset[str]:
+    """Method names torch or Python may call without naming them in the code we keep."""
+    global _MODULE_PROTOCOL
+    if _MODULE_PROTOCOL is None:
+        import torch
+
+        _MODULE_PROTOCOL = frozenset(dir(torch.nn.Module)) | {"forward"}
+    return _MODULE_PROTOCOL
+
+
+class _AttrNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.names.add(node.attr.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:  # getattr(self, "name")
+        value = node.evaluated_value
+        if isinstance(value, str) and value.isidentifier():
+            self.names.add(value)
+
+
+def _attr_names(node: cst.CSTNode) -> set[str]:
+    visitor = _AttrNames()
+    node.visit(visitor)
+    return visitor.names
+
+
+def _pruned_helpers(repo: Repository, path: str, class_name: str) -> dict[str, str]:
+    """New texts of the files whose needed helper classes lose unreachable methods ({} if none)."""
+    parsed = repo.parsed(path)
+    if parsed is None or class_name not in parsed.classes:
+        return {}
+    target = (path, parsed.classes[class_name])
+    collector = _Collector(repo, strict=False)
+    collector.need(path, target[1], None)
+    helpers: dict[tuple[str, int], cst.ClassDef] = {}
+    reached: set[str] = set(_protocol())
+    for key in collector.order:
+        if key in collector.import_names:
+            continue
+        fparsed = repo.parsed(key[0])
+        stmt = fparsed.statements[key[1]] if fparsed is not None else None
+        if isinstance(stmt, cst.ClassDef) and key != target:
+            helpers[key] = stmt
+        elif stmt is not None:
+            reached |= _attr_names(stmt)
+    if not helpers:
+        return {}
+    kept: dict[tuple[str, int], set[int]] = {key: set() for key in helpers}
+    for key, cls in helpers.items():  # class-level statements (attributes, docstrings) always stay
+        for i, member in enumerate(cls.body.body):
+            if not isinstance(member, cst.FunctionDef):
+                kept[key].add(i)
+                reached |= _attr_names(member)
+    changed = True
+    while changed:
+        changed = False
+        for key, cls in helpers.items():
+            for i, member in enumerate(cls.body.body):
+                if i not in kept[key] and isinstance(member, cst.FunctionDef) and (
+                        member.name.value in reached or member.name.value.startswith("__")):
+                    kept[key].add(i)
+                    reached |= _attr_names(member)
+                    changed = True
+    by_file: dict[str, dict[int, cst.ClassDef]] = {}
+    for key, cls in helpers.items():
+        if len(kept[key]) == len(cls.body.body):
+            continue
+        body = [m for i, m in enumerate(cls.body.body) if i in kept[key]] or [cst.SimpleStatementLine([cst.Pass()])]
+        by_file.setdefault(key[0], {})[key[1]] = cls.with_changes(body=cls.body.with_changes(body=body))
+    overrides: dict[str, str] = {}
+    for fpath, replaced in by_file.items():
+        fparsed = repo.parsed(fpath)
+        assert fparsed is not None
+        statements = [replaced.get(i, stmt) for i, stmt in enumerate(fparsed.statements)]
+        overrides[fpath] = fparsed.module.with_changes(body=statements).code
+    return overrides
+
+
+def _extract(repo: Repository, path: str, class_name: str) -> Extracted:
     parsed = repo.parsed(path)
     if parsed is None or class_name not in parsed.classes:
         raise ExtractionError("not_found", f"{path}: no class {class_name}")

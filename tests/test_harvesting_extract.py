@@ -230,3 +230,17 @@ def test_two_needed_definitions_with_one_name_are_both_kept_under_distinct_names
 
     out = ns[extracted.class_name]()(torch.tensor([1.0, 3.0]))
     assert torch.allclose(out, torch.tensor([-1 / 3, 1 / 3]))  # a.norm inside Helper, b.norm in Block
+
+
+def test_helper_methods_nothing_reaches_are_dropped_with_their_imports():
+    files = {
+        "pkg/mixin.py": "import torch\nimport not_installed_io\nclass SaveMixin:\n    def save(self, name):\n"
+                        "        not_installed_io.write(name, self.last)\n    def scale(self):\n        return 2\n",
+        "pkg/block.py": "import torch\nfrom .mixin import SaveMixin\nclass Block(torch.nn.Module, SaveMixin):\n"
+                        "    def forward(self, x):\n        return x * self.scale()\n    def unused_but_kept(self):\n        return 0\n",
+    }
+    source = extract_class(_repo(files), "pkg/block.py", "Block").source
+    assert "def scale" in source and "def save" not in source and "not_installed_io" not in source
+    assert "def unused_but_kept" in source  # the class itself is never pruned
+    with pytest.raises(ExtractionError):  # without pruning the mixin's import is needed
+        extract_class(_repo(files), "pkg/block.py", "Block", prune=False)
