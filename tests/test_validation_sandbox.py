@@ -160,12 +160,12 @@ def test_probe_shrinks_kernelbench_problems_and_they_still_run(kernelbench_l1):
     assert picked and all(r.ok and r.shrunk for r in results), results
 
 
-def test_shrink_and_check_falls_back_when_the_shrunk_problem_breaks():
+def test_shrink_and_check_falls_back_when_the_shrunk_problem_breaks(pool):
     from autotriton.validation import shrink_and_check
 
-    fine, result = shrink_and_check(problem("relu"), judge_config(workers=1))
+    fine, result = shrink_and_check(problem("relu"), pool=pool)
     assert result.ok and result.shrunk and "dim = 32" in fine
     # A problem that only works at its own size (hard-coded sizes in forward): shrinking breaks it.
     fragile = problem("relu").replace("return torch.relu(x)", "return torch.relu(x).reshape(16, 64)")
-    kept, result = shrink_and_check(fragile, judge_config(workers=1))
+    kept, result = shrink_and_check(fragile, pool=pool)
     assert kept == fragile and result.ok and not result.shrunk

@@ -177,14 +177,19 @@ class JudgePool:
         if self._closed:
             return
         self._closed = True
-        for h in self._handles:
-            if h is not None:
-                try:
-                    h.proc.stdin.close()
-                    h.proc.wait(timeout=5)
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-                h.kill()
+        live = [h for h in self._handles if h is not None]
+        for h in live:  # EOF on its request channel: every worker stops at once, in parallel
+            try:
+                h.proc.stdin.close()
+            except OSError:
+                pass
+        deadline = time.monotonic() + 5
+        for h in live:
+            try:
+                h.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            h.kill()
 
     def __del__(self) -> None:
         try:
@@ -317,9 +322,12 @@ class JudgePool:
         verdict.elapsed_s = time.monotonic() - start
         return verdict
 
-    def probe_many(self, sources: Sequence[str], *, progress: bool = False) -> list[ProbeResult]:
-        """One ProbeResult per reference problem source, in order."""
+    def probe_many(self, sources: Sequence[str], *, progress: bool = False, shrink: bool | None = None) -> list[ProbeResult]:
+        """One ProbeResult per reference problem source, in order. `shrink` overrides
+        config.shrink_for_cpu (False: probe exactly the given sources)."""
         cfg = dict(self._worker_cfg, device="cpu")
+        if shrink is not None:
+            cfg["shrink_for_cpu"] = shrink
         results: list[ProbeResult | None] = [None] * len(sources)
         with _progress(progress, "probing problems", len(sources)) as advance:
             def one(i: int) -> None:
@@ -435,17 +443,22 @@ def probe_problem(problem_source: str, config: ValidationConfig | None = None) -
     return probe_many([problem_source], config)[0]
 
 
-def shrink_and_check(problem_source: str, config: ValidationConfig | None = None) -> tuple[str, ProbeResult]:
+def shrink_and_check(problem_source: str, config: ValidationConfig | None = None, *,
+                     pool: JudgePool | None = None) -> tuple[str, ProbeResult]:
     """`shrink_problem`, then run the shrunk problem in the sandbox; if it does not run, the original
-    is returned instead (with the original's probe). Returns (source to use, its ProbeResult)."""
+    is returned instead (with the original's probe). Returns (source to use, its ProbeResult).
+    Pass a warm `pool` to avoid starting workers for this call."""
     from autotriton.validation.shrink import shrink_problem
 
-    config = config or ValidationConfig()
+    config = config or (pool.config if pool is not None else ValidationConfig())
+    if pool is None:
+        with JudgePool(config.model_copy(update={"device": "cpu"}), workers=1) as own:
+            return shrink_and_check(problem_source, config, pool=own)
     shrunk = shrink_problem(problem_source, config.shrink_max_dim)
-    exact = config.model_copy(update={"shrink_for_cpu": False})  # probe exactly this source
     if shrunk != problem_source:
-        result = probe_problem(shrunk, exact)
+        (result,) = pool.probe_many([shrunk], shrink=False)
         if result.ok:
             result.shrunk = True
             return shrunk, result
-    return problem_source, probe_problem(problem_source, exact)
+    (result,) = pool.probe_many([problem_source], shrink=False)
+    return problem_source, result
