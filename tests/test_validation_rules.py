@@ -840,3 +840,10 @@ def test_submodules_in_a_module_list_are_followed() -> None:
     assert check_rules(STACKED) == []
     cheat = STACKED.replace("        return out\n", "        return out.tanh()  # <-\n")
     assert_fires(cheat, "TORCH-COMPUTE")
+
+
+def test_launch_options_bound_to_a_local_literal() -> None:
+    source = make("nw = 12\nout = torch.empty_like(x)\nrelu_kernel[(1,)](x, out, x.numel(), BLOCK=256, num_warps=nw)  # <-\nreturn out")
+    assert_fires(source, "TRITON-NUM-WARPS")
+    source = make("B = 100\nout = torch.empty_like(x)\nrelu_kernel[(1,)](x, out, x.numel(), BLOCK=B)  # <-\nreturn out")
+    assert_fires(source, "TRITON-BLOCK-POW2")

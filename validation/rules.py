@@ -1006,15 +1006,17 @@ class _SafetyVisitor(cst.CSTVisitor):
                 self.c.report(FORBIDDEN_BUILTIN_CALLS[name], f"calls {name}() ({RULES[FORBIDDEN_BUILTIN_CALLS[name]]})", node)
 
 
-def _check_launch_options(checker: _Checker, node: cst.CSTNode, args: Sequence[cst.Arg], kernel: str | None) -> None:
-    """num_warps / num_stages given as literals (launch keywords or triton.Config keywords)."""
+def _check_launch_options(checker: _Checker, node: cst.CSTNode, args: Sequence[cst.Arg], kernel: str | None,
+                          env: dict[str, int] | None = None) -> None:
+    """num_warps / num_stages given as literals (launch keywords or triton.Config keywords), or as
+    names bound once to a literal (module constants, `env`: the launching function's)."""
     for arg in args:
         if arg.keyword is None:
             continue
         key = arg.keyword.value
         val = _int_literal(arg.value)
         if val is None and isinstance(arg.value, cst.Name):
-            val = checker.constants.get(arg.value.value)
+            val = (env or {}).get(arg.value.value, checker.constants.get(arg.value.value))
         if val is None:
             continue
         where = f" launching {kernel}" if kernel else " in triton.Config"
@@ -1447,7 +1449,7 @@ class _ForwardAnalysis:
                     tensors.add(target.value)
             if len(tensors) + len(launchers) == before:
                 break
-        ctx = _Ctx(fr, tensors, launchers, self._input_aliases(fr, facts))
+        ctx = _Ctx(fr, tensors, launchers, self._input_aliases(fr, facts), _single_literals(facts))
 
         local_names = {t.value for t, _ in facts.assigns if isinstance(t, cst.Name)} | set(_param_names(fr.node)) | facts.local_params
         for node in facts.tries:
@@ -1989,7 +1991,7 @@ class _ForwardAnalysis:
     def record_launch(self, kernel: str, call: cst.Call, ctx: "_Ctx") -> None:
         self.launches.append((kernel, call))
         info = self.c.kernels.get(kernel)
-        _check_launch_options(self.c, call, call.args, kernel=kernel)
+        _check_launch_options(self.c, call, call.args, kernel=kernel, env=ctx.literals)
         if info is None:
             return
         params = _params(info.node)
@@ -2000,6 +2002,7 @@ class _ForwardAnalysis:
             if pname in info.stored_params and self._aliases_input(a.value, ctx.inputs):
                 self.c.report("INPUT-MUTATION", f"launch of {kernel} passes the forward input `{self._code(a.value)}` as {pname}, which the kernel stores into", a)
         env = dict(self.c.constants)
+        env.update(ctx.literals)
         i = 0
         for a in call.args:
             if a.star:
@@ -2021,6 +2024,20 @@ class _Ctx:
     tensors: set[str]
     launchers: set[str]
     inputs: set[str] = field(default_factory=set)  # names that are forward()'s inputs or views of them
+    literals: dict[str, int] = field(default_factory=dict)  # names bound exactly once, to an int literal
+
+
+def _single_literals(facts: _FactCollector) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    values: dict[str, int | None] = {}
+    for target, value in facts.assigns:
+        if isinstance(target, cst.Name):
+            counts[target.value] = counts.get(target.value, 0) + 1
+            values[target.value] = _int_literal(value)
+    for aug in facts.aug:
+        if isinstance(aug.target, cst.Name):
+            counts[aug.target.value] = counts.get(aug.target.value, 0) + 2
+    return {k: v for k, v in values.items() if counts[k] == 1 and v is not None}
 
 
 def _lambda_as_function(lam: cst.Lambda) -> cst.FunctionDef:
