@@ -125,3 +125,15 @@ def test_wire_round_trip_and_hostile_headers():
         wire.decode_tensors(len(head).to_bytes(8, "big") + head)
     with pytest.raises(wire.WireError):
         wire.decode_tensors(b"\x00\x00\x00\x00\x00\x00\x00\x05garbage")
+
+
+def test_timing_trims_outliers_and_flags_suspect_speedups():
+    from autotriton.validation.timing import _trimmed_median, speedups
+
+    median, kept = _trimmed_median([1.0] * 20 + [50.0, 0.01])  # one stall, one glitch
+    assert median == 1.0 and kept == 20
+    ref = {"eager": [{"median_ms": 4.0}, {"median_ms": 8.0}], "compiled": [{"median_ms": 2.0}, {"median_ms": 4.0}]}
+    out = speedups(ref, {"sets": [{"median_ms": 2.0}, {"median_ms": 4.0}]}, suspect_above=10.0)
+    assert out["speedup"] == 2.0 and out["speedup_vs_compile"] == 1.0 and out["suspect"] is False
+    out = speedups(ref, {"sets": [{"median_ms": 0.1}, {"median_ms": 0.2}]}, suspect_above=10.0)
+    assert out["speedup"] == 40.0 and out["suspect"] is True
