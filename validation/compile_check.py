@@ -31,9 +31,10 @@ import io
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
-import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -153,7 +154,9 @@ def shared_memory_limit(target: Any) -> int:
 # JITFunction from whatever the launch path holds
 # --------------------------------------------------------------------------------------------
 
-_JIT_CACHE: dict[int, Any] = {}  # id(InterpretedFunction) -> (InterpretedFunction, JITFunction)
+# InterpretedFunction -> JITFunction; weak, so long-lived processes (a warm worker, a distillation
+# run calling compile_check) do not keep every candidate's kernels alive
+_JIT_CACHE: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 
 
 def as_jit_function(kernel: Any) -> Any:
@@ -196,13 +199,13 @@ def _jit_from_interpreted(kernel: Any) -> Any:
     while compiling."""
     from triton.runtime.jit import JITFunction
 
-    hit = _JIT_CACHE.get(id(kernel))
-    if hit is not None and hit[0] is kernel:
-        return hit[1]
+    hit = _JIT_CACHE.get(kernel)
+    if hit is not None:
+        return hit
     kw = getattr(kernel, "kwargs", {}) or {}
     jit = JITFunction(kernel.fn, **{k: v for k, v in kw.items() if k in (
         "version", "do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")})
-    _JIT_CACHE[id(kernel)] = (kernel, jit)
+    _JIT_CACHE[kernel] = jit
     return jit
 
 
@@ -281,7 +284,7 @@ def _compiler_view(globals_dicts: Sequence[dict]) -> Any:
 # --------------------------------------------------------------------------------------------
 
 _BACKEND: Any = None
-_BINDERS: dict[int, tuple[Any, Any]] = {}
+_BINDERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()  # JITFunction -> binder
 
 
 def _backend_option_names() -> frozenset[str]:
@@ -306,13 +309,13 @@ def _backend() -> Any:
 
 
 def _binder(jit: Any) -> Any:
-    hit = _BINDERS.get(id(jit))
-    if hit is not None and hit[0] is jit:
-        return hit[1]
+    hit = _BINDERS.get(jit)
+    if hit is not None:
+        return hit
     from triton.runtime.jit import create_function_from_signature
 
     binder = create_function_from_signature(jit.signature, jit.params, _backend())
-    _BINDERS[id(jit)] = (jit, binder)
+    _BINDERS[jit] = binder
     return binder
 
 
@@ -449,7 +452,7 @@ def compile_launched(records: Sequence[LaunchRecord], target: str = "cuda:90", *
     todo = todo[:max_variants]
     kernels: dict[str, dict[str, Any]] = {}
     variants = []
-    view = _compiler_view([r.fn.fn.__globals__ for r in todo]) if (_JIT_CACHE or _interpret_mode()) else contextlib.nullcontext()
+    view = _compiler_view([r.fn.fn.__globals__ for r in todo]) if (len(_JIT_CACHE) or _interpret_mode()) else contextlib.nullcontext()
     with view:
         for rec in todo:
             variants.append((rec, _compile_one(rec, gpu, limit)))
@@ -687,7 +690,10 @@ def compile_check(candidate_source: str, target: str = "cuda:90", *, launches: S
                 ))
                 if guessed:
                     guesses.setdefault(name, sorted(set(guesses.get(name, [])) | set(guessed)))
-        report = compile_launched(records, target=target, max_variants=max_variants)
+        try:
+            report = compile_launched(records, target=target, max_variants=max_variants)
+        finally:
+            sys.modules.pop(module.__name__, None)
     report.update(signature_source="inferred", skipped=skipped, kernels_found=sorted(plan.kernels), guessed=guesses)
     return report
 
