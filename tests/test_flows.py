@@ -215,7 +215,8 @@ def test_run_killed_mid_way_resumes_without_duplicates(tmp_path):
                                                  "hang": (HANG_PROBLEM, HANG_KERNEL)})
     cfg = _config(tmp_path, suite, replay, **{"validation.timeout_s": 25.0})
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180")
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180",
+               PREFECT_LOGGING_LEVEL="INFO")  # the test follows the task-run log lines
 
     proc = _run_refresh_subprocess(cfg, env)
     log: list[str] = []
