@@ -34,10 +34,10 @@ def judge_fingerprint(validation_config: Any) -> str:
 def distill_problem(problem: Any, distill_config: Any, validation_config: Any, teacher_version: str, judge_version: str):
     """Candidates (with repairs) and verdicts for one problem. `teacher_version` and
     `judge_version` are cache-key inputs: new teacher data or judge code means new work."""
-    from autotriton.distillation import distill
+    from autotriton.distillation import distill, make_explainer
 
     return distill([problem], resources.teacher(distill_config), distill_config, validation_config,
-                   judge=resources.judge(validation_config))
+                   judge=resources.judge(validation_config), explainer=make_explainer(distill_config))
 
 
 @task(name="judge-candidates", cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
@@ -58,6 +58,7 @@ def store_distilled(db_path: str, run: Any, results: list[Any], extra_verdicts: 
     with wh.atomic():
         new_candidates = wh.put_candidates(run, candidates)
         new_verdicts = wh.put_verdicts(run, verdicts)
+        wh.put_rejections(run, [row for r in results for row in r.rejections])  # why a problem gave no pair
     mix: dict[str, int] = {}
     for v in verdicts:
         mix[v.status] = mix.get(v.status, 0) + 1
