@@ -847,3 +847,14 @@ def test_launch_options_bound_to_a_local_literal() -> None:
     assert_fires(source, "TRITON-NUM-WARPS")
     source = make("B = 100\nout = torch.empty_like(x)\nrelu_kernel[(1,)](x, out, x.numel(), BLOCK=B)  # <-\nreturn out")
     assert_fires(source, "TRITON-BLOCK-POW2")
+
+
+def test_every_rule_has_a_test_that_fires_it() -> None:
+    """A new rule id must come with a test in this file that fires it (assert_fires(..., "ID"))."""
+    import re
+    from pathlib import Path
+
+    text = Path(__file__).read_text()
+    fired = set(re.findall(r'assert_fires\([^\n]*"([A-Z0-9-]+)"\)', text))
+    missing = sorted(set(RULES) - fired)
+    assert not missing, f"rules without a firing test: {missing}"

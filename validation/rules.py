@@ -2114,7 +2114,9 @@ def check_rules(candidate_source: str) -> list[Violation]:
         if "Model" in model.bases:
             c.report("REFERENCE-USE", "ModelNew subclasses the reference Model", model.node)
         if not c.is_nn_module_class("ModelNew"):
-            c.report("MODELNEW-BASE", f"ModelNew subclasses {', '.join(model.bases) or 'nothing'}, not torch.nn.Module", model.node)
+            unresolved = [b for b in model.bases if "." in b and not c.is_import_rooted(b) and b.split(".")[0] not in c.classes]
+            hint = f" ('{unresolved[0].split('.')[0]}' is not imported: import torch.nn as nn)" if unresolved else ""
+            c.report("MODELNEW-BASE", f"ModelNew subclasses {', '.join(model.bases) or 'nothing'}, not torch.nn.Module{hint}", model.node)
         _report_reference_in_class(c, model)
     if not c.kernels:
         c.report("TRITON-NO-KERNEL", "no @triton.jit kernel is defined: the computation must run in Triton", None)
