@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from autotriton.records import Checkpoint, Export, Problem, Verdict
+from autotriton.records import Checkpoint, Export, Problem
 from autotriton.warehouse import UnknownKeyError, Warehouse, WarehouseError
 from autotriton.warehouse.schema import LINEAGE_COLUMNS, TABLES
 

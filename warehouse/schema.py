@@ -215,10 +215,6 @@ def field_column_map(spec: TableSpec) -> dict[str, str]:
     return {f.name: spec.field_columns.get(f.name, f.name) for f in dataclasses.fields(spec.record)}
 
 
-def lineage_rows(rows: list[dict[str, Any]], lineage: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{**r, **lineage} for r in rows]
-
-
 def arrow_table(spec: TableSpec, rows: list[dict[str, Any]]) -> pa.Table:
     """Rows (own columns + lineage) as an Arrow table with the table's exact column types."""
     schema = spec.arrow_schema()
