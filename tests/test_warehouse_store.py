@@ -192,13 +192,15 @@ def test_put_needs_a_started_run_and_a_writable_warehouse(tmp_path):
     with Warehouse(path) as wh:
         with pytest.raises(TypeError, match="start_run"):
             wh.put_problems(None, [])
+        with pytest.raises(TypeError, match="table candidates stores Candidate records, got Problem"):
+            wh.put_candidates(wh.start_run("x", {}), make_chain(1).problems)
         foreign = dataclasses.replace(wh.start_run("x", {}), run_id="not-a-run")
         with pytest.raises(WarehouseError, match="not-a-run was not started"):
             wh.put_problems(foreign, make_chain(1).problems)
     with Warehouse(path, read_only=True) as ro:
         with pytest.raises(WarehouseError, match="read-only"):
             ro.start_run("x", {})
-        assert ro.stats()["tables"]["runs"] == 1
+        assert ro.stats()["tables"]["runs"] == 2
     closed = Warehouse(path)
     closed.close()
     with pytest.raises(WarehouseError, match="closed"):

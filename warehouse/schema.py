@@ -85,6 +85,8 @@ class TableSpec:
     # -- record -> row ------------------------------------------------------------------------
     def to_row(self, record: Any) -> dict[str, Any]:
         """The record's own columns (no lineage), nested values as canonical JSON."""
+        if self.record is not None and not isinstance(record, self.record):
+            raise TypeError(f"table {self.table} stores {self.record.__name__} records, got {type(record).__name__}")
         data = record.to_dict() if dataclasses.is_dataclass(record) else dict(record)
         row: dict[str, Any] = {}
         for fname, value in data.items():
@@ -105,7 +107,7 @@ class TableSpec:
             if sql_type == "JSON":
                 row[col] = dumps(row[col])
         row = {c: row[c] for c, _ in self.columns}
-        # A record's key is computed once here (for sources/candidates an AST round trip: not cheap).
+        # A record's key is computed once here (modules, problems, candidates: an AST round trip each).
         row[self.key_column] = record.key if self.record is not None else row_key(self.table, row)
         if self.policy == "newest_wins":
             row["payload_hash"] = content_key("payload", {c: row[c] for c, _ in self.columns})
