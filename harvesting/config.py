@@ -26,4 +26,4 @@ class HarvestConfig(BaseModel):
     probe: bool = Field(True, description="confirm each problem by running it in the validation sandbox (off: trust the first input guess, for quick previews only)")
     max_attempts: int = Field(6, ge=1, description="input guesses tried per module before it is rejected")
     state_path: str = Field(".autotriton/harvest_state.json", description="per-source incremental state (commits, ETags, file hashes, seen modules); the CLI and flows default it to <warehouse>.harvest-state.json, beside the warehouse it feeds")
-    incremental: bool = Field(True, description="skip files and repositories unchanged since the last harvest (state_path)")
+    incremental: bool = Field(True, description="skip files and repositories unchanged since the last harvest and count modules seen before as duplicates (state_path); off: harvest everything and leave the state file untouched")

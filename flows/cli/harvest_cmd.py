@@ -90,7 +90,7 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
 @harvest_app.command("local")
 def local(
     path: Path = typer.Argument(..., help="a directory, git clone or .py file"),
-    full: bool = typer.Option(False, "--full", help="ignore the incremental state: re-read every file"),
+    full: bool = typer.Option(False, "--full", help="ignore the incremental state and leave it as it is: re-read every file"),
     no_probe: bool = typer.Option(False, "--no-probe", help="do not run problems in the sandbox (trust the first input guess)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="harvest and report, but write nothing (no warehouse, no state)"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -108,7 +108,7 @@ def local(
 def dataset(
     file: Path = typer.Argument(..., help="KernelBook-style (python_code, triton_code, ...) or benchmark-suite JSONL/Parquet"),
     suite: Optional[str] = typer.Option(None, "--suite", help="suite name for benchmark rows (default: from the ids)"),
-    full: bool = typer.Option(False, "--full", help="ignore the incremental state: re-read the file"),
+    full: bool = typer.Option(False, "--full", help="ignore the incremental state and leave it as it is: re-read the file"),
     no_probe: bool = typer.Option(False, "--no-probe", help="do not run KernelBook problems in the sandbox"),
     dry_run: bool = typer.Option(False, "--dry-run", help="harvest and report, but write nothing"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -129,7 +129,7 @@ def github(
     min_stars: Optional[int] = typer.Option(None, "--min-stars", help="skip repositories with fewer stars"),
     pushed_after: Optional[str] = typer.Option(None, "--pushed-after", help="only repositories pushed after YYYY-MM-DD"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="GitHub API root (GitHub Enterprise, or a local recording)"),
-    full: bool = typer.Option(False, "--full", help="ignore ETags and seen commits: re-read every repository"),
+    full: bool = typer.Option(False, "--full", help="ignore ETags and seen commits (state left as it is): re-read every repository"),
     no_probe: bool = typer.Option(False, "--no-probe", help="do not run problems in the sandbox"),
     dry_run: bool = typer.Option(False, "--dry-run", help="harvest and report, but write nothing"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
