@@ -66,13 +66,13 @@ _TL_MATH = {
     "abs": "abs", "fabs": "abs", "floor": "floor", "ceil": "ceil", "sin": "sin", "cos": "cos",
     "erf": "erf", "fma": "fma", "sigmoid": "sigmoid", "maximum": "maximum", "minimum": "minimum",
 }
-# Functions with no tl builtin, written as small jit helpers in tl terms.
-_MATH_HELPERS = {
-    "tanh": ("tanh", "def tanh(x):\n    return 2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0\n"),
-    "expm1": ("expm1", "def expm1(x):\n    return tl.exp(x) - 1.0\n"),
-    "log1p": ("log1p", "def log1p(x):\n    return tl.log(1.0 + x)\n"),
-    "isnan": ("isnan", "def isnan(x):\n    return x != x\n"),
-    "reciprocal": ("reciprocal", "def reciprocal(x):\n    return 1.0 / x\n"),
+# Functions with no tl builtin, written inline in tl terms ({x} is the argument).
+_MATH_INLINE = {
+    "tanh": "(2.0 / (1.0 + tl.exp(-2.0 * ({x}))) - 1.0)",
+    "expm1": "(tl.exp({x}) - 1.0)",
+    "log1p": "tl.log(1.0 + ({x}))",
+    "isnan": "(({x}) != ({x}))",
+    "reciprocal": "(1.0 / ({x}))",
 }
 # triton_helpers functions with a direct tl builtin.
 _HELPER_TO_TL = {"maximum": "tl.maximum", "minimum": "tl.minimum", "max2": "tl.max", "min2": "tl.min"}
@@ -107,7 +107,6 @@ class _KernelRewriter(ast.NodeTransformer):
     def __init__(self, helper_names: set[str]):
         self.helper_names = helper_names  # inlinable Inductor helpers
         self.needed_helpers: set[str] = set()
-        self.needed_math: set[str] = set()
         self.kept_libdevice: set[str] = set()
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
@@ -125,9 +124,6 @@ class _KernelRewriter(ast.NodeTransformer):
         if owner in ("libdevice", "tl_math", "math"):
             if name in _TL_MATH:
                 return ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr=_TL_MATH[name], ctx=ast.Load())
-            if name in _MATH_HELPERS:
-                self.needed_math.add(name)
-                return ast.Name(id=_MATH_HELPERS[name][0], ctx=ast.Load())
             if owner == "tl_math" or owner == "math":
                 return ast.Attribute(value=ast.Attribute(value=ast.Name(id="tl", ctx=ast.Load()), attr="math",
                                                          ctx=ast.Load()), attr=name, ctx=ast.Load())
@@ -136,6 +132,12 @@ class _KernelRewriter(ast.NodeTransformer):
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        fn = node.func
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
+                fn.value.id in ("libdevice", "tl_math", "math") and fn.attr in _MATH_INLINE and \
+                len(node.args) == 1 and not node.keywords:
+            arg = self.visit(node.args[0])
+            return ast.parse(_MATH_INLINE[fn.attr].format(x=ast.unparse(arg)), mode="eval").body
         self.generic_visit(node)
         # Python's min/max on block values: the compiler maps them to tl.minimum/tl.maximum,
         # the interpreter does not
@@ -567,6 +569,12 @@ class _ScalarItemRewriter(ast.NodeTransformer):
         self.scalars = scalars
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        fn = node.func
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
+                fn.value.id in ("libdevice", "tl_math", "math") and fn.attr in _MATH_INLINE and \
+                len(node.args) == 1 and not node.keywords:
+            arg = self.visit(node.args[0])
+            return ast.parse(_MATH_INLINE[fn.attr].format(x=ast.unparse(arg)), mode="eval").body
         self.generic_visit(node)
         fn = node.func
         if isinstance(fn, ast.Attribute) and fn.attr == "item" and isinstance(fn.value, ast.Name) \
@@ -600,6 +608,12 @@ def _refuse_call(node: ast.Call) -> None:
 
 class _ReinterpretRewriter(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        fn = node.func
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
+                fn.value.id in ("libdevice", "tl_math", "math") and fn.attr in _MATH_INLINE and \
+                len(node.args) == 1 and not node.keywords:
+            arg = self.visit(node.args[0])
+            return ast.parse(_MATH_INLINE[fn.attr].format(x=ast.unparse(arg)), mode="eval").body
         self.generic_visit(node)
         if _dotted(node.func) == "reinterpret_tensor" and len(node.args) >= 3:
             base, size, stride = node.args[:3]
@@ -799,6 +813,7 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
     forward_fn = ast.FunctionDef(name="forward", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                                  kw_defaults=[], defaults=[]), body=forward_body, decorator_list=[], lineno=0)
     _remove_dead_assignments(forward_fn)
+    _rename_sizes(forward_fn)
     forward_src = "\n".join(ast.unparse(s) for s in forward_fn.body)
     for k in kernels.values():  # triton_poi_fused_add_relu_0_xnumel -> add_relu_xnumel
         forward_src = forward_src.replace(f"{k.inductor_name}_", f"{k.name.removesuffix('_kernel')}_")
@@ -829,14 +844,13 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
         node = rewriter.visit(node)
         helper_srcs[name] = ast.unparse(node)
         pending.extend(sorted(rewriter.needed_helpers - before - set(helper_srcs)))
-    math_srcs = ["@triton.jit\n" + _MATH_HELPERS[m][1] for m in sorted(rewriter.needed_math)]
     header = HEADER
     if rewriter.kept_libdevice:
         header += "from triton.language.extra import libdevice\n"
         notes.append("libdevice kept (no tl equivalent): " + ", ".join(sorted(rewriter.kept_libdevice)))
     parts = [header]
     parts += [ast.unparse(s) for s in needed_globals]
-    parts += math_srcs + [helper_srcs[n] for n in sorted(helper_srcs, key=lambda n: _helper_order(n, helper_srcs))]
+    parts += [helper_srcs[n] for n in sorted(helper_srcs, key=lambda n: _helper_order(n, helper_srcs))]
     parts += kernel_srcs
     init_src = ast.unparse(init)
     sig = ", ".join(arg_names)
@@ -851,6 +865,59 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
             raise ConversionError("inductor_runtime_left", f"`{banned}` still referenced after conversion")
     compile(source, "<converted>", "exec")
     return source, launched
+
+
+def _rename_sizes(fn: ast.FunctionDef) -> None:
+    """Readable size names in forward(): `s77 = x.shape[0]` -> `x_dim0`; `arg1_1_size = self.bias.size()`
+    -> `bias_size`, and `s27 = bias_size[0]` -> `bias_dim0`. Only names that are assigned exactly once."""
+    assigned: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            assigned[node.id] = assigned.get(node.id, 0) + 1
+    taken = set(assigned) | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    renames: dict[str, str] = {}
+
+    def base(expr: ast.expr) -> str | None:
+        if isinstance(expr, ast.Name):
+            return renames.get(expr.id, expr.id).removesuffix("_size")
+        if isinstance(expr, ast.Attribute):
+            return expr.attr
+        return None
+
+    for stmt in fn.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            continue
+        old, value = stmt.targets[0].id, stmt.value
+        if assigned.get(old) != 1:
+            continue
+        new = None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
+                and not value.args and re.fullmatch(r"arg\d+_\d+_size", old):
+            b = base(value.func.value)
+            new = f"{b}_size" if b else None
+        elif isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and \
+                isinstance(value.slice.value, int) and re.fullmatch(r"[su]\d+", old):
+            target = value.value
+            if isinstance(target, ast.Attribute) and target.attr == "shape":
+                b = base(target.value)
+            elif isinstance(target, ast.Name):
+                b = base(target)
+            else:
+                b = None
+            new = f"{b}_dim{value.slice.value}" if b else None
+        if new and new not in taken:
+            renames[old] = new
+            taken.add(new)
+    if not renames:
+        return
+
+    class _Rename(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id in renames:
+                return ast.copy_location(ast.Name(id=renames[node.id], ctx=node.ctx), node)
+            return node
+
+    _Rename().visit(fn)
 
 
 def _helper_order(name: str, srcs: dict[str, str]) -> tuple[int, str]:
