@@ -858,3 +858,24 @@ def test_every_rule_has_a_test_that_fires_it() -> None:
     fired = set(re.findall(r'assert_fires\([^\n]*"([A-Z0-9-]+)"\)', text))
     missing = sorted(set(RULES) - fired)
     assert not missing, f"rules without a firing test: {missing}"
+
+
+@pytest.mark.parametrize("forward", [
+    LAUNCH + "vals = [x[i].item() * 2.0 for i in range(x.shape[0])]  # <-\nreturn torch.tensor(vals)",
+    LAUNCH + "acc = []\nfor i in range(x.shape[0]):\n    acc.append(float(x[i]) ** 2)  # <-\nreturn torch.tensor(acc)",
+])
+def test_element_by_element_host_compute(forward: str) -> None:
+    assert_fires(make(forward), "TORCH-COMPUTE")
+
+
+def test_per_slice_launches_with_scalar_arguments_are_fine() -> None:
+    source = make(
+        """
+        out = torch.empty_like(x)
+        for b in range(x.shape[0]):
+            n = int(x[b].numel())
+            relu_kernel[(triton.cdiv(n, 256),)](x[b], out[b], n, BLOCK=256)
+        return out
+        """
+    )
+    assert check_rules(source) == []

@@ -1218,6 +1218,11 @@ class _FactCollector(cst.CSTVisitor):
         self.assigns: list[tuple[cst.CSTNode, cst.CSTNode]] = []
         self.for_targets: list[tuple[cst.CSTNode, cst.CSTNode]] = []
         self.calls: list[cst.Call] = []
+        # element-by-element host reads: (call, inside a comprehension?, innermost loop or None)
+        self.scalar_reads: list[tuple[cst.Call, bool, cst.CSTNode | None]] = []
+        self.loop_calls: dict[int, list[cst.Call]] = {}  # id(loop) -> calls in its body
+        self._loops: list[cst.CSTNode] = []
+        self._comprehensions = 0
         self.ops: list[cst.CSTNode] = []  # BinaryOperation, UnaryOperation, Comparison
         self.aug: list[cst.AugAssign] = []
         self.subscript_stores: list[tuple[cst.Subscript, cst.CSTNode]] = []
@@ -1260,10 +1265,33 @@ class _FactCollector(cst.CSTVisitor):
         dead = (isinstance(test, cst.Name) and test.value in ("False", "None")) or _int_literal(test) == 0
         _walk(test, self)
         if not dead:
+            self._loops.append(node)
             _walk(node.body, self)
+            self._loops.pop()
         if node.orelse is not None:
             _walk(node.orelse, self)
         return False
+
+    def _comprehension(self, node: cst.CSTNode) -> bool:
+        self._comprehensions += 1
+        for name in _FIELDS.get(type(node)) or tuple(f.name for f in dataclasses.fields(type(node))):
+            value = getattr(node, name, None)
+            if isinstance(value, cst.CSTNode) and name not in _SKIP_FIELDS and not name.startswith("whitespace"):
+                _walk(value, self)
+        self._comprehensions -= 1
+        return False
+
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        return self._comprehension(node)
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        return self._comprehension(node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        return self._comprehension(node)
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        return self._comprehension(node)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
         for stmt in node.body:
@@ -1275,9 +1303,17 @@ class _FactCollector(cst.CSTVisitor):
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self.assigns.append((node.target, node.value))
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: cst.For) -> bool:
         # iterating a tensor yields tensors; iterating anything else yields unknowns
         self.for_targets.append((node.target, node.iter))
+        _walk(node.target, self)
+        _walk(node.iter, self)
+        self._loops.append(node)
+        _walk(node.body, self)
+        self._loops.pop()
+        if node.orelse is not None:
+            _walk(node.orelse, self)
+        return False
 
     def _store(self, target: cst.CSTNode, value: cst.CSTNode) -> None:
         self.assigns.append((target, value))
@@ -1295,6 +1331,13 @@ class _FactCollector(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.calls.append(node)
+        for loop in self._loops:
+            self.loop_calls.setdefault(id(loop), []).append(node)
+        if self._comprehensions or self._loops:
+            f = node.func
+            if (isinstance(f, cst.Attribute) and f.attr.value == "item") or (
+                    isinstance(f, cst.Name) and f.value in ("float", "int", "bool", "complex") and len(node.args) == 1):
+                self.scalar_reads.append((node, bool(self._comprehensions), self._loops[-1] if self._loops else None))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self.ops.append(node)
@@ -1492,6 +1535,15 @@ class _ForwardAnalysis:
                     self.c.report("TORCH-COMPUTE", f"`{self._code(target)} = ...` in {fr.key} rebinds a tensor's storage or metadata in PyTorch", target)
                 elif self._module_rooted(target, local_names):
                     self.c.report("RESULT-CACHE", f"`{self._code(target)} = ...` in {fr.key} stores on a module-level object (kept across calls)", target)
+        # tensors read element by element into Python, in a comprehension or a loop that launches
+        # nothing: the computation happens on the host, invisible to the dispatcher
+        for call, in_comprehension, loop in facts.scalar_reads:
+            target = call.func.value if isinstance(call.func, cst.Attribute) else call.args[0].value
+            if not self.is_tensor(target, ctx) and not (isinstance(call.func, cst.Attribute) and in_comprehension):
+                continue
+            if not in_comprehension and loop is not None and any(self._is_launch(c, ctx) for c in facts.loop_calls.get(id(loop), [])):
+                continue  # per-slice launches with a scalar argument
+            self.c.report("TORCH-COMPUTE", f"`{self._code(call)}` in {fr.key} reads tensor elements into Python one by one (host compute)", call)
         # an uninitialised allocation returned untouched (KernelBench's result-reuse cheat)
         self._check_unwritten_outputs(fr, facts)
         # mutable default arguments outlive the call: a cache in disguise
@@ -1856,6 +1908,14 @@ class _ForwardAnalysis:
             # referenced only where it is bound and where it is returned: nothing can have written it
             if total.get(name, 0) <= len(values) + in_returns[name]:
                 self.c.report("OUTPUT-UNWRITTEN", f"{fr.key} returns '{name}', a torch.empty* allocation that no kernel or call ever receives", values[0])
+
+    def _is_launch(self, call: cst.Call, ctx: "_Ctx") -> bool:
+        f = call.func
+        if isinstance(f, cst.Subscript) and self._kernel_ref(f.value, ctx.fr) is not None:
+            return True
+        if isinstance(f, cst.Name) and f.value in ctx.launchers:
+            return True
+        return isinstance(f, cst.Attribute) and f.attr.value == "run" and self._kernel_ref(f.value, ctx.fr) is not None
 
     def _module_rooted(self, node: cst.CSTNode, local_names: set[str]) -> bool:
         """`NAME` or `NAME.attr...` where NAME is a module-level binding (global, class, function)."""
