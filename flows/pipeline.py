@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, unmapped
+from prefect import flow, get_run_logger, unmapped
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -39,7 +39,7 @@ def task_runner(config: PipelineConfig):
     return ThreadPoolTaskRunner(max_workers=orch.max_workers)
 
 
-@flow(name="refresh-dataset", log_prints=True)
+@flow(name="refresh-dataset")
 def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
     """harvest -> extract -> dedup -> distill -> validate -> store -> export."""
     cfg = _config(config)
@@ -91,7 +91,7 @@ def unjudged_jobs(wh: Any) -> list[tuple[str, str]]:
     return [(problems[c.problem_key].reference_source, c.code) for c in candidates if c.key not in judged]
 
 
-@flow(name="train", log_prints=True)
+@flow(name="train")
 def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_export_key: str = "") -> dict[str, Any]:
     """SFT on the newest (or given) `sft` export, then GRPO from the SFT model on the `rl` export."""
     cfg = _config(config)
@@ -109,7 +109,7 @@ def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_exp
             out["sft"] = {"path": sft_result.checkpoint.path, "steps": sft_result.steps, "metrics": sft_result.metrics}
             base_model = sft_result.checkpoint.path
         else:
-            print("no sft export (nothing validated yet): GRPO starts from the base model")
+            get_run_logger().warning("no sft export (nothing validated yet): GRPO starts from the base model")
         if rl_export is None:
             raise ValueError(f"{db}: no rl export; run the refresh-dataset flow (autotriton refresh) first")
         grpo_result = grpo(cfg.training, cfg.validation, rl_export, base_model)
@@ -130,7 +130,7 @@ def _export(wh: Any, name: str, key: str):
     return found[-1] if found else None
 
 
-@flow(name="evaluate", log_prints=True)
+@flow(name="evaluate")
 def evaluate(config: PipelineConfig | None = None, model: str = "") -> dict[str, Any]:
     """Evaluate a model (default: the newest checkpoint in the warehouse) on evaluation.suite."""
     cfg = _config(config)
@@ -150,7 +150,7 @@ def evaluate(config: PipelineConfig | None = None, model: str = "") -> dict[str,
         raise
 
 
-@flow(name="retrain", log_prints=True)
+@flow(name="retrain")
 def retrain(config: PipelineConfig | None = None) -> dict[str, Any]:
     """refresh-dataset -> train -> evaluate: the whole pipeline, end to end."""
     cfg = _config(config)
