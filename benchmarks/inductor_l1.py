@@ -1,17 +1,19 @@
 """Inductor teacher over a suite (KernelBench level 1 by default) on a GPU: capture, convert, validate.
 
-    python benchmarks/inductor_l1.py --suite PATH [--suite PATH2] --out DIR [--stage all]
+    python benchmarks/inductor_l1.py [STAGE] --suite PATH [--suite PATH2] --out DIR
 
 Stages (each reads what the one before wrote under --out):
   capture   torch.compile every problem (Triton-only max-autotune), one subprocess per problem,
             --jobs at a time, each under --problem-timeout; writes DIR/captures/<id>.json
-            (dynamic shapes first; static shapes too when dynamic failed or left extern kernels).
+            (dynamic shapes; static shapes only when dynamic fails). Problems whose inputs exceed
+            1 GiB are compiled at shrunk sizes (the kernels take sizes as arguments).
   convert   turn each capture into a standalone ModelNew (distillation/inductor_convert.py);
             writes DIR/converted/<id>.py and DIR/conversions.jsonl (ok / reason per problem).
   validate  judge the converted candidates with autotriton.validation.validate_many on --device
             (falls back to a direct eager-vs-candidate comparison when the judge cannot be
             imported, and says so in the summary); writes DIR/verdicts.jsonl.
   all       the three in order.
+  summary   recompute the summary from the files a run left (e.g. one killed at its time limit).
   replay    (on a CPU machine, after the others) re-judge the converted candidates with the CPU
             interpreter and write the passing ones as replay data (--replay-out), the format the
             replay teacher serves (distillation/cache.py).
@@ -290,6 +292,17 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
         for pid in ids:
             f.write(json.dumps({"id": pid, **verdicts.get(pid, {"status": "not_judged", "error": "deadline"})},
                                default=str) + "\n")
+    return {"judge": judge, **summarize_verdicts(rows, out, verdicts),
+            "validate_wall_s": round(time.monotonic() - started, 1)}
+
+
+def summarize_verdicts(rows: list[dict[str, Any]], out: Path, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Yield, verdicts by status, speedups (geomean/median over kept pairs, fast_1 over all
+    problems) and the extern_kernels check, from verdicts keyed by problem id."""
+    import math
+
+    conv_dir = out / "converted"
+    ids = [r["id"] for r in rows if (conv_dir / f"{safe_id(r['id'])}.py").exists()]
     kept = [pid for pid in ids if verdicts.get(pid, {}).get("correct") and verdicts.get(pid, {}).get("rule_ok")]
     speedups = [verdicts[p]["speedup"] for p in kept if verdicts[p].get("speedup")]
     statuses: dict[str, int] = {}
@@ -297,15 +310,35 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
         st = verdicts.get(pid, {}).get("status", "not_judged")
         statuses[st] = statuses.get(st, 0) + 1
     extern_in_kept = [p for p in kept if "extern_kernels" in (conv_dir / f"{safe_id(p)}.py").read_text()]
-    import math
-
     geo = math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if speedups else None
-    return {"judge": judge, "judged": len(verdicts), "verdicts": statuses, "validated": len(kept),
+    return {"judged": sum(1 for p in ids if p in verdicts), "verdicts": statuses, "validated": len(kept),
             "validated_yield": round(len(kept) / max(1, len(rows)), 4),
             "speedup_geomean": round(geo, 3) if geo else None,
             "speedup_median": round(sorted(speedups)[len(speedups) // 2], 3) if speedups else None,
             "fast_1": round(sum(1 for x in speedups if x > 1.0) / max(1, len(rows)), 4),
-            "extern_kernels_in_kept": extern_in_kept, "validate_wall_s": round(time.monotonic() - started, 1)}
+            "extern_kernels_in_kept": extern_in_kept}
+
+
+def stage_summary(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    """Recompute the summary from the files a run left (also one killed at its time limit)."""
+    summary: dict[str, Any] = {"captured": len(list((out / "captures").glob("*.json")))}
+    if (out / "conversions.jsonl").exists():
+        outcomes: dict[str, int] = {}
+        for line in (out / "conversions.jsonl").read_text().splitlines():
+            reason = json.loads(line)["reason"] or "ok"
+            outcomes[reason] = outcomes.get(reason, 0) + 1
+        summary.update(converted=outcomes.get("ok", 0), conversion_rate=round(outcomes.get("ok", 0) / max(1, len(rows)), 4),
+                       conversion_outcomes=outcomes)
+    verdicts: dict[str, dict[str, Any]] = {}
+    for name in ("verdicts.partial.jsonl", "verdicts.jsonl"):
+        if (out / name).exists():
+            for line in (out / name).read_text().splitlines():
+                if line.strip():
+                    v = json.loads(line)
+                    if v.get("status") != "not_judged":
+                        verdicts[v["id"]] = v
+    summary.update(summarize_verdicts(rows, out, verdicts))
+    return summary
 
 
 # ---------------------------------------------------------------- replay data
@@ -385,7 +418,7 @@ def direct_check(problem: str, code: str, device: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", nargs="?", default="all", choices=["all", "capture", "convert", "validate", "replay", "_capture_one"])
+    ap.add_argument("stage", nargs="?", default="all", choices=["all", "capture", "convert", "validate", "replay", "summary", "_capture_one"])
     ap.add_argument("--suite", action="append", default=[], help="suite JSONL (repeatable)")
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--only", action="append", default=[], help="problem id to run (repeatable; default all)")
@@ -422,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
         summary.update(stage_convert(rows, out))
     if args.stage in ("all", "validate"):
         summary.update(stage_validate(rows, out, args.device, args.judge_workers, args.trials, args.validate_deadline))
+    if args.stage == "summary":
+        summary.update(stage_summary(rows, out))
     if args.stage == "replay":
         summary.update(stage_replay(rows, out, Path(args.replay_out)))
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
