@@ -2315,9 +2315,8 @@ class _NameFinder(cst.CSTVisitor):
 
 
 def _report_reference_in_class(c: _Checker, cls: _ClassInfo) -> None:
-    """Any mention of the reference Model in ModelNew's body (__init__ included)."""
-    if "Model" in c.classes and "Model" not in c.aliases:
-        pass  # a local Model is still the reference's name: using it inside ModelNew is the cheat
+    """Any mention of the reference Model in ModelNew's body (__init__ included). A `Model` the
+    candidate defines itself counts too: it is the reference's name and, pasted, its code."""
     finder = _NameFinder(frozenset({"Model"}))
     _walk(cls.node.body, finder)
     for n in finder.found:
