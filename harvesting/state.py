@@ -26,6 +26,7 @@ class HarvestState:
     def __init__(self, path: str | os.PathLike[str] | None, data: dict[str, Any] | None = None):
         self.path = Path(path) if path else None
         self.data: dict[str, Any] = data or {"version": STATE_VERSION, "sources": {}, "seen": []}
+        self._touched: set[str] = set()  # sources this harvest read or changed
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None) -> "HarvestState":
@@ -45,6 +46,7 @@ class HarvestState:
         return cls(path, data)
 
     def source(self, source_id: str) -> dict[str, Any]:
+        self._touched.add(source_id)
         return self.data["sources"].setdefault(source_id, {})
 
     @property
@@ -55,9 +57,20 @@ class HarvestState:
         self.data["seen"] = sorted(set(self.data["seen"]) | keys)
 
     def save(self) -> None:
+        """Write the state, merged into what is on disk now: several harvests (one per source, as
+        the refresh flow runs them) may each hold a copy; each only replaces its own sources."""
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            current = HarvestState.load(self.path).data if self.path.is_file() else None
+        except StateError:
+            current = None  # a corrupt file is replaced by this harvest's state
+        if current is not None:
+            merged = dict(current["sources"])
+            merged.update({sid: self.data["sources"][sid] for sid in self._touched if sid in self.data["sources"]})
+            self.data["sources"] = merged
+            self.data["seen"] = sorted(set(current["seen"]) | set(self.data["seen"]))
         fd, tmp = tempfile.mkstemp(prefix=".harvest_state.", dir=str(self.path.parent))
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -244,3 +244,19 @@ def test_helper_methods_nothing_reaches_are_dropped_with_their_imports():
     assert "def unused_but_kept" in source  # the class itself is never pruned
     with pytest.raises(ExtractionError):  # without pruning the mixin's import is needed
         extract_class(_repo(files), "pkg/block.py", "Block", prune=False)
+
+
+def test_states_saved_by_separate_harvests_merge(tmp_path):
+    from autotriton.harvesting import HarvestState
+
+    path = tmp_path / "state.json"
+    a, b = HarvestState.load(path), HarvestState.load(path)  # two sources harvested side by side
+    a.source("local:/x")["files"] = {"m.py": "1"}
+    a.add_seen({"k1"})
+    b.source("dataset:/y")["sha256"] = "2"
+    b.add_seen({"k2"})
+    a.save()
+    b.save()
+    merged = HarvestState.load(path)
+    assert merged.source("local:/x") == {"files": {"m.py": "1"}} and merged.source("dataset:/y") == {"sha256": "2"}
+    assert merged.seen == {"k1", "k2"}
