@@ -184,7 +184,7 @@ class LocalModelGenerator:
                 kwargs.update(temperature=self.temperature, top_p=self.top_p)
             else:
                 kwargs.update(temperature=None, top_p=None, top_k=None)  # silence sampling defaults of generation_config
-            with torch.no_grad():
+            with torch.inference_mode():
                 generated = self.model.generate(**enc, **kwargs)
             new_tokens = generated[:, enc["input_ids"].shape[1]:]
             decoded = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
