@@ -37,9 +37,6 @@ def test_filters_by_ids_levels_name_and_limit(kernelbench_l1):
 
 
 def test_shrink_keeps_suite_ids_and_makes_a_smaller_problem(kernelbench_l1):
-    pytest.importorskip("autotriton.validation.shrink")
-    from autotriton.validation import shrink_problem  # noqa: F401
-
     big = load_suite(kernelbench_l1, ids=["1"])[0]
     small = load_suite(kernelbench_l1, ids=["1"], shrink=True)[0]
     assert small.suite_id == big.suite_id and small.name == big.name
