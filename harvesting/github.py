@@ -28,7 +28,7 @@ from urllib3.util.retry import Retry
 from autotriton.harvesting.config import HarvestConfig
 from autotriton.harvesting.core import Harvester, HarvestResult, ProbeFn
 from autotriton.harvesting.extract import Repository
-from autotriton.harvesting.licences import normalize_spdx, spdx_header
+from autotriton.harvesting.licences import detect_licence_text, normalize_spdx, spdx_header
 from autotriton.harvesting.state import HarvestState
 from autotriton.records import SourceRef
 
@@ -137,7 +137,15 @@ def _repo_licence(client: GitHubClient, repo: Any) -> str | None:
         content = client.call(repo.get_license, f"{repo.full_name} licence")
     except UnknownObjectException:
         return None
-    return normalize_spdx(getattr(getattr(content, "license", None), "spdx_id", None))
+    spdx = normalize_spdx(getattr(getattr(content, "license", None), "spdx_id", None))
+    if spdx:
+        return spdx
+    # GitHub could not name it (NOASSERTION): read the licence file's text ourselves
+    try:
+        text = base64.b64decode(content.content or "").decode("utf-8", errors="replace")
+    except (ValueError, TypeError):
+        return None
+    return detect_licence_text(text)
 
 
 def search_query(config: HarvestConfig) -> str:

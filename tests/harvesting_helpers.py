@@ -100,6 +100,9 @@ class RecordedGitHub:
             return 404, {}, (self.root / "license_404.json").read_bytes()
         rest = parts[3:]
         if rest == ["license"]:
+            recorded = self.root / f"license_{parts[2]}.json"
+            if recorded.is_file():
+                return 200, {}, self._text(recorded.name)
             return 404, {}, (self.root / "license_404.json").read_bytes()
         if rest[0] == "branches":
             commit = self.commit(repo)

@@ -39,9 +39,11 @@ def test_github_harvest_end_to_end_with_rate_limits_and_etags(tmp_path, monkeypa
         assert ("acme/nolicense", "licence_unknown") in reasons  # no licence in search result, /license 404
         assert ("acme/gplnet", "licence_not_allowed") in reasons
         assert ("acme/blocks:blocks/latin.py", "not_utf8") in reasons
+        # GitHub said NOASSERTION; the licence text itself names ISC
+        assert by_name["Mish"].status == "runnable" and by_name["Mish"].licence == "ISC"
         # both rate limits were waited out (about a second each) and the requests repeated
         assert len(result.extra["github"]["requests"]) and result.extra["github"]["rate_limit_waits"] == 2
-        assert [s for _, _, s in gh.requests_to("/git/trees/")] == [403, 200]
+        assert [s for _, _, s in gh.requests_to("/repos/acme/blocks/git/trees/")] == [403, 200]
         assert [s for _, _, s in gh.requests_to("/search/repositories")] == [502, 200]
         assert not gh.requests_to("/repos/acme/gplnet/git")  # disallowed licence: nothing downloaded
         blobs_first = len(gh.requests_to("/git/blobs/"))
@@ -96,13 +98,13 @@ def test_cli_harvest_github_against_the_recorded_server(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_cli_secret_value")
     with RecordedGitHub() as gh:
         args = ["--db", str(tmp_path / "g.duckdb"), "--set", f"harvest.state_path={tmp_path / 'st.json'}", "harvest", "github",
-                "--query", "language:python torch", "--max-repos", "3", "--base-url", gh.base, "--no-probe", "--json"]
+                "--query", "language:python torch", "--max-repos", "4", "--base-url", gh.base, "--no-probe", "--json"]
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
         summary = json.loads(result.stdout.strip().splitlines()[-1])
-        assert summary["runnable"] == 2 and summary["modules"] == 2  # FeedForward and Block; latin.py is unreadable
+        assert summary["runnable"] == 3 and summary["modules"] == 3  # FeedForward, Block, Mish; latin.py is unreadable
         assert summary["file_errors"] == {"licence_not_allowed": 1, "licence_unknown": 1, "not_utf8": 1}
-        assert summary["new_rows"]["problems"] == 2
+        assert summary["new_rows"]["problems"] == 3
         assert "ghp_cli_secret_value" not in result.output
         # the search carried the query and the star qualifier
         assert any(path.startswith("/search/repositories") for _, path, _ in gh.log)
