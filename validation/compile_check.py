@@ -284,7 +284,9 @@ def _compiler_view(globals_dicts: Sequence[dict]) -> Any:
 # --------------------------------------------------------------------------------------------
 
 _BACKEND: Any = None
-_BINDERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()  # JITFunction -> binder
+# id(JITFunction) -> (weak ref, binder). Not a WeakKeyDictionary: JITFunction hashes by its
+# cache_key, which walks the kernel's globals (and fails on interpreter-wrapped helpers).
+_BINDERS: dict[int, tuple[Any, Any]] = {}
 
 
 def _backend_option_names() -> frozenset[str]:
@@ -309,13 +311,15 @@ def _backend() -> Any:
 
 
 def _binder(jit: Any) -> Any:
-    hit = _BINDERS.get(jit)
-    if hit is not None:
-        return hit
+    hit = _BINDERS.get(id(jit))
+    if hit is not None and hit[0]() is jit:
+        return hit[1]
     from triton.runtime.jit import create_function_from_signature
 
     binder = create_function_from_signature(jit.signature, jit.params, _backend())
-    _BINDERS[jit] = binder
+    key = id(jit)
+    _BINDERS[key] = (weakref.ref(jit), binder)
+    weakref.finalize(jit, _BINDERS.pop, key, None)
     return binder
 
 
