@@ -3,7 +3,7 @@
     teacher = InductorTeacher(config)            # needs a CUDA GPU
     candidates = teacher.generate(problems, samples=1)
 
-For each problem a fresh subprocess (`python -m autotriton.distillation.inductor_capture`, so a
+For each problem a fresh subprocess (`python distillation/inductor_capture.py OUT.json`, so a
 problem that crashes or hangs the compiler costs only itself) compiles the problem's `Model` with
 Triton-only max-autotune and dynamic shapes (inductor_capture.py); transposed, 1-D and grouped
 convolutions are first rewritten as gathers + matmul (inductor_decompose.py) so they too come out
@@ -51,7 +51,9 @@ def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: 
         out_path = os.path.join(tmp, "capture.json")
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
         try:
-            proc = subprocess.run([sys.executable, "-m", "autotriton.distillation.inductor_capture", out_path],
+            # run the file, not `-m autotriton.distillation...`: the package __init__ needs more
+            # than a bare GPU machine has, the capture needs torch + triton only
+            proc = subprocess.run([sys.executable, str(Path(__file__).with_name("inductor_capture.py")), out_path],
                                   input=json.dumps(request), text=True, capture_output=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired:
             return {"ok": False, "name": name, "stage": "timeout", "error": f"capture took over {timeout_s:.0f}s"}

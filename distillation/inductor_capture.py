@@ -375,7 +375,7 @@ def capture_problem(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m autotriton.distillation.inductor_capture OUT.json` with a JSON request on stdin
+    """`python distillation/inductor_capture.py OUT.json` with a JSON request on stdin
     ({"source", "name", "dynamic", "decompose_convolution", "max_autotune", "device"}): the
     subprocess side of InductorTeacher. Writes the capture dict to OUT.json."""
     import json
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m autotriton.distillation.inductor_capture OUT.json < request.json", file=sys.stderr)
+        print("usage: python distillation/inductor_capture.py OUT.json < request.json", file=sys.stderr)
         return 2
     request = json.loads(sys.stdin.read())
     capture = capture_problem(request["source"], name=request.get("name", "problem"),
