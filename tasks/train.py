@@ -17,7 +17,7 @@ def sft(training_config: Any, export: Any):
     """Fine-tune on the SFT export; resumes from the newest checkpoint in the output dir."""
     from autotriton.training.sft import run_sft
 
-    result = run_sft(training_config, export.path, export_key=export.key, resume=True, progress=False)
+    result = run_sft(training_config, export.path, export_key=export.key, resume=True, progress=True)
     _publish_curves("sft", result)
     return result
 
@@ -28,7 +28,7 @@ def grpo(training_config: Any, validation_config: Any, export: Any, base_model: 
     from autotriton.training.grpo import run_grpo
 
     result = run_grpo(training_config, export.path, resources.judge(validation_config), export_key=export.key,
-                      base_model=base_model, resume=True, progress=False)
+                      base_model=base_model, resume=True, progress=True)
     _publish_curves("grpo", result)
     return result
 
