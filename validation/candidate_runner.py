@@ -186,6 +186,12 @@ def install_launch_hooks() -> None:
 
         targets.append(InterpretedFunction)
         _fix_interpreter_index()
+        try:  # validation-static's shims: device-call patch leaks, autotune without a GPU driver
+            from autotriton.validation.triton_compat import apply_interpreter_fixes
+
+            apply_interpreter_fixes()
+        except ImportError:
+            pass
     except ImportError:
         pass
     for cls in targets:
