@@ -189,12 +189,12 @@ def bench_sft(args, tok, device, workdir):
     wall = time.perf_counter() - t0
     logs = [e for e in result.log_history if "num_tokens" in e and "loss" in e]
     # Steady state: from the end of step 2 (compile/allocator warm-up) to the end.
-    steps_s = result.metrics.get("mean_step_s")
+    steps_s = result.metrics.get("steady_step_s")
     toks = [e["num_tokens"] for e in logs]
     per_step_tokens = (toks[-1] - toks[1]) / max(1, len(toks) - 2) if len(toks) > 2 else toks[-1] / max(1, len(toks))
     del model
     return {"params": params, "seq_len": args.seq, "batch": args.sft_batch, "steps": result.steps,
-            "tokens_per_step": per_step_tokens, "mean_step_s": steps_s,
+            "tokens_per_step": per_step_tokens, "steady_step_s": steps_s, "mean_step_s": result.metrics.get("mean_step_s"),
             "tokens_per_s": per_step_tokens / steps_s if steps_s else None, "wall_s": wall,
             "final_loss": result.metrics.get("final_loss"), "gradient_checkpointing": args.grad_ckpt}
 

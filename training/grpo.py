@@ -152,6 +152,7 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
                                "judge_calls": rewards.judge_calls, **reward_summary(history)}
     if timer.step_times:
         metrics["mean_step_s"] = sum(timer.step_times) / len(timer.step_times)
+        metrics["steady_step_s"] = timer.steady_step_s()
     if rewards.judge_seconds:
         metrics["mean_judge_s"] = sum(rewards.judge_seconds) / len(rewards.judge_seconds)
     curves = None

@@ -71,6 +71,13 @@ class StepTimer(TrainerCallback):
             self.step_times.append(time.perf_counter() - self._t0)
             self._t0 = None
 
+    def steady_step_s(self) -> float | None:
+        """Median step time without the first step (which pays for warm-up: CUDA, allocator, judge)."""
+        import statistics
+
+        rest = self.step_times[1:] or self.step_times
+        return statistics.median(rest) if rest else None
+
 
 def series(log_history: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
     """(steps, values) of one logged metric, skipping entries without it or with NaN."""

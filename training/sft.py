@@ -198,6 +198,7 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
     tokens = trainer.state.num_input_tokens_seen or 0
     if timer.step_times:
         metrics["mean_step_s"] = sum(timer.step_times) / len(timer.step_times)
+        metrics["steady_step_s"] = timer.steady_step_s()
     if tokens:
         metrics["tokens_seen"] = tokens
     curves = None
