@@ -173,8 +173,10 @@ def sft_cmd(
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help=GPUS_HELP, show_default=False),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: checkpoint key and path, steps, metrics (final loss), curves PNG"),
 ) -> None:
-    """Supervised fine-tuning on the warehouse's validated pairs (trl SFTTrainer, loss on the
-    completion only); registers the final model as a checkpoint with the export it used."""
+    """Fine-tune a model on the warehouse's validated pairs (SFT).
+
+    trl SFTTrainer, loss on the completion only; the export is recorded, the final model is
+    registered as a checkpoint with the export it used, and the curves are drawn as a PNG."""
     cfg = _config(model, "training.sft_max_steps", max_steps, output_dir, gpus)
     out = console(json_out)
     summary = _train_sft(cfg, export_key, resume, out, json_out)
@@ -194,9 +196,11 @@ def grpo_cmd(
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help=GPUS_HELP, show_default=False),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: checkpoint, steps, reward stats, judge shares, curves PNG"),
 ) -> None:
-    """GRPO with the validator as the reward (AutoTriton: 1 only when correct AND rule-abiding),
-    judged in parallel by warm judge workers; logs reward mean/std and the shares of correct,
-    compiled, rule-violating and hacking completions per step."""
+    """Reinforce a model with GRPO, the judge as the reward.
+
+    AutoTriton's reward: 1 only when correct AND rule-abiding, judged in parallel by warm judge
+    workers; logs reward mean/std and the shares of correct, compiled, rule-violating and
+    hacking completions per step. --model is usually the SFT checkpoint folder."""
     cfg = _config(model, "training.grpo_max_steps", max_steps, output_dir, gpus)
     out = console(json_out)
     summary = _train_grpo(cfg, export_key, resume, None, out)
@@ -215,8 +219,10 @@ def train_cmd(
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help=GPUS_HELP, show_default=False),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: {sft: ..., grpo: ...} summaries"),
 ) -> None:
-    """SFT on validated pairs, then GRPO from the SFT model (AutoTriton's recipe: RL without
-    SFT first learns to hack). Both checkpoints are registered in the warehouse."""
+    """SFT on validated pairs, then GRPO from the SFT model.
+
+    AutoTriton's recipe (RL without SFT first learns to hack). Both checkpoints are registered
+    in the warehouse; --resume continues each stage from its newest checkpoint."""
     extra: dict[str, Any] = {"training.model": model, "training.sft_max_steps": max_steps,
                              "training.grpo_max_steps": max_steps, "training.num_processes": gpus,
                              "training.output_dir": str(output_dir) if output_dir else None}
