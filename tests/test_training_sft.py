@@ -71,3 +71,14 @@ def test_sft_runs_under_accelerate_launch_and_reports_back(tiny_dir, tmp_path):
     assert result.steps == 2 and result.checkpoint.export_key == "k1"
     assert Path(result.checkpoint.path, "config.json").is_file()
     assert (tmp_path / "sft" / "launch.log").is_file()
+
+
+def test_lora_sft_saves_a_merged_plain_model(tiny_dir, tmp_path):
+    rows = build_sft_rows(validated_pairs(1), val_fraction=0.0)
+    cfg = _cfg(tiny_dir, tmp_path, sft_max_steps=2, lora=True, lora_r=4, lora_alpha=8)
+    result = run_sft(cfg, rows, progress=False)
+    final = Path(result.checkpoint.path)
+    assert (final / "config.json").is_file() and not (final / "adapter_config.json").exists()
+    model, _ = load_model(str(final), device="cpu")
+    assert not any("lora" in name for name, _ in model.named_parameters())
+    assert (tmp_path / "sft" / "checkpoint-2" / "adapter_config.json").is_file()  # checkpoints keep the adapters
