@@ -249,3 +249,53 @@ def test_run_killed_mid_way_resumes_without_duplicates(tmp_path):
         assert statuses == ["correct", "incorrect", "timeout"]
         runs = [r[0] for r in wh.sql("SELECT status FROM runs WHERE kind = 'refresh' ORDER BY started_at").rows]
         assert runs == ["crashed", "succeeded"]
+
+
+@pytest.mark.slow
+def test_refresh_on_a_local_dask_cluster(tmp_path, prefect_harness):
+    """The same flow with prefect-dask: compute tasks run in Dask worker processes (each with its
+    own warm judge), persistence stays in the flow process that holds the warehouse."""
+    from autotriton.flows.pipeline import refresh_dataset, task_runner
+
+    suite = _suite(tmp_path / "suite.jsonl", "dasktest/train", {"relu": RELU_PROBLEM, "abs": ABS_PROBLEM})
+    replay = _replay(tmp_path / "replay.jsonl", {"relu": (RELU_PROBLEM, RELU_KERNEL), "abs": (ABS_PROBLEM, RELU_KERNEL_WRONG)})
+    cfg = _config(tmp_path, suite, replay, **{"orchestration.task_runner": "dask"})
+    runner = task_runner(cfg)
+    assert type(runner).__name__ == "DaskTaskRunner"
+    result = refresh_dataset.with_options(task_runner=runner)(cfg)
+    assert result["distill"]["verdicts"] == {"correct": 1, "incorrect": 1}, result["distill"]
+    assert result["distill"]["validated_pairs"] == 1
+    assert _read_db(cfg, "SELECT count(*) FROM verdicts") == [(2,)]
+
+
+@pytest.mark.slow
+def test_ui_serves_points_the_cli_and_stops_on_ctrl_c(tmp_path):
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect")
+    proc = subprocess.Popen([sys.executable, "-m", "autotriton.flows.cli", "ui", "--port", str(port)], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        line = ""
+        deadline = time.monotonic() + 240
+        while "Prefect UI" not in line and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, "ui exited early"
+        assert f"http://127.0.0.1:{port}" in line, line
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=10) as resp:
+            assert resp.status == 200
+        profiles = (tmp_path / "prefect" / "profiles.toml").read_text()
+        assert f"http://127.0.0.1:{port}/api" in profiles  # the CLI now reports to this server
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert f"http://127.0.0.1:{port}/api" not in (tmp_path / "prefect" / "profiles.toml").read_text()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=3)
