@@ -156,26 +156,6 @@ def _restore_lang(snapshot: list[tuple[Any, dict[str, Any]]]) -> None:
 _MISSING = object()
 
 
-def _fix_interpreter_index() -> None:
-    """Triton 3.6's interpreter turns scalar kernel arguments into 1-element arrays and defines
-    `__index__` as `int(array)`, which numpy >= 2.4 refuses for 1-d arrays: every
-    `range(0, K, BLOCK)` over a runtime argument fails. Use `.item()` instead (same value)."""
-    try:
-        import triton.runtime.interpreter as interp
-    except ImportError:
-        return
-    original = getattr(interp, "_patch_lang_tensor", None)
-    if original is None or getattr(original, "_autotriton_fix", False):
-        return
-
-    def patched(tensor, scope):
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-    patched._autotriton_fix = True  # type: ignore[attr-defined]
-    interp._patch_lang_tensor = patched
-
-
 def install_launch_hooks() -> None:
     """Wrap the two launch paths of Triton 3.x: compiled JITFunction and the CPU interpreter."""
     from triton.runtime.jit import JITFunction
@@ -185,8 +165,9 @@ def install_launch_hooks() -> None:
         from triton.runtime.interpreter import InterpretedFunction
 
         targets.append(InterpretedFunction)
-        _fix_interpreter_index()
-        try:  # validation-static's shims: device-call patch leaks, autotune without a GPU driver
+        # validation-static's shims: numpy >= 2.4 vs the interpreter's int() of scalar arguments,
+        # device-call patch leaks, autotune without a GPU driver
+        try:
             from autotriton.validation.triton_compat import apply_interpreter_fixes
 
             apply_interpreter_fixes()
