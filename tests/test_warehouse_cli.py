@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -113,3 +114,23 @@ def test_lineage_verb(filled):
     assert by_run["runs"][0]["rows_written"]["problems"] == 6
     missing = invoke("--db", str(path), "db", "lineage", "ffffffffffffffff")
     assert missing.exit_code == 2 and "no row, run or flow run" in missing.stderr
+
+
+def test_check_verb_finds_orphans_and_missing_exports(filled, tmp_path):
+    path, chain = filled
+    assert one_json(invoke("--db", str(path), "db", "check", "--json"))["ok"] is True
+    exported = one_json(invoke("--db", str(path), "db", "export", "pairs", "--json"))
+    with Warehouse(path) as wh:
+        run = wh.start_run("distill", {})
+        from autotriton.records import Candidate
+
+        wh.put_candidates(run, [Candidate(problem_key="0000feed0000feed", code="x = 1")])
+        wh.finish_run(run, "succeeded", {})
+    Path(exported["path"]).unlink()
+    result = invoke("--db", str(path), "db", "check", "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["orphans"] == {"candidates.problem_key": {"missing_in": "problems", "count": 1, "examples": ["0000feed0000feed"]}}
+    assert [m["key"] for m in report["missing_export_files"]] == [exported["key"]]
+    human = invoke("--db", str(path), "db", "check")
+    assert human.exit_code == 1 and "0000feed0000feed" in human.stdout and "autotriton db export pairs" in human.stdout

@@ -679,6 +679,28 @@ class Warehouse:
             "latest_verdicts_by_status": verdict_status, "validated_pairs": validated, "last_runs": last,
         }
 
+    @_locked
+    def check(self, examples: int = 5) -> dict[str, Any]:
+        """Consistency report: parent keys that point nowhere, export files that are gone, runs
+        still marked running. `ok` is True when nothing was found."""
+        orphans: dict[str, dict[str, Any]] = {}
+        for table, spec in TABLES.items():
+            for col, parent in spec.parents.items():
+                rows = self._con.execute(
+                    f"SELECT DISTINCT c.{_q(col)} FROM {_q(table)} c ANTI JOIN {_q(parent)} p ON p.key = c.{_q(col)} "
+                    f"WHERE c.{_q(col)} IS NOT NULL ORDER BY 1"
+                ).fetchall()
+                if rows:
+                    orphans[f"{table}.{col}"] = {"missing_in": parent, "count": len(rows), "examples": [r[0] for r in rows[:examples]]}
+        missing_files = [
+            {"key": key, "name": name, "path": path}
+            for key, name, path in self._con.execute("SELECT key, name, path FROM exports ORDER BY created_at").fetchall()
+            if not Path(path).is_file()
+        ]
+        running = [r[0] for r in self._con.execute("SELECT run_id FROM runs WHERE status = 'running' ORDER BY started_at").fetchall()]
+        return {"ok": not orphans and not missing_files, "orphans": orphans,
+                "missing_export_files": missing_files, "running_runs": running}
+
     # -- exports ------------------------------------------------------------------------------
     @_locked
     def export_parquet(self, name: str, rows: Sequence[Mapping[str, Any]], filter: Mapping[str, Any] | None,

@@ -193,6 +193,30 @@ def lineage(
         out.print("referenced by: " + ", ".join(f"{n} {link}" for link, n in result["children"].items()))
 
 
+@db_app.command("check")
+def check(json_out: bool = typer.Option(False, "--json", help="print one JSON object: ok, orphans, missing_export_files, running_runs")) -> None:
+    """Check consistency: parent keys that point nowhere, export files that are gone, runs still
+    running. Exit code 1 when something is wrong (details printed), 0 when all is well."""
+    with open_warehouse(read_only=True) as (wh, _):
+        report = wh.check()
+    if json_out:
+        emit_json(report)
+    else:
+        out = console()
+        for link, info in report["orphans"].items():
+            out.print(f"[red]orphans[/] {link}: {info['count']} key(s) not in {info['missing_in']}, e.g. {', '.join(info['examples'])}")
+        for item in report["missing_export_files"]:
+            out.print(f"[red]missing file[/] export {item['name']} ({item['key']}): {item['path']} "
+                      f"(re-create it with `autotriton db export {item['name']}`)")
+        if report["running_runs"]:
+            out.print(f"runs still marked running: {', '.join(report['running_runs'])} "
+                      "(in progress elsewhere, or killed; a writer's next open marks dead ones crashed)")
+        if report["ok"]:
+            out.print("[green]ok[/]: every parent key resolves and every export file exists")
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
 @db_app.command("migrate")
 def migrate(json_out: bool = typer.Option(False, "--json", help="print one JSON object: applied versions, schema version")) -> None:
     """Bring the warehouse schema up to date (creates the file if needed); a no-op when current."""
