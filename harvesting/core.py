@@ -21,7 +21,7 @@ from autotriton.harvesting.extract import (
     ExtractionError, ModuleClassIndex, Repository, extract_class, rename_to_model,
 )
 from autotriton.harvesting.state import HarvestState
-from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
+from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, repair_attempt, synthesize
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
 # Probe reasons that another input guess cannot fix.
@@ -351,6 +351,12 @@ class Harvester:
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
                         p.first_failure = (reason, detail)
                     _reorder_after_failure(p.attempts, round_no + 1, detail)
+                    fixed = repair_attempt(p.attempts[round_no], str(_field(res, "detail") or ""))
+                    if fixed is not None and reason not in PERMANENT_REASONS:
+                        # torch said which shape it wanted: try that next, within the attempt budget
+                        p.attempts.insert(round_no + 1, fixed)
+                        del p.attempts[self.config.max_attempts:]
+                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
                     if reason in PERMANENT_REASONS or round_no + 1 >= len(p.attempts):
                         p.done = True
                         bar.advance(task, len(p.attempts) - round_no - 1)

@@ -260,3 +260,20 @@ def test_states_saved_by_separate_harvests_merge(tmp_path):
     merged = HarvestState.load(path)
     assert merged.source("local:/x") == {"files": {"m.py": "1"}} and merged.source("dataset:/y") == {"sha256": "2"}
     assert merged.seen == {"k1", "k2"}
+
+
+@pytest.mark.parametrize("message,shape,expected", [
+    ("RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x32 and 16x64)", [2, 8, 32], [2, 8, 16]),
+    ("RuntimeError: Given groups=1, weight of size [16, 16, 3, 3], expected input[2, 32, 8, 8] to have 16 channels, "
+     "but got 32 channels instead", [2, 32, 8, 8], [2, 16, 8, 8]),
+    ("RuntimeError: Given normalized_shape=[16], expected input with shape [*, 16], but got input of size[2, 8, 32]", [2, 8, 32], [2, 8, 16]),
+    ("ValueError: expected 4D input (got 3D input)", [2, 8, 32], [2, 8, 8, 32]),
+])
+def test_torch_shape_errors_steer_the_next_input_guess(message, shape, expected):
+    from autotriton.harvesting.synthesis import Attempt, repair_attempt
+
+    attempt = Attempt(["16"], [{"name": "dim", "value": 16}], ["torch.randn(...)"], [{"kind": "tensor", "shape": shape, "dtype": "float32"}])
+    fixed = repair_attempt(attempt, message)
+    assert fixed is not None and fixed.input_spec[0]["shape"] == expected
+    assert fixed.input_code[0] == f"torch.randn({', '.join(map(str, expected))})" and fixed.init_code == ["16"]
+    assert repair_attempt(attempt, "ZeroDivisionError: division by zero") is None
