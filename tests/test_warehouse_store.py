@@ -238,3 +238,15 @@ def test_not_a_warehouse_file_is_a_clear_error(tmp_path):
         with pytest.raises(WarehouseError, match=r"notes.duckdb: not a readable DuckDB warehouse .*Point --db"):
             Warehouse(bogus, read_only=read_only)
     assert bogus.read_text() == "not a database\n"  # left untouched
+
+
+def test_run_config_is_stored_without_secrets(wh):
+    config = {"distill": {"api_key": "sk-live-123", "api_key_env": "OPENAI_API_KEY", "max_tokens": 512},
+              "harvest": {"github_token": "ghp_abc", "query": "nn.Module"}, "password": ""}
+    run = wh.start_run("distill", config)
+    stored = wh.runs(limit=1)[0]["config"]
+    assert stored == {"distill": {"api_key": "***", "api_key_env": "OPENAI_API_KEY", "max_tokens": 512},
+                      "harvest": {"github_token": "***", "query": "nn.Module"}, "password": ""}
+    from autotriton.hashing import content_key
+
+    assert run.config_hash == content_key("config", config)  # the hash still identifies the real config

@@ -139,8 +139,24 @@ def _config_payload(config: Any) -> tuple[dict[str, Any], str]:
         payload = dict(config)
     else:
         raise TypeError(f"start_run: config must be a pydantic model, a dataclass or a dict, got {type(config).__name__}")
-    # Same formula as autotriton.configuration.config_hash, so a run's hash equals PipelineConfig.hash.
-    return payload, content_key("config", json.loads(stable_json(payload)))
+    # Same formula as autotriton.configuration.config_hash, so a run's hash equals PipelineConfig.hash
+    # (computed before redaction: the hash identifies the config, the stored JSON must not leak it).
+    return _redact(payload), content_key("config", json.loads(stable_json(payload)))
+
+
+_SECRET_KEY = re.compile(r"(^|_)(api_key|apikey|token|secret|password|passwd)$", re.IGNORECASE)
+
+
+def _redact(value: Any, key: str = "") -> Any:
+    """Config as stored in `runs.config`: string values of secret-looking keys (api_key, *_token,
+    password, ...) replaced by '***'. Names of environment variables (api_key_env) stay."""
+    if isinstance(value, Mapping):
+        return {k: _redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, key) for v in value]
+    if isinstance(value, str) and value and _SECRET_KEY.search(key):
+        return "***"
+    return value
 
 
 def _process_command(pid: int) -> str:
