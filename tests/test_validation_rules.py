@@ -879,3 +879,8 @@ def test_per_slice_launches_with_scalar_arguments_are_fine() -> None:
         """
     )
     assert check_rules(source) == []
+
+
+def test_launch_with_an_empty_grid_runs_nothing() -> None:
+    source = make("out = torch.empty_like(x)\nrelu_kernel[(0,)](x, out, x.numel(), BLOCK=256)  # <-\nreturn out")
+    assert_fires(source, "TRITON-NOT-LAUNCHED")

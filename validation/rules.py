@@ -1773,6 +1773,9 @@ class _ForwardAnalysis:
         if isinstance(func, cst.Subscript):
             k = self._kernel_ref(func.value, fr)
             if k is not None:
+                if self._empty_grid(func, ctx):
+                    self.c.report("TRITON-NOT-LAUNCHED", f"{k} is launched with an empty grid (a 0 dimension): no program runs", call)
+                    return
                 self.record_launch(k, call, ctx)
                 return
         if isinstance(func, cst.Name) and func.value in ctx.launchers:
@@ -1908,6 +1911,19 @@ class _ForwardAnalysis:
             # referenced only where it is bound and where it is returned: nothing can have written it
             if total.get(name, 0) <= len(values) + in_returns[name]:
                 self.c.report("OUTPUT-UNWRITTEN", f"{fr.key} returns '{name}', a torch.empty* allocation that no kernel or call ever receives", values[0])
+
+    def _empty_grid(self, sub: cst.Subscript, ctx: "_Ctx") -> bool:
+        """`k[(0,)]`, `k[0, 1]`, `k[(n, 0)]`: a literal 0 (or a name bound once to 0) in the grid."""
+        elems: list[cst.CSTNode] = []
+        for el in sub.slice:
+            value = el.slice.value if isinstance(el.slice, cst.Index) else None
+            if isinstance(value, (cst.Tuple, cst.List)):
+                elems += [e.value for e in value.elements]
+            elif value is not None:
+                elems.append(value)
+        env = dict(self.c.constants)
+        env.update(ctx.literals)
+        return any(_eval_int(e, env) == 0 for e in elems)
 
     def _is_launch(self, call: cst.Call, ctx: "_Ctx") -> bool:
         f = call.func
