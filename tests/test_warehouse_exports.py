@@ -92,3 +92,13 @@ def test_builtin_exports(wh, tmp_path):
     assert sorted(r["status"] for r in rows) == ["correct"] * 4 + ["incorrect"] * 2
     export = wh.export_parquet("pairs", pair_rows(wh)[0], {}, run, out_dir=tmp_path)
     assert sorted(wh.to_hf_dataset(export)["candidate_key"]) == sorted(good)
+
+
+def test_columns_missing_from_some_rows_are_kept_as_nulls(wh, tmp_path):
+    run = wh.start_run("export", {})
+    export = wh.export_parquet("mixed", [{"a": 1}, {"a": 2, "note": "late column"}], {}, run, out_dir=tmp_path)
+    assert wh.to_hf_dataset(export).to_list() == [{"a": 1, "note": None}, {"a": 2, "note": "late column"}]
+    same = wh.export_parquet("mixed", [{"a": 1, "note": None}, {"a": 2, "note": "late column"}], {}, run, out_dir=tmp_path)
+    assert same.key == export.key
+    empty = wh.export_parquet("empty", [], {}, run, out_dir=tmp_path)
+    assert empty.row_count == 0 and len(wh.to_hf_dataset(empty)) == 0

@@ -730,14 +730,17 @@ class Warehouse:
         self._require_writable("export_parquet")
         if not _EXPORT_NAME.match(name or ""):
             raise ValueError(f"export_parquet: name {name!r} must be letters, digits, '_', '-' or '.'")
-        rows = [dict(r) for r in rows]
+        # Columns are the union over all rows (first-seen order); a row without one gets null there.
+        # (pyarrow's from_pylist would silently drop columns the first row lacks.)
+        columns = list(dict.fromkeys(col for r in rows for col in r))
+        rows = [{col: r.get(col) for col in columns} for r in rows]
         row_hashes = sorted(content_key("row", r) for r in rows)
         chash = content_key("export", name, row_hashes)
         try:
-            table = pa.Table.from_pylist(rows) if rows else pa.table({})
+            table = pa.Table.from_pydict({col: [r[col] for r in rows] for col in columns})
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise WarehouseError(f"export {name}: rows do not form one table ({exc}); every row needs the same columns and types.") from exc
-        splits = dict(sorted(Counter(str(r.get("split")) for r in rows).items())) if rows and "split" in rows[0] else {}
+            raise WarehouseError(f"export {name}: rows do not form one table ({exc}); every column needs one type in all rows.") from exc
+        splits = dict(sorted(Counter(str(r["split"]) for r in rows).items())) if "split" in columns else {}
         directory = Path(out_dir) if out_dir is not None else self.export_dir
         directory.mkdir(parents=True, exist_ok=True)
         final = (directory / f"{name}-{chash}.parquet").resolve()
