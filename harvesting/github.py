@@ -20,6 +20,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, TypeVar
 
+import requests
 from github import Auth, Github, GithubException, RateLimitExceededException, UnknownObjectException
 from github.Requester import Requester
 from rich.progress import BarColumn, Progress, TextColumn
@@ -80,6 +81,7 @@ class GitHubClient:
         self.gh = Github(base_url=(base_url or config.github_base_url).rstrip("/"), auth=Auth.Token(token) if token else None,
                          retry=retry, per_page=100, seconds_between_requests=None, timeout=30)
         self.config = config
+        self.base_url = (base_url or config.github_base_url).rstrip("/")
         self.progress = progress
         self.console = console
         self.sleep = sleep
@@ -91,6 +93,10 @@ class GitHubClient:
         for _ in range(6):
             try:
                 return fn()
+            except requests.exceptions.RequestException as exc:  # retried by urllib3 already
+                raise GitHubHarvestError(
+                    f"{what}: cannot reach {self.base_url} ({type(exc).__name__}); check the network, "
+                    "harvest.github_base_url / --base-url, and a proxy if you use one") from exc
             except (RateLimitExceededException, GithubException) as exc:
                 message = exc.data.get("message", "") if isinstance(exc.data, dict) else str(exc.data or "")
                 wait = rate_limit_wait(exc.status, exc.headers, message)

@@ -119,3 +119,15 @@ def test_a_corrupt_state_file_is_named_in_the_error(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(StateError, match="state.json"):
         HarvestState.load(bad)
+
+
+def test_an_unreachable_api_is_named_in_the_error(tmp_path):
+    import socket
+
+    from autotriton.harvesting import GitHubHarvestError
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(GitHubHarvestError, match=f"cannot reach http://127.0.0.1:{port}"):
+        harvest_github(_config(tmp_path, github_retries=0), token="", base_url=f"http://127.0.0.1:{port}")
