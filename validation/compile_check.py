@@ -64,6 +64,12 @@ _TORCH_DTYPE_TO_TRITON = {
 }
 
 
+__all__ = [
+    "LaunchRecord", "launch_record_from_call", "compile_launched", "compile_check", "parse_target", "signature_type",
+    "as_jit_function", "shared_memory_limit", "CompileCheckError", "SHARED_MEMORY_LIMITS", "MAX_REGISTERS",
+    "GUESSED_BLOCK_SIZE",
+]
+
 if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
     from autotriton.validation.triton_compat import apply_interpreter_fixes
 

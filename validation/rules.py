@@ -32,6 +32,12 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from autotriton.records import Violation
 
+__all__ = [
+    "check_rules", "RULES", "ALLOWED_IMPORTS", "ALLOWED_TORCH_CALLS", "ALLOWED_TENSOR_METHODS", "TENSOR_COMPUTE_METHODS",
+    "FORBIDDEN_NAMES", "FORBIDDEN_BUILTIN_CALLS", "FORBIDDEN_BARE_NAMES", "FORBIDDEN_ATTRIBUTES",
+    "INDUCTOR_RUNTIME_ALLOWLIST", "TOLERATED_IMPORTS",
+]
+
 # --------------------------------------------------------------------------------------------
 # Rule ids (stable: stored in the warehouse and used as training feedback)
 # --------------------------------------------------------------------------------------------
