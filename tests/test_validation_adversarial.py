@@ -45,6 +45,7 @@ CHEATS = {
     "cheat_huge_output": ("relu", "runtime_error", set()),
     "cheat_numpy_escape": ("relu", "rule_violation", {"RUNTIME-ESCAPE-HATCH"}),
     "cheat_dispatch_escape": ("relu", "rule_violation", {"RUNTIME-ESCAPE-HATCH"}),
+    "cheat_grid_compute": ("relu", "rule_violation", {"RUNTIME-ATEN-COMPUTE"}),
 }
 
 # Correct kernels checked on the interpreter only (not yet run on a GPU).
