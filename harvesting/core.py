@@ -21,7 +21,9 @@ from autotriton.harvesting.extract import (
     ExtractionError, ModuleClassIndex, Repository, extract_class, rename_to_model,
 )
 from autotriton.harvesting.state import HarvestState
-from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, repair_attempt, synthesize
+from autotriton.harvesting.synthesis import (
+    Attempt, SynthesisError, problem_source, random_calls, repair_attempt, synthesize,
+)
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
 # Probe reasons that another input guess cannot fix.
@@ -283,6 +285,13 @@ class Harvester:
                        licence=ref.licence, op_tags=op_tags(standalone))
         if len(standalone) > self.config.max_problem_chars:
             self._finish_rejected(base, "too_large", f"{len(standalone)} characters > harvest.max_problem_chars={self.config.max_problem_chars}")
+            return module
+        try:
+            randomness = random_calls(model_source)
+        except SyntaxError:
+            randomness = []
+        if randomness:
+            self._finish_rejected(base, "nondeterministic", "draws random numbers outside __init__: " + ", ".join(randomness[:3]))
             return module
         try:
             attempts = synthesize(model_source, max_attempts=self.config.max_attempts)

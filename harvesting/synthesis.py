@@ -607,3 +607,39 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
             return None
         return reshape(to_rank)
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Randomness in forward: the sandbox reseeds before each run, so a forward that draws random
+# numbers looks deterministic there, yet no Triton rewrite can reproduce torch's RNG stream.
+
+_RANDOM_CALLS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
+                 "randperm", "poisson", "normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_",
+                 "cauchy_", "log_normal_"}
+
+
+def random_calls(source: str) -> list[str]:
+    """Random-number calls outside constructors and initialisers (e.g. `torch.rand_like(x)` in
+    forward), as `name (line N)`; dropout only when forced on with `training=True`. Functions that
+    consult `training` are skipped: they draw only in training mode, and problems run in eval."""
+    found: list[str] = []
+    tree = ast.parse(source)
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or "init" in fn.name or "reset" in fn.name:
+            continue
+        if any((isinstance(n, ast.Name) and n.id == "training") or (isinstance(n, ast.Attribute) and n.attr == "training")
+               for n in ast.walk(fn)):
+            continue  # gated on training (drop-path, noise injection): deterministic in eval mode
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            dotted = ast.unparse(node.func)
+            last = dotted.split(".")[-1]
+            forced_dropout = "dropout" in last and any(
+                kw.arg == "training" and isinstance(kw.value, ast.Constant) and kw.value.value is True for kw in node.keywords)
+            if (last in _RANDOM_CALLS and not (last == "normal" and "init" in dotted)) or forced_dropout or \
+                    dotted.startswith(("np.random.", "numpy.random.", "random.")):
+                entry = f"{dotted} (line {node.lineno})"
+                if entry not in found:
+                    found.append(entry)
+    return found

@@ -277,3 +277,15 @@ def test_torch_shape_errors_steer_the_next_input_guess(message, shape, expected)
     assert fixed is not None and fixed.input_spec[0]["shape"] == expected
     assert fixed.input_code[0] == f"torch.randn({', '.join(map(str, expected))})" and fixed.init_code == ["16"]
     assert repair_attempt(attempt, "ZeroDivisionError: division by zero") is None
+
+
+def test_randomness_outside_init_is_found_unless_gated_on_training():
+    from autotriton.harvesting.synthesis import random_calls
+
+    noisy = "import torch\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = torch.nn.Parameter(torch.randn(3))\n    def forward(self, x):\n        return x + torch.rand_like(x)\n"
+    assert random_calls(noisy) == ["torch.rand_like (line 7)"]
+    gated = ("import torch\ndef drop_path(x, p, training):\n    if not training:\n        return x\n    return x * x.new_empty(x.shape).bernoulli_(1 - p)\n"
+             "class Model(torch.nn.Module):\n    def forward(self, x):\n        return drop_path(x, 0.1, self.training)\n")
+    assert random_calls(gated) == []
+    forced = "import torch.nn.functional as F\ndef f(x):\n    return F.dropout(x, 0.5, training=True)\n"
+    assert random_calls(forced) == ["F.dropout (line 3)"]

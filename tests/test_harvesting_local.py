@@ -86,3 +86,21 @@ def test_benchmark_suite_is_imported_verbatim(tmp_path):
     p = result.problems[0]
     assert p.reference_source == first["source"] and p.suite == "kernelbench/level1" and p.suite_id == first["id"]
     assert p.licence == "MIT" and result.sources[0].repo == "ScalingIntelligence/KernelBench"
+
+
+def test_nondeterministic_and_input_independent_modules_are_rejected_by_the_sandbox(tmp_path):
+    from autotriton.harvesting import harvest_local
+
+    (tmp_path / "m.py").write_text(
+        "# SPDX-License-Identifier: MIT\nimport torch\nimport torch.nn as nn\n\n"
+        "class Noisy(nn.Module):\n    def forward(self, x):\n        return x + torch.rand_like(x)\n\n"
+        "class Constant(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n        self.w = nn.Parameter(torch.ones(dim))\n"
+        "    def forward(self, x):\n        return self.w * 3\n\n"
+        "class Fine(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n        self.fc = nn.Linear(dim, dim)\n"
+        "    def forward(self, x):\n        return torch.sigmoid(self.fc(x))\n")
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason) for p in result.problems}
+    assert status == {"Noisy": ("rejected", "nondeterministic"), "Constant": ("rejected", "input_independent"),
+                      "Fine": ("runnable", None)}
+    fine = next(p for p in result.problems if p.name == "Fine")
+    assert fine.init_spec and fine.input_spec[0]["shape"][-1] == fine.init_spec[0]["value"]
