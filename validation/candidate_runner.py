@@ -186,12 +186,12 @@ def install_launch_hooks() -> None:
             if warmup:
                 return __original(self, *args, grid=grid, warmup=warmup, **kwargs)
             _note_launch(self, args, kwargs, grid)
-            STATE.in_launch += 1
+            STATE.in_launch += __interpreted  # the interpreter's own host copies are not the candidate's
             lang = _snapshot_lang() if __interpreted else None
             try:
                 result = __original(self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
-                STATE.in_launch -= 1
+                STATE.in_launch -= __interpreted
                 if lang is not None:
                     _restore_lang(lang)
             if STATE.recording:  # only launches that completed count (a failed one computed nothing)
@@ -451,6 +451,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
             try:
                 outs = _flatten_outputs(out)
                 tr["outputs"] = list(range(len(tensors), len(tensors) + len(outs)))
+                tr["output_devices"] = sorted({o.device.type for o in outs})
                 tensors.extend(o.detach().to("cpu") for o in outs)
                 tr["input_digest"] = digest(list(inputs))
             except BaseException as exc:  # noqa: BLE001

@@ -325,6 +325,9 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
             except (IndexError, TypeError):
                 outs = []
             cmp = compare.compare_outputs(ref_outs[k], outs, tolerances=cfg["tolerances"], tf32_dot=tf32, tf32_tolerance=cfg["tf32_tolerance"])
+            wrong_device = [d for d in tr.get("output_devices", []) if d != cfg["device"]]
+            if cmp["ok"] and wrong_device:
+                cmp = dict(cmp, ok=False, reason=f"outputs are on {', '.join(wrong_device)}, expected {cfg['device']}")
             rec.update(ok=cmp["ok"], max_abs_err=cmp["max_abs_err"], tolerance=cmp.get("tolerance"), reason=cmp["reason"],
                        elapsed_s=tr.get("elapsed_s"))
             if cmp["max_abs_err"] is not None:
