@@ -168,6 +168,22 @@ def steer(model, tok, completions):
     return max(len(t) for t in targets)
 
 
+class PrintStepLogs:
+    """Print each GRPO step's timing as it is logged, so a run cut short still reports."""
+
+    def __new__(cls):
+        from transformers import TrainerCallback
+
+        class _Printer(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                keys = ("step_time", "time/generation_s", "time/reward_s", "judge/judge_s", "reward", "judge/correct",
+                        "completions/mean_length")
+                if logs and "step_time" in logs:
+                    print(json.dumps({"grpo_step": state.global_step, **{k: logs.get(k) for k in keys}}), flush=True)
+
+        return _Printer()
+
+
 def bench_sft(args, tok, device, workdir):
     from autotriton.prompting import build_messages
     from autotriton.training.config import TrainingConfig
@@ -230,7 +246,8 @@ def bench_grpo(args, tok, device, workdir):
     t0 = time.perf_counter()
     with JudgePool(vcfg) as judge:
         pool_start = time.perf_counter() - t0
-        result = run_grpo(cfg, rows, judge, model=model, tokenizer=tok, progress=False)
+        result = run_grpo(cfg, rows, judge, model=model, tokenizer=tok, progress=False,
+                          trainer_hook=lambda trainer: trainer.add_callback(PrintStepLogs()))
     steps = [e for e in result.log_history if "step_time" in e]
     per_step = [{"step": e.get("step"), "step_s": e["step_time"], "generation_s": e.get("time/generation_s"),
                  "reward_s": e.get("time/reward_s"), "judge_s": e.get("judge/judge_s"),
