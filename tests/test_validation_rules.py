@@ -884,3 +884,19 @@ def test_per_slice_launches_with_scalar_arguments_are_fine() -> None:
 def test_launch_with_an_empty_grid_runs_nothing() -> None:
     source = make("out = torch.empty_like(x)\nrelu_kernel[(0,)](x, out, x.numel(), BLOCK=256)  # <-\nreturn out")
     assert_fires(source, "TRITON-NOT-LAUNCHED")
+
+
+def test_an_authors_main_block_is_not_judged() -> None:
+    harness = """
+
+        if __name__ == "__main__":
+            import time
+            torch.manual_seed(0)
+            m = ModelNew()
+            x = torch.randn(1024)
+            t0 = time.time()
+            print(torch.allclose(m(x), torch.relu(x)), time.time() - t0)
+        """
+    assert check_rules(make(bottom=harness)) == []
+    # ... unless the candidate makes it run
+    assert_fires(make(top="__name__ = '__main__'  # <-\n", bottom=harness), "MONKEYPATCH")

@@ -577,7 +577,10 @@ class _Checker:
 
     def _top_level_statements(self, body: Sequence[cst.CSTNode]) -> Iterable[cst.CSTNode]:
         for stmt in body:
-            if isinstance(stmt, cst.If):
+            if isinstance(stmt, cst.If) and _is_main_guard(stmt.test):
+                if stmt.orelse is not None:  # the body never runs when the judge imports the module
+                    yield from self._top_level_statements(stmt.orelse.body.body if isinstance(stmt.orelse, cst.Else) else [stmt.orelse])
+            elif isinstance(stmt, cst.If):
                 yield from self._top_level_statements(stmt.body.body)
                 if stmt.orelse is not None:
                     yield from self._top_level_statements(stmt.orelse.body.body if isinstance(stmt.orelse, cst.Else) else [stmt.orelse])
@@ -904,6 +907,9 @@ class _SafetyVisitor(cst.CSTVisitor):
 
     # assignments: monkeypatching --------------------------------------------------------------
     def _check_store(self, target: cst.CSTNode, verb: str) -> None:
+        if isinstance(target, cst.Name) and target.value in ("__name__", "__file__", "__package__"):
+            self.c.report("MONKEYPATCH", f"{verb} the module's {target.value}", target)
+            return
         if isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 self._check_store(el.value, verb)
@@ -956,6 +962,15 @@ class _SafetyVisitor(cst.CSTVisitor):
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._bind_target(node.target)
+
+    # `if __name__ == "__main__":` blocks (an author's own test harness) never run: the judge
+    # imports the candidate under another module name, and rebinding __name__ is a violation
+    def visit_If(self, node: cst.If) -> bool:
+        if not _is_main_guard(node.test):
+            return True
+        if node.orelse is not None:
+            _walk(node.orelse, self)
+        return False
 
     def visit_Global(self, node: cst.Global) -> None:
         for n in node.names:
@@ -1010,6 +1025,14 @@ class _SafetyVisitor(cst.CSTVisitor):
         for name, node in self.builtin_calls:
             if name not in self.c.defined_names and name not in self.c.aliases:
                 self.c.report(FORBIDDEN_BUILTIN_CALLS[name], f"calls {name}() ({RULES[FORBIDDEN_BUILTIN_CALLS[name]]})", node)
+
+
+def _is_main_guard(test: cst.CSTNode) -> bool:
+    """`__name__ == "__main__"` (either order)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return any(isinstance(x, cst.Name) and x.value == "__name__" for x in sides) and any(_str_literal(x) == "__main__" for x in sides)
 
 
 def _check_launch_options(checker: _Checker, node: cst.CSTNode, args: Sequence[cst.Arg], kernel: str | None,
