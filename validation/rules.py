@@ -209,7 +209,7 @@ FORBIDDEN_ATTRIBUTES: frozenset[str] = frozenset({
 ALLOWED_TORCH_CALLS: frozenset[str] = frozenset({
     # allocation
     "torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like", "torch.ones",
-    "torch.ones_like", "torch.full", "torch.full_like", "torch.arange", "torch.tensor", "torch.as_tensor",
+    "torch.ones_like", "torch.full", "torch.full_like", "torch.tensor", "torch.as_tensor",
     "torch.scalar_tensor", "torch.from_numpy",
     # views and shapes
     "torch.reshape", "torch.flatten", "torch.unflatten", "torch.squeeze", "torch.unsqueeze", "torch.permute",
@@ -244,7 +244,7 @@ ALLOWED_TENSOR_METHODS: frozenset[str] = frozenset({
     "stride", "numel", "nelement", "dim", "ndimension", "element_size", "storage_offset", "data_ptr",
     "const_data_ptr", "untyped_storage", "is_contiguous", "is_floating_point", "is_complex", "is_signed",
     "get_device", "to", "cpu", "cuda", "float", "half", "bfloat16", "double", "int", "long", "short", "bool",
-    "byte", "char", "type_as", "type", "detach", "detach_", "requires_grad_", "item", "new_empty",
+    "byte", "char", "type_as", "type", "detach", "detach_", "requires_grad_", "new_empty",
     "new_empty_strided", "new_zeros", "new_ones", "new_full", "new_tensor", "zero_", "fill_", "narrow", "select",
     "split", "split_with_sizes", "tensor_split", "chunk", "unbind", "as_strided", "movedim", "moveaxis",
     "swapaxes", "swapdims", "unfold", "clone", "pin_memory", "resize_", "dim_order", "is_pinned",
