@@ -8,6 +8,7 @@ judge workers can import it on a bare GPU machine.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 from typing import Any
@@ -42,6 +43,7 @@ class _StripDocstrings(ast.NodeTransformer):
     visit_Module = visit_ClassDef = visit_FunctionDef = visit_AsyncFunctionDef = _strip
 
 
+@functools.lru_cache(maxsize=8192)  # a pure function of the string; keys are read in loops
 def normalize_source(source: str) -> str:
     """Source with comments, docstrings and formatting removed (via an AST round trip).
 
