@@ -366,8 +366,13 @@ def pool_processes(pool_id: str) -> list[int]:
 def _static_rules(candidate_source: str) -> list[Violation]:
     try:
         from autotriton.validation.rules import check_rules
-    except ImportError:
-        return []
+    except ImportError as exc:
+        # Never judge silently without the static rules: a missing libcst would make every
+        # source-level cheat invisible. Install it, or set validation.static_rules = false.
+        raise JudgeError(
+            f"the static rules cannot run here ({exc}); install libcst (pip install libcst) or, knowingly, "
+            "set validation.static_rules = false"
+        ) from exc
     try:
         return list(check_rules(candidate_source))
     except Exception as exc:  # noqa: BLE001 (a crash of the rule checker must not hide the candidate's verdict)
