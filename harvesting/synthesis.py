@@ -619,17 +619,35 @@ _RANDOM_CALLS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint
 
 
 def random_calls(source: str) -> list[str]:
-    """Random-number calls outside constructors and initialisers (e.g. `torch.rand_like(x)` in
-    forward), as `name (line N)`; dropout only when forced on with `training=True`. Functions that
-    consult `training` are skipped: they draw only in training mode, and problems run in eval."""
-    found: list[str] = []
+    """Random-number calls that forward can reach (e.g. `torch.rand_like(x)`), as `name (line N)`;
+    dropout only when forced on with `training=True`. Reachability follows calls by name from
+    every `forward`; functions that consult `training` (drop-path, noise injection) end the walk,
+    since problems run in eval mode, and initialisers (`*init*`, `*reset*`) are never reached."""
     tree = ast.parse(source)
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or "init" in fn.name or "reset" in fn.name:
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.setdefault(fn.name, []).append(fn)
+
+    def gated(fn: ast.AST) -> bool:
+        return any((isinstance(n, ast.Name) and n.id == "training") or (isinstance(n, ast.Attribute) and n.attr == "training")
+                   for n in ast.walk(fn))
+
+    todo = list(functions.get("forward", [])) + list(functions.get("__call__", []))
+    reached: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    seen: set[int] = set()
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen or "init" in fn.name or "reset" in fn.name or gated(fn):
             continue
-        if any((isinstance(n, ast.Name) and n.id == "training") or (isinstance(n, ast.Attribute) and n.attr == "training")
-               for n in ast.walk(fn)):
-            continue  # gated on training (drop-path, noise injection): deterministic in eval mode
+        seen.add(id(fn))
+        reached.append(fn)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                callee = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
+                todo.extend(functions.get(callee, []))
+    found: list[str] = []
+    for fn in sorted(reached, key=lambda f: f.lineno):
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call):
                 continue
@@ -637,8 +655,7 @@ def random_calls(source: str) -> list[str]:
             last = dotted.split(".")[-1]
             forced_dropout = "dropout" in last and any(
                 kw.arg == "training" and isinstance(kw.value, ast.Constant) and kw.value.value is True for kw in node.keywords)
-            if (last in _RANDOM_CALLS and not (last == "normal" and "init" in dotted)) or forced_dropout or \
-                    dotted.startswith(("np.random.", "numpy.random.", "random.")):
+            if last in _RANDOM_CALLS or forced_dropout or dotted.startswith(("np.random.", "numpy.random.", "random.")):
                 entry = f"{dotted} (line {node.lineno})"
                 if entry not in found:
                     found.append(entry)
