@@ -147,16 +147,22 @@ def ui_cmd(
 ) -> None:
     """Start the local Prefect server and UI, point the CLI at it (flows run from other terminals
     report there), print the URL, and stop cleanly on Ctrl-C."""
+    import signal
+    import threading
+
     from autotriton.flows.ui import local_server
 
     out = console()
+    stop = threading.Event()
+    # Ctrl-C (and SIGTERM) only set the event: the server is then stopped and the CLI's profile
+    # restored by ordinary code, never by an exception landing in the middle of start-up or clean-up.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     try:
         with local_server(host, port) as url:
-            out.print(f"Prefect UI: [bold]{url}[/]  (API {url}/api). autotriton runs now report here. Ctrl-C stops it.")
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                out.print("stopping the Prefect server ...")
+            if not stop.is_set():
+                out.print(f"Prefect UI: [bold]{url}[/]  (API {url}/api). autotriton runs now report here. Ctrl-C stops it.")
+                stop.wait()
+            out.print("stopping the Prefect server ...")
     except RuntimeError as exc:
         fail(str(exc))
