@@ -17,7 +17,12 @@ Target (issue 7): reward computation under 20% of a GRPO step.
     python benchmarks/training_gpu.py --out results.json            # on a GPU machine
     python benchmarks/training_gpu.py --smoke                       # CPU check, tiny shapes
 
-Needs torch, transformers, trl, datasets, pydantic, triton; no warehouse, no Prefect.
+Needs torch, transformers, trl, datasets, pydantic, triton, and libcst (the judge's static
+rules); no warehouse, no Prefect. The GPU image lacks trl, datasets (+ dill, multiprocess),
+pydantic (+ pydantic-core, annotated-types, typing-inspection, typing-extensions) and libcst:
+carry them as cp312 manylinux wheels (see /work/.library/device/README.md) and install with
+`pip install --no-index --no-deps --target /tmp/site WHEELS; export PYTHONPATH=/tmp/site`.
+Its pyarrow (25.0.1) is recent enough for datasets 5.2.
 """
 
 from __future__ import annotations
@@ -219,14 +224,16 @@ def bench_grpo(args, tok, device, workdir):
     import torch
 
     from autotriton.training.config import TrainingConfig
-    from autotriton.training.data import build_rl_rows
     from autotriton.training.grpo import run_grpo
     from autotriton.records import Problem
     from autotriton.validation import JudgePool, ValidationConfig
 
     ref = REFERENCE.format(rows=8 if args.smoke else 256, cols=256 if args.smoke else 8192)
     problem = Problem(reference_source=ref, name="relu_large")
-    rows = build_rl_rows([problem], val_fraction=0.0) * args.prompts
+    from autotriton.prompting import build_messages
+
+    rows = [{"prompt": build_messages(ref, "Write relu as a Triton kernel."), "reference": ref,
+             "problem_key": problem.key, "split": "train"}] * args.prompts
     blocks = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
     completions = []
     for i in range(args.generations * args.prompts):
