@@ -55,9 +55,12 @@ PROFILES: dict[str, dict[str, Any]] = {
         "harvest": {"local_paths": [str(DEMO_MODULES)], "dataset_paths": [str(DEMO_TRAIN_SUITE)]},
         "validation": {"device": "cpu", "trials": 3, "workers": 2, "time_kernels": False},
         "distill": {"teacher": "replay"},
-        "training": {"model": "smollm2-135m", "sft_max_steps": 30, "grpo_max_steps": 4, "num_generations": 4, "rl_prompts": 8,
-                     "max_completion_length": 256, "max_length": 768, "batch_size": 2},
-        "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "temperature": 0.7, "top_p": 0.95, "max_problems": 8, "max_new_tokens": 256},
+        # Sized so `autotriton run` finishes in minutes on 2 CPU cores: it shows every stage
+        # working, not a trained model (SmolLM2-135M steps take seconds each in fp32 on a CPU).
+        "training": {"model": "smollm2-135m", "sft_max_steps": 16, "grpo_max_steps": 3, "num_generations": 4, "rl_prompts": 8,
+                     "max_completion_length": 128, "max_length": 768, "batch_size": 2},
+        "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "temperature": 0.7, "top_p": 0.95, "max_problems": 8,
+                       "max_new_tokens": 192},
     },
     "gpu": {
         "validation": {"device": "cuda", "trials": 5, "time_kernels": True, "shrink_for_cpu": False},

@@ -58,7 +58,8 @@ def refresh_cmd(json_out: bool = typer.Option(False, "--json", help="print one J
 
 def _refresh_table(out: dict[str, Any]) -> Table:
     h, d = out["harvest"], out["distill"]
-    table = Table(title=f"refresh (run {out['run_id']}, {out['elapsed_s']} s)", show_header=False)
+    took = f", {out['elapsed_s']} s" if out.get("elapsed_s") is not None else ""
+    table = Table(title=f"refresh (run {out['run_id']}{took})", show_header=False)
     table.add_column("what", style="cyan")
     table.add_column("value")
     table.add_row("harvest", f"{h['files']} files, {h['modules']} modules, {h['runnable']} runnable, {h['duplicates']} duplicates")
@@ -91,7 +92,7 @@ def run_cmd(json_out: bool = typer.Option(False, "--json", help="print one JSON 
 def _print_report(report: dict[str, Any]) -> None:
     out = console()
     r, t, e = report["refresh"], report["train"], report["evaluate"]
-    out.print(_refresh_table({**r, "elapsed_s": report["elapsed_s"]}))
+    out.print(_refresh_table({**r, "elapsed_s": None}))
     models = Table(title="models trained", show_header=True)
     for col in ("stage", "checkpoint", "steps", "key metrics"):
         models.add_column(col)
@@ -111,7 +112,7 @@ def _print_report(report: dict[str, Any]) -> None:
                fmt(m.get("exec_accuracy")), fmt(m.get("hack_rate")),
                ", ".join(f"@{k}={v:.2f}" for k, v in (m.get("pass_at_k") or {}).items()))
     out.print(ev)
-    out.print(f"report: {e['report']}\nwarehouse: {report['warehouse']} (autotriton db stats)\n"
+    out.print(f"whole pipeline: {report['elapsed_s']} s\nreport: {e['report']}\nwarehouse: {report['warehouse']} (autotriton db stats)\n"
               "runs, task graphs, artifacts and asset events: `autotriton ui`, then open the URL it prints "
               "(Runs, Artifacts, and the Event feed for asset materialisations).")
 
