@@ -213,10 +213,13 @@ def test_run_killed_mid_way_resumes_without_duplicates(tmp_path):
                    {"relu": RELU_PROBLEM, "abs": ABS_PROBLEM, "hang": HANG_PROBLEM})
     replay = _replay(tmp_path / "replay.jsonl", {"relu": (RELU_PROBLEM, RELU_KERNEL), "abs": (ABS_PROBLEM, RELU_KERNEL_WRONG),
                                                  "hang": (HANG_PROBLEM, HANG_KERNEL)})
-    cfg = _config(tmp_path, suite, replay, **{"validation.timeout_s": 25.0})
+    # Two judge workers and three task threads: the hanging candidate holds one worker, the other
+    # problems finish on the other one, whatever order the threads start in.
+    cfg = _config(tmp_path, suite, replay, **{"validation.timeout_s": 45.0, "validation.workers": 2,
+                                              "orchestration.max_workers": 3})
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180",
-               PREFECT_LOGGING_LEVEL="INFO")  # the test follows the task-run log lines
+               PREFECT_LOGGING_LEVEL="INFO", PYTHONUNBUFFERED="1")  # the test follows the task-run log lines as they come
 
     proc = _run_refresh_subprocess(cfg, env)
     log: list[str] = []
@@ -231,6 +234,7 @@ def test_run_killed_mid_way_resumes_without_duplicates(tmp_path):
             break
     assert done == {"relu", "abs"}, "".join(log[-30:])
     os.killpg(proc.pid, signal.SIGKILL)  # the hanging problem is still being judged
+    assert not any("distill-hang" in line and "Finished" in line for line in log), "killed too late: " + "".join(log[-30:])
     proc.wait()
 
     proc = _run_refresh_subprocess(cfg, env)
