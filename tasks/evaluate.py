@@ -44,7 +44,7 @@ def store_evaluation(db_path: str, run: Any, result: Any, report_dir: str) -> di
     metrics = result.evaluation.metrics
     publish_markdown("evaluation", "# Evaluation\n\n" + markdown_table([_flat_metrics(result)]) +
                      f"\n\nReport: `{report}`", f"{result.evaluation.generator} on {result.evaluation.suite}")
-    for png in sorted(Path(report).parent.glob("*.png")) if Path(report).is_file() else sorted(Path(report).glob("*.png")):
+    for png in sorted(Path(report).parent.glob("*.png")):  # write_report returns the report.md beside its plots
         publish_image(f"evaluation-{png.stem}", png, png.stem)
     return {"evaluation_key": result.evaluation.key, "new_rows": new, "report": str(report), "metrics": metrics}
 

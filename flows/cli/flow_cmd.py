@@ -22,7 +22,7 @@ def _prefect_env() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
-def _run_flow(flow_fn, cfg, json_out: bool, **params: Any) -> dict[str, Any]:
+def _run_flow(flow_fn, cfg, **params: Any) -> dict[str, Any]:
     from autotriton.flows.pipeline import task_runner
 
     _prefect_env()
@@ -47,7 +47,7 @@ def refresh_cmd(json_out: bool = typer.Option(False, "--json", help="print one J
 
     cfg, _ = load_config_or_fail()
     started = time.monotonic()
-    out = _run_flow(refresh_dataset, cfg, json_out)
+    out = _run_flow(refresh_dataset, cfg)
     out.pop("export_records", None)
     out["elapsed_s"] = round(time.monotonic() - started, 1)
     if json_out:
@@ -80,7 +80,7 @@ def run_cmd(json_out: bool = typer.Option(False, "--json", help="print one JSON 
 
     cfg, _ = load_config_or_fail()
     started = time.monotonic()
-    report = _run_flow(retrain, cfg, json_out)
+    report = _run_flow(retrain, cfg)
     report["elapsed_s"] = round(time.monotonic() - started, 1)
     report["warehouse"] = cfg.warehouse.path
     if json_out:
