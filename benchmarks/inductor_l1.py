@@ -110,29 +110,56 @@ def capture_source(source: str) -> tuple[str, str | None]:
     return source, None
 
 
-def capture_one(row: dict[str, Any], out: Path, decompose_convolution: bool, device: str) -> None:
+def visible_gpus() -> list[str]:
+    """The GPUs capture subprocesses are spread over (CUDA_VISIBLE_DEVICES values): the parent's
+    own CUDA_VISIBLE_DEVICES list when set, else one per `nvidia-smi -L` line, else
+    torch.cuda.device_count(); [] on a machine without GPUs."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+        n = sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
+        if listing.returncode == 0 and n:
+            return [str(i) for i in range(n)]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # noqa: BLE001 - no torch CUDA: no GPUs
+        return []
+
+
+def capture_one(row: dict[str, Any], out: Path, decompose_convolution: bool, device: str,
+                max_mm_configs: int | None = None) -> None:
     """Runs inside a fresh subprocess: dynamic shapes; static shapes only when dynamic fails."""
     cap = _load("inductor_capture")
     autotune = device.startswith("cuda")
     source, shrunk = capture_source(row["source"])
     attempts = []
     first = cap.capture_problem(source, name=row["id"], dynamic=True, device=device, max_autotune=autotune,
-                                decompose_convolution=decompose_convolution)
+                                decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs)
     first["shrunk"] = shrunk
     attempts.append(first)
     if not first["ok"]:
         second = cap.capture_problem(source, name=row["id"], dynamic=False, device=device, max_autotune=autotune,
-                                     decompose_convolution=decompose_convolution)
+                                     decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs)
         second["shrunk"] = shrunk
         attempts.append(second)
-    record = {"id": row["id"], "name": row["name"], "source": row["source"], "attempts": attempts}
+    record = {"id": row["id"], "name": row["name"], "source": row["source"], "attempts": attempts,
+              "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     tmp = out / f".{safe_id(row['id'])}.json.tmp"
     tmp.write_text(json.dumps(record))
     tmp.replace(out / f"{safe_id(row['id'])}.json")
 
 
 def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_timeout: float, deadline: float,
-                  decompose_convolution: bool, suites: list[str], device: str) -> dict[str, Any]:
+                  decompose_convolution: bool, suites: list[str], device: str,
+                  max_mm_configs: int | None = None) -> dict[str, Any]:
+    """One subprocess per problem, `jobs` at a time; on CUDA each subprocess gets one GPU
+    (CUDA_VISIBLE_DEVICES), round-robin over the visible GPUs."""
     cap_dir = out / "captures"
     cap_dir.mkdir(parents=True, exist_ok=True)
     todo = [r for r in rows if not (cap_dir / f"{safe_id(r['id'])}.json").exists()]
@@ -145,6 +172,8 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
     started = time.monotonic()
     logs = out / "capture_logs"
     logs.mkdir(exist_ok=True)
+    gpus = visible_gpus() if device.startswith("cuda") else []
+    launched = 0
     while todo or running:
         now = time.monotonic()
         while todo and len(running) < jobs and now - started < deadline:
@@ -156,7 +185,12 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
                 cmd += ["--suite", s]
             if not decompose_convolution:
                 cmd.append("--no-decompose-convolution")
+            if max_mm_configs is not None:
+                cmd += ["--max-mm-configs", str(max_mm_configs)]
             penv = dict(env, TORCHINDUCTOR_CACHE_DIR=f"/tmp/inductor_cache_{sid}")
+            if gpus:
+                penv["CUDA_VISIBLE_DEVICES"] = gpus[launched % len(gpus)]
+            launched += 1
             log = open(logs / f"{sid}.log", "w")
             running[row["id"]] = (subprocess.Popen(cmd, env=penv, stdout=log, stderr=subprocess.STDOUT), now, log)
         if not todo and not running:
@@ -181,7 +215,8 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
                       f"({time.monotonic() - t0:.0f}s; {len(todo)} left, {len(running)} running)", flush=True)
         time.sleep(0.2)
     return {"captured": len(list(cap_dir.glob("*.json"))), "capture_failures": failures,
-            "capture_wall_s": round(time.monotonic() - started, 1)}
+            "capture_wall_s": round(time.monotonic() - started, 1), "capture_gpus": len(gpus),
+            "max_mm_configs": max_mm_configs}
 
 
 # ---------------------------------------------------------------- convert
@@ -219,8 +254,42 @@ def stage_convert(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- validate
+def judge_config(device: str, trials: int, workers: int, timeout_s: float = 120.0) -> Any:
+    """The benchmark's judge settings: eager-vs-candidate timing on a GPU, but no torch.compile
+    of each reference (seconds to tens of seconds per problem, and not what the yield needs)."""
+    from autotriton.validation import ValidationConfig
+
+    return ValidationConfig(device=device, trials=trials, timeout_s=timeout_s, timing_runs=20, timing_input_sets=1,
+                            time_kernels=device == "cuda", time_compile=False, workers=workers)
+
+
+def verdict_row(pid: str, v: Any) -> dict[str, Any]:
+    """One verdicts.jsonl line: the summary fields this script reads (id, status, correct,
+    rule_ok, speedup, ...) plus `record`, the full `Verdict.to_dict()` (Verdict(**record) with
+    its violations rebuilt as Violation records gives the Verdict back)."""
+    return {"id": pid, "status": v.status, "correct": v.correct, "rule_ok": v.rule_ok,
+            "speedup": v.speedup, "max_abs_err": v.max_abs_err, "error": (v.error or "")[:600],
+            "violations": [f"{x.rule}: {x.message[:160]}" for x in v.violations][:5],
+            "device": v.device, "elapsed_s": round(v.elapsed_s, 2), "timing": v.timing,
+            "record": v.to_dict()}
+
+
+def verdict_from_row(row: dict[str, Any]) -> Any:
+    """The Verdict a verdicts.jsonl line carries (None for lines without a full record)."""
+    from autotriton.records import Verdict, Violation
+
+    record = row.get("record")
+    if not record:
+        return None
+    record = dict(record)
+    record["violations"] = [Violation(**x) for x in record.get("violations", [])]
+    return Verdict(**record)
+
+
 def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: int, trials: int,
-                   deadline_s: float) -> dict[str, Any]:
+                   deadline_s: float, timeout_s: float = 120.0) -> dict[str, Any]:
+    """Judge every converted candidate with one JudgePool of `workers` workers (the pool puts
+    worker i on GPU i % n_gpus, so the workers spread over every GPU) fed by `workers` threads."""
     conv_dir = out / "converted"
     jobs, ids = [], []
     for row in rows:
@@ -235,51 +304,44 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
 
     judge = "autotriton.validation.validate_many"
     try:
-        from autotriton.validation import JudgePool, ValidationConfig
+        from autotriton.validation import JudgePool
     except ImportError as exc:  # no pydantic on a bare GPU image: say so, compare directly
         judge = f"direct comparison (judge not importable: {exc})"
         JudgePool = None
     start_errors: list[str] = []
     if JudgePool is not None:
-        cfg = ValidationConfig(device=device, trials=trials, timeout_s=45.0, timing_runs=20, timing_input_sets=1,
-                               time_kernels=device == "cuda", workers=1)
+        n_workers = max(1, min(workers, len(jobs)))
+        cfg = judge_config(device, trials, n_workers, timeout_s)
         live = open(out / "verdicts.partial.jsonl", "a")  # survives a run killed at its time limit
         lock = threading.Lock()
         todo: "queue.Queue[int]" = queue.Queue()
         for i in range(len(jobs)):
             todo.put(i)
 
-        def work() -> None:
-            try:
-                judge_loop()
-            except Exception as exc:  # noqa: BLE001 - a judge that cannot start: direct comparison below
-                start_errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+        def judge_loop(pool: Any) -> None:
+            while time.monotonic() - started < deadline_s:
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                v = pool.validate(*jobs[i])
+                row = verdict_row(ids[i], v)
+                with lock:
+                    verdicts[ids[i]] = {k: x for k, x in row.items() if k != "id"}
+                    live.write(json.dumps(row, default=str) + "\n")
+                    live.flush()
+                print(f"[judge] {ids[i]}: {v.status} speedup={v.speedup} ({v.elapsed_s:.0f}s)", flush=True)
 
-        def judge_loop() -> None:
-            # one single-worker pool per thread: each worker process sees GPU 0
-            with JudgePool(cfg, workers=1) as pool:
-                while time.monotonic() - started < deadline_s:
-                    try:
-                        i = todo.get_nowait()
-                    except queue.Empty:
-                        return
-                    v = pool.validate(*jobs[i])
-                    verdicts[ids[i]] = {"status": v.status, "correct": v.correct, "rule_ok": v.rule_ok,
-                                        "speedup": v.speedup, "max_abs_err": v.max_abs_err,
-                                        "error": (v.error or "")[:600],
-                                        "violations": [f"{x.rule}: {x.message[:160]}" for x in v.violations][:5],
-                                        "device": v.device, "elapsed_s": round(v.elapsed_s, 2),
-                                        "timing": v.timing}
-                    with lock:
-                        live.write(json.dumps({"id": ids[i], **verdicts[ids[i]]}, default=str) + "\n")
-                        live.flush()
-                    print(f"[judge] {ids[i]}: {v.status} speedup={v.speedup}", flush=True)
-
-        threads = [threading.Thread(target=work) for _ in range(max(1, workers))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        try:
+            with JudgePool(cfg, workers=n_workers) as pool:
+                print(f"[judge] {n_workers} workers on {pool.device_name} ({len(jobs)} candidates)", flush=True)
+                threads = [threading.Thread(target=judge_loop, args=(pool,)) for _ in range(n_workers)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+        except Exception as exc:  # noqa: BLE001 - a judge that cannot start: direct comparison below
+            start_errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
         live.close()
     if JudgePool is None or (start_errors and not verdicts):
         if start_errors:
@@ -430,7 +492,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="leave transposed/1-D/grouped convolutions to Inductor (they then need cuDNN)")
     ap.add_argument("--device", default="cuda", help="validation device (cuda or cpu)")
     ap.add_argument("--capture-device", default="cuda", help="device torch.compile targets (cuda; cpu only to test this script)")
-    ap.add_argument("--judge-workers", type=int, default=4, help="judge pools run at once (each one worker on GPU 0)")
+    ap.add_argument("--judge-workers", type=int, default=4,
+                    help="judge workers (one pool; worker i runs on GPU i %% n_gpus) and candidates judged at once")
+    ap.add_argument("--judge-timeout", type=float, default=120.0, help="seconds one candidate may run in the judge")
+    ap.add_argument("--max-mm-configs", type=int, default=4,
+                    help="GEMM/conv template configs autotuned per op at capture (0 = Inductor's full list)")
     ap.add_argument("--trials", type=int, default=3, help="correctness trials per candidate")
     ap.add_argument("--validate-deadline", type=float, default=300.0, help="no candidate is judged after this many seconds")
     ap.add_argument("--replay-out", default=str(ROOT / "distillation" / "data" / "replay" / "inductor.jsonl"),
@@ -443,18 +509,21 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.stage == "_capture_one":
         rows = read_suites(args.suite, [args.id])
-        capture_one(rows[0], out / "captures", args.decompose_convolution, args.capture_device)
+        capture_one(rows[0], out / "captures", args.decompose_convolution, args.capture_device,
+                    args.max_mm_configs or None)
         return 0
 
     rows = read_suites(args.suite, args.only or None)
     summary: dict[str, Any] = {"problems": len(rows), "suites": args.suite}
     if args.stage in ("all", "capture"):
         summary.update(stage_capture(rows, out, args.jobs, args.problem_timeout, args.deadline,
-                                     args.decompose_convolution, args.suite, args.capture_device))
+                                     args.decompose_convolution, args.suite, args.capture_device,
+                                     args.max_mm_configs or None))
     if args.stage in ("all", "convert"):
         summary.update(stage_convert(rows, out))
     if args.stage in ("all", "validate"):
-        summary.update(stage_validate(rows, out, args.device, args.judge_workers, args.trials, args.validate_deadline))
+        summary.update(stage_validate(rows, out, args.device, args.judge_workers, args.trials, args.validate_deadline,
+                                      args.judge_timeout))
     if args.stage == "summary":
         summary.update(stage_summary(rows, out))
     if args.stage == "replay":

@@ -40,11 +40,11 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 
 def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: bool = True,
                           decompose_convolution: bool = True, max_autotune: bool = True,
-                          device: str = "cuda") -> dict[str, Any]:
+                          device: str = "cuda", max_mm_configs: int | None = None) -> dict[str, Any]:
     """Run `inductor_capture.capture_problem` in a child process; a crash or timeout becomes a
     capture with `ok` False and `stage` "crashed"/"timeout" instead of taking the caller down."""
     request = {"source": source, "name": name, "dynamic": dynamic, "decompose_convolution": decompose_convolution,
-               "max_autotune": max_autotune, "device": device}
+               "max_autotune": max_autotune, "device": device, "max_mm_configs": max_mm_configs}
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory(prefix="autotriton-inductor-") as tmp:
@@ -72,8 +72,12 @@ class InductorTeacher:
 
     def __init__(self, config: Any = None, *, jobs: int | None = None, timeout_s: float | None = None,
                  dynamic: bool | None = None, decompose_convolution: bool | None = None, max_autotune: bool = True,
-                 device: str = "cuda"):
-        """`config` is a DistillConfig (its inductor_* fields); keyword arguments override it."""
+                 device: str = "cuda", max_mm_configs: int | None = None):
+        """`config` is a DistillConfig (its inductor_* fields); keyword arguments override it.
+
+        `max_mm_configs` caps the GEMM/conv template configs autotuned per op; None (default)
+        keeps Inductor's own list: the teacher has no wall-time budget of its own, and a wider
+        search finds faster templates (benchmarks/inductor_l1.py caps it to fit a device call)."""
         import torch
         import triton
 
@@ -85,6 +89,7 @@ class InductorTeacher:
                                       if decompose_convolution is None else decompose_convolution)
         self.max_autotune = max_autotune
         self.device = device
+        self.max_mm_configs = max_mm_configs if max_mm_configs is not None else getattr(config, "inductor_max_mm_configs", None)
         self.counters: Counter = Counter()
         self.conversions: dict[str, ConversionResult] = {}  # problem key -> outcome, for reports
 
@@ -93,13 +98,14 @@ class InductorTeacher:
         def one(problem: Problem) -> Candidate:
             capture = capture_in_subprocess(problem.reference_source, name=problem.name, timeout_s=self.timeout_s,
                                             dynamic=self.dynamic, decompose_convolution=self.decompose_convolution,
-                                            max_autotune=self.max_autotune, device=self.device)
+                                            max_autotune=self.max_autotune, device=self.device,
+                                            max_mm_configs=self.max_mm_configs)
             attempts = [capture]
             if not capture.get("ok") and self.dynamic and capture.get("stage") not in ("timeout", "crashed"):
                 attempts.append(capture_in_subprocess(
                     problem.reference_source, name=problem.name, timeout_s=self.timeout_s, dynamic=False,
                     decompose_convolution=self.decompose_convolution, max_autotune=self.max_autotune,
-                    device=self.device))
+                    device=self.device, max_mm_configs=self.max_mm_configs))
             return self._candidate(problem, {"attempts": attempts, "source": problem.reference_source})
 
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:

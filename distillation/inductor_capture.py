@@ -34,13 +34,17 @@ _TENSOR_SOURCE = re.compile(r"^L\['(?P<arg>[A-Za-z_][A-Za-z0-9_]*)'\]$")
 _ARGS_SOURCE = re.compile(r"^L\['args'\]\[(?P<index>\d+)\]$")
 
 
-def inductor_settings(max_autotune: bool = True, search_space: str = "DEFAULT", autotune_pointwise: bool = False) -> dict[str, Any]:
+def inductor_settings(max_autotune: bool = True, search_space: str = "DEFAULT", autotune_pointwise: bool = False,
+                      max_mm_configs: int | None = None) -> dict[str, Any]:
     """Inductor config overrides for teacher runs (only the keys this torch version knows).
 
     Triton is the only GEMM/conv backend so matmuls and convolutions come out as Triton
     templates; the DEFAULT (reduced) search space keeps each GEMM's autotuning to seconds;
     caches are off so every run really generates code; graph partitions and CUDA graphs are
-    off so the output is one plain `call(args)`.
+    off so the output is one plain `call(args)`. `max_mm_configs` caps the Triton GEMM AND
+    convolution template configs autotuning benchmarks per op (Inductor's
+    `test_configs.max_mm_configs`; None keeps Inductor's full list): compiling and benchmarking
+    each config is what makes a conv/GEMM capture take a minute.
     """
     import torch._inductor.config as ic
 
@@ -66,6 +70,10 @@ def inductor_settings(max_autotune: bool = True, search_space: str = "DEFAULT", 
         "size_asserts": True,
         "freezing": False,
     }
+    if max_mm_configs is not None:
+        if max_mm_configs < 1:
+            raise ValueError(f"max_mm_configs must be >= 1 (or None for Inductor's default), got {max_mm_configs}")
+        wanted["test_configs.max_mm_configs"] = int(max_mm_configs)
     out = {}
     for key, value in wanted.items():
         obj = ic
@@ -283,6 +291,7 @@ def capture_problem(
     seed: int = 0,
     decompose_convolution: bool = False,
     autotune_pointwise: bool = False,
+    max_mm_configs: int | None = None,
 ) -> dict[str, Any]:
     """Compile a problem's Model with Inductor and record its output code and chosen configs.
 
@@ -290,6 +299,7 @@ def capture_problem(
     (with `stage`: "load", "compile", "run") instead. `decompose_convolution` rewrites every
     convolution (incl. transposed/grouped/1D/3D) into gathers + matmul before Inductor lowers
     it, so it comes out as Triton templates instead of an extern convolution kernel.
+    `max_mm_configs` caps the GEMM/conv template configs autotuned per op (see `inductor_settings`).
     """
     import torch
     import triton
@@ -298,7 +308,7 @@ def capture_problem(
     result: dict[str, Any] = {
         "format": CAPTURE_FORMAT, "name": name, "ok": False, "dynamic": dynamic, "max_autotune": max_autotune,
         "autotune_pointwise": autotune_pointwise,
-        "decompose_convolution": decompose_convolution,
+        "decompose_convolution": decompose_convolution, "max_mm_configs": max_mm_configs,
         "versions": {"torch": torch.__version__, "triton": triton.__version__},
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") and torch.cuda.is_available() else device,
     }
@@ -347,7 +357,7 @@ def capture_problem(
             torch.manual_seed(seed + 2)
             expected = model(*inputs)
             torch._dynamo.reset()
-            with ic.patch(inductor_settings(max_autotune, search_space, autotune_pointwise)), \
+            with ic.patch(inductor_settings(max_autotune, search_space, autotune_pointwise, max_mm_configs)), \
                     torch._dynamo.config.patch(dynamo_settings(dynamic)), \
                     torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder:
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
@@ -376,7 +386,7 @@ def capture_problem(
 
 def main(argv: list[str] | None = None) -> int:
     """`python distillation/inductor_capture.py OUT.json` with a JSON request on stdin
-    ({"source", "name", "dynamic", "decompose_convolution", "max_autotune", "device"}): the
+    ({"source", "name", "dynamic", "decompose_convolution", "max_autotune", "max_mm_configs", "device"}): the
     subprocess side of InductorTeacher. Writes the capture dict to OUT.json."""
     import json
     import sys
@@ -389,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     capture = capture_problem(request["source"], name=request.get("name", "problem"),
                               device=request.get("device", "cuda"), dynamic=request.get("dynamic", True),
                               max_autotune=request.get("max_autotune", True),
-                              decompose_convolution=request.get("decompose_convolution", True))
+                              decompose_convolution=request.get("decompose_convolution", True),
+                              max_mm_configs=request.get("max_mm_configs"))
     with open(args[0], "w", encoding="utf-8") as f:
         json.dump(capture, f)
     return 0

@@ -260,3 +260,19 @@ def test_inductor_teacher_end_to_end_on_gpu():
     verdicts = validate_many([(p.reference_source, c.code) for p, c in zip(problems, candidates)],
                              ValidationConfig(device="cuda", trials=2))
     assert all(v.correct and v.rule_ok for v in verdicts), [(v.status, v.error) for v in verdicts]
+
+
+def test_template_config_cap_is_set_only_when_asked():
+    """max_mm_configs caps Inductor's GEMM/conv template configs (test_configs.max_mm_configs, a key
+    this torch knows); None leaves Inductor's own list; nonsense is refused."""
+    import torch._inductor.config as ic
+
+    from autotriton.distillation.inductor_capture import inductor_settings
+
+    assert "test_configs.max_mm_configs" not in inductor_settings()
+    settings = inductor_settings(max_mm_configs=4)
+    assert settings["test_configs.max_mm_configs"] == 4
+    with ic.patch(settings):  # every key is one ic.patch accepts
+        assert ic.test_configs.max_mm_configs == 4 and ic.max_autotune_gemm_backends == "TRITON"
+    with pytest.raises(ValueError, match="max_mm_configs"):
+        inductor_settings(max_mm_configs=0)

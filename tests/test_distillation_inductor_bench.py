@@ -52,3 +52,46 @@ def test_convert_and_summary_stages_on_recorded_captures(tmp_path, capsys):
     assert summary["verdicts"] == {"correct": 1, "not_judged": 1}
     assert summary["speedup_geomean"] == 2.0 and summary["fast_1"] == 0.25
     assert summary["extern_kernels_in_kept"] == []
+
+
+def test_capture_subprocesses_are_spread_round_robin_over_the_visible_gpus(tmp_path, monkeypatch, capsys):
+    """Each capture subprocess sees one GPU (CUDA_VISIBLE_DEVICES), taken in turn from the parent's
+    visible GPUs, and gets the GEMM/conv config cap. (No GPU here: the captures themselves fail at
+    load and say so, which is all the bookkeeping needs.)"""
+    bench = load_bench()
+    suite = tmp_path / "suite.jsonl"
+    source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+              "        return x + 1\ndef get_inputs():\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n")
+    with suite.open("w") as f:
+        for i in range(3):
+            f.write(json.dumps({"id": f"p{i}", "name": f"p{i}", "source": source}) + "\n")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert bench.visible_gpus() == ["3", "5"]
+    out = tmp_path / "run"
+    assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
+                       "--max-mm-configs", "2", "--problem-timeout", "120"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["capture_gpus"] == 2 and summary["max_mm_configs"] == 2
+    records = [json.loads((out / "captures" / f"p{i}.json").read_text()) for i in range(3)]
+    assert [r["cuda_visible_devices"] for r in records] == ["3", "5", "3"]
+    assert all(a["max_mm_configs"] == 2 for r in records for a in r["attempts"])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert bench.visible_gpus() == []
+
+
+def test_judge_settings_and_full_verdict_records():
+    """The benchmark judges without timing torch.compile of the reference, lets a candidate run
+    120 s, and writes each verdict's full record so the Verdict can be rebuilt from verdicts.jsonl."""
+    from autotriton.records import Verdict, Violation
+
+    bench = load_bench()
+    cfg = bench.judge_config("cuda", trials=3, workers=8)
+    assert cfg.time_compile is False and cfg.time_kernels is True and cfg.timeout_s == 120.0 and cfg.workers == 8
+    assert bench.judge_config("cpu", trials=2, workers=1).time_kernels is False
+    v = Verdict(candidate_key="c", problem_key="p", status="rule_violation", correct=True, rule_ok=False,
+                violations=[Violation("no_torch_compute", "uses torch.matmul", 12)], speedup=1.5,
+                timing={"eager_ms": 1.0, "candidate_ms": 0.66}, trials=[{"seed": 1, "ok": True}], device="NVIDIA H200")
+    row = json.loads(json.dumps(bench.verdict_row("L1/1", v)))
+    assert row["id"] == "L1/1" and row["status"] == "rule_violation" and row["speedup"] == 1.5
+    assert bench.verdict_from_row(row) == v
+    assert bench.verdict_from_row({"id": "x", "status": "not_judged"}) is None
