@@ -16,6 +16,12 @@ Target (issue 7): reward computation under 20% of a GRPO step.
 
     python benchmarks/training_gpu.py --out results.json            # on a GPU machine
     python benchmarks/training_gpu.py --smoke                       # CPU check, tiny shapes
+    accelerate launch --config_file configs/accelerate/multi_gpu.yaml --num_processes 2 \
+        benchmarks/training_gpu.py --out results-2gpu.json            # data parallel on 2 GPUs
+
+Under `accelerate launch` every rank runs the same benchmark on its own GPU (DDP through trl and
+accelerate, one judge pool per rank spread over the GPUs); SFT tokens/s is global (trl gathers
+the token counts of all ranks), GRPO timings are rank 0's; only rank 0 prints and writes --out.
 
 Needs torch, transformers, trl, datasets, pydantic, triton, and libcst (the judge's static
 rules); no warehouse, no Prefect. The GPU image lacks trl, datasets (+ dill, multiprocess),
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -183,7 +190,7 @@ class PrintStepLogs:
             def on_log(self, args, state, control, logs=None, **kwargs):
                 keys = ("step_time", "time/generation_s", "time/reward_s", "judge/judge_s", "reward", "judge/correct",
                         "completions/mean_length")
-                if logs and "step_time" in logs:
+                if logs and "step_time" in logs and state.is_world_process_zero:
                     print(json.dumps({"grpo_step": state.global_step, **{k: logs.get(k) for k in keys}}), flush=True)
 
         return _Printer()
@@ -233,7 +240,7 @@ def bench_grpo(args, tok, device, workdir):
     from autotriton.prompting import build_messages
 
     rows = [{"prompt": build_messages(ref, "Write relu as a Triton kernel."), "reference": ref,
-             "problem_key": problem.key, "split": "train"}] * args.prompts
+             "problem_key": problem.key, "split": "train"}] * (args.prompts * int(os.environ.get("WORLD_SIZE", "1")))
     blocks = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
     completions = []
     for i in range(args.generations * args.prompts):
@@ -261,6 +268,8 @@ def bench_grpo(args, tok, device, workdir):
                  "reward": e.get("reward"), "correct": e.get("judge/correct"),
                  "completion_len": e.get("completions/mean_length")} for e in steps]
     steady = per_step[1:] or per_step  # the first step pays judge and CUDA warm-up
+    if not steady:
+        raise RuntimeError(f"no GRPO step was logged (log_history: {result.log_history[-3:]})")
     med = lambda k: statistics.median(s[k] for s in steady if s[k] is not None)  # noqa: E731
     step_s, gen_s, rew_s = med("step_s"), med("generation_s"), med("reward_s")
     return {"params": sum(p.numel() for p in model.parameters()), "prompts_per_step": args.prompts,
@@ -301,19 +310,29 @@ def main() -> int:
     from autotriton.training.models import make_tiny_model
 
     device = "cuda" if torch.cuda.is_available() and not args.smoke else "cpu"
-    results = {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
+    rank, world = int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    if device == "cuda":
+        torch.cuda.set_device(rank)  # `torch.device("cuda")` (model init) then means this rank's GPU
+    main_rank = rank == 0
+
+    def say(obj) -> None:
+        if main_rank:
+            print(json.dumps(obj, default=str), flush=True)
+
+    results = {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu", "world_size": world,
+               "gpus_visible": torch.cuda.device_count() if device == "cuda" else 0,
                "torch": torch.__version__, "args": {k: str(v) for k, v in vars(args).items()}}
     with tempfile.TemporaryDirectory(prefix="training-gpu-") as tmp:
         tok = AutoTokenizer.from_pretrained(str(make_tiny_model(Path(tmp) / "tok")))
         if not args.skip_sft:
             results["sft"] = bench_sft(args, tok, device, Path(tmp) / "sft")
-            print(json.dumps({"sft": results["sft"]}), flush=True)
+            say({"sft": results["sft"]})
             if device == "cuda":
                 torch.cuda.empty_cache()
         if not args.skip_grpo:
             results["grpo"] = bench_grpo(args, tok, device, Path(tmp) / "grpo")
-            print(json.dumps({"grpo": results["grpo"]}), flush=True)
-    if args.out:
+            say({"grpo": results["grpo"]})
+    if args.out and main_rank:
         args.out.write_text(json.dumps(results, indent=2, default=str))
     return 0
 
