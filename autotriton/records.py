@@ -156,6 +156,13 @@ class Verdict(Record):
     def key(self) -> str:
         return content_key("verdict", self.candidate_key, self.judge_config_hash, self.device)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
+        """The inverse of `to_dict` (violations come back as Violation records); unknown keys are an error."""
+        values = dict(data)
+        values["violations"] = [v if isinstance(v, Violation) else Violation(**v) for v in values.get("violations") or []]
+        return cls(**values)
+
 
 @dataclass
 class Export(Record):

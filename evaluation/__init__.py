@@ -4,6 +4,7 @@ Public API:
     load_suite(path, *, levels=None, ids=None, name_glob=None, limit=None, shrink=False, hub=False) -> list[Problem]
     convert_tritonbench_t(path, *, probe=False) -> ConversionResult(entries, errors)
     LocalModelGenerator, OpenAIGenerator, RecordedGenerator (the Generator protocol)
+    RecordedJudge, read_verdicts (score candidates with verdicts an earlier judge run recorded, e.g. on a GPU)
     evaluate(problems, generator, config, validation_config, judge=None) -> EvaluationResult
     pass_at_k(n, c, k), compute_metrics(...)
     write_report(result, out_dir), compare_markdown(evaluations)
@@ -19,6 +20,7 @@ from typing import Any
 _LAZY = {
     "EvaluationConfig": "config",
     "EvaluationResult": "harness", "evaluate": "harness", "store_evaluation": "harness", "suite_label": "harness",
+    "RecordedJudge": "recorded", "read_verdicts": "recorded",
     "Generator": "generators", "LocalModelGenerator": "generators", "OpenAIGenerator": "generators",
     "RecordedGenerator": "generators", "candidate_from_output": "generators", "default_instruction": "generators",
     "make_generator": "generators",

@@ -83,6 +83,7 @@ def eval_main(
     endpoint: Optional[str] = typer.Option(None, "--endpoint", help="base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (key from $OPENAI_API_KEY or evaluation.api_key_env)"),
     recorded: list[Path] = typer.Option([], "--recorded", help="score recorded candidates instead of generating: replay JSONL file(s) (distillation's format), e.g. a teacher's outputs (repeatable)"),
     stored: Optional[str] = typer.Option(None, "--stored", help="score candidates already in the warehouse whose generator starts with this (e.g. 'inductor', 'replay:inductor', 'openai:deepseek'): a teacher's upper bound"),
+    verdicts: list[Path] = typer.Option([], "--verdicts", help="with --recorded/--stored: take each sample's verdict from these JSONL files, written by an earlier judge run (e.g. benchmarks/inductor_l1.py validate on a GPU), instead of judging again; samples without one count as failures (repeatable)"),
     samples: Optional[int] = typer.Option(None, "--samples", "-k", min=1, help="samples per problem (n); pass@k for k in {1,5,10} <= n"),
     temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, help="sampling temperature (0 = greedy)"),
     top_p: Optional[float] = typer.Option(None, "--top-p", min=0.0, max=1.0, help="nucleus sampling threshold"),
@@ -119,7 +120,8 @@ def eval_main(
     out = console(json_mode=json_out)
 
     from autotriton.evaluation import (
-        RecordedGenerator, SuiteError, evaluate, load_suite, make_generator, store_evaluation, write_report,
+        RecordedGenerator, RecordedJudge, SuiteError, evaluate, load_suite, make_generator, store_evaluation,
+        write_report,
     )
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
@@ -149,6 +151,19 @@ def eval_main(
     try:
         if recorded and stored:
             fail("--recorded and --stored both choose the candidates to score; pass one.")
+        judge = None
+        if verdicts:
+            if not (recorded or stored):
+                fail("--verdicts scores recorded candidates: pass --recorded FILE or --stored GENERATOR with it.")
+            missing = [str(p) for p in verdicts if not p.is_file()]
+            if missing:
+                fail(f"--verdicts {', '.join(missing)}: file not found.")
+            try:
+                judge = RecordedJudge.from_jsonl(verdicts)
+            except ValueError as exc:
+                fail(str(exc))
+            if not judge.by_key:
+                fail(f"--verdicts {', '.join(map(str, verdicts))}: no verdict records in these files.")
         if stored:
             keys = [p.key for p in problems]
             found = [c for c in wh.candidates(problem_keys=keys) if c.generator.startswith(stored)]
@@ -176,11 +191,12 @@ def eval_main(
                 generator = make_generator(ev, model_path=model_path, name=label)
             except (ValueError, RuntimeError) as exc:
                 fail(str(exc))
-        ERR.print(f"evaluating [bold]{generator.name}[/] on {len(problems)} problems x {ev.samples} samples "
-                  f"(judge device: {cfg.validation.device})", highlight=False)
+        where = f"recorded verdicts from {judge.source}, judged on {judge.device}" if judge else f"judge device: {cfg.validation.device}"
+        ERR.print(f"evaluating [bold]{generator.name}[/] on {len(problems)} problems x {ev.samples} samples ({where})",
+                  highlight=False)
         run = wh.start_run("evaluate", cfg)
         try:
-            result = evaluate(problems, generator, ev, cfg.validation, progress=True)
+            result = evaluate(problems, generator, ev, cfg.validation, judge=judge, progress=True)
         except RuntimeError as exc:
             wh.finish_run(run, "failed", {"error": str(exc)})
             run = None
@@ -192,6 +208,9 @@ def eval_main(
                         "timings": {k: round(v, 2) for k, v in result.timings.items()}})
         if isinstance(generator, RecordedGenerator) and generator.misses:
             summary["recorded_misses"] = generator.misses
+        if judge is not None:
+            summary["recorded_verdicts"] = {"source": judge.source, "device": judge.device, "served": judge.served,
+                                            "static_only": judge.static_only, "never_judged": judge.missing}
         failed_requests = getattr(generator, "failed_requests", 0)
         if failed_requests:
             summary["failed_requests"] = failed_requests
