@@ -17,52 +17,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-RELU_PROBLEM = '''import torch
-import torch.nn as nn
+from kernel_fixtures import elementwise_answer, elementwise_reference
 
+RELU_PROBLEM = elementwise_reference("torch.relu(x)", n="4, 37", doc="ReLU.")
 
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(4, 37)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-RELU_KERNEL = '''import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        n = x.numel()
-        relu_kernel[(triton.cdiv(n, 64),)](x, y, n, BLOCK=64)
-        return y
-'''
+RELU_KERNEL = elementwise_answer("relu", "tl.maximum(x, 0.0)", block=64)
 
 # The same kernel with a typo a model really makes: an attribute triton.language does not have.
 RELU_KERNEL_BROKEN = RELU_KERNEL.replace("tl.maximum(x, 0.0)", "tl.relu_max(x, 0.0)")

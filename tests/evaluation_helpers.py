@@ -11,59 +11,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from kernel_fixtures import elementwise_answer, elementwise_reference, torch_fallback
+
 # ------------------------------------------------------------------------------------------------
 # A tiny suite: two elementwise problems small enough for the Triton interpreter.
 
-RELU_PROBLEM = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """Tiny ReLU."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.relu(x)
-
-
-ROWS = 8
-COLS = 32
-
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-AFFINE_PROBLEM = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """Tiny affine map: 2 x + 1."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return x * 2.0 + 1.0
-
-
-SIZE = 200
-
-
-def get_inputs():
-    return [torch.randn(SIZE)]
-
-
-def get_init_inputs():
-    return []
-'''
+RELU_PROBLEM = elementwise_reference("torch.relu(x)", n="8, 32", doc="Tiny ReLU.")
+AFFINE_PROBLEM = elementwise_reference("x * 2.0 + 1.0", n=200, doc="Tiny affine map: 2 x + 1.")
 
 SUITE_ROWS = [
     {"id": "tiny/level1/1", "level": 1, "problem_id": 1, "name": "tiny_relu", "source": RELU_PROBLEM,
@@ -78,96 +32,12 @@ def write_suite(path: Path, rows: list[dict[str, Any]] | None = None) -> Path:
     return path
 
 
-_KERNEL_HEAD = '''import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-'''
-
-RELU_CORRECT = _KERNEL_HEAD + '''
-
-@triton.jit
-def relu_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offsets = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-    tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        relu_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128)
-        return out
-'''
-
-AFFINE_CORRECT = _KERNEL_HEAD + '''
-
-@triton.jit
-def affine_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offsets = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-    tl.store(out_ptr + offsets, x * 2.0 + 1.0, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        affine_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
-        return out
-'''
+RELU_CORRECT = elementwise_answer("relu", "tl.maximum(x, 0.0)", block=128)
+AFFINE_CORRECT = elementwise_answer("affine", "x * 2.0 + 1.0", block=64)
 
 # PyTorch fallbacks: a Triton kernel runs (a copy), but the real computation is torch's.
-_COPY_KERNEL = '''
-
-@triton.jit
-def copy_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offsets = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n_elements
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
-'''
-
-RELU_CHEAT = _KERNEL_HEAD + _COPY_KERNEL + '''
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        copy_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128)
-        return torch.relu(out)
-'''
-
-AFFINE_CHEAT = _KERNEL_HEAD + _COPY_KERNEL + '''
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        copy_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
-        return torch.add(torch.mul(out, 2.0), 1.0)
-'''
+RELU_CHEAT = torch_fallback("torch.relu(out)", block=128)
+AFFINE_CHEAT = torch_fallback("torch.add(torch.mul(out, 2.0), 1.0)", block=64)
 
 GARBAGE = "I am not sure how to write this kernel. Maybe use CUDA?"
 TRUNCATED = "<think>\nStart with a kernel.\n</think>\n\n```python\nimport triton\n@triton.jit\ndef k(x_ptr"

@@ -3,55 +3,7 @@
 from __future__ import annotations
 
 from autotriton.records import Candidate, Problem, Verdict
-
-ELEMENTWISE_REFERENCE = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """{doc}"""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return {expr}
-
-
-def get_inputs():
-    return [torch.randn({n})]
-
-
-def get_init_inputs():
-    return []
-'''
-
-ELEMENTWISE_ANSWER = '''import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def {name}_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(out_ptr + offs, {tl_expr}, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        {name}_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
-        return out
-'''
+from kernel_fixtures import ELEMENTWISE_REFERENCE, elementwise_answer, elementwise_reference  # noqa: F401 - the training tests import these from here
 
 # name, torch expression, triton expression (all computed on the loaded `x`)
 ELEMENTWISE_OPS = [
@@ -65,12 +17,7 @@ ELEMENTWISE_OPS = [
 
 
 def elementwise_problem(name: str, expr: str, n: int = 1000, suffix: str = "") -> Problem:
-    src = ELEMENTWISE_REFERENCE.format(doc=f"{name}{suffix}", expr=expr, n=n)
-    return Problem(reference_source=src, name=f"{name}{suffix}")
-
-
-def elementwise_answer(name: str, tl_expr: str) -> str:
-    return ELEMENTWISE_ANSWER.format(name=name, tl_expr=tl_expr)
+    return Problem(reference_source=elementwise_reference(expr, n=n, doc=f"{name}{suffix}"), name=f"{name}{suffix}")
 
 
 def reward1_verdict(problem: Problem, candidate: Candidate) -> Verdict:
