@@ -298,7 +298,8 @@ def capture_problem(
     Never raises for a problem's own failures: the returned dict has `ok` False and `error`
     (with `stage`: "load", "compile", "run") instead. `decompose_convolution` rewrites every
     convolution (incl. transposed/grouped/1D/3D) into gathers + matmul before Inductor lowers
-    it, so it comes out as Triton templates instead of an extern convolution kernel.
+    it, so it comes out as Triton templates instead of an extern convolution kernel; it also
+    rewrites the average poolings Inductor would leave to ATen (windows > 25 elements, e.g. 3-D).
     `max_mm_configs` caps the GEMM/conv template configs autotuned per op (see `inductor_settings`).
     """
     import torch
@@ -343,7 +344,9 @@ def capture_problem(
             from torch._inductor.decomposition import select_decomp_table
 
             table = dict(select_decomp_table())
-            table.update(_sibling("inductor_decompose").convolution_decompositions())
+            decompose = _sibling("inductor_decompose")
+            table.update(decompose.convolution_decompositions())
+            table.update(decompose.avg_pool_decompositions())  # pools Inductor leaves to ATen
             return compile_fx(gm, example_inputs, decompositions=table)
         return compile_fx(gm, example_inputs)
 

@@ -13,6 +13,13 @@ products (depthwise), a multiply + sum reduction; so the whole problem still com
 - direct convolution = pad, `unfold` each spatial dim into windows (dilation by striding the
   window), then per group (N * out positions, C/g * k) @ (C/g * k, Cout/g).
 
+Average pooling gets the same treatment: Inductor lowers avg_pool{1,2,3}d to Triton except when
+the window holds more than 25 elements and differs from the stride (e.g. KernelBench L1/46,
+kernel 3x3x3, stride 2), where it calls ATen's kernel instead. `avg_pool_as_sum` expresses such a
+pooling (count_include_pad=True, ceil_mode=False, no divisor_override: the KernelBench cases) as a
+zero pad + the sum of the window's strided slices / the window volume, which Inductor fuses into
+one pointwise Triton kernel.
+
 Needs torch only; used by `inductor_capture.capture_problem(decompose_convolution=True)`.
 """
 
@@ -21,7 +28,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["convolution_decompositions", "convolution_as_matmul", "needs_decomposition"]
+__all__ = ["convolution_decompositions", "convolution_as_matmul", "needs_decomposition", "avg_pool_as_sum",
+           "avg_pool_decompositions", "avg_pool_falls_back"]
 
 
 def needs_decomposition(weight_dim: int, transposed: bool, groups: int) -> bool:
@@ -117,3 +125,67 @@ def convolution_decompositions() -> dict[Any, Any]:
                                      int(groups))
 
     return {torch.ops.aten.convolution.default: convolution}
+
+
+def avg_pool_falls_back(kernel_size: list[int], stride: list[int]) -> bool:
+    """Inductor's rule (lowering._avg_poolnd): windows over 25 elements that differ from the stride
+    are left to ATen's kernel."""
+    return math.prod(kernel_size) > 25 and any(k != s for k, s in zip(kernel_size, stride))
+
+
+def avg_pool_as_sum(x: Any, kernel_size: list[int], stride: list[int], padding: list[int]) -> Any:
+    """avg_pool{nd}d with count_include_pad=True, ceil_mode=False, no divisor_override, over the
+    last nd dims of x: zero pad, then sum the window's strided slices, divided by the volume."""
+    import itertools
+
+    import torch.nn.functional as F
+
+    nd = len(kernel_size)
+    if any(padding):
+        pads: list[int] = []
+        for d in reversed(range(nd)):  # F.pad wants the last dim first
+            pads += [padding[d], padding[d]]
+        x = F.pad(x, pads)
+    lead = x.dim() - nd
+    spatial = [x.shape[lead + d] for d in range(nd)]
+    out = [(spatial[d] - kernel_size[d]) // stride[d] + 1 for d in range(nd)]
+    total = None
+    for offsets in itertools.product(*(range(k) for k in kernel_size)):
+        window = x
+        for d, o in enumerate(offsets):
+            window = window.narrow(lead + d, o, (out[d] - 1) * stride[d] + 1)
+            if stride[d] > 1:
+                index = [slice(None)] * (lead + d) + [slice(None, None, stride[d])]
+                window = window[tuple(index)]
+        total = window if total is None else total + window
+    return total / math.prod(kernel_size)
+
+
+def avg_pool_decompositions() -> dict[Any, Any]:
+    """Decomposition table entries for aten.avg_pool{1,2,3}d that only take the cases Inductor
+    would leave to ATen (and that `avg_pool_as_sum` covers)."""
+    import torch
+
+    def make(nd: int) -> Any:
+        def avg_pool(x: Any, kernel_size: Any, stride: Any = (), padding: Any = 0, ceil_mode: bool = False,
+                     count_include_pad: bool = True, divisor_override: Any = None) -> Any:
+            kernel = _expand(_listify(kernel_size), nd)
+            strides = _expand(_listify(stride), nd) if _listify(stride) else list(kernel)
+            pads = _expand(_listify(padding), nd)
+            if ceil_mode or not count_include_pad or divisor_override is not None:
+                return NotImplemented
+            if not avg_pool_falls_back(kernel, strides):
+                return NotImplemented  # Inductor's own lowering makes Triton of it
+            return avg_pool_as_sum(x, kernel, strides, pads)
+
+        return avg_pool
+
+    ops = {1: torch.ops.aten.avg_pool1d.default, 2: torch.ops.aten.avg_pool2d.default,
+           3: torch.ops.aten.avg_pool3d.default}
+    return {op: make(nd) for nd, op in ops.items()}
+
+
+def _listify(values: Any) -> list[int]:
+    if isinstance(values, (list, tuple)):
+        return [int(v) for v in values]
+    return [int(values)]

@@ -276,3 +276,42 @@ def test_template_config_cap_is_set_only_when_asked():
         assert ic.test_configs.max_mm_configs == 4 and ic.max_autotune_gemm_backends == "TRITON"
     with pytest.raises(ValueError, match="max_mm_configs"):
         inductor_settings(max_mm_configs=0)
+
+
+@pytest.mark.parametrize("nd,kernel,stride,padding", [
+    (3, 3, 2, 1),   # KernelBench L1/46: a 27-element window Inductor leaves to ATen
+    (3, 4, 3, 2),
+    (2, 6, 2, 3),
+    (1, 30, 7, 0),
+])
+def test_average_pooling_rewrite_matches_torch_and_leaves_no_pool_op(nd, kernel, stride, padding):
+    """avg_pool with count_include_pad (the default), traced through the decomposition table as
+    Inductor sees it: no avg_pool op left, same values as torch, also at other sizes."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from autotriton.distillation.inductor_decompose import avg_pool_decompositions, avg_pool_falls_back
+
+    assert avg_pool_falls_back([kernel] * nd, [stride] * nd)
+    pool = {1: nn.AvgPool1d, 2: nn.AvgPool2d, 3: nn.AvgPool3d}[nd](kernel, stride, padding)
+    shape = {1: (2, 3, 75), 2: (2, 3, 19, 22), 3: (2, 3, 9, 10, 13)}[nd]
+    x = torch.randn(*shape)
+    traced = make_fx(pool, decomposition_table=avg_pool_decompositions())(x)
+    assert "avg_pool" not in traced.code
+    torch.testing.assert_close(traced(x), pool(x), atol=1e-6, rtol=1e-5)
+    if (nd, kernel) != (3, 3):
+        return
+    # the rewrite takes its sizes from the input: a dynamically traced graph is right at other sizes
+    dyn = make_fx(pool, decomposition_table=avg_pool_decompositions(), tracing_mode="symbolic")(x)
+    y = torch.randn(*[s + 3 for s in shape])
+    torch.testing.assert_close(dyn(y), pool(y), atol=1e-6, rtol=1e-5)
+
+
+def test_average_pooling_inductor_lowers_itself_is_left_alone():
+    from autotriton.distillation.inductor_decompose import avg_pool_decompositions
+
+    decomp = avg_pool_decompositions()[torch.ops.aten.avg_pool2d.default]
+    x = torch.randn(1, 2, 8, 8)
+    assert decomp(x, [2, 2], [2, 2], [0, 0]) is NotImplemented  # 4-element window: Inductor's lowering
+    assert decomp(x, [11, 11], [], [0, 0]) is NotImplemented  # window == stride: Inductor's lowering
+    assert decomp(x, [6, 6], [2, 2], [0, 0], True) is NotImplemented  # ceil_mode: not covered
+    assert decomp(x, [6, 6], [2, 2], [0, 0], False, False) is NotImplemented  # count_include_pad=False
