@@ -18,457 +18,103 @@ from pathlib import Path
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
 
-def _elementwise(doc: str, expr: str, rows: int = 16, cols: int = 256) -> str:
+def _problem(doc: str, forward: list[str], inputs: str, sizes: dict[str, int], *, args: str = "x: torch.Tensor",
+             params: str = "", setup: tuple[str, ...] = (), init_inputs: str = "") -> str:
+    """A KernelBench-format source: `Model(params)` runs the `setup` lines in __init__ and the
+    `forward` lines (the last one returns) on `args`; `sizes` are the module-level shape
+    constants that `get_inputs` (returning `[inputs]`) uses; `get_init_inputs` returns `[init_inputs]`."""
+    init = "".join(f"        {line}\n" for line in setup)
+    body = "".join(f"        {line}\n" for line in forward)
+    constants = "".join(f"{name} = {value}\n" for name, value in sizes.items())
     return HEADER + f'''class Model(nn.Module):
     """{doc}"""
 
-    def __init__(self):
+    def __init__(self{params}):
         super().__init__()
+{init}
+    def forward(self, {args}) -> torch.Tensor:
+{body}
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return {expr}
-
-
-batch_size = {rows}
-dim = {cols}
-
+{constants}
 
 def get_inputs():
-    return [torch.randn(batch_size, dim)]
+    return [{inputs}]
 
 
 def get_init_inputs():
-    return []
+    return [{init_inputs}]
 '''
 
 
+def _rows(doc: str, forward: str | list[str], rows: int = 16, cols: int = 256, *, cols_name: str = "dim", **kw) -> str:
+    """A problem on one (rows, cols) input `x`; `forward` is the returned expression, or the lines."""
+    lines = forward if isinstance(forward, list) else [f"return {forward}"]
+    return _problem(doc, lines, f"torch.randn(batch_size, {cols_name})", {"batch_size": rows, cols_name: cols}, **kw)
+
+
 TRAIN: dict[str, str] = {
-    "relu": _elementwise("Applies ReLU element-wise.", "torch.relu(x)"),
-    "sigmoid": _elementwise("Applies the logistic sigmoid element-wise.", "torch.sigmoid(x)"),
-    "tanh": _elementwise("Applies tanh element-wise.", "torch.tanh(x)", rows=8, cols=512),
-    "gelu": _elementwise("Applies the exact (erf) GELU element-wise.", "F.gelu(x)"),
-    "silu": _elementwise("Applies SiLU (x * sigmoid(x)) element-wise.", "F.silu(x)", rows=32, cols=128),
-    "leaky_relu": HEADER + '''class Model(nn.Module):
-    """LeakyReLU with a configurable negative slope."""
-
-    def __init__(self, negative_slope: float):
-        super().__init__()
-        self.negative_slope = negative_slope
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.leaky_relu(x, negative_slope=self.negative_slope)
-
-
-batch_size = 16
-dim = 384
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return [0.1]
-''',
-    "bias_relu": HEADER + '''class Model(nn.Module):
-    """Adds a learned per-feature bias, then applies ReLU."""
-
-    def __init__(self, features: int):
-        super().__init__()
-        self.bias = nn.Parameter(torch.randn(features))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x + self.bias)
-
-
-batch_size = 32
-features = 128
-
-
-def get_inputs():
-    return [torch.randn(batch_size, features)]
-
-
-def get_init_inputs():
-    return [features]
-''',
-    "softmax": HEADER + '''class Model(nn.Module):
-    """Softmax over the last dimension."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(x, dim=-1)
-
-
-batch_size = 16
-dim = 128
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-''',
-    "layernorm": HEADER + '''class Model(nn.Module):
-    """LayerNorm over the last dimension, with learned weight and bias."""
-
-    def __init__(self, normalized_shape: int):
-        super().__init__()
-        self.ln = nn.LayerNorm(normalized_shape)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.ln(x)
-
-
-batch_size = 16
-hidden = 256
-
-
-def get_inputs():
-    return [torch.randn(batch_size, hidden)]
-
-
-def get_init_inputs():
-    return [hidden]
-''',
-    "rmsnorm": HEADER + '''class Model(nn.Module):
-    """RMSNorm: x / sqrt(mean(x^2) + eps) * weight, over the last dimension."""
-
-    def __init__(self, hidden: int, eps: float = 1e-6):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden) + 0.1 * torch.randn(hidden))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
-        return x * rms * self.weight
-
-
-batch_size = 16
-hidden = 256
-
-
-def get_inputs():
-    return [torch.randn(batch_size, hidden)]
-
-
-def get_init_inputs():
-    return [hidden]
-''',
-    "row_sum": HEADER + '''class Model(nn.Module):
-    """Sums each row (reduction over dim 1)."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.sum(dim=1)
-
-
-batch_size = 32
-dim = 512
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-''',
-    "row_max": HEADER + '''class Model(nn.Module):
-    """Maximum of each row (values only)."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.amax(x, dim=-1)
-
-
-batch_size = 32
-dim = 256
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-''',
-    "matmul": HEADER + '''class Model(nn.Module):
-    """A small matrix product C = A @ B."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return torch.matmul(a, b)
-
-
-M = 64
-K = 64
-N = 32
-
-
-def get_inputs():
-    return [torch.randn(M, K), torch.randn(K, N)]
-
-
-def get_init_inputs():
-    return []
-''',
-    "linear_relu": HEADER + '''class Model(nn.Module):
-    """A linear layer followed by ReLU."""
-
-    def __init__(self, in_features: int, out_features: int):
-        super().__init__()
-        self.linear = nn.Linear(in_features, out_features)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.linear(x))
-
-
-batch_size = 32
-in_features = 64
-out_features = 32
-
-
-def get_inputs():
-    return [torch.randn(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-''',
-    "scaled_residual_add": HEADER + '''class Model(nn.Module):
-    """Residual connection with a fixed scale: x + alpha * y."""
-
-    def __init__(self, alpha: float):
-        super().__init__()
-        self.alpha = alpha
-
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return x + self.alpha * y
-
-
-batch_size = 16
-dim = 512
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim), torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return [0.5]
-''',
-    "swiglu_gate": HEADER + '''class Model(nn.Module):
-    """SwiGLU gating: splits the last dimension in two halves a, b and returns silu(a) * b."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        a, b = x.chunk(2, dim=-1)
-        return F.silu(a) * b
-
-
-batch_size = 16
-dim = 512
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-''',
-    "row_mean": HEADER + '''class Model(nn.Module):
-    """Mean of each row, keeping the reduced dimension."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.mean(dim=-1, keepdim=True)
-
-
-batch_size = 24
-dim = 320
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-''',
+    "relu": _rows("Applies ReLU element-wise.", "torch.relu(x)"),
+    "sigmoid": _rows("Applies the logistic sigmoid element-wise.", "torch.sigmoid(x)"),
+    "tanh": _rows("Applies tanh element-wise.", "torch.tanh(x)", rows=8, cols=512),
+    "gelu": _rows("Applies the exact (erf) GELU element-wise.", "F.gelu(x)"),
+    "silu": _rows("Applies SiLU (x * sigmoid(x)) element-wise.", "F.silu(x)", rows=32, cols=128),
+    "leaky_relu": _rows("LeakyReLU with a configurable negative slope.",
+                        "F.leaky_relu(x, negative_slope=self.negative_slope)", cols=384,
+                        params=", negative_slope: float", setup=("self.negative_slope = negative_slope",),
+                        init_inputs="0.1"),
+    "bias_relu": _rows("Adds a learned per-feature bias, then applies ReLU.", "torch.relu(x + self.bias)", 32, 128,
+                       cols_name="features", params=", features: int",
+                       setup=("self.bias = nn.Parameter(torch.randn(features))",), init_inputs="features"),
+    "softmax": _rows("Softmax over the last dimension.", "torch.softmax(x, dim=-1)", cols=128),
+    "layernorm": _rows("LayerNorm over the last dimension, with learned weight and bias.", "self.ln(x)",
+                       cols_name="hidden", params=", normalized_shape: int",
+                       setup=("self.ln = nn.LayerNorm(normalized_shape)",), init_inputs="hidden"),
+    "rmsnorm": _rows("RMSNorm: x / sqrt(mean(x^2) + eps) * weight, over the last dimension.",
+                     ["rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)", "return x * rms * self.weight"],
+                     cols_name="hidden", params=", hidden: int, eps: float = 1e-6",
+                     setup=("self.weight = nn.Parameter(torch.ones(hidden) + 0.1 * torch.randn(hidden))", "self.eps = eps"),
+                     init_inputs="hidden"),
+    "row_sum": _rows("Sums each row (reduction over dim 1).", "x.sum(dim=1)", 32, 512),
+    "row_max": _rows("Maximum of each row (values only).", "torch.amax(x, dim=-1)", 32, 256),
+    "matmul": _problem("A small matrix product C = A @ B.", ["return torch.matmul(a, b)"],
+                       "torch.randn(M, K), torch.randn(K, N)", {"M": 64, "K": 64, "N": 32},
+                       args="a: torch.Tensor, b: torch.Tensor"),
+    "linear_relu": _problem("A linear layer followed by ReLU.", ["return torch.relu(self.linear(x))"],
+                            "torch.randn(batch_size, in_features)", {"batch_size": 32, "in_features": 64, "out_features": 32},
+                            params=", in_features: int, out_features: int",
+                            setup=("self.linear = nn.Linear(in_features, out_features)",),
+                            init_inputs="in_features, out_features"),
+    "scaled_residual_add": _problem("Residual connection with a fixed scale: x + alpha * y.", ["return x + self.alpha * y"],
+                                    "torch.randn(batch_size, dim), torch.randn(batch_size, dim)",
+                                    {"batch_size": 16, "dim": 512}, args="x: torch.Tensor, y: torch.Tensor",
+                                    params=", alpha: float", setup=("self.alpha = alpha",), init_inputs="0.5"),
+    "swiglu_gate": _rows("SwiGLU gating: splits the last dimension in two halves a, b and returns silu(a) * b.",
+                         ["a, b = x.chunk(2, dim=-1)", "return F.silu(a) * b"], cols=512),
+    "row_mean": _rows("Mean of each row, keeping the reduced dimension.", "x.mean(dim=-1, keepdim=True)", 24, 320),
 }
 
 EVAL: dict[str, str] = {
-    "elu": HEADER + '''class Model(nn.Module):
-    """ELU with a configurable alpha."""
-
-    def __init__(self, alpha: float):
-        super().__init__()
-        self.alpha = alpha
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.elu(x, alpha=self.alpha)
-
-
-batch_size = 16
-dim = 256
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return [1.0]
-''',
-    "hardtanh": _elementwise("Clamps values to [-1, 1] (HardTanh).", "F.hardtanh(x, min_val=-1.0, max_val=1.0)"),
-    "log_softmax": HEADER + '''class Model(nn.Module):
-    """LogSoftmax over dimension 1."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.log_softmax(x, dim=1)
-
-
-batch_size = 16
-dim = 256
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-''',
-    "l2_normalize": HEADER + '''class Model(nn.Module):
-    """Scales each row to unit L2 norm."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x / torch.norm(x, p=2, dim=1, keepdim=True)
-
-
-batch_size = 16
-dim = 256
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-''',
-    "row_min": HEADER + '''class Model(nn.Module):
-    """Minimum over a given dimension."""
-
-    def __init__(self, dim: int):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.min(x, dim=self.dim)[0]
-
-
-batch_size = 16
-dim1 = 64
-dim2 = 32
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim1, dim2)]
-
-
-def get_init_inputs():
-    return [1]
-''',
-    "linear_gelu": HEADER + '''class Model(nn.Module):
-    """A linear layer followed by the tanh-approximated GELU."""
-
-    def __init__(self, in_features: int, out_features: int):
-        super().__init__()
-        self.linear = nn.Linear(in_features, out_features)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.gelu(self.linear(x), approximate="tanh")
-
-
-batch_size = 32
-in_features = 64
-out_features = 64
-
-
-def get_inputs():
-    return [torch.randn(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-''',
-    "batched_matmul": HEADER + '''class Model(nn.Module):
-    """Batched matrix product of (B, M, K) and (B, K, N)."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return torch.bmm(a, b)
-
-
-batch = 4
-M = 32
-K = 32
-N = 32
-
-
-def get_inputs():
-    return [torch.randn(batch, M, K), torch.randn(batch, K, N)]
-
-
-def get_init_inputs():
-    return []
-''',
-    "mse_loss": HEADER + '''class Model(nn.Module):
-    """Mean squared error between predictions and targets (a scalar)."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return torch.mean((predictions - targets) ** 2)
-
-
-batch_size = 32
-dim = 256
-
-
-def get_inputs():
-    return [torch.randn(batch_size, dim), torch.randn(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-''',
+    "elu": _rows("ELU with a configurable alpha.", "F.elu(x, alpha=self.alpha)", params=", alpha: float",
+                 setup=("self.alpha = alpha",), init_inputs="1.0"),
+    "hardtanh": _rows("Clamps values to [-1, 1] (HardTanh).", "F.hardtanh(x, min_val=-1.0, max_val=1.0)"),
+    "log_softmax": _rows("LogSoftmax over dimension 1.", "torch.log_softmax(x, dim=1)"),
+    "l2_normalize": _rows("Scales each row to unit L2 norm.", "x / torch.norm(x, p=2, dim=1, keepdim=True)"),
+    "row_min": _problem("Minimum over a given dimension.", ["return torch.min(x, dim=self.dim)[0]"],
+                        "torch.randn(batch_size, dim1, dim2)", {"batch_size": 16, "dim1": 64, "dim2": 32},
+                        params=", dim: int", setup=("self.dim = dim",), init_inputs="1"),
+    "linear_gelu": _problem("A linear layer followed by the tanh-approximated GELU.",
+                            ['return F.gelu(self.linear(x), approximate="tanh")'],
+                            "torch.randn(batch_size, in_features)", {"batch_size": 32, "in_features": 64, "out_features": 64},
+                            params=", in_features: int, out_features: int",
+                            setup=("self.linear = nn.Linear(in_features, out_features)",),
+                            init_inputs="in_features, out_features"),
+    "batched_matmul": _problem("Batched matrix product of (B, M, K) and (B, K, N).", ["return torch.bmm(a, b)"],
+                               "torch.randn(batch, M, K), torch.randn(batch, K, N)", {"batch": 4, "M": 32, "K": 32, "N": 32},
+                               args="a: torch.Tensor, b: torch.Tensor"),
+    "mse_loss": _problem("Mean squared error between predictions and targets (a scalar).",
+                         ["return torch.mean((predictions - targets) ** 2)"],
+                         "torch.randn(batch_size, dim), torch.randn(batch_size, dim)", {"batch_size": 32, "dim": 256},
+                         args="predictions: torch.Tensor, targets: torch.Tensor"),
 }
 
 
