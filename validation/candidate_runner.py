@@ -344,7 +344,7 @@ def digest(tensors: list[Any]) -> str:
             t = t.detach().to("cpu").contiguous()
             h.update(str((t.dtype, tuple(t.shape))).encode())
             if t.numel():
-                h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+                h.update(t.reshape(-1).view(torch.uint8).numpy())  # the buffer itself, no bytes copy
         else:
             h.update(repr(t).encode())
     return h.hexdigest()
@@ -401,6 +401,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
     header["import_s"] = time.perf_counter() - import_start
 
     model = None
+    main_model = None  # the first phase's instance: timing uses its sizes (the odd-size phase's differ)
     for phase in job["phases"]:
         ph: dict[str, Any] = {"name": phase["name"], "trials": [], "weights": None, "error": None}
         header["phases"].append(ph)
@@ -417,6 +418,8 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
                 ph["weights"] = "own initialisation (state_dict keys or shapes differ from the reference)" if ref_state else "no weights"
             if isinstance(model, torch.nn.Module):
                 model = model.to(device).eval()
+            if main_model is None:
+                main_model = model
         except BaseException as exc:  # noqa: BLE001
             ph["error"] = _error("init", exc)
             break
@@ -453,6 +456,7 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
                 tr["outputs"] = list(range(len(tensors), len(tensors) + len(outs)))
                 tr["output_devices"] = sorted({o.device.type for o in outs})
                 tensors.extend(o.detach().to("cpu") for o in outs)
+                del out, outs  # the device copies: only the host ones are sent back
                 tr["input_digest"] = digest(list(inputs))
             except BaseException as exc:  # noqa: BLE001
                 tr["error"] = _error("outputs", exc)
@@ -460,17 +464,42 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
         if any("error" in t for t in ph["trials"]):
             break
 
-    if job.get("timing") and model is not None and not header["error"]:
+    if job.get("timing") and main_model is not None and not header["error"]:
         try:
-            from autotriton.validation.timing import time_callable
-
-            header["timing"] = time_callable(model, [_to(t["inputs"], device) for t in job["phases"][0]["trials"]], job["timing"])
+            header["timing"] = _time(model_cls, main_model, job, device)
         except BaseException as exc:  # noqa: BLE001
             header["timing"] = {"error": _error("timing", exc)}
     if job.get("compile_target"):
         header["compile_report"] = _compile(job["compile_target"])
     header["kernels"] = list(STATE.kernel_info.values())
     return header, tensors
+
+
+def timing_model_and_inputs(model_cls: Any, main_model: Any, job: dict[str, Any], device: str) -> tuple[Any, list[list[Any]]]:
+    """What the candidate is timed on: the trials' model and inputs, or, when correctness ran at
+    sizes shrunk for memory (job["timing"]["full_size"]), a ModelNew built from the reference's own
+    get_init_inputs() and input sets from its get_inputs(), made here (validation/timing.py)."""
+    full = job["timing"].get("full_size")
+    if not full:
+        return main_model, [_to(t["inputs"], device) for t in job["phases"][0]["trials"]]
+    from autotriton.validation.timing import full_size_setup
+
+    _module, init_inputs, sets = full_size_setup(full, device)
+    torch.manual_seed(full["init_seed"])
+    model = model_cls(*init_inputs)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    return model, sets
+
+
+def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str) -> dict[str, Any]:
+    from autotriton.validation.timing import time_callable
+
+    model, sets = timing_model_and_inputs(model_cls, main_model, job, device)
+    out = time_callable(model, sets, job["timing"])
+    if job["timing"].get("full_size"):
+        out["full_size"] = True
+    return out
 
 
 def _compile(target: str) -> dict[str, Any]:

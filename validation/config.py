@@ -16,6 +16,11 @@ class ValidationConfig(BaseModel):
     memory_limit_gb: float = Field(512.0, gt=0, description="address-space limit of a candidate process on a GPU (CUDA reserves large virtual ranges: keep it well above 64 GiB)")
     memory_limit_gb_cpu: float = Field(8.0, gt=0, description="address-space limit of a candidate process on the CPU interpreter")
     max_output_mb: float = Field(1024.0, gt=0, description="largest answer (output tensors) a candidate may send back")
+    max_trial_mb: float = Field(512.0, gt=0, description=(
+        "largest inputs + outputs of one correctness trial at full size (estimated on the meta device) when the problem is "
+        "not already shrunk for the interpreter; a problem over it (or whose outputs over all trials would pass "
+        "max_output_mb) is judged for correctness at shrunk sizes (shrink.py's rule, the largest max_dim that fits) "
+        "while GPU timing still uses the problem's own sizes, with inputs made in the candidate's process"))
     max_log_mb: float = Field(16.0, gt=0, description="largest file a candidate may write, its captured stdout/stderr included (RLIMIT_FSIZE)")
     max_processes: int = Field(256, ge=1, description="RLIMIT_NPROC of a candidate when it runs as an unprivileged user (stops fork bombs)")
     isolate_network: bool = Field(True, description="give each candidate an empty network namespace (recorded when the OS refuses)")

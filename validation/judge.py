@@ -102,18 +102,102 @@ class Phase:
         return self.outputs
 
 
+def _tensor_bytes(obj: Any) -> int:
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, (list, tuple)):
+        return sum(_tensor_bytes(o) for o in obj)
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(o) for o in obj.values())
+    return 0
+
+
+def trial_bytes(source: str, directory: str = "") -> tuple[int, int | None] | None:
+    """(input bytes, output bytes) of one trial of the problem at its own sizes, from a run on the
+    meta device (shapes and dtypes only: no memory, no compute). Output bytes are None when the
+    reference's forward does not run on meta; None altogether when get_inputs() does not."""
+    try:
+        module = load_problem_module(source, directory, "size")
+    except BaseException:  # noqa: BLE001 (the real load reports it)
+        return None
+    try:
+        with torch.device("meta"):
+            inputs = list(module.get_inputs())
+    except Exception:  # noqa: BLE001
+        return None
+    if any(isinstance(x, torch.Tensor) and x.device.type != "meta" for x in inputs):
+        return None  # get_inputs placed tensors itself: these are real, measure them as they are
+    in_bytes = _tensor_bytes(inputs)
+    try:
+        with torch.device("meta"), torch.no_grad():
+            out = module.Model(*module.get_init_inputs())(*inputs)
+        out_bytes: int | None = _tensor_bytes(out)
+    except Exception:  # noqa: BLE001 (data-dependent ops, .item(), ...: inputs alone decide)
+        out_bytes = None
+    return in_bytes, out_bytes
+
+
+def fit_to_budget(source: str, cfg: dict[str, Any], directory: str = "") -> tuple[str, dict[str, Any]]:
+    """The problem itself when one trial fits `max_trial_mb` (inputs + outputs) and all trials'
+    outputs fit `max_output_mb`; else shrink.shrink_problem at the largest power-of-two max_dim
+    (batch constants capped by the same max_dim) whose estimate fits. Returns (source, notes)."""
+    budget = cfg["max_trial_mb"] * 2**20
+    answer_budget = cfg["max_output_mb"] * 2**20 * 0.9  # headroom for the header and the odd-size trial's growth
+    n_trials = cfg["trials"] + (1 if cfg["odd_size_trial"] else 0)
+
+    def fits(est: tuple[int, int | None]) -> bool:
+        ins, outs = est[0], est[1] or 0
+        return ins + outs <= budget and outs * n_trials <= answer_budget
+
+    def mb(est: tuple[int, int | None]) -> float:
+        return round((est[0] + (est[1] or 0)) / 2**20, 1)
+
+    est = trial_bytes(source, directory)
+    if est is None:
+        return source, {"trial_mb": "unknown (get_inputs does not run on the meta device): judged at full size"}
+    notes: dict[str, Any] = {"trial_mb": mb(est)}
+    if est[1] is None:
+        notes["trial_mb_outputs_unknown"] = True
+    if fits(est):
+        return source, notes
+    previous = source
+    for k in range(40, 4, -1):
+        max_dim = 2**k
+        shrunk = shrink.shrink_problem(source, max_dim, max_batch=max_dim)
+        if shrunk in (source, previous):
+            continue
+        previous = shrunk
+        est_small = trial_bytes(shrunk, directory)
+        if est_small is not None and fits(est_small):
+            notes.update(shrunk_for_memory=True, shrink_max_dim=max_dim, judged_trial_mb=mb(est_small))
+            return shrunk, notes
+    if previous != source:
+        est_small = trial_bytes(previous, directory)
+        notes.update(shrunk_for_memory=True, shrink_max_dim=32, judged_trial_mb=mb(est_small) if est_small else None,
+                     over_budget="still over max_trial_mb at the smallest shrink")
+        return previous, notes
+    notes["over_budget"] = "over max_trial_mb, but no size constant to shrink: judged at full size"
+    return source, notes
+
+
 class ProblemState:
     """What a worker keeps per problem: the runnable (maybe shrunk) reference and its phases."""
 
     def __init__(self, source: str, cfg: dict[str, Any], directory: str):
         self.notes: dict[str, Any] = {}
         self.timing: dict[str, Any] | None = None  # reference times on a GPU (validation/timing.py)
+        self.original_source = source
         device = cfg["device"]
         candidates = [source]
         if device == "cpu" and cfg["shrink_for_cpu"]:
             shrunk = shrink.shrink_problem(source, cfg["shrink_max_dim"])
             if shrunk != source:
                 candidates = [shrunk, source]
+        else:  # full sizes, within the per-trial byte budget (validation/README.md, "Devices")
+            fitted, budget_notes = fit_to_budget(source, cfg, directory)
+            self.notes.update(budget_notes)
+            if fitted != source:
+                candidates = [fitted, source]
         seeds = [cfg["seed"] + 1000 * (i + 1) for i in range(cfg["trials"])]
         last_exc: BaseException | None = None
         self.main: Phase | None = None
@@ -129,6 +213,7 @@ class ProblemState:
                 last_exc = exc
                 if i == 0 and len(candidates) > 1:
                     self.notes["shrink_failed"] = f"{type(exc).__name__}: {exc}"[:300]
+                    self.notes.pop("shrunk_for_memory", None)
         if self.main is None:
             raise ProblemError(f"the reference problem does not run: {type(last_exc).__name__}: {last_exc}")
         self.odd: Phase | None = None
@@ -151,7 +236,7 @@ class ProblemState:
 
 def problem_state(worker, source: str, cfg: dict[str, Any]) -> ProblemState:
     key = "|".join(str(x) for x in (source_key(source), cfg["device"], cfg["shrink_for_cpu"], cfg["shrink_max_dim"],
-                                     cfg["seed"], cfg["trials"], cfg["odd_size_trial"]))
+                                     cfg["seed"], cfg["trials"], cfg["odd_size_trial"], cfg["max_trial_mb"], cfg["max_output_mb"]))
     state = worker.problems.get(key)
     if state is None:
         state = ProblemState(source, cfg, worker.tmp)
@@ -209,6 +294,20 @@ def _collapse(violations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | None:
+    """The candidate's timing job (GPU only). When correctness is judged at sizes shrunk for
+    memory, timing still runs at the problem's own sizes: the candidate process builds a second
+    ModelNew from the reference's get_init_inputs() and its input sets from get_inputs() under
+    the trial seeds, on the GPU (validation/timing.py, full_size_setup); those never come back."""
+    if cfg["device"] == "cpu" or not cfg["time_kernels"]:
+        return None
+    plan = dict(cfg["timing_job"])
+    if state.source != state.original_source:
+        plan["full_size"] = {"source": state.original_source, "init_seed": cfg["seed"],
+                             "seeds": [cfg["seed"] + 1000 * (i + 1) for i in range(plan["input_sets"])]}
+    return plan
+
+
 def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     device = cfg["device"]
@@ -224,16 +323,17 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             result.update(status="runtime_error", error=f"reference problem failed: {exc}"[:2000], reference_failed=True)
             return result
         phases = state.phases()
+        result["timing"].update({f"problem_{k}": v for k, v in state.notes.items()})
         job = {"source": candidate_source, "path": os.path.join(workdir, "candidate.py"), "device": device,
                "phases": [p.job() for p in phases],
                "compile_target": cfg["target"] if (cfg["compile_check"] and device == "cpu") else None,
-               "timing": cfg.get("timing_job") if device != "cpu" and cfg["time_kernels"] else None}
-        if device != "cpu" and cfg["time_kernels"]:
+               "timing": timing_plan(state, cfg)}
+        if job["timing"] is not None:
             # Before the job is sent: the reference is never timed while the candidate uses the GPU.
             from autotriton.validation.timing import reference_timing
 
             try:
-                result["timing"]["reference"] = reference_timing(worker, state, cfg)
+                result["timing"]["reference"] = reference_timing(worker, state, cfg, job["timing"])
             except Exception as exc:  # noqa: BLE001 (no speedup then; correctness still judged)
                 result["timing"]["reference_error"] = f"{type(exc).__name__}: {exc}"[:500]
         deadline = time.monotonic() + cfg["timeout_s"]
@@ -268,7 +368,6 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
 
 def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
     result["timing"]["sandbox"] = header.get("sandbox", {})
-    result["timing"].update({f"problem_{k}": v for k, v in state.notes.items()})
     if header.get("error"):
         err = header["error"]
         result.update(status="runtime_error", error=f"{err.get('stage')}: {err.get('type')}: {err.get('message')}\n{err.get('traceback', '')}"[-3000:])

@@ -13,6 +13,13 @@ Method (the same routine for reference and candidate):
   artefact than a real kernel.
 The worker times the reference before the candidate's job is sent (so the two never share the
 GPU), and caches those times per problem. torch, triton and the standard library only.
+
+Sizes: timing runs at the problem's own sizes. Usually the timed input sets are the first
+correctness trials' inputs. When correctness is judged at sizes shrunk for memory
+(`max_trial_mb`, judge.fit_to_budget), both sides instead build the full-size model and input
+sets themselves with `full_size_setup` (same source, same seeds, made on the GPU: identical
+values on both sides), so no multi-GiB tensor crosses a process boundary; the candidate's are
+made in its own process and never come back.
 """
 
 from __future__ import annotations
@@ -59,10 +66,31 @@ def bench(fn: Callable[[], Any], runs: int) -> dict[str, Any]:
     return {"median_ms": median, "min_ms": min(times), "runs": runs, "kept": kept}
 
 
-def _on_device(inputs: list[Any]) -> list[Any]:
+def _on_device(inputs: list[Any], device: str = "cuda") -> list[Any]:
     import torch
 
-    return [x.to("cuda") if isinstance(x, torch.Tensor) else x for x in inputs]
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def full_size_setup(full: dict[str, Any], device: str = "cuda") -> tuple[Any, list[Any], list[list[Any]]]:
+    """(problem module, init inputs, input sets) at the problem's own sizes, from `full`
+    ({"source", "init_seed", "seeds"}, judge.timing_plan). Inputs are made directly on `device`
+    (factories under torch.device(device)) with torch.manual_seed(seed) per set, so the worker and
+    the candidate process get the same values without sending them."""
+    import torch
+
+    from autotriton.validation.judge import load_problem_module
+
+    module = load_problem_module(full["source"], "", "fullsize")
+    torch.manual_seed(full["init_seed"])
+    init_inputs = list(module.get_init_inputs())
+    sets = []
+    for seed in full["seeds"]:
+        torch.manual_seed(seed)
+        with torch.device(device):
+            inputs = list(module.get_inputs())
+        sets.append(_on_device(inputs, device))
+    return module, init_inputs, sets
 
 
 def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any]) -> dict[str, Any]:
@@ -103,24 +131,39 @@ def _triton_share(model: Any, inputs: list[Any]) -> float | None:
     return (triton / total) if total else None
 
 
-def reference_timing(worker: Any, state: Any, cfg: dict[str, Any]) -> dict[str, Any]:
-    """Worker side: eager and torch.compile times of the reference, cached per problem."""
+def reference_timing(worker: Any, state: Any, cfg: dict[str, Any], plan: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Worker side: eager and torch.compile times of the reference, cached per problem.
+    With plan["full_size"] the reference is built and fed at its own sizes (full_size_setup)."""
     import torch
 
     cached = getattr(state, "timing", None)
     if cached is not None:
         return cached
-    job = cfg["timing_job"]
-    phase = state.main
-    sets = [_on_device(t["inputs"]) for t in phase.trials[: job["input_sets"]]]
-    result: dict[str, Any] = {"eager": [bench(lambda s=s: phase.model(*s), job["runs"]) for s in sets]}
+    job = plan or cfg["timing_job"]
+    full = job.get("full_size")
+    if full:
+        module, init_inputs, sets = full_size_setup(full)
+        torch.manual_seed(full["init_seed"])
+        model = module.Model(*init_inputs)
+        model = model.to("cuda").eval() if isinstance(model, torch.nn.Module) else model
+    else:
+        model = state.main.model
+        sets = [_on_device(t["inputs"]) for t in state.main.trials[: job["input_sets"]]]
+    result: dict[str, Any] = {"eager": [bench(lambda s=s: model(*s), job["runs"]) for s in sets]}
+    if full:
+        result["full_size"] = True
+    compiled = None
     if cfg.get("time_compile", True):
         try:
-            compiled = torch.compile(phase.model)
+            compiled = torch.compile(model)
             result["compiled"] = [bench(lambda s=s: compiled(*s), job["runs"]) for s in sets]
         except Exception as exc:  # noqa: BLE001 (no compile baseline; the eager one still counts)
             result["compile_error"] = f"{type(exc).__name__}: {exc}"[:500]
     state.timing = result
+    if full:  # the full-size model, inputs and compiled graph go: the candidate needs the memory
+        del model, sets, compiled
+        torch._dynamo.reset()
+        torch.cuda.empty_cache()
     return result
 
 

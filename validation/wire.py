@@ -27,17 +27,19 @@ class WireError(RuntimeError):
     """The peer closed the channel, sent garbage, sent too much or was too slow."""
 
 
-def _send_all(fd: int | socket.socket, data: bytes) -> None:
-    view = memoryview(data)
+def _send_all(fd: int | socket.socket, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data).cast("B")
     while view:
         n = fd.send(view) if isinstance(fd, socket.socket) else os.write(fd, view)
         view = view[n:]
 
 
-def _recv_exact(fd: int | socket.socket, n: int, deadline: float | None) -> bytes:
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining:
+def _recv_exact(fd: int | socket.socket, n: int, deadline: float | None) -> bytearray:
+    """Exactly n bytes, read straight into one preallocated buffer (no chunk list, no join)."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
         if deadline is not None:
             wait = deadline - time.monotonic()
             if wait <= 0:
@@ -45,19 +47,31 @@ def _recv_exact(fd: int | socket.socket, n: int, deadline: float | None) -> byte
             ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
                 raise TimeoutError("peer did not answer in time")
-        chunk = fd.recv(min(remaining, 1 << 20)) if isinstance(fd, socket.socket) else os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
+        part = view[got:got + min(n - got, _CHUNK)]
+        k = fd.recv_into(part) if isinstance(fd, socket.socket) else os.readv(fd, [part])
+        if not k:
             raise EOFError("peer closed the channel")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        got += k
+    return buf
 
 
-def send_frame(fd: int | socket.socket, payload: bytes) -> None:
-    _send_all(fd, _LEN.pack(len(payload)) + payload)
+_CHUNK = 16 << 20
 
 
-def recv_frame(fd: int | socket.socket, *, deadline: float | None = None, max_bytes: int | None = None) -> bytes:
+def send_frame(fd: int | socket.socket, payload: bytes | bytearray | memoryview) -> None:
+    send_parts(fd, [payload])
+
+
+def send_parts(fd: int | socket.socket, parts: list[Any]) -> None:
+    """One frame made of several buffers, sent one after the other (never concatenated)."""
+    views = [memoryview(p).cast("B") for p in parts]
+    _send_all(fd, _LEN.pack(sum(v.nbytes for v in views)))
+    for v in views:
+        if v.nbytes:
+            _send_all(fd, v)
+
+
+def recv_frame(fd: int | socket.socket, *, deadline: float | None = None, max_bytes: int | None = None) -> bytearray:
     (size,) = _LEN.unpack(_recv_exact(fd, _LEN.size, deadline))
     if max_bytes is not None and size > max_bytes:
         raise WireError(f"message of {size} bytes is over the limit of {max_bytes}")
@@ -79,8 +93,11 @@ _DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32"
            "complex64", "complex128")
 
 
-def encode_tensors(header: dict[str, Any], tensors: list[Any]) -> bytes:
-    """Header (JSON-able dict) plus tensors -> one payload; header["tensors"] gets their metadata."""
+def encode_tensor_parts(header: dict[str, Any], tensors: list[Any]) -> list[Any]:
+    """Header (JSON-able dict) plus tensors -> the buffers of one payload, without copying tensor
+    bytes (each part is a view of a contiguous CPU tensor); header["tensors"] gets their metadata.
+    Tensor data starts at multiples of 64 bytes from the payload's start, so the receiver can
+    view it in place. `payload_size(parts)` is its length; send with `send_parts`."""
     import torch
 
     metas, blobs, offset = [], [], 0
@@ -89,17 +106,49 @@ def encode_tensors(header: dict[str, Any], tensors: list[Any]) -> bytes:
         name = str(t.dtype).removeprefix("torch.")
         if name not in _DTYPES:
             raise TypeError(f"output dtype {t.dtype} is not supported by the judge")
-        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+        pad = -offset % _ALIGN
+        if pad:
+            blobs.append(bytes(pad))
+            offset += pad
         metas.append({"dtype": name, "shape": list(t.shape), "offset": offset, "nbytes": len(raw)})
         blobs.append(raw)
         offset += len(raw)
     header = dict(header, tensors=metas)
     head = json.dumps(header, default=str).encode()
-    return _LEN.pack(len(head)) + head + b"".join(blobs)
+    head += b" " * (-(_LEN.size + len(head)) % _ALIGN)  # JSON ignores trailing blanks; the body starts aligned
+    return [_LEN.pack(len(head)) + head, *blobs]
 
 
-def decode_tensors(payload: bytes) -> tuple[dict[str, Any], list[Any]]:
-    """Inverse of encode_tensors, hardened: bad metadata raises WireError, never runs code."""
+def payload_size(parts: list[Any]) -> int:
+    return sum(memoryview(p).nbytes for p in parts)
+
+
+def encode_tensors(header: dict[str, Any], tensors: list[Any]) -> bytes:
+    """encode_tensor_parts as one bytes object (tests, small answers)."""
+    return b"".join(bytes(memoryview(p).cast("B")) for p in encode_tensor_parts(header, tensors))
+
+
+_ALIGN = 64
+
+
+def _tensor_at(payload: bytes | bytearray, start: int, nbytes: int, itemsize: int, dtype: Any, shape: list[int]) -> Any:
+    """A tensor over payload[start:start+nbytes]: a view when the payload is a private bytearray
+    (recv_frame's) and the offset is aligned, a copy otherwise. Tensors are read-only to the judge,
+    so views sharing the buffer (even overlapping ones a hostile sender declared) are harmless."""
+    import torch
+
+    if isinstance(payload, bytearray) and start % max(itemsize, 1) == 0:
+        flat = torch.frombuffer(payload, dtype=torch.uint8, count=nbytes, offset=start)
+        if flat.data_ptr() % itemsize == 0:
+            return flat.view(dtype).reshape(shape)
+    raw = bytearray(memoryview(payload)[start:start + nbytes])
+    return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def decode_tensors(payload: bytes | bytearray) -> tuple[dict[str, Any], list[Any]]:
+    """Inverse of encode_tensors, hardened: bad metadata raises WireError, never runs code.
+    Tensors decoded from a bytearray share its memory (see _tensor_at)."""
     import torch
 
     try:
@@ -125,8 +174,7 @@ def decode_tensors(payload: bytes) -> tuple[dict[str, Any], list[Any]]:
             if numel == 0:
                 tensors.append(torch.empty(shape, dtype=dtype))
                 continue
-            raw = bytearray(body[start:start + nbytes])
-            tensors.append(torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape))
+            tensors.append(_tensor_at(payload, _LEN.size + hlen + start, nbytes, itemsize, dtype, shape))
     except WireError:
         raise
     except Exception as exc:  # malformed JSON, wrong types, ...

@@ -113,14 +113,15 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
             header, tensors = {"phases": [], "error": candidate_runner._error("harness", exc)}, []
         header["sandbox"] = report
         try:
-            payload = wire.encode_tensors(header, tensors)
+            parts = wire.encode_tensor_parts(header, tensors)  # views of the output tensors, not copies
         except BaseException as exc:  # noqa: BLE001
-            payload = wire.encode_tensors({"phases": [], "sandbox": report, "error": candidate_runner._error("outputs", exc)}, [])
-        if len(payload) > req["max_output_bytes"]:
-            payload = wire.encode_tensors({"phases": [], "sandbox": report, "error": {
+            parts = wire.encode_tensor_parts({"phases": [], "sandbox": report, "error": candidate_runner._error("outputs", exc)}, [])
+        size = wire.payload_size(parts)
+        if size > req["max_output_bytes"]:
+            parts = wire.encode_tensor_parts({"phases": [], "sandbox": report, "error": {
                 "stage": "outputs", "type": "OutputTooLarge",
-                "message": f"outputs are {len(payload)} bytes, over the limit of {req['max_output_bytes']}"}}, [])
-        wire.send_frame(sock, payload)
+                "message": f"outputs are {size} bytes, over the limit of {req['max_output_bytes']}"}}, [])
+        wire.send_parts(sock, parts)
     else:
         from autotriton.validation import probe
 

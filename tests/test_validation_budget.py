@@ -1,0 +1,150 @@
+"""The per-trial byte budget (`max_trial_mb`): problems too big to send through the judge's pipes
+are judged for correctness at shrunk sizes, and say so; timing keeps the problem's own sizes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from autotriton.validation import JudgePool, ValidationConfig
+from autotriton.validation import candidate_runner, judge, timing
+from validation_helpers import candidate, judge_config
+
+# One trial at full size: A (256x32) + B (32x256) + C (256x256) fp32 = 320 KiB.
+BIG_MATMUL = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+
+M = 256
+K = 32
+N = 256
+
+
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K, N)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+LINEAR = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+batch_size = 64
+in_features = 512
+out_features = 256
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+
+# Only the first K block is summed: right when K <= 16, wrong at K = 32.
+WRONG_MATMUL = candidate("correct_matmul").replace("for k0 in range(0, K, BK):", "for k0 in range(0, BK, BK):")
+
+
+def _cfg(**overrides) -> dict:
+    cfg = ValidationConfig(**{"device": "cpu", "shrink_for_cpu": False, "trials": 2, **overrides}).model_dump(mode="json")
+    cfg["timing_job"] = {"runs": 20, "input_sets": 2}
+    return cfg
+
+
+def test_fit_to_budget_keeps_small_problems_and_shrinks_big_ones():
+    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg())
+    assert src == BIG_MATMUL and notes["trial_mb"] == pytest.approx(0.3, abs=0.1) and "shrunk_for_memory" not in notes
+    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg(max_trial_mb=0.1))
+    assert notes["shrunk_for_memory"] and notes["shrink_max_dim"] == 128  # the largest power of two that fits
+    assert "M = 128" in src and "N = 128" in src and "K = 32" in src
+    assert notes["judged_trial_mb"] <= 0.1
+    # the answer limit counts too: all trials' outputs must fit max_output_mb
+    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg(max_output_mb=0.5))
+    assert notes["shrunk_for_memory"] and "M = 128" in src
+
+
+def test_trial_bytes_come_from_the_meta_device():
+    ins, outs = judge.trial_bytes(LINEAR)
+    assert ins == 64 * 512 * 4 and outs == 64 * 256 * 4
+
+
+def test_kernelbench_large_output_matmul_is_shrunk():
+    path = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "kernelbench_level1.jsonl"
+    if not path.exists():
+        pytest.skip("../shared/benchmarks/kernelbench_level1.jsonl is absent")
+    rows = {r["problem_id"]: r for r in map(json.loads, path.read_text().splitlines()) if r.get("level") == 1}
+    if 7 not in rows:
+        pytest.skip("KernelBench L1/7 is absent")
+    src, notes = judge.fit_to_budget(rows[7]["source"], _cfg(device="cuda", trials=3))
+    assert notes["trial_mb"] >= 4096  # a 32768 x 32768 fp32 output
+    assert notes["shrunk_for_memory"] and notes["judged_trial_mb"] <= 512
+    ins, outs = judge.trial_bytes(src)
+    assert outs * 4 <= 1024 * 2**20  # 3 trials + the odd-size one fit the answer limit
+
+
+def test_timing_plan_keeps_full_sizes_when_correctness_is_shrunk(tmp_path):
+    cfg = _cfg(max_trial_mb=0.05)
+    state = judge.ProblemState(LINEAR, cfg, str(tmp_path))
+    assert state.notes["shrunk_for_memory"] and state.source != LINEAR
+    assert [list(x.shape) for x in state.main.trials[0]["inputs"]] != [[64, 512]]
+    assert judge.timing_plan(state, cfg) is None  # no timing on the CPU
+    plan = judge.timing_plan(state, dict(cfg, device="cuda", time_kernels=True))
+    assert plan["full_size"]["source"] == LINEAR and len(plan["full_size"]["seeds"]) == 2
+    # both sides build the same full-size inputs from the reference's own get_inputs()
+    _, init_inputs, sets = timing.full_size_setup(plan["full_size"], "cpu")
+    _, _, again = timing.full_size_setup(plan["full_size"], "cpu")
+    assert init_inputs == [512, 256] and [list(s[0].shape) for s in sets] == [[64, 512], [64, 512]]
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(sets, again)) and not torch.equal(sets[0][0], sets[1][0])
+
+    class ModelNew(torch.nn.Module):  # what the candidate process times: a full-size instance of its own
+        def __init__(self, in_features, out_features):
+            super().__init__()
+            self.linear = torch.nn.Linear(in_features, out_features)
+
+    job = {"timing": plan, "phases": [{"trials": [{"inputs": t["inputs"]} for t in state.main.trials]}]}
+    model, timed = candidate_runner.timing_model_and_inputs(ModelNew, "shrunk instance", job, "cpu")
+    assert tuple(model.linear.weight.shape) == (256, 512) and [list(s[0].shape) for s in timed] == [[64, 512]] * 2
+    # within budget: the trials' own model and inputs are timed, as before
+    small = judge.ProblemState(LINEAR, _cfg(), str(tmp_path))
+    plan = judge.timing_plan(small, dict(_cfg(), device="cuda", time_kernels=True))
+    assert "full_size" not in plan
+    job = {"timing": plan, "phases": [{"trials": [{"inputs": t["inputs"]} for t in small.main.trials]}]}
+    assert candidate_runner.timing_model_and_inputs(ModelNew, "main", job, "cpu")[0] == "main"
+
+
+def test_over_budget_problem_is_judged_shrunk_and_still_catches_a_wrong_kernel():
+    cfg = judge_config(shrink_for_cpu=False, max_trial_mb=0.1, trials=2, timeout_s=60)
+    with JudgePool(cfg, workers=2) as pool:
+        right, wrong = pool.validate_many([(BIG_MATMUL, candidate("correct_matmul")), (BIG_MATMUL, WRONG_MATMUL)])
+    assert right.status == "correct", right.error
+    assert right.timing["problem_shrunk_for_memory"] and right.timing["problem_shrink_max_dim"] == 128
+    assert right.timing["problem_trial_mb"] > 0.1 >= right.timing["problem_judged_trial_mb"]
+    assert right.trials[0]["shapes"] == [[128, 32], [32, 128]]
+    assert wrong.status == "incorrect" and not wrong.correct
+    assert wrong.timing["problem_shrunk_for_memory"]
