@@ -122,49 +122,60 @@ _SIZE_WORDS = ("dim", "size", "channel", "chans", "feature", "hidden", "embed", 
                "planes", "units", "ch", "c_in", "c_out", "inp", "oup", "filters", "neurons", "nf", "ngf", "ndf")
 
 
+# Guesses from the argument's name alone, as (name pattern, value): the first match wins. Tables
+# in the order _guess_value consults them, between the guesses that also read the type hint.
+_REGULARISER_RULES: tuple[tuple[str, Any], ...] = (
+    (r"(drop|dropout|^p$|_p$|prob)", 0.0),
+    (r"(eps|epsilon)$", 1e-5),
+    (r"momentum", 0.1),
+)
+_LAYER_RULES: tuple[tuple[str, Any], ...] = (
+    (r"(group)", 4),
+    (r"(kernel|ksize|^k$|kernel_size)", 3),
+    (r"(stride)", 1),
+    (r"(padding|^pad$)", 1),
+    (r"(dilation)", 1),
+    (r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", 2),
+    (r"(num_classes|n_classes|classes$|num_labels|n_out|num_outputs)", 10),
+    (r"(vocab|num_embeddings|n_tokens|num_tokens|n_vocab|ntoken|num_codes|codebook)", 100),
+    (r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", 64),
+)
+_SPATIAL_RULES: tuple[tuple[str, Any], ...] = (
+    (r"(feat_size|grid_size|feature_size|spatial_size)", 8),
+    (r"(img_size|image_size|input_size|resolution|img_res)", 32),
+    (r"(patch)", 4),
+    (r"(window)", 4),
+)
+
+
+def _by_name(name: str, rules: tuple[tuple[str, Any], ...]) -> tuple[str, Any] | None:
+    """(python source, JSON value) of the first rule whose pattern `name` matches."""
+    for pattern, value in rules:
+        if re.search(pattern, name):
+            return repr(value), value
+    return None
+
+
 def _guess_value(name: str, annotation: str, D: int) -> tuple[str, Any] | None:
     """(python source, JSON value) for a constructor argument, or None when there is no guess."""
     n = name.lower()
     ann = annotation.replace("typing.", "").replace(" ", "")
     if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
         return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False
-    if re.search(r"(drop|dropout|^p$|_p$|prob)", n):
-        return "0.0", 0.0
-    if re.search(r"(eps|epsilon)$", n):
-        return "1e-05", 1e-5
-    if "momentum" in n:
-        return "0.1", 0.1
+    found = _by_name(n, _REGULARISER_RULES)
+    if found:
+        return found
     if re.search(r"(heads?|n_head|nhead|num_head)", n):
         return ("2" if "kv" in n else "4"), (2 if "kv" in n else 4)
-    if re.search(r"(group)", n):
-        return "4", 4
-    if re.search(r"(kernel|ksize|^k$|kernel_size)", n):
-        return "3", 3
-    if re.search(r"(stride)", n):
-        return "1", 1
-    if re.search(r"(padding|^pad$)", n):
-        return "1", 1
-    if re.search(r"(dilation)", n):
-        return "1", 1
-    if re.search(r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", n):
-        return "2", 2
-    if re.search(r"(num_classes|n_classes|classes$|num_labels|n_out|num_outputs)", n):
-        return "10", 10
-    if re.search(r"(vocab|num_embeddings|n_tokens|num_tokens|n_vocab|ntoken|num_codes|codebook)", n):
-        return "100", 100
-    if re.search(r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", n):
-        return "64", 64
+    found = _by_name(n, _LAYER_RULES)
+    if found:
+        return found
     if ("Tuple" in ann or "tuple" in ann) and re.search(r"(size|window|shape|resolution|grid)", n):
         small = 4 if "window" in n or "patch" in n else 8
         return f"({small}, {small})", [small, small]
-    if re.search(r"(feat_size|grid_size|feature_size|spatial_size)", n):
-        return "8", 8
-    if re.search(r"(img_size|image_size|input_size|resolution|img_res)", n):
-        return "32", 32
-    if re.search(r"(patch)", n):
-        return "4", 4
-    if re.search(r"(window)", n):
-        return "4", 4
+    found = _by_name(n, _SPATIAL_RULES)
+    if found:
+        return found
     if re.search(r"(ratio|expansion|expand|mult|factor|scale)", n):
         return ("2.0", 2.0) if "float" in ann or "ratio" in n else ("2", 2)
     if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
