@@ -1346,6 +1346,10 @@ class _FactCollector(cst.CSTVisitor):
 
     def _store(self, target: cst.CSTNode, value: cst.CSTNode) -> None:
         self.assigns.append((target, value))
+        self._note_store(target, value)
+
+    def _note_store(self, target: cst.CSTNode, value: cst.CSTNode) -> None:
+        """Stores into x[...] and x.attr, by plain and augmented assignment alike."""
         if isinstance(target, cst.Subscript):
             self.subscript_stores.append((target, value))
         elif isinstance(target, cst.Attribute):
@@ -1353,10 +1357,7 @@ class _FactCollector(cst.CSTVisitor):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.aug.append(node)
-        if isinstance(node.target, cst.Subscript):
-            self.subscript_stores.append((node.target, node.value))
-        elif isinstance(node.target, cst.Attribute):
-            self.attr_stores.append((node.target, node.value))
+        self._note_store(node.target, node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.calls.append(node)
@@ -1368,20 +1369,15 @@ class _FactCollector(cst.CSTVisitor):
                     isinstance(f, cst.Name) and f.value in ("float", "int", "bool", "complex") and len(node.args) == 1):
                 self.scalar_reads.append((node, bool(self._comprehensions), self._loops[-1] if self._loops else None))
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+    def _op(self, node: cst.BinaryOperation | cst.UnaryOperation | cst.Comparison) -> None:
         self.ops.append(node)
 
-    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        self.ops.append(node)
+    visit_BinaryOperation = visit_UnaryOperation = visit_Comparison = _op
 
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        self.ops.append(node)
-
-    def visit_Try(self, node: cst.Try) -> None:
+    def _try(self, node: cst.Try | cst.TryStar) -> None:
         self.tries.append(node)
 
-    def visit_TryStar(self, node: cst.TryStar) -> None:
-        self.tries.append(node)
+    visit_Try = visit_TryStar = _try
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         self.withs.append(node)
