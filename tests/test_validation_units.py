@@ -137,3 +137,35 @@ def test_timing_trims_outliers_and_flags_suspect_speedups():
     assert out["speedup"] == 2.0 and out["speedup_vs_compile"] == 1.0 and out["suspect"] is False
     out = speedups(ref, {"sets": [{"median_ms": 0.1}, {"median_ms": 0.2}]}, suspect_above=10.0)
     assert out["speedup"] == 40.0 and out["suspect"] is True
+
+
+def test_wire_frames_travel_without_concatenation_and_decode_in_place():
+    import socket
+    import threading
+
+    tensors = [torch.randn(300, 7), torch.arange(11, dtype=torch.int16), torch.randn(5, dtype=torch.float64)]
+    parts = wire.encode_tensor_parts({"x": 2}, tensors)
+    assert wire.payload_size(parts) == len(wire.encode_tensors({"x": 2}, tensors))
+    a, b = socket.socketpair()
+    sender = threading.Thread(target=wire.send_parts, args=(a, parts))
+    sender.start()
+    payload = wire.recv_frame(b, max_bytes=1 << 20)
+    sender.join()
+    assert isinstance(payload, bytearray)
+    header, back = wire.decode_tensors(payload)
+    assert header["x"] == 2 and all(torch.equal(x, y) for x, y in zip(tensors, back))
+    base = torch.frombuffer(payload, dtype=torch.uint8).data_ptr()
+    assert all(base <= t.data_ptr() < base + len(payload) for t in back)  # views of the received buffer, no copies
+    # a hostile sender's misaligned offset is read by copy, still bounds-checked
+    head = json.loads(payload[8:8 + int.from_bytes(payload[:8], "big")])
+    head["tensors"] = [{"dtype": "float32", "shape": [2], "offset": 1, "nbytes": 8}]
+    raw = json.dumps(head).encode()
+    odd = bytearray(len(raw).to_bytes(8, "big") + raw + bytes(range(16)))
+    (t,) = wire.decode_tensors(odd)[1]
+    assert t.shape == (2,) and t.numpy().tobytes() == bytes(range(1, 9))
+    # an announced size over the limit is refused before anything is allocated for it
+    a.sendall((1 << 40).to_bytes(8, "big"))
+    with pytest.raises(wire.WireError):
+        wire.recv_frame(b, max_bytes=1 << 20)
+    a.close()
+    b.close()
