@@ -362,7 +362,8 @@ def capture_problem(
             torch._dynamo.reset()
             with ic.patch(inductor_settings(max_autotune, search_space, autotune_pointwise, max_mm_configs)), \
                     torch._dynamo.config.patch(dynamo_settings(dynamic)), \
-                    torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder:
+                    torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder, \
+                    _sibling("inductor_decompose").shape_generic_functionals():
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
                 actual, codes = run_and_get_code(compiled, *inputs)
             torch.cuda.synchronize() if device.startswith("cuda") else None

@@ -20,7 +20,14 @@ pooling (count_include_pad=True, ceil_mode=False, no divisor_override: the Kerne
 zero pad + the sum of the window's strided slices / the window volume, which Inductor fuses into
 one pointwise Triton kernel.
 
-Needs torch only; used by `inductor_capture.capture_problem(decompose_convolution=True)`.
+Two functionals are swapped for equivalent ones while a problem is traced
+(`shape_generic_functionals`), because their own code bakes sizes into the compiled graph and
+the candidate then fails at any other size: `F.layer_norm` gets its normalized_shape from the
+input's trailing dims instead of the module's tuple of ints (L1/40), and `F.max_pool1d` runs as
+max_pool2d over an unsqueezed input (ATen's max_pool1d calls guard_int on the length, L1/41).
+
+Needs torch only; used by `inductor_capture.capture_problem` (the decomposition tables with
+decompose_convolution=True, the functional swaps on every capture).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import math
 from typing import Any
 
 __all__ = ["convolution_decompositions", "convolution_as_matmul", "needs_decomposition", "avg_pool_as_sum",
-           "avg_pool_decompositions", "avg_pool_falls_back"]
+           "avg_pool_decompositions", "avg_pool_falls_back", "shape_generic_functionals"]
 
 
 def needs_decomposition(weight_dim: int, transposed: bool, groups: int) -> bool:
@@ -189,3 +196,48 @@ def _listify(values: Any) -> list[int]:
     if isinstance(values, (list, tuple)):
         return [int(v) for v in values]
     return [int(values)]
+
+
+def _layer_norm_from_input(original: Any) -> Any:
+    def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+        n = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+        # same values as the module's tuple whenever the call is valid; symbolic when traced
+        return original(input, tuple(input.shape[input.dim() - n:]), weight, bias, eps)
+
+    return layer_norm
+
+
+def _max_pool1d_as_2d(original: Any) -> Any:
+    def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                   ceil_mode: bool = False, return_indices: bool = False) -> Any:
+        import torch.nn.functional as F
+
+        if return_indices:
+            return original(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                            return_indices=return_indices)
+        k = _listify(kernel_size)[0]
+        st = _listify(stride)[0] if stride is not None and _listify(stride) else k
+        out = F.max_pool2d(input.unsqueeze(-2), (1, k), (1, st), (0, _listify(padding)[0]),
+                           (1, _listify(dilation)[0]), ceil_mode)
+        return out.squeeze(-2)
+
+    return max_pool1d
+
+
+class shape_generic_functionals:
+    """Context manager: torch.nn.functional.layer_norm / max_pool1d replaced by equivalents that
+    keep sizes symbolic when Dynamo traces them (see the module docstring); restored on exit."""
+
+    def __enter__(self) -> "shape_generic_functionals":
+        import torch.nn.functional as F
+
+        self._saved = {"layer_norm": F.layer_norm, "max_pool1d": F.max_pool1d}
+        F.layer_norm = _layer_norm_from_input(self._saved["layer_norm"])
+        F.max_pool1d = _max_pool1d_as_2d(self._saved["max_pool1d"])
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch.nn.functional as F
+
+        for name, fn in self._saved.items():
+            setattr(F, name, fn)
