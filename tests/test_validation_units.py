@@ -169,3 +169,27 @@ def test_wire_frames_travel_without_concatenation_and_decode_in_place():
         wire.recv_frame(b, max_bytes=1 << 20)
     a.close()
     b.close()
+
+
+def test_job_tensors_travel_raw_and_come_back_equal():
+    import socket
+    import threading
+
+    x = torch.randn(64, 33)
+    job = {"source": "s", "phases": [{"state_dict": {"w": torch.randn(3, 4), "b": torch.zeros(0)},
+                                      "init_inputs": [7, (torch.arange(5), "k")],
+                                      "trials": [{"seed": 1, "inputs": [x, x, x.t(), torch.ones(2, dtype=torch.bfloat16)]}]}]}
+    a, b = socket.socketpair()
+    sender = threading.Thread(target=wire.send_job, args=(a, job))
+    sender.start()
+    back = wire.recv_job(b)
+    sender.join()
+    a.close()
+    b.close()
+    ph, orig = back["phases"][0], job["phases"][0]
+    assert torch.equal(ph["state_dict"]["w"], orig["state_dict"]["w"]) and ph["state_dict"]["b"].shape == (0,)
+    assert ph["init_inputs"][0] == 7 and torch.equal(ph["init_inputs"][1][0], torch.arange(5)) and ph["init_inputs"][1][1] == "k"
+    ins = ph["trials"][0]["inputs"]
+    assert ins[0] is ins[1] and torch.equal(ins[0], x)  # one tensor object stays one
+    assert torch.equal(ins[2], x.t()) and ins[2].stride() == x.t().stride()  # a non-contiguous view keeps its layout (pickled)
+    assert ins[3].dtype == torch.bfloat16 and torch.equal(ins[3], torch.ones(2, dtype=torch.bfloat16))

@@ -338,7 +338,7 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
                 result["timing"]["reference_error"] = f"{type(exc).__name__}: {exc}"[:500]
         deadline = time.monotonic() + cfg["timeout_s"]
         try:
-            wire.send_pickle(sock, job)
+            wire.send_job(sock, job)
         except OSError:
             pass  # the candidate died before reading its job: the status below says how
         # 3. reference outputs (cached per problem), while the candidate runs.

@@ -1,7 +1,8 @@
 """Framed messages between judge processes, and a tensor format that is safe to read.
 
 Two directions, two levels of trust:
-- caller -> worker -> candidate: pickle (the sender is trusted; the receiver may be hostile).
+- caller -> worker -> candidate: pickle (the sender is trusted; the receiver may be hostile);
+  the worker's job for a candidate goes as a pickled skeleton plus raw tensor bytes (send_job).
 - candidate -> worker: NEVER pickle. Unpickling bytes that hostile code wrote would run its
   code in the worker, next to the reference outputs. The candidate answers with a JSON header
   plus raw tensor bytes, and the worker rebuilds tensors from an allowlist of dtypes.
@@ -85,6 +86,65 @@ def send_pickle(fd: int | socket.socket, obj: Any) -> None:
 
 def recv_pickle(fd: int | socket.socket, *, deadline: float | None = None) -> Any:
     return pickle.loads(recv_frame(fd, deadline=deadline))
+
+
+class _TensorSlot:
+    """Where a tensor sent by `send_job` goes back into the unpickled skeleton."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __reduce__(self) -> tuple[Any, tuple[int]]:
+        return _TensorSlot, (self.index,)
+
+
+def send_job(fd: int | socket.socket, obj: Any) -> None:
+    """Trusted direction only (worker -> candidate): `obj` as a pickled skeleton plus one frame of
+    raw tensor bytes (encode_tensor_parts), so large inputs are neither serialised by torch's
+    pickling nor concatenated. Plain contiguous CPU tensors inside lists, tuples and dicts travel
+    raw (one slot per tensor object, so aliases stay aliases); anything else is pickled as is."""
+    import torch
+
+    tensors: list[Any] = []
+    slots: dict[int, _TensorSlot] = {}
+
+    def strip(o: Any) -> Any:
+        if type(o) is torch.Tensor and o.device.type == "cpu" and o.is_contiguous() and not o.requires_grad \
+                and o.numel() and str(o.dtype).removeprefix("torch.") in _DTYPES:
+            if id(o) not in slots:
+                slots[id(o)] = _TensorSlot(len(tensors))
+                tensors.append(o)
+            return slots[id(o)]
+        if type(o) is list:
+            return [strip(x) for x in o]
+        if type(o) is tuple:
+            return tuple(strip(x) for x in o)
+        if type(o) is dict:
+            return {k: strip(v) for k, v in o.items()}
+        return o
+
+    skeleton = strip(obj)
+    send_frame(fd, pickle.dumps(skeleton, protocol=pickle.HIGHEST_PROTOCOL))
+    send_parts(fd, encode_tensor_parts({}, tensors))
+
+
+def recv_job(fd: int | socket.socket, *, deadline: float | None = None) -> Any:
+    """Inverse of send_job. The tensors are views of one received buffer."""
+    skeleton = recv_pickle(fd, deadline=deadline)
+    _header, tensors = decode_tensors(recv_frame(fd, deadline=deadline))
+
+    def fill(o: Any) -> Any:
+        if isinstance(o, _TensorSlot):
+            return tensors[o.index]
+        if type(o) is list:
+            return [fill(x) for x in o]
+        if type(o) is tuple:
+            return tuple(fill(x) for x in o)
+        if type(o) is dict:
+            return {k: fill(v) for k, v in o.items()}
+        return o
+
+    return fill(skeleton)
 
 
 # ---- the untrusted direction: JSON header + raw bytes ---------------------------------------

@@ -106,7 +106,7 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
     if req["mode"] == "candidate":
         from autotriton.validation import candidate_runner
 
-        job = wire.recv_pickle(sock)
+        job = wire.recv_job(sock)
         try:
             header, tensors = candidate_runner.run_job(job)
         except BaseException as exc:  # noqa: BLE001
