@@ -121,13 +121,18 @@ def trial_bytes(source: str, directory: str = "") -> tuple[int, int | None] | No
     except BaseException:  # noqa: BLE001 (the real load reports it)
         return None
     try:
+        return _meta_trial_bytes(module)
+    finally:
+        sys.modules.pop(module.__name__, None)  # one per size tried: not worth keeping
+
+
+def _meta_trial_bytes(module) -> tuple[int, int | None] | None:
+    try:
         with torch.device("meta"):
             inputs = list(module.get_inputs())
     except Exception:  # noqa: BLE001
         return None
-    if any(isinstance(x, torch.Tensor) and x.device.type != "meta" for x in inputs):
-        return None  # get_inputs placed tensors itself: these are real, measure them as they are
-    in_bytes = _tensor_bytes(inputs)
+    in_bytes = _tensor_bytes(inputs)  # tensors get_inputs placed on a device itself count the same
     try:
         with torch.device("meta"), torch.no_grad():
             out = module.Model(*module.get_init_inputs())(*inputs)
