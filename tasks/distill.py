@@ -15,6 +15,7 @@ from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 from autotriton.tasks import resources
 from autotriton.tasks.artifacts import asset_key, markdown_table, publish_markdown, publish_table
+from autotriton.tasks.steps import store_distill_results
 
 
 def judge_fingerprint(validation_config: Any) -> str:
@@ -51,14 +52,12 @@ def judge_candidates(jobs: list[tuple[str, str]], validation_config: Any, judge_
     asset_deps=[asset_key("problems")], name="store-distilled", by="autotriton",
 )
 def store_distilled(db_path: str, run: Any, results: list[Any], extra_verdicts: list[Any]) -> dict[str, Any]:
-    """Write every candidate and verdict in one transaction; publish the yield and verdict mix."""
-    wh = resources.warehouse(db_path)
+    """Store every candidate and verdict (`store_distill_results`, one transaction); publish the
+    yield and verdict mix."""
     candidates = [c for r in results for c in r.candidates]
     verdicts = [v for r in results for v in r.verdicts] + list(extra_verdicts)
-    with wh.atomic():
-        new_candidates = wh.put_candidates(run, candidates)
-        new_verdicts = wh.put_verdicts(run, verdicts)
-        wh.put_rejections(run, [row for r in results for row in r.rejections])  # why a problem gave no pair
+    new = store_distill_results(resources.warehouse(db_path), run, results, extra_verdicts)
+    new_candidates, new_verdicts = new["new_candidates"], new["new_verdicts"]
     mix: dict[str, int] = {}
     for v in verdicts:
         mix[v.status] = mix.get(v.status, 0) + 1

@@ -8,6 +8,7 @@ from prefect.assets import materialize
 
 from autotriton.tasks import resources
 from autotriton.tasks.artifacts import asset_key, markdown_table, publish_markdown
+from autotriton.tasks.steps import build_export
 
 
 @materialize(
@@ -18,19 +19,14 @@ from autotriton.tasks.artifacts import asset_key, markdown_table, publish_markdo
 def export_training_sets(db_path: str, run: Any, config: Any) -> dict[str, Any]:
     """Build the `sft` export (validated pairs) and the `rl` export (prompts chosen for diversity).
     An export with no rows is skipped and reported (e.g. nothing validated yet)."""
-    from autotriton.training.exports import rl_export, sft_export
-
     wh = resources.warehouse(db_path)
     out: dict[str, Any] = {}
     rows_md = []
-    for name, build in (("sft", sft_export), ("rl", rl_export)):
-        rows, filter_ = build(wh, config)
-        if not rows:
-            out[name] = None
+    for name in ("sft", "rl"):
+        export = out[name] = build_export(wh, run, config, name)
+        if export is None:
             rows_md.append({"export": name, "rows": 0, "key": "(skipped: no rows)", "splits": ""})
             continue
-        export = wh.export_parquet(name, rows, filter_, run)
-        out[name] = export
         rows_md.append({"export": name, "rows": export.row_count, "key": export.key, "splits": export.splits})
     publish_markdown("training-exports", "# Training exports\n\n" + markdown_table(rows_md), "SFT and RL exports")
     return out

@@ -9,6 +9,7 @@ from prefect.assets import materialize
 
 from autotriton.tasks import resources
 from autotriton.tasks.artifacts import asset_key, publish_table
+from autotriton.tasks.steps import store_harvest_results
 
 
 @task(name="harvest-local", task_run_name="harvest-local-{path}")
@@ -39,21 +40,9 @@ def harvest_github_source(harvest_config: Any, validation_config: Any):
     name="store-harvest", by="autotriton",
 )
 def store_harvest(db_path: str, run: Any, results: list[Any]) -> dict[str, Any]:
-    """Write every harvest result in one transaction, then commit the sources' incremental state
-    (so a failed write never marks files as harvested). Returns new rows per table and stats."""
-    wh = resources.warehouse(db_path)
-    new = {"sources": 0, "modules": 0, "problems": 0, "rejections": 0, "candidates": 0}
-    with wh.atomic():
-        for result in results:
-            new["sources"] += wh.put_sources(run, result.sources)
-            new["modules"] += wh.put_modules(run, result.modules)
-            pair_problems = [p for p, _ in result.pairs if p not in result.problems]
-            new["problems"] += wh.put_problems(run, result.problems + pair_problems)
-            new["rejections"] += wh.put_rejections(run, result.rejection_rows())
-            if result.pairs:
-                new["candidates"] += wh.put_candidates(run, [c for _, c in result.pairs])
-    for result in results:
-        result.commit_state()
+    """Store every harvest result (`store_harvest_results`: one transaction, then the sources'
+    incremental state) and publish the yield. Returns new rows per table and stats."""
+    new = store_harvest_results(resources.warehouse(db_path), run, results)
     totals = harvest_totals(results)
     publish_table("harvest-yield", [
         {"source": r.sources[0].repo if r.sources else "?", "files": r.stats.get("files", 0), "modules": r.stats.get("modules", 0),

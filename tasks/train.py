@@ -10,25 +10,23 @@ from prefect.assets import materialize
 
 from autotriton.tasks import resources
 from autotriton.tasks.artifacts import asset_key, markdown_table, publish_image, publish_markdown
+from autotriton.tasks.steps import store_checkpoint_result, train_grpo, train_sft
 
 
 @task(name="sft", timeout_seconds=None)
 def sft(training_config: Any, export: Any):
     """Fine-tune on the SFT export; resumes from the newest checkpoint in the output dir."""
-    from autotriton.training.sft import run_sft
-
-    result = run_sft(training_config, export.path, export_key=export.key, resume=True, progress=True)
+    result = train_sft(training_config, export, resume=True)
     _publish_curves("sft", result)
     return result
 
 
 @task(name="grpo", timeout_seconds=None)
 def grpo(training_config: Any, validation_config: Any, export: Any, base_model: str | None):
-    """GRPO on the RL export with the judge's batch API as the reward (a warm pool per process)."""
-    from autotriton.training.grpo import run_grpo
-
-    result = run_grpo(training_config, export.path, resources.judge(validation_config), export_key=export.key,
-                      base_model=base_model, resume=True, progress=True)
+    """GRPO on the RL export with the judge's batch API as the reward (a warm pool per process,
+    timing kernels only when the reward uses speedups: `grpo_judge_config`)."""
+    result = train_grpo(training_config, validation_config, export, base_model=base_model, resume=True,
+                        judge_for=resources.judge)
     _publish_curves("grpo", result)
     return result
 
@@ -43,5 +41,5 @@ def _publish_curves(trainer: str, result: Any) -> None:
 
 @materialize(asset_key("checkpoints"), asset_deps=[asset_key("exports")], name="store-checkpoint", by="autotriton")
 def store_checkpoint(db_path: str, run: Any, result: Any) -> str:
-    resources.warehouse(db_path).put_checkpoints(run, [result.checkpoint])
+    store_checkpoint_result(resources.warehouse(db_path), run, result)
     return result.checkpoint.key

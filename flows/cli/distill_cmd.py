@@ -36,6 +36,7 @@ def distill_cmd(
 
     from autotriton.distillation import GPUUnavailableError, ReplayFormatError, distill, make_explainer, make_teacher
     from autotriton.distillation.openai_teacher import TeacherError
+    from autotriton.tasks.steps import store_distill_results
     from autotriton.validation import JudgeError
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
@@ -65,9 +66,7 @@ def distill_cmd(
                   f"({cfg.distill.samples} sample(s), {cfg.distill.rounds} repair round(s)); judge on {cfg.validation.device}; run {run.run_id}")
         try:
             result = distill(problems, chosen, cfg.distill, cfg.validation, explainer=explainer, progress=True)
-            new_candidates = wh.put_candidates(run, result.candidates)
-            new_verdicts = wh.put_verdicts(run, result.verdicts)
-            wh.put_rejections(run, result.rejections)  # why each unsolved problem gave no pair
+            new = store_distill_results(wh, run, [result])
         except (TeacherError, JudgeError) as exc:
             wh.finish_run(run, "failed", {"error": str(exc)})
             what = "the teacher" if isinstance(exc, TeacherError) else "the judge (validation.*)"
@@ -78,8 +77,7 @@ def distill_cmd(
         reasons: dict[str, int] = {}
         for row in result.rejections:
             reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
-        summary = dict(result.stats, run_id=run.run_id, new_candidates=new_candidates, new_verdicts=new_verdicts,
-                       unsolved=dict(sorted(reasons.items())))
+        summary = dict(result.stats, run_id=run.run_id, **new, unsolved=dict(sorted(reasons.items())))
         wh.finish_run(run, "succeeded", summary)
 
     if json_out:

@@ -18,26 +18,19 @@ JSON_HELP = "print one JSON object: {files, modules, runnable, rejected: {reason
 
 
 def _store(cfg: Any, kind: str, result: Any) -> dict[str, int]:
-    """Write sources, modules, problems, rejections (and dataset pairs) with lineage; then commit the
-    incremental state, so a failed write never marks files as harvested."""
+    """Store the harvest under a run of its own (`store_harvest_results`: one transaction, then
+    the incremental state, so a failed write never marks files as harvested)."""
+    from autotriton.tasks.steps import store_harvest_results
     from autotriton.warehouse import Warehouse
 
     with Warehouse(cfg.warehouse.path) as wh:
         run = wh.start_run(f"harvest-{kind}", cfg)
         try:
-            new = {
-                "sources": wh.put_sources(run, result.sources),
-                "modules": wh.put_modules(run, result.modules),
-                "problems": wh.put_problems(run, result.problems + [p for p, _ in result.pairs if p not in result.problems]),
-                "rejections": wh.put_rejections(run, result.rejection_rows()),
-            }
-            if result.pairs:
-                new["candidates"] = wh.put_candidates(run, [c for _, c in result.pairs])
+            new = store_harvest_results(wh, run, [result])
         except BaseException as exc:
             wh.finish_run(run, "failed", {"error": str(exc)[:500]})
             raise
         wh.finish_run(run, "succeeded", {**result.summary(), "new_rows": new})
-    result.commit_state()
     return new
 
 

@@ -31,7 +31,7 @@ def _open(cfg):
 
 def _export(cfg, name: str, export_key: Optional[str], out):
     """(Export, Run) for a training verb: the recorded export named by --export, or a fresh one."""
-    from autotriton.training.exports import rl_export, sft_export
+    from autotriton.tasks.steps import build_export
     from autotriton.warehouse import UnknownKeyError
 
     with _open(cfg) as wh:
@@ -50,24 +50,25 @@ def _export(cfg, name: str, export_key: Optional[str], out):
                 fail(f"--export {export_key}: its file {export.path} is gone; export again with `autotriton db export {name}`.")
             return export, run
         with out.status(f"building the {name} export from {cfg.warehouse.path}"):
-            rows, filter_ = (sft_export if name == "sft" else rl_export)(wh, cfg)
-        if not rows:
+            export = build_export(wh, run, cfg, name)
+        if export is None:
             wh.finish_run(run, "failed", {"error": f"empty {name} export"})
             what = ("no validated pairs (reward 1): run `autotriton distill` first" if name == "sft"
                     else "no runnable problems: run `autotriton harvest` first")
             fail(f"{cfg.warehouse.path}: {what}.")
-        export = wh.export_parquet(name, rows, filter_, run)
         out.print(f"{name} export {export.key}: {export.row_count} rows {export.splits} -> {export.path}")
         return export, run
 
 
 def _record(cfg, run, result=None, error: BaseException | None = None) -> dict[str, Any]:
+    from autotriton.tasks.steps import store_checkpoint_result
+
     with _open(cfg) as wh:
         if error is not None:
             wh.finish_run(run, "failed", {"error": f"{type(error).__name__}: {error}"})
             return {}
         ck = result.checkpoint
-        new = wh.put_checkpoints(run, [ck])
+        new = store_checkpoint_result(wh, run, result)
         summary = {"trainer": ck.trainer, "checkpoint_key": ck.key, "checkpoint_path": ck.path,
                    "base_model": ck.base_model, "export_key": ck.export_key, "steps": result.steps,
                    "resumed_from": result.resumed_from, "curves_png": result.curves_png, "output_dir": result.output_dir,
@@ -77,20 +78,14 @@ def _record(cfg, run, result=None, error: BaseException | None = None) -> dict[s
 
 
 def _train_sft(cfg, export_key, resume, out, json_out) -> dict[str, Any]:
+    from autotriton.tasks.steps import train_sft
     from autotriton.training.models import ModelLoadError
-    from autotriton.training.sft import run_sft
 
     export, run = _export(cfg, "sft", export_key, out)
     try:
-        if cfg.training.num_processes > 1:
-            from autotriton.training.launch import run_launched
-
-            out.print(f"launching SFT on {cfg.training.num_processes} processes (accelerate); log in "
-                      f"{Path(cfg.training.output_dir) / 'sft' / 'launch.log'}")
-            result = run_launched("sft", cfg.training, export.path, export_key=export.key, resume=resume)
-            return _record(cfg, run, result)
-        result = run_sft(cfg.training, export.path, export_key=export.key, resume=resume, console=console(True),
-                         on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
+        _say_launched(cfg, "SFT", "sft", out)
+        result = train_sft(cfg.training, export, resume=resume, console=console(True),
+                           on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
     except (ModelLoadError, ValueError, FileNotFoundError, RuntimeError) as exc:
         _record(cfg, run, error=exc)
         fail(f"sft: {exc}")
@@ -101,24 +96,15 @@ def _train_sft(cfg, export_key, resume, out, json_out) -> dict[str, Any]:
 
 
 def _train_grpo(cfg, export_key, resume, base_model, out) -> dict[str, Any]:
-    from autotriton.training.grpo import run_grpo
+    from autotriton.tasks.steps import train_grpo
     from autotriton.training.models import ModelLoadError
-    from autotriton.validation import JudgePool
 
     export, run = _export(cfg, "rl", export_key, out)
-    vcfg = judge_config(cfg)
     try:
-        if cfg.training.num_processes > 1:
-            from autotriton.training.launch import run_launched
-
-            out.print(f"launching GRPO on {cfg.training.num_processes} processes (accelerate); log in "
-                      f"{Path(cfg.training.output_dir) / 'grpo' / 'launch.log'}")
-            result = run_launched("grpo", cfg.training, export.path, validation_config=vcfg,
-                                  export_key=export.key, base_model=base_model or "", resume=resume)
-            return _record(cfg, run, result)
-        with JudgePool(vcfg) as judge:  # warm judge workers for every step
-            result = run_grpo(cfg.training, export.path, judge, export_key=export.key, base_model=base_model,
-                              resume=resume, console=console(True), on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
+        _say_launched(cfg, "GRPO", "grpo", out)
+        # warm judge workers for every step, timing kernels only when the reward uses speedups
+        result = train_grpo(cfg.training, cfg.validation, export, base_model=base_model, resume=resume,
+                            console=console(True), on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
     except (ModelLoadError, ValueError, FileNotFoundError, RuntimeError) as exc:
         _record(cfg, run, error=exc)
         fail(f"grpo: {exc}")
@@ -128,12 +114,10 @@ def _train_grpo(cfg, export_key, resume, base_model, out) -> dict[str, Any]:
     return _record(cfg, run, result)
 
 
-def judge_config(cfg):
-    """The judge's config for GRPO: kernel timing only when the reward uses speedups (timing a
-    batch of candidates costs more than judging them, and the default reward ignores it)."""
-    if cfg.training.speedup_bonus > 0 or not cfg.validation.time_kernels:
-        return cfg.validation
-    return cfg.validation.model_copy(update={"time_kernels": False})
+def _say_launched(cfg, title: str, trainer: str, out) -> None:
+    if cfg.training.num_processes > 1:
+        out.print(f"launching {title} on {cfg.training.num_processes} processes (accelerate); log in "
+                  f"{Path(cfg.training.output_dir) / trainer / 'launch.log'}")
 
 
 def _table(summary: dict[str, Any]) -> Table:

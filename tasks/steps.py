@@ -1,0 +1,123 @@
+"""Stage steps and their persistence as plain functions, shared by the Prefect tasks and the CLI.
+
+The Prefect tasks (tasks/harvest.py, distill.py, export.py, train.py) wrap these with caching,
+retries, assets and artifacts; the single-stage CLI verbs (`autotriton harvest|distill|sft|grpo|
+train`) call them directly with a Warehouse they opened. So each stage's results reach the
+warehouse through one piece of code, whichever way it was run.
+
+No Prefect import here (the CLI stays quick to start and runs without a Prefect server). The
+warehouse `wh` and `run` are an open `autotriton.warehouse.Warehouse` and a Run it started.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Any, Callable, Sequence
+
+# ------------------------------------------------------------------------------------------------
+# harvest
+
+
+def store_harvest_results(wh: Any, run: Any, results: Sequence[Any]) -> dict[str, int]:
+    """Write sources, modules, problems (with the problems of dataset pairs), rejections and
+    the pairs' candidates of every HarvestResult in one transaction, then commit each result's
+    incremental state, so a failed write never marks files as harvested. Returns new rows per table."""
+    new = {"sources": 0, "modules": 0, "problems": 0, "rejections": 0, "candidates": 0}
+    with wh.atomic():
+        for result in results:
+            new["sources"] += wh.put_sources(run, result.sources)
+            new["modules"] += wh.put_modules(run, result.modules)
+            pair_problems = [p for p, _ in result.pairs if p not in result.problems]
+            new["problems"] += wh.put_problems(run, result.problems + pair_problems)
+            new["rejections"] += wh.put_rejections(run, result.rejection_rows())
+            if result.pairs:
+                new["candidates"] += wh.put_candidates(run, [c for _, c in result.pairs])
+    for result in results:
+        result.commit_state()
+    return new
+
+
+# ------------------------------------------------------------------------------------------------
+# distill
+
+
+def store_distill_results(wh: Any, run: Any, results: Sequence[Any], extra_verdicts: Sequence[Any] = ()) -> dict[str, int]:
+    """Write the candidates, verdicts and rejections (why a problem gave no pair) of every
+    DistillResult, plus verdicts judged apart (`extra_verdicts`), in one transaction.
+    Returns {"new_candidates": n, "new_verdicts": n}."""
+    with wh.atomic():
+        new_candidates = wh.put_candidates(run, [c for r in results for c in r.candidates])
+        new_verdicts = wh.put_verdicts(run, [v for r in results for v in r.verdicts] + list(extra_verdicts))
+        wh.put_rejections(run, [row for r in results for row in r.rejections])
+    return {"new_candidates": new_candidates, "new_verdicts": new_verdicts}
+
+
+# ------------------------------------------------------------------------------------------------
+# export
+
+
+def build_export(wh: Any, run: Any, config: Any, name: str) -> Any | None:
+    """Build and record the `sft` export (validated pairs) or the `rl` export (prompts chosen
+    for diversity) from the warehouse; None when it would have no rows."""
+    from autotriton.training.exports import rl_export, sft_export
+
+    builders = {"sft": sft_export, "rl": rl_export}
+    if name not in builders:
+        raise ValueError(f"export {name!r}: choose one of {', '.join(builders)}")
+    rows, filter_ = builders[name](wh, config)
+    if not rows:
+        return None
+    return wh.export_parquet(name, rows, filter_, run)
+
+
+# ------------------------------------------------------------------------------------------------
+# train
+
+
+def grpo_judge_config(training_config: Any, validation_config: Any) -> Any:
+    """The judge's config for GRPO rewards: kernel timing only when the reward uses speedups
+    (training.speedup_bonus > 0). Timing a batch of candidates costs more than judging them,
+    and the default reward ignores it. The given config is never changed."""
+    if training_config.speedup_bonus > 0 or not validation_config.time_kernels:
+        return validation_config
+    return validation_config.model_copy(update={"time_kernels": False})
+
+
+def train_sft(training_config: Any, export: Any, *, resume: bool, console: Any = None,
+              on_status: Callable[[str], None] | None = None) -> Any:
+    """SFT on a recorded `sft` export -> TrainResult; on training.num_processes > 1 processes
+    under `accelerate launch`, else in this process."""
+    if training_config.num_processes > 1:
+        from autotriton.training.launch import run_launched
+
+        return run_launched("sft", training_config, export.path, export_key=export.key, resume=resume)
+    from autotriton.training.sft import run_sft
+
+    return run_sft(training_config, export.path, export_key=export.key, resume=resume, console=console,
+                   on_status=on_status)
+
+
+def train_grpo(training_config: Any, validation_config: Any, export: Any, *, base_model: str | None, resume: bool,
+               judge_for: Callable[[Any], Any] | None = None, console: Any = None,
+               on_status: Callable[[str], None] | None = None) -> Any:
+    """GRPO on a recorded `rl` export with the judge as the reward -> TrainResult. The judge runs
+    with `grpo_judge_config`; `judge_for(config)` supplies a warm pool that outlives the call
+    (the flows' shared one), else a JudgePool is opened for this run. On num_processes > 1 each
+    launched process builds its own judge."""
+    vcfg = grpo_judge_config(training_config, validation_config)
+    if training_config.num_processes > 1:
+        from autotriton.training.launch import run_launched
+
+        return run_launched("grpo", training_config, export.path, validation_config=vcfg, export_key=export.key,
+                            base_model=base_model or "", resume=resume)
+    from autotriton.training.grpo import run_grpo
+    from autotriton.validation import JudgePool
+
+    with (nullcontext(judge_for(vcfg)) if judge_for is not None else JudgePool(vcfg)) as judge:
+        return run_grpo(training_config, export.path, judge, export_key=export.key, base_model=base_model,
+                        resume=resume, console=console, on_status=on_status)
+
+
+def store_checkpoint_result(wh: Any, run: Any, result: Any) -> int:
+    """Register a TrainResult's final checkpoint (with the export it was trained on); new rows."""
+    return wh.put_checkpoints(run, [result.checkpoint])
