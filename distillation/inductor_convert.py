@@ -80,6 +80,18 @@ _HELPER_TO_TL = {"maximum": "tl.maximum", "minimum": "tl.minimum", "max2": "tl.m
 _HELPER_RENAMES = {"any": "any_nonzero", "exp": "exp_maybe_fast", "prod": "prod_reduce", "math": "tl"}
 
 
+def _inline_math(visitor: ast.NodeTransformer, node: ast.Call) -> ast.AST | None:
+    """`libdevice.f(x)` / `tl_math.f(x)` / `math.f(x)` for f in _MATH_INLINE, written out as plain
+    tl expressions (argument visited first); None for any other call."""
+    fn = node.func
+    if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
+            fn.value.id in ("libdevice", "tl_math", "math") and fn.attr in _MATH_INLINE and \
+            len(node.args) == 1 and not node.keywords:
+        arg = visitor.visit(node.args[0])
+        return ast.parse(_MATH_INLINE[fn.attr].format(x=ast.unparse(arg)), mode="eval").body
+    return None
+
+
 @lru_cache(maxsize=1)
 def _inductor_helpers() -> dict[str, ast.FunctionDef]:
     """The @triton.jit functions of Inductor's helper library, parsed from its source file."""
@@ -132,12 +144,9 @@ class _KernelRewriter(ast.NodeTransformer):
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        fn = node.func
-        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
-                fn.value.id in ("libdevice", "tl_math", "math") and fn.attr in _MATH_INLINE and \
-                len(node.args) == 1 and not node.keywords:
-            arg = self.visit(node.args[0])
-            return ast.parse(_MATH_INLINE[fn.attr].format(x=ast.unparse(arg)), mode="eval").body
+        inlined = _inline_math(self, node)
+        if inlined is not None:
+            return inlined
         self.generic_visit(node)
         # Python's min/max on block values: the compiler maps them to tl.minimum/tl.maximum,
         # the interpreter does not
@@ -569,12 +578,9 @@ class _ScalarItemRewriter(ast.NodeTransformer):
         self.scalars = scalars
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        fn = node.func
-        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
-                fn.value.id in ("libdevice", "tl_math", "math") and fn.attr in _MATH_INLINE and \
-                len(node.args) == 1 and not node.keywords:
-            arg = self.visit(node.args[0])
-            return ast.parse(_MATH_INLINE[fn.attr].format(x=ast.unparse(arg)), mode="eval").body
+        inlined = _inline_math(self, node)
+        if inlined is not None:
+            return inlined
         self.generic_visit(node)
         fn = node.func
         if isinstance(fn, ast.Attribute) and fn.attr == "item" and isinstance(fn.value, ast.Name) \
@@ -608,12 +614,9 @@ def _refuse_call(node: ast.Call) -> None:
 
 class _ReinterpretRewriter(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        fn = node.func
-        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
-                fn.value.id in ("libdevice", "tl_math", "math") and fn.attr in _MATH_INLINE and \
-                len(node.args) == 1 and not node.keywords:
-            arg = self.visit(node.args[0])
-            return ast.parse(_MATH_INLINE[fn.attr].format(x=ast.unparse(arg)), mode="eval").body
+        inlined = _inline_math(self, node)
+        if inlined is not None:
+            return inlined
         self.generic_visit(node)
         if _dotted(node.func) == "reinterpret_tensor" and len(node.args) >= 3:
             base, size, stride = node.args[:3]
