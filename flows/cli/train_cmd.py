@@ -77,47 +77,40 @@ def _record(cfg, run, result=None, error: BaseException | None = None) -> dict[s
         return summary
 
 
-def _train_sft(cfg, export_key, resume, out, json_out) -> dict[str, Any]:
-    from autotriton.tasks.steps import train_sft
+def _train(cfg, trainer: str, export_name: str, export_key, out, step) -> dict[str, Any]:
+    """Export (or reuse --export), run `step(export)` -> TrainResult, record the checkpoint; a
+    failure is recorded on the run, and the errors a user can fix end the verb with exit 2."""
     from autotriton.training.models import ModelLoadError
 
-    export, run = _export(cfg, "sft", export_key, out)
+    export, run = _export(cfg, export_name, export_key, out)
     try:
-        _say_launched(cfg, "SFT", "sft", out)
-        result = train_sft(cfg.training, export, resume=resume, console=console(True),
-                           on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
+        if cfg.training.num_processes > 1:
+            out.print(f"launching {trainer.upper()} on {cfg.training.num_processes} processes (accelerate); log in "
+                      f"{Path(cfg.training.output_dir) / trainer / 'launch.log'}")
+        result = step(export)
     except (ModelLoadError, ValueError, FileNotFoundError, RuntimeError) as exc:
         _record(cfg, run, error=exc)
-        fail(f"sft: {exc}")
+        fail(f"{trainer}: {exc}")
     except BaseException as exc:
         _record(cfg, run, error=exc)
         raise
     return _record(cfg, run, result)
+
+
+def _train_sft(cfg, export_key, resume, out) -> dict[str, Any]:
+    from autotriton.tasks.steps import train_sft
+
+    return _train(cfg, "sft", "sft", export_key, out, lambda export: train_sft(
+        cfg.training, export, resume=resume, console=console(True), on_status=lambda msg: out.print(f"[dim]{msg}[/]")))
 
 
 def _train_grpo(cfg, export_key, resume, base_model, out) -> dict[str, Any]:
     from autotriton.tasks.steps import train_grpo
-    from autotriton.training.models import ModelLoadError
 
-    export, run = _export(cfg, "rl", export_key, out)
-    try:
-        _say_launched(cfg, "GRPO", "grpo", out)
-        # warm judge workers for every step, timing kernels only when the reward uses speedups
-        result = train_grpo(cfg.training, cfg.validation, export, base_model=base_model, resume=resume,
-                            console=console(True), on_status=lambda msg: out.print(f"[dim]{msg}[/]"))
-    except (ModelLoadError, ValueError, FileNotFoundError, RuntimeError) as exc:
-        _record(cfg, run, error=exc)
-        fail(f"grpo: {exc}")
-    except BaseException as exc:
-        _record(cfg, run, error=exc)
-        raise
-    return _record(cfg, run, result)
-
-
-def _say_launched(cfg, title: str, trainer: str, out) -> None:
-    if cfg.training.num_processes > 1:
-        out.print(f"launching {title} on {cfg.training.num_processes} processes (accelerate); log in "
-                  f"{Path(cfg.training.output_dir) / trainer / 'launch.log'}")
+    # warm judge workers for every step, timing kernels only when the reward uses speedups
+    return _train(cfg, "grpo", "rl", export_key, out, lambda export: train_grpo(
+        cfg.training, cfg.validation, export, base_model=base_model, resume=resume, console=console(True),
+        on_status=lambda msg: out.print(f"[dim]{msg}[/]")))
 
 
 def _table(summary: dict[str, Any]) -> Table:
@@ -163,7 +156,7 @@ def sft_cmd(
     registered as a checkpoint with the export it used, and the curves are drawn as a PNG."""
     cfg = _config(model, "training.sft_max_steps", max_steps, output_dir, gpus)
     out = console(json_out)
-    summary = _train_sft(cfg, export_key, resume, out, json_out)
+    summary = _train_sft(cfg, export_key, resume, out)
     if json_out:
         emit_json(summary)
         return
@@ -221,7 +214,7 @@ def train_cmd(
                "metrics": json.loads((sft_dir / "metrics.json").read_text())}
         out.print(f"SFT already finished in {sft_dir}; going on to GRPO")
     else:
-        sft = _train_sft(cfg, None, resume, out, json_out)
+        sft = _train_sft(cfg, None, resume, out)
         if not json_out:
             out.print(_table(sft))
     grpo = _train_grpo(cfg, None, resume, sft["checkpoint_path"], out)
