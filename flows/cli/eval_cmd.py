@@ -201,7 +201,8 @@ def eval_main(
             wh.finish_run(run, "failed", {"error": str(exc)})
             run = None
             fail(str(exc))
-        new_rows = store_evaluation(wh, run, result)
+        with wh.atomic():  # all of the evaluation's rows, or none
+            new_rows = store_evaluation(wh, run, result)
         report = write_report(result, Path(ev.report_dir) / result.evaluation.key)
         summary = result.summary()
         summary.update({"report": str(report), "run_id": run.run_id, "new_rows": new_rows,
