@@ -3,15 +3,20 @@
     python benchmarks/inductor_l1.py [STAGE] --suite PATH [--suite PATH2] --out DIR
 
 Stages (each reads what the one before wrote under --out):
-  capture   torch.compile every problem (Triton-only max-autotune), one subprocess per problem,
-            --jobs at a time, each under --problem-timeout; writes DIR/captures/<id>.json
+  capture   torch.compile every problem (Triton-only max-autotune, at most --max-mm-configs
+            GEMM/conv template configs per op), one subprocess per problem, --jobs at a time,
+            round-robin over the visible GPUs (CUDA_VISIBLE_DEVICES per subprocess), each under
+            --problem-timeout; writes DIR/captures/<id>.json
             (dynamic shapes; static shapes only when dynamic fails). Problems whose inputs exceed
             1 GiB are compiled at shrunk sizes (the kernels take sizes as arguments).
   convert   turn each capture into a standalone ModelNew (distillation/inductor_convert.py);
             writes DIR/converted/<id>.py and DIR/conversions.jsonl (ok / reason per problem).
-  validate  judge the converted candidates with autotriton.validation.validate_many on --device
-            (falls back to a direct eager-vs-candidate comparison when the judge cannot be
-            imported, and says so in the summary); writes DIR/verdicts.jsonl.
+  validate  judge the converted candidates with one autotriton.validation.JudgePool of
+            --judge-workers workers spread over the GPUs (eager-vs-candidate timing, no
+            torch.compile timing, --judge-timeout per candidate; falls back to a direct
+            eager-vs-candidate comparison when the judge cannot be imported, and says so in the
+            summary); writes DIR/verdicts.jsonl (and DIR/verdicts.partial.jsonl as it goes), each
+            line with the summary fields and `record`, the full Verdict.to_dict().
   all       the three in order.
   summary   recompute the summary from the files a run left (e.g. one killed at its time limit).
   replay    (on a CPU machine, after the others) re-judge the converted candidates with the CPU
@@ -100,14 +105,38 @@ def capture_source(source: str) -> tuple[str, str | None]:
         return source, None
     from autotriton.validation.shrink import shrink_problem
 
+    check = runs_on_meta(source)  # ops without meta kernels: accept shrunk sources unchecked
     for max_dim in (4096, 2048, 1024, 512, 256):
-        small = shrink_problem(source, max_dim=max_dim, max_batch=16)
-        try:
-            if input_bytes(small) <= CAPTURE_MAX_INPUT_BYTES:
-                return small, f"captured at shrunk sizes (max_dim={max_dim}; inputs were {size / 2**30:.1f} GiB)"
-        except Exception:  # noqa: BLE001
-            break
+        # batch shrunk harder first; then batch like the other dims, for problems whose batch
+        # must equal another size (e.g. L1/100: (batch, n) * (batch,) broadcasts only if n == batch)
+        for max_batch in (16, max_dim):
+            small = shrink_problem(source, max_dim=max_dim, max_batch=max_batch)
+            try:
+                if input_bytes(small) > CAPTURE_MAX_INPUT_BYTES or (check and not runs_on_meta(small)):
+                    continue
+            except Exception:  # noqa: BLE001
+                continue
+            return small, (f"captured at shrunk sizes (max_dim={max_dim}, max_batch={max_batch}; "
+                           f"inputs were {size / 2**30:.1f} GiB)")
     return source, None
+
+
+def runs_on_meta(source: str) -> bool:
+    """Whether the problem's Model runs on its inputs on the meta device (shapes only, nothing
+    allocated): a shrunk problem whose sizes no longer fit together fails here."""
+    import torch
+
+    try:
+        ns: dict[str, Any] = {}
+        exec(compile(source, "<problem>", "exec"), ns)
+        with torch.device("meta"):
+            model = ns["Model"](*ns["get_init_inputs"]())
+            inputs = ns["get_inputs"]()
+            with torch.no_grad():
+                model(*inputs)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "does not run as written"
+        return False
 
 
 def visible_gpus() -> list[str]:

@@ -280,6 +280,18 @@ def _output_structure(value: Any) -> Any:
     return {"kind": "other", "repr": repr(value)[:200]}
 
 
+def _math_attention() -> Any:
+    """scaled_dot_product_attention through its math path (bmm + softmax, which Inductor makes
+    Triton of) instead of the flash/efficient kernels, which stay ATen fallbacks in the output."""
+    import contextlib
+
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return contextlib.nullcontext()
+    return sdpa_kernel([SDPBackend.MATH])
+
+
 def capture_problem(
     source: str,
     *,
@@ -363,7 +375,7 @@ def capture_problem(
             with ic.patch(inductor_settings(max_autotune, search_space, autotune_pointwise, max_mm_configs)), \
                     torch._dynamo.config.patch(dynamo_settings(dynamic)), \
                     torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder, \
-                    _sibling("inductor_decompose").shape_generic_functionals():
+                    _sibling("inductor_decompose").shape_generic_functionals(), _math_attention():
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
                 actual, codes = run_and_get_code(compiled, *inputs)
             torch.cuda.synchronize() if device.startswith("cuda") else None

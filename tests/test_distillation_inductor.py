@@ -360,3 +360,19 @@ def test_module_sizes_stay_symbolic_at_capture(layer, shape):
     shape = re.search(rf"assert_size_stride\(arg{position}_1, \(([^)]*)\)", code).group(1).split(", ")
     assert not any(s.strip().isdigit() for s in shape), shape  # every size is a symbol
     assert capture["max_abs_err"] is not None and capture["max_abs_err"] < 1e-5
+
+
+def test_attention_is_captured_through_its_math_path():
+    """scaled_dot_product_attention (KernelBench L1/97) comes out as matmuls + softmax, not as a
+    flash/efficient attention ATen call the converter would have to refuse."""
+    from autotriton.distillation.inductor_capture import capture_problem
+
+    source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, q, k, v):\n"
+              "        return torch.nn.functional.scaled_dot_product_attention(q, k, v)\n"
+              "def get_inputs():\n    return [torch.randn(2, 2, 8, 16) for _ in range(3)]\n"
+              "def get_init_inputs():\n    return []\n")
+    capture = capture_problem(source, name="sdpa", device="cpu", dynamic=True, max_autotune=False)
+    assert capture["ok"], capture.get("error")
+    call = capture["output_code"].split("def call", 1)[1]
+    assert "aten._scaled_dot_product" not in call and "bmm" in call
+    assert capture["max_abs_err"] < 1e-5

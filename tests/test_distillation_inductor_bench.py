@@ -95,3 +95,23 @@ def test_judge_settings_and_full_verdict_records():
     assert row["id"] == "L1/1" and row["status"] == "rule_violation" and row["speedup"] == 1.5
     assert bench.verdict_from_row(row) == v
     assert bench.verdict_from_row({"id": "x", "status": "not_judged"}) is None
+
+
+def test_big_problems_are_captured_at_shrunk_sizes_that_still_fit_together():
+    """Inputs over 1 GiB are shrunk for capture; when shrinking the batch harder than the other
+    dims breaks the problem (L1/100: (batch, n) * (batch,) needs n == batch), the batch is shrunk
+    like the rest instead."""
+    bench = load_bench()
+    source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+              "    def forward(self, predictions, targets):\n"
+              "        return torch.mean(torch.clamp(1 - predictions * targets, min=0))\n"
+              "batch_size = 32768\ninput_shape = (32768,)\n\ndef get_inputs():\n"
+              "    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]\n"
+              "def get_init_inputs():\n    return []\n")
+    assert bench.runs_on_meta(source)
+    small, why = bench.capture_source(source)
+    assert why and "max_batch=4096" in why
+    assert bench.runs_on_meta(small) and bench.input_bytes(small) <= bench.CAPTURE_MAX_INPUT_BYTES
+    tiny = source.replace("32768", "64")
+    assert bench.capture_source(tiny) == (tiny, None)  # small problems are captured as given
+    assert not bench.runs_on_meta(source.replace("(batch_size,)", "(batch_size + 1,)"))
