@@ -161,12 +161,80 @@ def visible_gpus() -> list[str]:
         return []
 
 
+def cpu_triton_codegen() -> None:
+    """Dry-run mode (--capture-device cpu-triton, no GPU): Inductor writes Triton kernels for CPU
+    tensors (cpu_backend="triton") against a stub Triton driver that claims an sm_90 target; the
+    compiled module is never run (kernel launches raise), only its output code is kept, so
+    capture + convert of a whole suite takes seconds a problem. No GEMM/conv templates on the
+    CPU: matmuls stay extern_kernels and plain convolutions find no Triton choice, so those
+    problems say nothing here; pointwise, reduction, scan, pooling, norm and loss problems are
+    representative. Needs TRITON_INTERPRET=1 in the environment before triton is imported."""
+    from unittest import mock
+
+    import torch
+    import torch._inductor.config as ic
+    import torch._inductor.utils as iu
+    import triton
+    from torch._inductor.runtime import triton_heuristics
+    from triton.backends.compiler import GPUTarget
+
+    class StubDriver:
+        def get_current_target(self) -> Any:
+            return GPUTarget("cuda", 90, 32)
+
+        def get_current_device(self) -> int:
+            return 0
+
+        def get_current_stream(self, device: Any = None) -> int:
+            return 0
+
+        def get_active_torch_device(self) -> Any:
+            return torch.device("cpu")
+
+        def get_device_interface(self) -> Any:
+            return torch.cpu
+
+        def get_benchmarker(self) -> Any:
+            return triton.testing.do_bench
+
+        def is_active(self) -> bool:
+            return True
+
+    triton.runtime.driver.set_active(StubDriver())
+    ic.cpu_backend = "triton"
+
+    def no_launch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("cpu-triton dry run: generated kernels are not launched")
+
+    triton_heuristics.CachingAutotuner.run = no_launch
+
+    def run_and_get_code(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+        from torch._inductor.graph import GraphLowering
+
+        codes: list[str] = []
+        with mock.patch.object(GraphLowering, "save_output_code", staticmethod(codes.append)):
+            try:
+                result = fn(*args, **kwargs)
+            except Exception:  # noqa: BLE001 - the launch refused above; the code is what counts
+                if not codes:
+                    raise
+                result = None
+        return result, codes
+
+    iu.run_and_get_code = run_and_get_code
+
+
 def capture_one(row: dict[str, Any], out: Path, decompose_convolution: bool, device: str,
                 max_mm_configs: int | None = None) -> None:
     """Runs inside a fresh subprocess: dynamic shapes; static shapes only when dynamic fails."""
     cap = _load("inductor_capture")
     autotune = device.startswith("cuda")
     source, shrunk = capture_source(row["source"])
+    if device == "cpu-triton":
+        from autotriton.validation.shrink import shrink_problem
+
+        cpu_triton_codegen()
+        device, source, shrunk = "cpu", shrink_problem(row["source"]), "cpu-triton dry run at shrink_problem's sizes"
     attempts = []
     first = cap.capture_problem(source, name=row["id"], dynamic=True, device=device, max_autotune=autotune,
                                 decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs)
@@ -219,6 +287,8 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
             penv = dict(env, TORCHINDUCTOR_CACHE_DIR=f"/tmp/inductor_cache_{sid}")
             if gpus:
                 penv["CUDA_VISIBLE_DEVICES"] = gpus[launched % len(gpus)]
+            if device == "cpu-triton":
+                penv["TRITON_INTERPRET"] = "1"  # before triton is imported (see cpu_triton_codegen)
             launched += 1
             log = open(logs / f"{sid}.log", "w")
             running[row["id"]] = (subprocess.Popen(cmd, env=penv, stdout=log, stderr=subprocess.STDOUT), now, log)
@@ -520,7 +590,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-decompose-convolution", dest="decompose_convolution", action="store_false",
                     help="leave transposed/1-D/grouped convolutions to Inductor (they then need cuDNN)")
     ap.add_argument("--device", default="cuda", help="validation device (cuda or cpu)")
-    ap.add_argument("--capture-device", default="cuda", help="device torch.compile targets (cuda; cpu only to test this script)")
+    ap.add_argument("--capture-device", default="cuda",
+                    help="device torch.compile targets: cuda; cpu-triton for a dry run of capture + convert without "
+                         "a GPU (Triton for CPU tensors, never run; see cpu_triton_codegen); cpu (C++ code, tests only)")
     ap.add_argument("--judge-workers", type=int, default=4,
                     help="judge workers (one pool; worker i runs on GPU i %% n_gpus) and candidates judged at once")
     ap.add_argument("--judge-timeout", type=float, default=120.0, help="seconds one candidate may run in the judge")

@@ -115,3 +115,23 @@ def test_big_problems_are_captured_at_shrunk_sizes_that_still_fit_together():
     tiny = source.replace("32768", "64")
     assert bench.capture_source(tiny) == (tiny, None)  # small problems are captured as given
     assert not bench.runs_on_meta(source.replace("(batch_size,)", "(batch_size + 1,)"))
+
+
+def test_cpu_triton_dry_run_captures_and_converts_without_a_gpu(tmp_path, capsys):
+    """--capture-device cpu-triton: Inductor's Triton output for CPU tensors goes through the
+    same convert stage as a GPU capture, so converter failures show up before a GPU run."""
+    bench = load_bench()
+    suite = tmp_path / "suite.jsonl"
+    source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, n):\n"
+              "        super().__init__()\n        self.ln = nn.LayerNorm(n)\n    def forward(self, x):\n"
+              "        return torch.relu(self.ln(x)).cumsum(1)\nbatch_size = 64\nn = 48\n"
+              "def get_inputs():\n    return [torch.randn(batch_size, n)]\ndef get_init_inputs():\n    return [n]\n")
+    suite.write_text(json.dumps({"id": "dry/1", "name": "ln_relu_cumsum", "source": source}) + "\n")
+    out = tmp_path / "run"
+    assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
+                       "--capture-device", "cpu-triton"]) == 0
+    assert bench.main(["convert", "--suite", str(suite), "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["conversion_outcomes"] == {"ok": 1}, (out / "conversions.jsonl").read_text()
+    code = (out / "converted" / "dry_1.py").read_text()
+    assert "@triton.jit" in code and "class ModelNew" in code and "torch._inductor" not in code
