@@ -24,7 +24,10 @@ Two functionals are swapped for equivalent ones while a problem is traced
 (`shape_generic_functionals`), because their own code bakes sizes into the compiled graph and
 the candidate then fails at any other size: `F.layer_norm` gets its normalized_shape from the
 input's trailing dims instead of the module's tuple of ints (L1/40), and `F.max_pool1d` runs as
-max_pool2d over an unsqueezed input (ATen's max_pool1d calls guard_int on the length, L1/41).
+max_pool2d over an unsqueezed input (ATen's max_pool1d calls guard_int on the length, L1/41);
+InstanceNorm's forward skips its `input.size(1) != self.num_features` check (a warning only
+without affine; with affine the weight's shape checks it), which otherwise pins the channel count
+(L1/34).
 
 Needs torch only; used by `inductor_capture.capture_problem` (the decomposition tables with
 decompose_convolution=True, the functional swaps on every capture).
@@ -231,13 +234,27 @@ class shape_generic_functionals:
     def __enter__(self) -> "shape_generic_functionals":
         import torch.nn.functional as F
 
+        from torch.nn.modules.instancenorm import _InstanceNorm
+
         self._saved = {"layer_norm": F.layer_norm, "max_pool1d": F.max_pool1d}
+        self._instance_norm_forward = _InstanceNorm.forward
         F.layer_norm = _layer_norm_from_input(self._saved["layer_norm"])
         F.max_pool1d = _max_pool1d_as_2d(self._saved["max_pool1d"])
+        _InstanceNorm.forward = _instance_norm_forward
         return self
 
     def __exit__(self, *exc: Any) -> None:
         import torch.nn.functional as F
+        from torch.nn.modules.instancenorm import _InstanceNorm
 
         for name, fn in self._saved.items():
             setattr(F, name, fn)
+        _InstanceNorm.forward = self._instance_norm_forward
+
+
+def _instance_norm_forward(self: Any, input: Any) -> Any:
+    """torch's _InstanceNorm.forward without the num_features comparison (see module docstring)."""
+    self._check_input_dim(input)
+    if input.dim() == self._get_no_batch_dim():
+        return self._handle_no_batch_input(input)
+    return self._apply_instance_norm(input)

@@ -324,21 +324,26 @@ def test_layer_norm_and_max_pool1d_swaps_compute_the_same_in_eager():
 
     ln, pool = nn.LayerNorm((6, 7)), nn.MaxPool1d(8, stride=2, padding=4, dilation=3)
     pool_ceil = nn.MaxPool1d(3, ceil_mode=True)
+    inorm, inorm_affine = nn.InstanceNorm2d(5), nn.InstanceNorm2d(5, affine=True, track_running_stats=True)
     x, y = torch.randn(3, 5, 6, 7), torch.randn(4, 5, 61)
     original = F.layer_norm
-    expected = (ln(x), pool(y), pool_ceil(y), F.max_pool1d(y, 2, return_indices=True))
+    expected = (ln(x), pool(y), pool_ceil(y), inorm(x), inorm_affine(x), inorm(x[0]),
+                F.max_pool1d(y, 2, return_indices=True))
+    inorm_affine.running_mean.zero_(), inorm_affine.running_var.fill_(1.0), inorm_affine.num_batches_tracked.zero_()
     with shape_generic_functionals():
         assert F.layer_norm is not original
-        got = (ln(x), pool(y), pool_ceil(y), F.max_pool1d(y, 2, return_indices=True))
+        got = (ln(x), pool(y), pool_ceil(y), inorm(x), inorm_affine(x), inorm(x[0]),
+               F.max_pool1d(y, 2, return_indices=True))
     assert F.layer_norm is original
-    for e, g in zip(expected[:3], got[:3]):
+    for e, g in zip(expected[:-1], got[:-1]):
         torch.testing.assert_close(g, e)
-    assert all(torch.equal(e, g) for e, g in zip(expected[3], got[3]))
+    assert all(torch.equal(e, g) for e, g in zip(expected[-1], got[-1]))
 
 
 @pytest.mark.parametrize("layer,shape", [
     ("nn.LayerNorm((8, 6))", (2, 3, 8, 6)),  # KernelBench L1/40: normalized_shape from the module
     ("nn.MaxPool1d(4, stride=1, padding=2, dilation=3)", (2, 3, 40)),  # L1/41: output length
+    ("nn.InstanceNorm2d(3)", (2, 3, 8, 8)),  # L1/34: num_features compared with the channel count
 ])
 def test_module_sizes_stay_symbolic_at_capture(layer, shape):
     """The judge's odd-size trial changes these sizes, so the captured code must take them as
