@@ -331,8 +331,10 @@ def capture_problem(
         exec(compile(source, f"<problem {name}>", "exec"), ns)  # trusted suite problems only
         torch.manual_seed(seed)
         init_inputs = ns["get_init_inputs"]()
-        # train mode, as KernelBench runs the reference (BatchNorm then uses batch statistics)
-        model = ns["Model"](*init_inputs).to(device)
+        # eval mode, as autotriton's judge runs both Model and ModelNew (validation/judge.py):
+        # BatchNorm then uses its running statistics; a train-mode capture computes batch
+        # statistics and fails every trial (KernelBench L1/33 in the CPU dry run)
+        model = ns["Model"](*init_inputs).to(device).eval()
         torch.manual_seed(seed + 1)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
         arg_names = [p for p in inspect.signature(model.forward).parameters]

@@ -381,3 +381,19 @@ def test_attention_is_captured_through_its_math_path():
     call = capture["output_code"].split("def call", 1)[1]
     assert "aten._scaled_dot_product" not in call and "bmm" in call
     assert capture["max_abs_err"] < 1e-5
+
+
+def test_capture_runs_the_model_in_eval_mode_like_the_judge():
+    """The judge compares ModelNew with Model.eval(); BatchNorm captured in train mode would
+    normalise by batch statistics instead of the running ones and fail every trial."""
+    from autotriton.distillation.inductor_capture import capture_problem
+
+    source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, c):\n"
+              "        super().__init__()\n        self.bn = nn.BatchNorm2d(c)\n    def forward(self, x):\n"
+              "        return self.bn(x)\ndef get_inputs():\n    return [torch.rand(4, 3, 8, 8)]\n"
+              "def get_init_inputs():\n    return [3]\n")
+    capture = capture_problem(source, name="bn", device="cpu", dynamic=True, max_autotune=False)
+    assert capture["ok"], capture.get("error")
+    call = capture["output_code"].split("def call", 1)[1]
+    assert "welford" not in capture["output_code"] and "num_batches_tracked" not in call  # no batch statistics
+    assert capture["max_abs_err"] < 1e-5
