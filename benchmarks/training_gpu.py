@@ -281,6 +281,45 @@ def bench_grpo(args, tok, device, workdir):
             "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu"}
 
 
+def judge_profile(args, tok, device, worker_counts):
+    """Where a GRPO step's reward time goes: the benchmark's distinct completions (the same
+    kernels a step judges) through a fresh JudgePool per worker count, with the judge's own
+    per-candidate figures: end-to-end latency, the first trial (includes the JIT compile), the
+    later trials and the import of the candidate module."""
+    from autotriton.validation import JudgePool, ValidationConfig
+
+    ref = REFERENCE.format(rows=8 if args.smoke else 256, cols=256 if args.smoke else 8192)
+    blocks = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    codes = [ANSWER.format(expr="tl.maximum(x, 0.0)" if i % 4 != 3 else "x", block=blocks[i % len(blocks)])
+             + f"\n# variant {i}\nVARIANT_{i} = {i}\n" for i in range(args.generations * args.prompts)]
+    del tok
+    out = []
+    for workers in worker_counts:
+        vcfg = ValidationConfig(device=device, trials=args.trials, workers=workers, time_kernels=False,
+                                shrink_for_cpu=device != "cuda")
+        t0 = time.perf_counter()
+        with JudgePool(vcfg) as judge:
+            started = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            verdicts = judge.validate_many([(ref, c) for c in codes])
+            wall = time.perf_counter() - t1
+        med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
+        first = [v.trials[0].get("elapsed_s") for v in verdicts if v.trials and v.trials[0].get("elapsed_s") is not None]
+        later = [t.get("elapsed_s") for v in verdicts for t in v.trials[1:] if t.get("elapsed_s") is not None]
+        row = {"workers": judge.n_workers, "candidates": len(codes), "pool_start_s": round(started, 2),
+               "wall_s": round(wall, 2), "per_candidate_s": round(wall / len(codes), 3),
+               "median_latency_s": med([v.elapsed_s for v in verdicts]),
+               "median_first_trial_s": med(first), "median_later_trial_s": med(later),
+               "median_import_s": med([v.timing.get("candidate_import_s") for v in verdicts
+                                       if v.timing.get("candidate_import_s") is not None]),
+               "median_first_transfer_s": med([v.timing.get("candidate_first_transfer_s") for v in verdicts
+                                               if v.timing.get("candidate_first_transfer_s") is not None]),
+               "statuses": {s: sum(1 for v in verdicts if v.status == s) for s in {v.status for v in verdicts}}}
+        print(json.dumps({"judge_profile": row}), flush=True)
+        out.append(row)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--smoke", action="store_true", help="tiny model and shapes (CPU check of the script)")
@@ -298,6 +337,8 @@ def main() -> int:
     ap.add_argument("--grad-ckpt", action="store_true", help="gradient checkpointing on")
     ap.add_argument("--skip-sft", action="store_true")
     ap.add_argument("--skip-grpo", action="store_true")
+    ap.add_argument("--judge-profile", default="", help="comma-separated judge worker counts: also profile the judge on "
+                    "the GRPO completions' kernels with each (e.g. 8,16,32)")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args()
     if args.smoke:
@@ -332,6 +373,8 @@ def main() -> int:
         if not args.skip_grpo:
             results["grpo"] = bench_grpo(args, tok, device, Path(tmp) / "grpo")
             say({"grpo": results["grpo"]})
+        if args.judge_profile and main_rank:
+            results["judge_profile"] = judge_profile(args, tok, device, [int(x) for x in args.judge_profile.split(",")])
     if args.out and main_rank:
         args.out.write_text(json.dumps(results, indent=2, default=str))
     return 0

@@ -424,7 +424,9 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
             ph["error"] = _error("init", exc)
             break
         for trial in phase["trials"]:
+            moved = time.perf_counter()
             inputs = _to(trial["inputs"], device)
+            header.setdefault("first_transfer_s", time.perf_counter() - moved)  # the first one includes CUDA start-up
             tr: dict[str, Any] = {"seed": trial["seed"]}
             ph["trials"].append(tr)
             threads_before = set(threading.enumerate())

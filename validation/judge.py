@@ -451,6 +451,7 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
         compiled = runtime_error is None and bool(launched)  # the real compiler built and ran them
     result["compiled"] = bool(compiled) if compiled is not None else (runtime_error is None)
     result["timing"]["candidate_import_s"] = header.get("import_s")
+    result["timing"]["candidate_first_transfer_s"] = header.get("first_transfer_s")
     if "timing" in header:
         result["timing"]["candidate"] = header["timing"]
         if "reference" in result["timing"] and "sets" in header["timing"]:
