@@ -260,6 +260,9 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
     cap_dir = out / "captures"
     cap_dir.mkdir(parents=True, exist_ok=True)
     todo = [r for r in rows if not (cap_dir / f"{safe_id(r['id'])}.json").exists()]
+    # Longest first: convolution captures autotune conv (or decomposed bmm) templates and took
+    # 40-110 s on an H200, the rest 10-30 s; starting them first keeps them off the deadline.
+    todo.sort(key=lambda r: 0 if "conv" in (r.get("name", "") + r["id"]).lower() else 1)
     cores = os.cpu_count() or 2
     env = dict(os.environ)
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(max(1, cores // max(1, jobs))))
@@ -385,6 +388,19 @@ def verdict_from_row(row: dict[str, Any]) -> Any:
     return Verdict(**record)
 
 
+def previous_verdicts(out: Path) -> dict[str, dict[str, Any]]:
+    """Verdicts an earlier (possibly killed) validate call left in verdicts.partial.jsonl, by id."""
+    found: dict[str, dict[str, Any]] = {}
+    path = out / "verdicts.partial.jsonl"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                if row.get("status") != "not_judged":
+                    found[row["id"]] = {k: x for k, x in row.items() if k != "id"}
+    return found
+
+
 def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: int, trials: int,
                    deadline_s: float, timeout_s: float = 120.0) -> dict[str, Any]:
     """Judge every converted candidate with one JudgePool of `workers` workers (the pool puts
@@ -398,6 +414,12 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
             ids.append(row["id"])
     started = time.monotonic()
     verdicts: dict[str, dict[str, Any]] = {}
+    # Resume: candidates judged by an earlier call (verdicts.partial.jsonl) are not judged again.
+    done = previous_verdicts(out)
+    pending = [i for i, pid in enumerate(ids) if pid not in done]
+    verdicts.update({pid: done[pid] for pid in ids if pid in done})
+    if done:
+        print(f"[judge] resuming: {len(ids) - len(pending)} of {len(ids)} candidates already judged", flush=True)
     import queue
     import threading
 
@@ -409,12 +431,12 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
         JudgePool = None
     start_errors: list[str] = []
     if JudgePool is not None:
-        n_workers = max(1, min(workers, len(jobs)))
+        n_workers = max(1, min(workers, len(pending) or 1))
         cfg = judge_config(device, trials, n_workers, timeout_s)
         live = open(out / "verdicts.partial.jsonl", "a")  # survives a run killed at its time limit
         lock = threading.Lock()
         todo: "queue.Queue[int]" = queue.Queue()
-        for i in range(len(jobs)):
+        for i in pending:
             todo.put(i)
 
         def judge_loop(pool: Any) -> None:

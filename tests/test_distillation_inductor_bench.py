@@ -135,3 +135,33 @@ def test_cpu_triton_dry_run_captures_and_converts_without_a_gpu(tmp_path, capsys
     assert summary["conversion_outcomes"] == {"ok": 1}, (out / "conversions.jsonl").read_text()
     code = (out / "converted" / "dry_1.py").read_text()
     assert "@triton.jit" in code and "class ModelNew" in code and "torch._inductor" not in code
+
+
+def test_validate_resumes_after_a_call_killed_at_its_time_limit(tmp_path, capsys):
+    """A second validate call judges only what the first left unjudged (verdicts.partial.jsonl),
+    and verdicts.jsonl then holds every candidate: the earlier verdict and the new one."""
+    bench = load_bench()
+    names = ["pointwise_relu", "pointwise_tanh"]
+    suite, run = tmp_path / "suite.jsonl", tmp_path / "run"
+    (run / "captures").mkdir(parents=True)
+    with suite.open("w") as f:
+        for name in names:
+            capture = json.loads((FIXTURES / f"{name}.json").read_text())
+            f.write(json.dumps({"id": capture["id"], "name": capture["name"], "source": capture["source"]}) + "\n")
+            shutil.copy(FIXTURES / f"{name}.json", run / "captures" / f"{bench.safe_id(capture['id'])}.json")
+    assert bench.main(["convert", "--suite", str(suite), "--out", str(run)]) == 0
+    ids = [json.loads(line)["id"] for line in suite.read_text().splitlines()]
+    earlier = {"id": ids[0], "status": "incorrect", "correct": False, "rule_ok": True, "speedup": None}
+    (run / "verdicts.partial.jsonl").write_text(json.dumps(earlier) + "\n")
+    capsys.readouterr()
+
+    assert bench.main(["validate", "--suite", str(suite), "--out", str(run), "--device", "cpu", "--judge-workers", "2",
+                       "--trials", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "resuming: 1 of 2 candidates already judged" in out
+    judged = [line for line in out.splitlines() if line.startswith("[judge] ") and ": " in line and "workers" not in line
+              and "resuming" not in line]
+    assert len(judged) == 1 and judged[0].startswith(f"[judge] {ids[1]}:")
+    final = {json.loads(line)["id"]: json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()}
+    assert final[ids[0]]["status"] == "incorrect"  # kept from the earlier call, not judged again
+    assert final[ids[1]]["status"] == "correct" and final[ids[1]]["record"]["device"] == "cpu"
