@@ -356,13 +356,14 @@ def stage_convert(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- validate
-def judge_config(device: str, trials: int, workers: int, timeout_s: float = 120.0) -> Any:
+def judge_config(device: str, trials: int, workers: int, timeout_s: float = 120.0, max_output_mb: float | None = None) -> Any:
     """The benchmark's judge settings: eager-vs-candidate timing on a GPU, but no torch.compile
     of each reference (seconds to tens of seconds per problem, and not what the yield needs)."""
     from autotriton.validation import ValidationConfig
 
+    extra = {"max_output_mb": max_output_mb} if max_output_mb else {}
     return ValidationConfig(device=device, trials=trials, timeout_s=timeout_s, timing_runs=20, timing_input_sets=1,
-                            time_kernels=device == "cuda", time_compile=False, workers=workers)
+                            time_kernels=device == "cuda", time_compile=False, workers=workers, **extra)
 
 
 def verdict_row(pid: str, v: Any) -> dict[str, Any]:
@@ -402,7 +403,7 @@ def previous_verdicts(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: int, trials: int,
-                   deadline_s: float, timeout_s: float = 120.0) -> dict[str, Any]:
+                   deadline_s: float, timeout_s: float = 120.0, max_output_mb: float | None = None) -> dict[str, Any]:
     """Judge every converted candidate with one JudgePool of `workers` workers (the pool puts
     worker i on GPU i % n_gpus, so the workers spread over every GPU) fed by `workers` threads."""
     conv_dir = out / "converted"
@@ -432,7 +433,7 @@ def stage_validate(rows: list[dict[str, Any]], out: Path, device: str, workers: 
     start_errors: list[str] = []
     if JudgePool is not None:
         n_workers = max(1, min(workers, len(pending) or 1))
-        cfg = judge_config(device, trials, n_workers, timeout_s)
+        cfg = judge_config(device, trials, n_workers, timeout_s, max_output_mb)
         live = open(out / "verdicts.partial.jsonl", "a")  # survives a run killed at its time limit
         lock = threading.Lock()
         todo: "queue.Queue[int]" = queue.Queue()
@@ -618,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge-workers", type=int, default=4,
                     help="judge workers (one pool; worker i runs on GPU i %% n_gpus) and candidates judged at once")
     ap.add_argument("--judge-timeout", type=float, default=120.0, help="seconds one candidate may run in the judge")
+    ap.add_argument("--max-output-mb", type=float, default=None,
+                    help="the judge's cap on one candidate's answer (all trials' outputs; default: the judge's own)")
     ap.add_argument("--max-mm-configs", type=int, default=4,
                     help="GEMM/conv template configs autotuned per op at capture (0 = Inductor's full list)")
     ap.add_argument("--trials", type=int, default=3, help="correctness trials per candidate")
@@ -646,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
         summary.update(stage_convert(rows, out))
     if args.stage in ("all", "validate"):
         summary.update(stage_validate(rows, out, args.device, args.judge_workers, args.trials, args.validate_deadline,
-                                      args.judge_timeout))
+                                      args.judge_timeout, args.max_output_mb))
     if args.stage == "summary":
         summary.update(stage_summary(rows, out))
     if args.stage == "replay":
