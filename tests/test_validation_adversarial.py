@@ -59,7 +59,8 @@ DETAILS = {
     "cheat_import_reference": lambda v: not v.correct,  # the reference is nowhere in its process
     "cheat_os_exit": lambda v: "exited with code 0" in v.error,
     "cheat_segfault": lambda v: "SIGSEGV" in v.error,
-    "cheat_infinite_loop": lambda v: "process group was killed" in v.error,
+    # ... and the verdict says where it was stuck (the candidate's stack, dumped before the kill)
+    "cheat_infinite_loop": lambda v: "process group was killed" in v.error and "in forward" in v.error,
     "cheat_huge_memory": lambda v: "allocate" in v.error,
     "cheat_nan_output": lambda v: "NaN" in v.error,
     "cheat_wrong_shape": lambda v: "shape" in v.error,

@@ -332,7 +332,8 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
         job = {"source": candidate_source, "path": os.path.join(workdir, "candidate.py"), "device": device,
                "phases": [p.job() for p in phases],
                "compile_target": cfg["target"] if (cfg["compile_check"] and device == "cpu") else None,
-               "timing": timing_plan(state, cfg)}
+               "timing": timing_plan(state, cfg),
+               "watchdog_s": max(0.5, min(cfg["timeout_s"] - 2.0, cfg["timeout_s"] * 0.9))}
         if job["timing"] is not None:
             # Before the job is sent: the reference is never timed while the candidate uses the GPU.
             from autotriton.validation.timing import reference_timing
@@ -353,7 +354,9 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             payload = wire.recv_frame(sock, deadline=deadline, max_bytes=int(cfg["max_output_mb"] * 2**20) + (1 << 20))
             header, tensors = wire.decode_tensors(payload)
         except TimeoutError:
-            result.update(status="timeout", error=f"the candidate did not finish within {cfg['timeout_s']:g} s; its process group was killed")
+            tail = worker.output_tail(workdir, 6000)  # several threads' stacks
+            result.update(status="timeout", error=f"the candidate did not finish within {cfg['timeout_s']:g} s; its process group was killed"
+                          + (f"; where it was shortly before (its Python stacks and last output):\n{tail}" if tail else ""))
             return result
         except (EOFError, ConnectionError, OSError) as exc:
             how = worker.exit_status(pid)

@@ -107,6 +107,12 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
         from autotriton.validation import candidate_runner
 
         job = wire.recv_job(sock)
+        if job.get("watchdog_s"):
+            # Shortly before the judge's deadline, write every thread's Python stack to the
+            # candidate's output: a timeout verdict then says where the candidate was stuck.
+            import faulthandler
+
+            faulthandler.dump_traceback_later(job["watchdog_s"], exit=False)
         try:
             header, tensors = candidate_runner.run_job(job)
         except BaseException as exc:  # noqa: BLE001
