@@ -281,6 +281,9 @@ def bench_grpo(args, tok, device, workdir):
             "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu"}
 
 
+PHASE_PREFIXES = ("phase_", "candidate_", "caller_")
+
+
 def judge_profile(args, tok, device, worker_counts):
     """Where a GRPO step's reward time goes: the benchmark's distinct completions (the same
     kernels a step judges) through a fresh JudgePool per worker count, with the judge's own
@@ -315,6 +318,10 @@ def judge_profile(args, tok, device, worker_counts):
                "median_first_transfer_s": med([v.timing.get("candidate_first_transfer_s") for v in verdicts
                                                if v.timing.get("candidate_first_transfer_s") is not None]),
                "statuses": {s: sum(1 for v in verdicts if v.status == s) for s in {v.status for v in verdicts}}}
+        # Medians of the judge's per-phase wall times (validation/README.md, "Where a judgement's time goes").
+        keys = sorted({k for v in verdicts for k, x in v.timing.items() if k.startswith(PHASE_PREFIXES) and k.endswith("_s")
+                       and isinstance(x, (int, float))})
+        row["phases_median_s"] = {k: med([v.timing[k] for v in verdicts if isinstance(v.timing.get(k), (int, float))]) for k in keys}
         print(json.dumps({"judge_profile": row}), flush=True)
         out.append(row)
     return out

@@ -319,8 +319,18 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
     result: dict[str, Any] = {"status": None, "violations": [], "trials": [], "triton_kernels_launched": [], "aten_ops": [],
                               "error": None, "max_abs_err": None, "compile_report": {}, "compiled": False, "timing": {},
                               "device": device}
+    # Per-phase wall times of this judgement (validation/README.md, "Where a judgement's time goes").
+    clock = {"at": start}
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        result["timing"][f"phase_{name}_s"] = result["timing"].get(f"phase_{name}_s", 0.0) + now - clock["at"]
+        clock["at"] = now
+
     # 1. fork the candidate first: it must not inherit anything below.
     pid, sock, workdir = worker.spawn("candidate", cfg)
+    lap("spawn")
+    spawned_at = getattr(worker, "last_spawn_at", start)
     try:
         try:
             state = problem_state(worker, problem_source, cfg)
@@ -334,6 +344,7 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
                "compile_target": cfg["target"] if (cfg["compile_check"] and device == "cpu") else None,
                "timing": timing_plan(state, cfg),
                "watchdog_s": max(0.5, min(cfg["timeout_s"] - 2.0, cfg["timeout_s"] * 0.9))}
+        lap("problem")
         if job["timing"] is not None:
             # Before the job is sent: the reference is never timed while the candidate uses the GPU.
             from autotriton.validation.timing import reference_timing
@@ -342,16 +353,20 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
                 result["timing"]["reference"] = reference_timing(worker, state, cfg, job["timing"])
             except Exception as exc:  # noqa: BLE001 (no speedup then; correctness still judged)
                 result["timing"]["reference_error"] = f"{type(exc).__name__}: {exc}"[:500]
+            lap("reference_timing")
         deadline = time.monotonic() + cfg["timeout_s"]
         try:
             wire.send_job(sock, job)
         except OSError:
             pass  # the candidate died before reading its job: the status below says how
+        lap("send")
         # 3. reference outputs (cached per problem), while the candidate runs.
         refs = [p.reference_outputs() for p in phases]
+        result["timing"]["phase_refs_s"] = time.monotonic() - clock["at"]  # part of phase_wait_s
         # 4. the candidate's answer.
         try:
             payload = wire.recv_frame(sock, deadline=deadline, max_bytes=int(cfg["max_output_mb"] * 2**20) + (1 << 20))
+            lap("wait")
             header, tensors = wire.decode_tensors(payload)
         except TimeoutError:
             tail = worker.output_tail(workdir, 6000)  # several threads' stacks
@@ -368,10 +383,31 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             result.update(status="crashed", error=f"the candidate process sent an unusable answer: {exc}")
             return result
         _assess(result, header, tensors, phases, refs, cfg, state)
+        _candidate_phases(result["timing"], header, spawned_at)
+        lap("assess")
         return result
     finally:
+        if "phase_wait_s" not in result["timing"] and "phase_send_s" in result["timing"]:
+            lap("wait")  # no usable answer (timeout, crash): the wait ended here
+        clock["at"] = time.monotonic()
         worker.finish(pid, sock, workdir)
+        lap("finish")
         result["elapsed_s"] = time.monotonic() - start
+
+
+def _candidate_phases(timing: dict[str, Any], header: dict[str, Any], spawned_at: float) -> None:
+    """The candidate process's own figures, as `candidate_*` keys of Verdict.timing."""
+    child = header.get("child_phases") or {}
+    if isinstance(child.get("started_at"), (int, float)):
+        timing["candidate_fork_s"] = max(0.0, child["started_at"] - spawned_at)  # spawn request -> child running
+    for key in ("confine_s", "recv_job_s", "run_s", "compile_check_s"):
+        if isinstance(child.get(key), (int, float)):
+            timing[f"candidate_{key}"] = child[key]
+    trials = [tr.get("elapsed_s") for ph in header.get("phases", []) for tr in ph.get("trials", [])
+              if isinstance(tr.get("elapsed_s"), (int, float))]
+    if trials:
+        timing["candidate_trials_s"] = sum(trials)
+        timing["candidate_first_trial_s"] = trials[0]
 
 
 def _assess(result, header, tensors, phases, refs, cfg, state) -> None:

@@ -224,7 +224,9 @@ class JudgePool:
         return ("crashed", res) if kind == "retry" else (kind, res)
 
     def _call_once(self, payload: dict[str, Any], budget_s: float) -> tuple[str, Any]:
+        queued = time.monotonic()
         index = self._slots.get()
+        got_slot = time.monotonic()
         try:
             handle = self._handles[index]
             if handle is None or not handle.alive():
@@ -253,7 +255,13 @@ class JudgePool:
                     if answer.get("retry"):
                         return "retry", f"judge worker error: {answer.get('error')}"
                 return "crashed", f"judge worker error: {answer.get('error')}"
-            return "ok", answer["result"]
+            result = answer["result"]
+            if isinstance(result, dict) and isinstance(result.get("timing"), dict):
+                # The caller's side of the judgement: waiting for a free worker, and the round trip
+                # to it (request pickled and sent -> answer read; minus the worker's own time = IPC).
+                result["timing"]["caller_queue_s"] = got_slot - queued
+                result["timing"]["caller_roundtrip_s"] = time.monotonic() - got_slot
+            return "ok", result
         finally:
             self._slots.put(index)
 
@@ -283,6 +291,7 @@ class JudgePool:
         verdict = Verdict(candidate_key=candidate_key(candidate_source, pkey), problem_key=pkey, status="crashed",
                           device=self.device_name, versions=dict(self.versions), judge_config_hash=self.config_hash)
         static = _static_rules(candidate_source) if self.config.static_rules else []
+        rules_s = time.monotonic() - start
         if static and self.config.skip_execution_on_rule_violation:
             verdict.status, verdict.violations = "rule_violation", static
             verdict.error = "not executed: the static rules already failed"
@@ -315,6 +324,7 @@ class JudgePool:
         timing = res.get("timing", {})
         if res.get("reference_failed"):
             timing["reference_failed"] = True  # the problem, not the candidate, is at fault
+        timing["caller_rules_s"] = rules_s  # the static rules, in this (the caller's) thread
         verdict.timing = timing
         if "speedup" in timing:
             verdict.speedup = timing.get("speedup")

@@ -90,6 +90,7 @@ def _zygote_loop(zsock: socket.socket) -> None:
 
 
 def _child_main(fd: int, req: dict[str, Any]) -> None:
+    started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the worker compares it with its spawn request
     from autotriton.validation import sandbox, wire
 
     import fcntl
@@ -102,11 +103,26 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
     report = sandbox.confine(req["workdir"], memory_limit_bytes=req["memory_limit_bytes"], max_file_bytes=req["max_file_bytes"],
                              max_processes=req["max_processes"], isolate_network=req["isolate_network"],
                              drop_privileges=req["drop_privileges"], keep_fds=(fd,), environ=environ)
+    confined = time.monotonic()
+    # What the candidate process itself spent where (validation/README.md, "Where a judgement's time goes").
+    phases: dict[str, Any] = {"started_at": started, "confine_s": confined - started}
     sock = socket.socket(fileno=fd)
     if req["mode"] == "candidate":
         from autotriton.validation import candidate_runner
 
         job = wire.recv_job(sock)
+        received = time.monotonic()
+        phases["recv_job_s"] = received - confined  # waiting for the worker's job (its problem phase) + reading it
+        original_compile = candidate_runner._compile
+
+        def timed_compile(target: str) -> dict[str, Any]:
+            t = time.monotonic()
+            try:
+                return original_compile(target)
+            finally:
+                phases["compile_check_s"] = time.monotonic() - t
+
+        candidate_runner._compile = timed_compile  # the judge's own function, wrapped before any candidate code runs
         if job.get("watchdog_s"):
             # Shortly before the judge's deadline, write every thread's Python stack to the
             # candidate's output: a timeout verdict then says where the candidate was stuck.
@@ -117,7 +133,9 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
             header, tensors = candidate_runner.run_job(job)
         except BaseException as exc:  # noqa: BLE001
             header, tensors = {"phases": [], "error": candidate_runner._error("harness", exc)}, []
+        phases["run_s"] = time.monotonic() - received
         header["sandbox"] = report
+        header["child_phases"] = phases
         try:
             parts = wire.encode_tensor_parts(header, tensors)  # views of the output tensors, not copies
         except BaseException as exc:  # noqa: BLE001
@@ -188,6 +206,7 @@ class Worker:
                "memory_limit_bytes": int((cfg["memory_limit_gb_cpu"] if cpu else cfg["memory_limit_gb"]) * 2**30),
                "max_output_bytes": int(cfg["max_output_mb"] * 2**20), "max_file_bytes": int(cfg["max_log_mb"] * 2**20), "max_processes": cfg["max_processes"],
                "isolate_network": cfg["isolate_network"], "drop_privileges": cfg["drop_privileges"]}
+        requested = time.monotonic()
         try:
             socket.send_fds(self.zsock, [json.dumps(req).encode()], [theirs.fileno()])
             answer = self.zsock.recv(65536)
@@ -198,6 +217,7 @@ class Worker:
         if not answer:
             shutil.rmtree(workdir, ignore_errors=True)
             raise TemplateDied("the candidate template process died; this worker must be replaced")
+        self.last_spawn_at = requested
         return json.loads(answer)["pid"], ours, workdir
 
     def exit_status(self, pid: int) -> str | None:
