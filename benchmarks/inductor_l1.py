@@ -225,8 +225,10 @@ def cpu_triton_codegen() -> None:
 
 
 def capture_one(row: dict[str, Any], out: Path, decompose_convolution: bool, device: str,
-                max_mm_configs: int | None = None) -> None:
-    """Runs inside a fresh subprocess: dynamic shapes; static shapes only when dynamic fails."""
+                max_mm_configs: int | None = None, dynamic_parameters: bool = False) -> None:
+    """Runs inside a fresh subprocess: dynamic shapes; static shapes only when dynamic fails.
+    `dynamic_parameters`: the dynamic attempt keeps parameter shapes symbolic too
+    (capture_problem's option of that name)."""
     cap = _load("inductor_capture")
     autotune = device.startswith("cuda")
     source, shrunk = capture_source(row["source"])
@@ -236,8 +238,9 @@ def capture_one(row: dict[str, Any], out: Path, decompose_convolution: bool, dev
         cpu_triton_codegen()
         device, source, shrunk = "cpu", shrink_problem(row["source"]), "cpu-triton dry run at shrink_problem's sizes"
     attempts = []
+    extra = {"dynamic_parameters": True} if dynamic_parameters else {}
     first = cap.capture_problem(source, name=row["id"], dynamic=True, device=device, max_autotune=autotune,
-                                decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs)
+                                decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs, **extra)
     first["shrunk"] = shrunk
     attempts.append(first)
     if not first["ok"]:
@@ -254,7 +257,7 @@ def capture_one(row: dict[str, Any], out: Path, decompose_convolution: bool, dev
 
 def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_timeout: float, deadline: float,
                   decompose_convolution: bool, suites: list[str], device: str,
-                  max_mm_configs: int | None = None) -> dict[str, Any]:
+                  max_mm_configs: int | None = None, dynamic_parameters: bool = False) -> dict[str, Any]:
     """One subprocess per problem, `jobs` at a time; on CUDA each subprocess gets one GPU
     (CUDA_VISIBLE_DEVICES), round-robin over the visible GPUs."""
     cap_dir = out / "captures"
@@ -287,6 +290,8 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
                 cmd.append("--no-decompose-convolution")
             if max_mm_configs is not None:
                 cmd += ["--max-mm-configs", str(max_mm_configs)]
+            if dynamic_parameters:
+                cmd.append("--dynamic-parameters")
             penv = dict(env, TORCHINDUCTOR_CACHE_DIR=f"/tmp/inductor_cache_{sid}")
             if gpus:
                 penv["CUDA_VISIBLE_DEVICES"] = gpus[launched % len(gpus)]
@@ -316,9 +321,12 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
                 print(f"[capture] {pid}: {'ok' if rc == 0 else rc} "
                       f"({time.monotonic() - t0:.0f}s; {len(todo)} left, {len(running)} running)", flush=True)
         time.sleep(0.2)
-    return {"captured": len(list(cap_dir.glob("*.json"))), "capture_failures": failures,
-            "capture_wall_s": round(time.monotonic() - started, 1), "capture_gpus": len(gpus),
-            "max_mm_configs": max_mm_configs}
+    summary = {"captured": len(list(cap_dir.glob("*.json"))), "capture_failures": failures,
+               "capture_wall_s": round(time.monotonic() - started, 1), "capture_gpus": len(gpus),
+               "max_mm_configs": max_mm_configs}
+    if dynamic_parameters:
+        summary["dynamic_parameters"] = True
+    return summary
 
 
 # ---------------------------------------------------------------- convert
@@ -623,6 +631,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the judge's cap on one candidate's answer (all trials' outputs; default: the judge's own)")
     ap.add_argument("--max-mm-configs", type=int, default=4,
                     help="GEMM/conv template configs autotuned per op at capture (0 = Inductor's full list)")
+    ap.add_argument("--dynamic-parameters", action="store_true",
+                    help="capture with parameter shapes symbolic (channel counts read from self.<module>.<param>.shape "
+                         "in the candidate, convolutions traced as gathers + matmul; see capture_problem)")
     ap.add_argument("--trials", type=int, default=3, help="correctness trials per candidate")
     ap.add_argument("--validate-deadline", type=float, default=300.0, help="no candidate is judged after this many seconds")
     ap.add_argument("--replay-out", default=str(ROOT / "distillation" / "data" / "replay" / "inductor.jsonl"),
@@ -636,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage == "_capture_one":
         rows = read_suites(args.suite, [args.id])
         capture_one(rows[0], out / "captures", args.decompose_convolution, args.capture_device,
-                    args.max_mm_configs or None)
+                    args.max_mm_configs or None, args.dynamic_parameters)
         return 0
 
     rows = read_suites(args.suite, args.only or None)
@@ -644,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage in ("all", "capture"):
         summary.update(stage_capture(rows, out, args.jobs, args.problem_timeout, args.deadline,
                                      args.decompose_convolution, args.suite, args.capture_device,
-                                     args.max_mm_configs or None))
+                                     args.max_mm_configs or None, args.dynamic_parameters))
     if args.stage in ("all", "convert"):
         summary.update(stage_convert(rows, out))
     if args.stage in ("all", "validate"):

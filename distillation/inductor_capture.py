@@ -89,15 +89,27 @@ def inductor_settings(max_autotune: bool = True, search_space: str = "DEFAULT", 
     return out
 
 
-def dynamo_settings(dynamic: bool) -> dict[str, Any]:
+def dynamic_parameter_settings() -> dict[str, bool]:
+    """The Dynamo switches that make parameter and nn.Module-property shapes symbolic (torch's
+    defaults, both True, treat them as constants), filtered to the names this torch version knows
+    (both exist in torch 2.11 and 2.13)."""
+    import torch._dynamo.config as dc
+
+    wanted = {"force_parameter_static_shapes": False, "force_nn_module_property_static_shapes": False}
+    return {k: v for k, v in wanted.items() if hasattr(dc, k)}
+
+
+def dynamo_settings(dynamic: bool, dynamic_parameters: bool = False) -> dict[str, Any]:
     """Dynamo config for teacher runs. With dynamic shapes, parameter and module-property sizes
     are symbolic too (so a candidate works when the judge changes a layer's width), and Python
-    float attributes are baked in as constants (they are hyper-parameters, not inputs)."""
+    float attributes are baked in as constants (they are hyper-parameters, not inputs).
+    `dynamic_parameters` asks for the symbolic parameter shapes explicitly (the same switches;
+    capture_problem also traces convolutions differently then, see there)."""
     import torch._dynamo.config as dc
 
     wanted = {"specialize_float": True}
-    if dynamic:
-        wanted.update(force_parameter_static_shapes=False, force_nn_module_property_static_shapes=False)
+    if dynamic or dynamic_parameters:
+        wanted.update(dynamic_parameter_settings())
     return {k: v for k, v in wanted.items() if hasattr(dc, k)}
 
 
@@ -304,6 +316,7 @@ def capture_problem(
     decompose_convolution: bool = False,
     autotune_pointwise: bool = False,
     max_mm_configs: int | None = None,
+    dynamic_parameters: bool = False,
 ) -> dict[str, Any]:
     """Compile a problem's Model with Inductor and record its output code and chosen configs.
 
@@ -313,6 +326,15 @@ def capture_problem(
     it, so it comes out as Triton templates instead of an extern convolution kernel; it also
     rewrites the average poolings Inductor would leave to ATen (windows > 25 elements, e.g. 3-D).
     `max_mm_configs` caps the GEMM/conv template configs autotuned per op (see `inductor_settings`).
+
+    `dynamic_parameters` (opt-in, with `dynamic` only) keeps sizes that come from a parameter's
+    shape symbolic all the way to the output code, so the candidate reads them from
+    `self.<module>.<param>.shape[d]` and works when the judge changes a layer's width: parameter
+    and module-property shapes are dynamic in Dynamo (see `dynamo_settings`), and every
+    convolution is traced as gathers + matmul (`inductor_decompose.symbolic_parameter_convolutions`)
+    because Inductor's convolution lowering (and, on CUDA, the fake convolution's cuDNN backend
+    choice) turns the weight's sizes into constants. The capture dict then says
+    `"dynamic_parameters": True`; without it the capture is exactly what it was before the option.
     """
     import torch
     import triton
@@ -323,6 +345,7 @@ def capture_problem(
         "autotune_pointwise": autotune_pointwise,
         "decompose_convolution": decompose_convolution, "max_mm_configs": max_mm_configs,
         "versions": {"torch": torch.__version__, "triton": triton.__version__},
+        **({"dynamic_parameters": True} if dynamic_parameters and dynamic else {}),
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") and torch.cuda.is_available() else device,
     }
     # ---- load the problem
@@ -364,9 +387,15 @@ def capture_problem(
             return compile_fx(gm, example_inputs, decompositions=table)
         return compile_fx(gm, example_inputs)
 
+    import contextlib
+
     import torch._dynamo
     import torch._inductor.config as ic
     from torch._inductor.utils import run_and_get_code
+
+    decompose_module = _sibling("inductor_decompose")
+    symbolic_convolutions = decompose_module.symbolic_parameter_convolutions() if dynamic_parameters and dynamic \
+        else contextlib.nullcontext()
 
     recorder = _LaunchRecorder()
     try:
@@ -375,9 +404,9 @@ def capture_problem(
             expected = model(*inputs)
             torch._dynamo.reset()
             with ic.patch(inductor_settings(max_autotune, search_space, autotune_pointwise, max_mm_configs)), \
-                    torch._dynamo.config.patch(dynamo_settings(dynamic)), \
+                    torch._dynamo.config.patch(dynamo_settings(dynamic, dynamic_parameters and dynamic)), \
                     torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder, \
-                    _sibling("inductor_decompose").shape_generic_functionals(), _math_attention():
+                    decompose_module.shape_generic_functionals(), _math_attention(), symbolic_convolutions:
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
                 actual, codes = run_and_get_code(compiled, *inputs)
             torch.cuda.synchronize() if device.startswith("cuda") else None
@@ -404,7 +433,8 @@ def capture_problem(
 
 def main(argv: list[str] | None = None) -> int:
     """`python distillation/inductor_capture.py OUT.json` with a JSON request on stdin
-    ({"source", "name", "dynamic", "decompose_convolution", "max_autotune", "max_mm_configs", "device"}): the
+    ({"source", "name", "dynamic", "decompose_convolution", "max_autotune", "max_mm_configs", "device",
+    "dynamic_parameters"}): the
     subprocess side of InductorTeacher. Writes the capture dict to OUT.json."""
     import json
     import sys
@@ -418,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
                               device=request.get("device", "cuda"), dynamic=request.get("dynamic", True),
                               max_autotune=request.get("max_autotune", True),
                               decompose_convolution=request.get("decompose_convolution", True),
-                              max_mm_configs=request.get("max_mm_configs"))
+                              max_mm_configs=request.get("max_mm_configs"),
+                              dynamic_parameters=request.get("dynamic_parameters", False))
     with open(args[0], "w", encoding="utf-8") as f:
         json.dump(capture, f)
     return 0

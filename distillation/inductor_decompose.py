@@ -39,7 +39,8 @@ import math
 from typing import Any
 
 __all__ = ["convolution_decompositions", "convolution_as_matmul", "needs_decomposition", "avg_pool_as_sum",
-           "avg_pool_decompositions", "avg_pool_falls_back", "shape_generic_functionals"]
+           "avg_pool_decompositions", "avg_pool_falls_back", "shape_generic_functionals",
+           "symbolic_parameter_convolutions"]
 
 
 def needs_decomposition(weight_dim: int, transposed: bool, groups: int) -> bool:
@@ -258,3 +259,73 @@ def _instance_norm_forward(self: Any, input: Any) -> Any:
     if input.dim() == self._get_no_batch_dim():
         return self._handle_no_batch_input(input)
     return self._apply_instance_norm(input)
+
+
+def _conv_padding(padding: Any, weight: Any, dilation: list[int], nd: int) -> list[int] | None:
+    """F.conv*'s padding as a list of ints; None for a 'same' padding that is not symmetric."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [0] * nd
+        ksize = [int(k) for k in weight.shape[2:]]
+        total = [dilation[d] * (ksize[d] - 1) for d in range(nd)]
+        if any(t % 2 for t in total):
+            return None  # asymmetric 'same': left to the original functional
+        return [t // 2 for t in total]
+    return _expand(_listify(padding), nd)
+
+
+def _conv_as_matmul(original: Any, nd: int) -> Any:
+    def conv(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+             groups: int = 1) -> Any:
+        dil = _expand(_listify(dilation), nd)
+        pads = _conv_padding(padding, weight, dil, nd)
+        if pads is None or input.dim() != nd + 2:  # unbatched or asymmetric: the original op
+            return original(input, weight, bias, stride, padding, dilation, groups)
+        return convolution_as_matmul(input, weight, bias, _expand(_listify(stride), nd), pads, dil, False,
+                                     [0] * nd, int(groups))
+
+    return conv
+
+
+def _conv_transpose_as_matmul(original: Any, nd: int) -> Any:
+    def conv_transpose(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+                       output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+        if input.dim() != nd + 2:
+            return original(input, weight, bias, stride, padding, output_padding, groups, dilation)
+        return convolution_as_matmul(input, weight, bias, _expand(_listify(stride), nd),
+                                     _expand(_listify(padding), nd), _expand(_listify(dilation), nd), True,
+                                     _expand(_listify(output_padding), nd), int(groups))
+
+    return conv_transpose
+
+
+_CONV_FUNCTIONALS = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
+_CONV_TRANSPOSE_FUNCTIONALS = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}
+
+
+class symbolic_parameter_convolutions:
+    """Context manager for captures with symbolic parameter shapes (`dynamic_parameters`):
+    torch.nn.functional.conv{1,2,3}d and conv_transpose{1,2,3}d (what nn.Conv*'s forward calls)
+    replaced by `convolution_as_matmul`, so Dynamo traces gathers + a matmul instead of a
+    convolution op. Two things pin a convolution's channel counts otherwise, even when Dynamo
+    keeps the weight's sizes symbolic: Inductor's convolution lowering reads the weight's sizes with
+    guard_int_seq (the Triton conv template bakes out/in channels and the kernel size in), and on
+    CUDA the fake-tensor convolution picks a cuDNN backend from concrete sizes. The kernel's
+    spatial size stays a constant (it is read with int()); channel counts, batch and spatial input
+    sizes stay symbolic. Restored on exit."""
+
+    def __enter__(self) -> "symbolic_parameter_convolutions":
+        import torch.nn.functional as F
+
+        self._saved = {name: getattr(F, name) for name in (*_CONV_FUNCTIONALS, *_CONV_TRANSPOSE_FUNCTIONALS)}
+        for name, nd in _CONV_FUNCTIONALS.items():
+            setattr(F, name, _conv_as_matmul(self._saved[name], nd))
+        for name, nd in _CONV_TRANSPOSE_FUNCTIONALS.items():
+            setattr(F, name, _conv_transpose_as_matmul(self._saved[name], nd))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch.nn.functional as F
+
+        for name, fn in self._saved.items():
+            setattr(F, name, fn)
