@@ -1,0 +1,147 @@
+"""Inductor teacher, opt-in symbolic parameter shapes (`dynamic_parameters`, benchmark flag
+`--dynamic-parameters`): a candidate takes channel counts from `self.<module>.<param>.shape[d]`
+instead of the literals a capture otherwise bakes in, so it survives the judge's odd-size trial.
+
+On the H200 (torch 2.11) seven KernelBench L1 convolutions failed that trial: Inductor's
+convolution lowering reads the weight's sizes with guard_int_seq, so the Triton conv template
+and the host code carry the out-channel count as a constant (the recorded L1/54 capture below).
+The option traces every convolution as gathers + matmul instead. The CPU has no Triton conv or
+matmul template, so the end-to-end check uses a convolution whose per-group product is small
+(the multiply + sum form, pure Triton on the CPU too)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "data" / "inductor"
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("inductor_l1_bench_params", ROOT / "benchmarks" / "inductor_l1.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+CONV1D = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv1d = nn.Conv1d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x):
+        return torch.relu(self.conv1d(x))
+
+batch_size = 2
+in_channels = 1
+out_channels = 16
+kernel_size = 3
+length = 32
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, length)]
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
+'''
+
+
+def test_dynamo_switches_for_symbolic_parameter_shapes_exist_and_are_opt_in():
+    from autotriton.distillation.inductor_capture import dynamic_parameter_settings, dynamo_settings
+
+    assert dynamic_parameter_settings() == {"force_parameter_static_shapes": False,
+                                            "force_nn_module_property_static_shapes": False}
+    assert dynamo_settings(False) == {"specialize_float": True}  # static captures: torch's defaults
+    assert dynamo_settings(False, dynamic_parameters=True) == {"specialize_float": True, **dynamic_parameter_settings()}
+    assert dynamo_settings(True) == dynamo_settings(True, dynamic_parameters=True)
+
+
+@pytest.mark.parametrize("case", [
+    ("conv1d", dict(stride=2, padding=1), (2, 4, 11), (6, 4, 3)),
+    ("conv1d", dict(padding="same", dilation=2), (2, 4, 11), (6, 4, 3)),
+    ("conv2d", dict(padding="valid", groups=2), (2, 4, 7, 9), (6, 2, 3, 2)),
+    ("conv2d", dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2)), (1, 3, 8, 8), (20, 3, 3, 3)),
+    ("conv3d", dict(padding=1), (1, 2, 5, 6, 4), (5, 2, 3, 3, 3)),
+    ("conv_transpose1d", dict(stride=2, padding=1, output_padding=1), (2, 4, 7), (4, 3, 3)),
+    ("conv_transpose2d", dict(stride=2, groups=2, dilation=2), (1, 4, 5, 6), (4, 3, 3, 2)),
+])
+def test_convolutions_traced_as_gathers_and_matmul_compute_what_torch_computes(case):
+    import torch
+    import torch.nn.functional as F
+
+    from autotriton.distillation.inductor_decompose import symbolic_parameter_convolutions
+
+    name, kwargs, x_shape, w_shape = case
+    torch.manual_seed(0)
+    x, w = torch.randn(x_shape), torch.randn(w_shape)
+    bias_len = w_shape[1] * kwargs.get("groups", 1) if name.startswith("conv_transpose") else w_shape[0]
+    b = torch.randn(bias_len)
+    original = getattr(F, name)
+    expected = original(x, w, b, **kwargs)
+    with symbolic_parameter_convolutions():
+        swapped = getattr(F, name)
+        assert swapped is not original
+        actual = swapped(x, w, b, **kwargs)
+    assert getattr(F, name) is original  # restored on exit
+    assert actual.shape == expected.shape
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_without_the_option_the_recorded_h200_convolution_has_its_channel_count_baked_in():
+    """L1/54 as captured on the H200 (dynamic shapes, torch 2.11): the weight's sizes are no graph
+    input, so the candidate's buffer and launch grid carry out_channels=64 as literals, and the
+    judge's odd-size trial (out_channels 64 -> 65) gives it a weight it does not expect."""
+    from autotriton.distillation.inductor_convert import convert_capture
+    from autotriton.validation.shrink import perturb_sizes
+
+    capture = json.loads((FIXTURES / "template_conv3d_static.json").read_text())
+    assert "dynamic_parameters" not in capture["attempts"][0]
+    assert not any("size()" in (d.get("source") or "") and "_parameters" in (d.get("source") or "")
+                   for d in capture["attempts"][0]["graphs"][0]["inputs"])
+    result = convert_capture(capture, capture["source"])
+    assert result.ok, result.detail
+    assert "weight.shape" not in result.code
+    alloc = next(line for line in result.code.splitlines() if "torch.empty_strided(" in line)
+    assert re.search(r"\(\w+, 64, ", alloc), alloc
+    assert any("out_channels = 65" in variant for variant in perturb_sizes(capture["source"]))
+
+
+@pytest.mark.timeout(600)
+def test_dynamic_parameters_candidate_reads_channels_from_the_weight_and_passes_the_odd_size_trial(tmp_path, capsys):
+    """cpu-triton dry run with --dynamic-parameters: the capture lifts the weight's sizes as graph
+    inputs, the converter maps them to `self.conv1d.weight.shape[0]`, and the CPU judge passes
+    the candidate on its trials including the odd-size one (out_channels 16 -> 17)."""
+    from autotriton.validation import ValidationConfig, validate_candidate
+
+    bench = load_bench()
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"id": "dry/conv1d", "name": "conv1d_relu", "source": CONV1D}) + "\n")
+    out = tmp_path / "run"
+    assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
+                       "--capture-device", "cpu-triton", "--dynamic-parameters"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["dynamic_parameters"] is True and summary["captured"] == 1
+    record = json.loads((out / "captures" / "dry_conv1d.json").read_text())
+    first = record["attempts"][0]
+    assert first["ok"] and first["dynamic_parameters"] is True, first.get("error")
+    sources = [d.get("source") for d in first["graphs"][0]["inputs"]]
+    assert "L['self']._modules['conv1d']._parameters['weight'].size()[0]" in sources
+
+    assert bench.main(["convert", "--suite", str(suite), "--out", str(out)]) == 0
+    code = (out / "converted" / "dry_conv1d.py").read_text()
+    forward = code[code.index("def forward"):]
+    assert "self.conv1d.weight.shape[0]" in forward
+    assert not re.search(r"\b16\b", forward), forward  # no out-channel literal left in forward
+    assert "extern_kernels" not in code and "torch._inductor" not in code
+
+    verdict = validate_candidate(CONV1D, code, ValidationConfig(device="cpu", trials=2))
+    assert verdict.status == "correct", verdict.error
+    phases = [t.get("phase") for t in verdict.trials]
+    assert "odd_sizes" in phases and all(t.get("ok") for t in verdict.trials), verdict.trials
