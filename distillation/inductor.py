@@ -40,11 +40,14 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 
 def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: bool = True,
                           decompose_convolution: bool = True, max_autotune: bool = True,
-                          device: str = "cuda", max_mm_configs: int | None = None) -> dict[str, Any]:
+                          device: str = "cuda", max_mm_configs: int | None = None,
+                          dynamic_parameters: bool = False) -> dict[str, Any]:
     """Run `inductor_capture.capture_problem` in a child process; a crash or timeout becomes a
-    capture with `ok` False and `stage` "crashed"/"timeout" instead of taking the caller down."""
+    capture with `ok` False and `stage` "crashed"/"timeout" instead of taking the caller down.
+    `dynamic_parameters`: capture_problem's opt-in symbolic parameter shapes."""
     request = {"source": source, "name": name, "dynamic": dynamic, "decompose_convolution": decompose_convolution,
-               "max_autotune": max_autotune, "device": device, "max_mm_configs": max_mm_configs}
+               "max_autotune": max_autotune, "device": device, "max_mm_configs": max_mm_configs,
+               "dynamic_parameters": dynamic_parameters}
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory(prefix="autotriton-inductor-") as tmp:
@@ -72,12 +75,14 @@ class InductorTeacher:
 
     def __init__(self, config: Any = None, *, jobs: int | None = None, timeout_s: float | None = None,
                  dynamic: bool | None = None, decompose_convolution: bool | None = None, max_autotune: bool = True,
-                 device: str = "cuda", max_mm_configs: int | None = None):
+                 device: str = "cuda", max_mm_configs: int | None = None, dynamic_parameters: bool | None = None):
         """`config` is a DistillConfig (its inductor_* fields); keyword arguments override it.
 
         `max_mm_configs` caps the GEMM/conv template configs autotuned per op; None (default)
         keeps Inductor's own list: the teacher has no wall-time budget of its own, and a wider
-        search finds faster templates (benchmarks/inductor_l1.py caps it to fit a device call)."""
+        search finds faster templates (benchmarks/inductor_l1.py caps it to fit a device call).
+        `dynamic_parameters` (default off, or the config's `inductor_dynamic_parameters` when it
+        has one): the dynamic capture keeps parameter shapes symbolic (see capture_problem)."""
         import torch
         import triton
 
@@ -90,6 +95,8 @@ class InductorTeacher:
         self.max_autotune = max_autotune
         self.device = device
         self.max_mm_configs = max_mm_configs if max_mm_configs is not None else getattr(config, "inductor_max_mm_configs", None)
+        self.dynamic_parameters = (bool(getattr(config, "inductor_dynamic_parameters", False))
+                                   if dynamic_parameters is None else dynamic_parameters)
         self.counters: Counter = Counter()
         self.conversions: dict[str, ConversionResult] = {}  # problem key -> outcome, for reports
 
@@ -99,7 +106,8 @@ class InductorTeacher:
             capture = capture_in_subprocess(problem.reference_source, name=problem.name, timeout_s=self.timeout_s,
                                             dynamic=self.dynamic, decompose_convolution=self.decompose_convolution,
                                             max_autotune=self.max_autotune, device=self.device,
-                                            max_mm_configs=self.max_mm_configs)
+                                            max_mm_configs=self.max_mm_configs,
+                                            dynamic_parameters=self.dynamic_parameters and self.dynamic)
             attempts = [capture]
             if not capture.get("ok") and self.dynamic and capture.get("stage") not in ("timeout", "crashed"):
                 attempts.append(capture_in_subprocess(
