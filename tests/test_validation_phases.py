@@ -1,0 +1,79 @@
+"""Where a judgement's time goes: the per-phase wall times every verdict carries (benchmarks and
+the GRPO reward profile read them by name), and the worker's compiler warm-up that candidates
+inherit without the template ever initialising CUDA."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from autotriton.validation import JudgePool
+from validation_helpers import candidate, judge_config, problem
+
+WORKER_PHASES = ("phase_spawn_s", "phase_problem_s", "phase_send_s", "phase_wait_s", "phase_assess_s", "phase_finish_s")
+CANDIDATE_PHASES = ("candidate_fork_s", "candidate_confine_s", "candidate_recv_job_s", "candidate_run_s", "candidate_import_s",
+                    "candidate_first_transfer_s", "candidate_first_trial_s", "candidate_trials_s", "candidate_compile_check_s")
+CALLER_PHASES = ("caller_rules_s", "caller_queue_s", "caller_roundtrip_s")
+
+HANG = '''
+import time
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        time.sleep(60)
+'''
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with JudgePool(judge_config(workers=1, timeout_s=4)) as p:
+        yield p
+
+
+def test_a_verdict_says_where_its_time_went(pool):
+    v = pool.validate(problem("relu"), candidate("correct_relu"))
+    assert v.status == "correct"
+    t = v.timing
+    for key in WORKER_PHASES + CANDIDATE_PHASES + CALLER_PHASES + ("phase_refs_s",):
+        assert isinstance(t.get(key), float) and t[key] >= 0.0, key
+    # The worker's phases are consecutive laps of one judgement: they fit in the caller's round trip.
+    assert sum(t[k] for k in WORKER_PHASES) <= t["caller_roundtrip_s"] + 1e-3
+    assert t["caller_roundtrip_s"] <= v.elapsed_s + 1e-3
+    # What the candidate did happened while the worker waited for its answer.
+    assert t["candidate_run_s"] <= t["phase_wait_s"] + 1e-3
+    assert t["candidate_trials_s"] >= t["candidate_first_trial_s"]
+    assert t["candidate_run_s"] >= t["candidate_import_s"] + t["candidate_trials_s"] + t["candidate_compile_check_s"] - 1e-3
+    assert t["phase_refs_s"] <= t["phase_wait_s"]
+
+
+def test_a_timeout_still_times_the_wait_and_the_tear_down(pool):
+    v = pool.validate(problem("relu"), HANG)
+    assert v.status == "timeout"
+    assert v.timing["phase_wait_s"] >= 4.0 * 0.9
+    assert v.timing["phase_finish_s"] >= 0.0
+    assert "candidate_run_s" not in v.timing  # nothing came back from the candidate
+    # and the pool goes on judging
+    assert pool.validate(problem("relu"), candidate("correct_relu")).status == "correct"
+
+
+@pytest.mark.parametrize("interpret", ["1", ""])
+def test_compiler_warm_up_fills_the_key_cache_without_touching_cuda(tmp_path, interpret):
+    """The template forks right after this: the hash must be cached, CUDA untouched, the
+    caller's TRITON_CACHE_DIR back as it was and nothing of the warm compile left behind."""
+    code = ("import json, os\n"
+            "from autotriton.validation.worker import warm_compiler\n"
+            "import torch, triton.runtime.cache as c\n"
+            f"warm_compiler({str(tmp_path)!r})\n"
+            "print(json.dumps({'cached': c.triton_key.cache_info().currsize, 'cuda': torch.cuda.is_initialized(),\n"
+            "                  'cache_dir': os.environ.get('TRITON_CACHE_DIR'), 'left': os.listdir(" + repr(str(tmp_path)) + ")}))\n")
+    env = dict(os.environ, TRITON_INTERPRET=interpret, TRITON_CACHE_DIR=str(tmp_path / "callers"), CUDA_VISIBLE_DEVICES="")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"cached": 1, "cuda": False, "cache_dir": str(tmp_path / "callers"), "left": []}
