@@ -9,6 +9,9 @@ Stages (each reads what the one before wrote under --out):
             --problem-timeout; writes DIR/captures/<id>.json
             (dynamic shapes; static shapes only when dynamic fails). Problems whose inputs exceed
             1 GiB are compiled at shrunk sizes (the kernels take sizes as arguments).
+            --dynamic-parameters: the dynamic attempt keeps parameter shapes symbolic too, with
+            convolutions traced as gathers + matmul (channel counts then come from
+            self.<module>.weight.shape in the candidate instead of literals).
   convert   turn each capture into a standalone ModelNew (distillation/inductor_convert.py);
             writes DIR/converted/<id>.py and DIR/conversions.jsonl (ok / reason per problem).
   validate  judge the converted candidates with one autotriton.validation.JudgePool of
