@@ -45,8 +45,9 @@ def test_a_verdict_says_where_its_time_went(pool):
     # The worker's phases are consecutive laps of one judgement: they fit in the caller's round trip.
     assert sum(t[k] for k in WORKER_PHASES) <= t["caller_roundtrip_s"] + 1e-3
     assert t["caller_roundtrip_s"] <= v.elapsed_s + 1e-3
-    # What the candidate did happened while the worker waited for its answer.
-    assert t["candidate_run_s"] <= t["phase_wait_s"] + 1e-3
+    # What the candidate did happened while the worker waited for its answer (the candidate may
+    # read its job a scheduling slice before the worker's send call returns: a small allowance).
+    assert t["candidate_run_s"] <= t["phase_wait_s"] + 0.05
     assert t["candidate_trials_s"] >= t["candidate_first_trial_s"]
     assert t["candidate_run_s"] >= t["candidate_import_s"] + t["candidate_trials_s"] + t["candidate_compile_check_s"] - 1e-3
     assert t["phase_refs_s"] <= t["phase_wait_s"]

@@ -403,6 +403,10 @@ def _candidate_phases(timing: dict[str, Any], header: dict[str, Any], spawned_at
     for key in ("confine_s", "recv_job_s", "run_s", "compile_check_s"):
         if isinstance(child.get(key), (int, float)):
             timing[f"candidate_{key}"] = child[key]
+    measures = (header.get("sandbox") or {}).get("times") or {}
+    for key in ("session_fds_s", "environment_s", "network_s", "rlimits_s", "privileges_s"):
+        if isinstance(measures.get(key), (int, float)):
+            timing[f"candidate_confine_{key}"] = measures[key]  # sandbox.confine, measure by measure
     trials = [tr.get("elapsed_s") for ph in header.get("phases", []) for tr in ph.get("trials", [])
               if isinstance(tr.get("elapsed_s"), (int, float))]
     if trials:

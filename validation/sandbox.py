@@ -15,6 +15,7 @@ import os
 import re
 import resource
 import signal
+import time
 from typing import Any
 
 # Anything that looks like a credential, and whole families of service configuration.
@@ -93,6 +94,14 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_file_bytes: int, max_p
             isolate_network: bool, drop_privileges: bool, keep_fds: tuple[int, ...], environ: dict[str, str]) -> dict[str, Any]:
     """Confine the calling process (a fresh fork). Returns what was achieved, measure by measure."""
     report: dict[str, Any] = {}
+    times: dict[str, float] = {}
+    clock = [time.monotonic()]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        times[name] = round(now - clock[0], 6)
+        clock[0] = now
+
     os.setsid()  # own session and process group: the worker kills the whole group at the end
     libc = _libc()
     if libc is not None:
@@ -111,16 +120,20 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_file_bytes: int, max_p
     os.close(null)
     os.close(out_fd)
     os.closerange(3, 4096) if not keep_fds else _close_others(keep_fds)
+    lap("session_fds_s")
 
     os.environ.clear()
     os.environ.update(scrubbed_env(environ, {"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
                                              "TRITON_HOME": workdir, "XDG_CACHE_HOME": os.path.join(workdir, ".cache")}))
     os.chdir(workdir)
+    lap("environment_s")
     report["network"] = _unshare_network() if isolate_network else "not requested"
+    lap("network_s")
 
     report["rlimit_as"] = _set_limit(resource.RLIMIT_AS, memory_limit_bytes)
     report["rlimit_fsize"] = _set_limit(resource.RLIMIT_FSIZE, max_file_bytes)
     report["rlimit_core"] = _set_limit(resource.RLIMIT_CORE, 0)
+    lap("rlimits_s")
 
     report["privileges"] = "kept"
     blocked = _unreadable_for_others() or _gpu_not_open_to_others()
@@ -142,6 +155,8 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_file_bytes: int, max_p
     report["rlimit_nproc"] = _set_limit(resource.RLIMIT_NPROC, max_processes) if os.geteuid() != 0 else False
     if libc is not None:
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    lap("privileges_s")
+    report["times"] = times  # wall time of each measure (validation/README.md, "Where a judgement's time goes")
     return report
 
 
