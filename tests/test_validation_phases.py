@@ -78,3 +78,32 @@ def test_compiler_warm_up_fills_the_key_cache_without_touching_cuda(tmp_path, in
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"cached": 1, "cuda": False, "cache_dir": str(tmp_path / "callers"), "left": []}
+
+
+def test_the_driver_seed_lies_where_triton_looks_for_its_cuda_utils(tmp_path):
+    """A GPU worker builds Triton's cuda_utils extension once and copies it into every candidate's
+    cache: it must sit exactly where Triton's compile_module_from_src looks it up (the key is
+    Triton's own), else every candidate runs gcc again. Built here without libcuda (no GPU)."""
+    pytest.importorskip("triton.backends.nvidia.driver")
+    import shutil as _shutil
+
+    if _shutil.which("gcc") is None and _shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    code = ("import hashlib, os, sysconfig\n"
+            "from pathlib import Path\n"
+            "from autotriton.validation.worker import build_driver_seed\n"
+            "seed = build_driver_seed(" + repr(str(tmp_path)) + ", library_dirs=[], libraries=[])\n"
+            "os.environ['TRITON_CACHE_DIR'] = seed\n"
+            "from triton.backends.nvidia import driver as nv\n"
+            "from triton.runtime.build import platform_key\n"
+            "from triton.runtime.cache import get_cache_manager\n"
+            "src = Path(nv.dirname, 'driver.c').read_text()\n"
+            "key = hashlib.sha256((src + platform_key()).encode('utf-8')).hexdigest()\n"
+            "print(get_cache_manager(key).get_file('cuda_utils' + sysconfig.get_config_var('EXT_SUFFIX')))\n")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    env.pop("TRITON_INTERPRET", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = out.stdout.strip().splitlines()[-1]
+    assert found != "None" and os.path.getsize(found) > 10_000
+    assert sorted(os.listdir(tmp_path)) == ["triton-seed"]  # the build directory is gone

@@ -159,6 +159,39 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------
 # the worker
 
+
+def build_driver_seed(directory: str, library_dirs: list[str] | None = None, libraries: list[str] | None = None) -> str:
+    """A Triton cache directory holding the CUDA driver's `cuda_utils` extension, built once per
+    worker, copied into every candidate's (fresh, private) TRITON_CACHE_DIR: otherwise each
+    candidate runs gcc on Triton's driver.c before its first launch. Built from Triton's own
+    source by the worker (never by candidate code), at the path Triton's
+    `compile_module_from_src` looks it up (the seed is simply unused if that ever differs: the
+    candidate builds its own). Compiling and linking only: nothing is loaded, CUDA untouched.
+    Also caches `libcuda_dirs()` (an `ldconfig -p` run per process) for the template to inherit."""
+    import hashlib
+    import sysconfig
+    from pathlib import Path
+
+    from triton.backends.nvidia import driver as nv
+    from triton.runtime.build import _build, platform_key
+    from triton.runtime.cache import _base32
+
+    libs = nv.library_dirs() if library_dirs is None else library_dirs
+    src = Path(nv.dirname, "driver.c").read_text()
+    key = _base32(hashlib.sha256((src + platform_key()).encode("utf-8")).hexdigest())
+    seed = os.path.join(directory, "triton-seed")
+    build = tempfile.mkdtemp(prefix="cuda-utils-", dir=directory)
+    try:
+        src_path = os.path.join(build, "cuda_utils.c")
+        with open(src_path, "w") as f:
+            f.write(src)
+        so = _build("cuda_utils", src_path, build, libs, nv.include_dirs, nv.libraries if libraries is None else libraries, [])
+        os.makedirs(os.path.join(seed, key), exist_ok=True)
+        shutil.copyfile(so, os.path.join(seed, key, "cuda_utils" + sysconfig.get_config_var("EXT_SUFFIX")))
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    return seed
+
 _WARM_COMPILE_SOURCE = '''
 import triton
 import triton.language as tl
@@ -224,6 +257,12 @@ class Worker:
             warm_compiler(self.tmp)
         except Exception:  # noqa: BLE001
             traceback.print_exc()
+        self.triton_seed: str | None = None
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            try:
+                self.triton_seed = build_driver_seed(self.tmp)
+            except Exception:  # noqa: BLE001 (no GPU toolchain here: each candidate builds its own, as before)
+                self.triton_seed = None
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
@@ -246,6 +285,8 @@ class Worker:
     def spawn(self, mode: str, cfg: dict[str, Any]) -> tuple[int, socket.socket, str]:
         workdir = tempfile.mkdtemp(prefix=f"{mode}-", dir=self.tmp)
         os.chmod(workdir, 0o700)
+        if self.triton_seed is not None:  # a private copy per candidate: nothing it writes reaches the next one
+            shutil.copytree(self.triton_seed, os.path.join(workdir, ".triton"))
         ours, theirs = socket.socketpair()
         cpu = cfg["device"] == "cpu"
         req = {"op": "spawn", "mode": mode, "workdir": workdir,
