@@ -288,7 +288,9 @@ def judge_profile(args, tok, device, worker_counts):
     """Where a GRPO step's reward time goes: the benchmark's distinct completions (the same
     kernels a step judges) through a fresh JudgePool per worker count, with the judge's own
     per-candidate figures: end-to-end latency, the first trial (includes the JIT compile), the
-    later trials and the import of the candidate module."""
+    later trials and the import of the candidate module, and `phases_median_s`: the medians of
+    the per-phase wall times each verdict carries (caller_*, phase_*, candidate_*: see
+    validation/README.md, "Where a judgement's time goes")."""
     from autotriton.validation import JudgePool, ValidationConfig
 
     ref = REFERENCE.format(rows=8 if args.smoke else 256, cols=256 if args.smoke else 8192)
