@@ -80,11 +80,14 @@ class _WorkerHandle:
         env["AUTOTRITON_JUDGE_POOL_ID"] = pool_id  # marks every process of this pool (see JudgePool.processes)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_AUTOTRITON_PARENT, env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONHASHSEED", "0")
+        # The cores are shared between the workers (and their candidates): without a cap every one
+        # of them runs a full-width OpenMP pool (torch's CPU ops: comparison, digests, copies), and
+        # N workers x all cores threads oversubscribe the machine. On CUDA as on the CPU.
+        threads = max(1, (os.cpu_count() or 1) // n_workers)
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
         if device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
-            threads = max(1, (os.cpu_count() or 1) // n_workers)
-            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
         else:
             env.pop("TRITON_INTERPRET", None)
             env["CUDA_VISIBLE_DEVICES"] = str(index % max(1, n_gpus))  # several workers may share a GPU
