@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
@@ -37,3 +37,5 @@ class DistillConfig(BaseModel):
     inductor_timeout_s: float = Field(600.0, gt=0, description="inductor teacher: wall-clock limit for compiling one problem (its process is killed)")
     inductor_dynamic: bool = Field(True, description="inductor teacher: compile with dynamic shapes so kernels take sizes as arguments (static only when that fails)")
     inductor_decompose_convolution: bool = Field(True, description="inductor teacher: rewrite transposed/1-D/grouped convolutions as gathers + Triton matmul (Inductor has no Triton template for them)")
+    inductor_max_mm_configs: Optional[int] = Field(None, ge=1, description="inductor teacher: at most this many GEMM/conv template configs autotuned per op (None = Inductor's own list; benchmarks/inductor_l1.py uses 4 to fit a device call)")
+    inductor_dynamic_parameters: bool = Field(False, description="inductor teacher: trace every convolution as gathers + matmul so channel counts taken from weights stay kernel arguments (Inductor's conv lowering bakes them in); not yet measured on a GPU")

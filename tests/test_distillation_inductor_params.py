@@ -145,3 +145,17 @@ def test_dynamic_parameters_candidate_reads_channels_from_the_weight_and_passes_
     assert verdict.status == "correct", verdict.error
     phases = [t.get("phase") for t in verdict.trials]
     assert "odd_sizes" in phases and all(t.get("ok") for t in verdict.trials), verdict.trials
+
+
+def test_teacher_takes_the_template_cap_and_dynamic_parameters_from_the_config():
+    """`autotriton --set distill.inductor_dynamic_parameters=true ...` reaches the teacher; keyword
+    arguments still win over the config."""
+    from autotriton.distillation.config import DistillConfig
+    from autotriton.distillation.inductor import InductorTeacher
+
+    cfg = DistillConfig(teacher="inductor", inductor_dynamic_parameters=True, inductor_max_mm_configs=4)
+    teacher = InductorTeacher(cfg, jobs=1)
+    assert teacher.dynamic_parameters is True and teacher.max_mm_configs == 4
+    assert InductorTeacher(cfg, jobs=1, dynamic_parameters=False).dynamic_parameters is False
+    default = InductorTeacher(DistillConfig(teacher="inductor"), jobs=1)
+    assert default.dynamic_parameters is False and default.max_mm_configs is None
