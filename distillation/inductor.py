@@ -81,8 +81,8 @@ class InductorTeacher:
         `max_mm_configs` caps the GEMM/conv template configs autotuned per op; None (default)
         keeps Inductor's own list: the teacher has no wall-time budget of its own, and a wider
         search finds faster templates (benchmarks/inductor_l1.py caps it to fit a device call).
-        `dynamic_parameters` (default off, or the config's `inductor_dynamic_parameters` when it
-        has one): the dynamic capture keeps parameter shapes symbolic (see capture_problem)."""
+        `dynamic_parameters` (default: the config's `inductor_dynamic_parameters`, off): the dynamic
+        capture keeps parameter shapes symbolic (see capture_problem)."""
         import torch
         import triton
 
