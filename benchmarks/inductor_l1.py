@@ -83,28 +83,29 @@ def read_suites(paths: list[str], only: list[str] | None) -> list[dict[str, Any]
 
 
 # ---------------------------------------------------------------- capture
-CAPTURE_MAX_INPUT_BYTES = 1 << 30  # larger problems are captured at shrunk sizes (the kernels take sizes as arguments)
+CAPTURE_MAX_BYTES = 1 << 30  # problems whose inputs + outputs exceed this are captured at shrunk sizes (the kernels take sizes as arguments)
 
 
-def input_bytes(source: str) -> int:
-    """Bytes of a problem's inputs, computed on the meta device (nothing is allocated)."""
-    import torch
+def data_bytes(source: str) -> int:
+    """Bytes of one forward's inputs plus outputs, from a run on the meta device (nothing is
+    allocated; the judge's own estimate). Inputs alone when the forward does not run on meta: a
+    matmul of two 8 MiB inputs can still write a 4 GiB output (L1/7, L1/9)."""
+    from autotriton.validation.judge import trial_bytes
 
-    ns: dict[str, Any] = {}
-    exec(compile(source, "<problem>", "exec"), ns)
-    with torch.device("meta"):
-        inputs = ns["get_inputs"]()
-    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+    sizes = trial_bytes(source)
+    if sizes is None:
+        raise ValueError("get_inputs() does not run on the meta device")
+    return sizes[0] + (sizes[1] or 0)
 
 
 def capture_source(source: str) -> tuple[str, str | None]:
-    """The source to compile: as given, or shrunk (validation's rule) when its inputs exceed
-    CAPTURE_MAX_INPUT_BYTES, so a dozen captures fit on one GPU at once."""
+    """The source to compile: as given, or shrunk (validation's rule) when its inputs and outputs
+    exceed CAPTURE_MAX_BYTES, so a dozen captures fit on one GPU at once."""
     try:
-        size = input_bytes(source)
+        size = data_bytes(source)
     except Exception:  # noqa: BLE001 - the capture itself reports a broken problem
         return source, None
-    if size <= CAPTURE_MAX_INPUT_BYTES:
+    if size <= CAPTURE_MAX_BYTES:
         return source, None
     from autotriton.validation.shrink import shrink_problem
 
@@ -115,12 +116,12 @@ def capture_source(source: str) -> tuple[str, str | None]:
         for max_batch in (16, max_dim):
             small = shrink_problem(source, max_dim=max_dim, max_batch=max_batch)
             try:
-                if input_bytes(small) > CAPTURE_MAX_INPUT_BYTES or (check and not runs_on_meta(small)):
+                if data_bytes(small) > CAPTURE_MAX_BYTES or (check and not runs_on_meta(small)):
                     continue
             except Exception:  # noqa: BLE001
                 continue
             return small, (f"captured at shrunk sizes (max_dim={max_dim}, max_batch={max_batch}; "
-                           f"inputs were {size / 2**30:.1f} GiB)")
+                           f"inputs + outputs were {size / 2**30:.1f} GiB)")
     return source, None
 
 

@@ -98,7 +98,7 @@ def test_judge_settings_and_full_verdict_records():
 
 
 def test_big_problems_are_captured_at_shrunk_sizes_that_still_fit_together():
-    """Inputs over 1 GiB are shrunk for capture; when shrinking the batch harder than the other
+    """Inputs + outputs over 1 GiB are shrunk for capture; when shrinking the batch harder than the other
     dims breaks the problem (L1/100: (batch, n) * (batch,) needs n == batch), the batch is shrunk
     like the rest instead."""
     bench = load_bench()
@@ -111,10 +111,23 @@ def test_big_problems_are_captured_at_shrunk_sizes_that_still_fit_together():
     assert bench.runs_on_meta(source)
     small, why = bench.capture_source(source)
     assert why and "max_batch=4096" in why
-    assert bench.runs_on_meta(small) and bench.input_bytes(small) <= bench.CAPTURE_MAX_INPUT_BYTES
+    assert bench.runs_on_meta(small) and bench.data_bytes(small) <= bench.CAPTURE_MAX_BYTES
     tiny = source.replace("32768", "64")
     assert bench.capture_source(tiny) == (tiny, None)  # small problems are captured as given
     assert not bench.runs_on_meta(source.replace("(batch_size,)", "(batch_size + 1,)"))
+
+
+def test_small_inputs_with_a_huge_output_are_captured_shrunk():
+    """L1/7's shape: two 8 MiB inputs, a 4 GiB output. Capture sizes count the output too."""
+    bench = load_bench()
+    source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+              "    def forward(self, A, B):\n        return torch.matmul(A, B)\n"
+              "M = 16384 * 2\nN = 16384 * 2\nK = 32 * 2\n\ndef get_inputs():\n"
+              "    return [torch.rand(M, K), torch.rand(K, N)]\ndef get_init_inputs():\n    return []\n")
+    assert bench.data_bytes(source) > bench.CAPTURE_MAX_BYTES  # 16 MiB in, 4 GiB out
+    small, why = bench.capture_source(source)
+    assert why and "inputs + outputs were 4.0 GiB" in why
+    assert bench.data_bytes(small) <= bench.CAPTURE_MAX_BYTES
 
 
 def test_cpu_triton_dry_run_captures_and_converts_without_a_gpu(tmp_path, capsys):
