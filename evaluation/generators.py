@@ -18,7 +18,6 @@ the sampling parameters, the prompt version, the raw output and `parse_error` wh
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -331,25 +330,21 @@ class RecordedGenerator:
     def from_jsonl(cls, paths: Sequence[str | Path], *, name: str | None = None) -> "RecordedGenerator":
         """Replay JSONL (distillation's format: problem_key, problem_name, teacher, teacher_version,
         prompt_version, code, reasoning, instruction, usage, created), one or more files."""
-        cands: list[Candidate] = []
+        from autotriton.evaluation.suites import parse_json_lines
+
         names: dict[str, str] = {}
         teachers: set[str] = set()
-        for path in paths:
-            with Path(path).open(encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                        key, code = row["problem_key"], row["code"]
-                    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                        raise ValueError(f"{path}:{lineno}: not a replay record ({exc}); each line needs problem_key and code.") from exc
-                    teachers.add(str(row.get("teacher", "")))
-                    names[key] = str(row.get("problem_name") or "")
-                    cands.append(Candidate(problem_key=key, code=code, reasoning=row.get("reasoning") or "",
-                                           instruction=row.get("instruction") or "", generator=str(row.get("teacher", "")),
-                                           generator_version=str(row.get("teacher_version", "")),
-                                           prompt_version=str(row.get("prompt_version", "")), usage=row.get("usage") or {}))
+
+        def candidate(row: dict[str, Any]) -> Candidate:
+            key, code = row["problem_key"], row["code"]
+            teachers.add(str(row.get("teacher", "")))
+            names[key] = str(row.get("problem_name") or "")
+            return Candidate(problem_key=key, code=code, reasoning=row.get("reasoning") or "",
+                             instruction=row.get("instruction") or "", generator=str(row.get("teacher", "")),
+                             generator_version=str(row.get("teacher_version", "")),
+                             prompt_version=str(row.get("prompt_version", "")), usage=row.get("usage") or {})
+
+        cands = parse_json_lines(paths, candidate, "a replay record", "each line needs problem_key and code.")
         label = name or ("replay:" + "+".join(sorted(t for t in teachers if t)) if teachers else "replay")
         return cls(cands, name=label, version=",".join(str(p) for p in paths), names=names)
 

@@ -15,7 +15,6 @@ recorded run cut short by its time limit shows up as failures, never as silently
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -29,22 +28,16 @@ def read_verdicts(paths: Sequence[str | Path]) -> list[Verdict]:
     """Verdicts from JSONL files: each line a `Verdict.to_dict()` object, or an object whose
     `record` field holds one (the format of benchmarks/inductor_l1.py's verdicts.jsonl). Lines
     without a full record (e.g. `not_judged` placeholders) are skipped."""
-    verdicts: list[Verdict] = []
-    for path in paths:
-        with Path(path).open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    record = row.get("record", row) if isinstance(row, dict) else None
-                    if not isinstance(record, dict) or "candidate_key" not in record:
-                        continue
-                    verdicts.append(Verdict.from_dict(record))
-                except (json.JSONDecodeError, TypeError, ValueError) as exc:
-                    raise ValueError(f"{path}:{lineno}: not a verdict record ({exc}); each line needs a Verdict "
-                                     "(candidate_key, problem_key, status, ...) or an object with one under 'record'.") from exc
-    return verdicts
+    from autotriton.evaluation.suites import parse_json_lines
+
+    def verdict(row: object) -> Verdict | None:
+        record = row.get("record", row) if isinstance(row, dict) else None
+        if not isinstance(record, dict) or "candidate_key" not in record:
+            return None
+        return Verdict.from_dict(record)
+
+    return parse_json_lines(paths, verdict, "a verdict record", "each line needs a Verdict (candidate_key, problem_key, "
+                            "status, ...) or an object with one under 'record'.")
 
 
 class RecordedJudge:

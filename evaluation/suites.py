@@ -18,12 +18,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from autotriton.records import Problem
+
+T = TypeVar("T")
 
 HF_DATASET = "ScalingIntelligence/KernelBench"
 REQUIRED_FIELDS = ("id", "source")
@@ -126,6 +128,25 @@ def read_suite_jsonl(path: str | Path) -> list[SuiteEntry]:
     if not entries:
         raise SuiteError(f"{path}: the suite file holds no problems.")
     return entries
+
+
+def parse_json_lines(paths: Sequence[str | Path], parse: Callable[[Any], T | None], what: str, hint: str) -> list[T]:
+    """`parse(row)` for every non-blank line of every file, in order (None results are skipped). A
+    line that is not JSON, or that `parse` rejects (KeyError, TypeError, ValueError), is a
+    ValueError naming the file and line: "<path>:<line>: not <what> (<why>); <hint>"."""
+    out: list[T] = []
+    for path in paths:
+        with Path(path).open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = parse(json.loads(line))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                    raise ValueError(f"{path}:{lineno}: not {what} ({exc}); {hint}") from exc
+                if item is not None:
+                    out.append(item)
+    return out
 
 
 def write_suite_jsonl(entries: Iterable[SuiteEntry], path: str | Path) -> Path:
