@@ -39,6 +39,12 @@ def _suite_path(configured: str) -> str:
          f"{DEMO_SUITE} is not present in this install.")
 
 
+def _require_files(option: str, paths: list[Path]) -> None:
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        fail(f"{option} {', '.join(missing)}: file not found.")
+
+
 def _resolve_checkpoint(wh: Any, model: str) -> tuple[str, str] | None:
     """A warehouse checkpoint key (or unique key prefix) -> (key, the checkpoint's path); None if `model` is no key."""
     # Keys are hex content hashes; anything else (a path, a hub id, an alias) is not a key.
@@ -155,9 +161,7 @@ def eval_main(
         if verdicts:
             if not (recorded or stored):
                 fail("--verdicts scores recorded candidates: pass --recorded FILE or --stored GENERATOR with it.")
-            missing = [str(p) for p in verdicts if not p.is_file()]
-            if missing:
-                fail(f"--verdicts {', '.join(missing)}: file not found.")
+            _require_files("--verdicts", verdicts)
             try:
                 judge = RecordedJudge.from_jsonl(verdicts)
             except ValueError as exc:
@@ -172,9 +176,7 @@ def eval_main(
                      "problems. See `autotriton db sql \"SELECT generator, count(*) FROM candidates GROUP BY 1\"`.")
             generator = RecordedGenerator(found, name=f"stored:{stored}", version=cfg.warehouse.path)
         elif recorded:
-            missing = [str(p) for p in recorded if not p.is_file()]
-            if missing:
-                fail(f"--recorded {', '.join(missing)}: file not found.")
+            _require_files("--recorded", recorded)
             try:
                 generator = RecordedGenerator.from_jsonl(recorded)
             except ValueError as exc:
