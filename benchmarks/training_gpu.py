@@ -301,7 +301,7 @@ def judge_profile(args, tok, device, worker_counts):
     out = []
     for workers in worker_counts:
         vcfg = ValidationConfig(device=device, trials=args.trials, workers=workers, time_kernels=False,
-                                shrink_for_cpu=device != "cuda")
+                                shrink_for_cpu=device != "cuda", isolate_network=not args.judge_no_netns)
         t0 = time.perf_counter()
         with JudgePool(vcfg) as judge:
             started = time.perf_counter() - t0
@@ -311,7 +311,7 @@ def judge_profile(args, tok, device, worker_counts):
         med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
         first = [v.trials[0].get("elapsed_s") for v in verdicts if v.trials and v.trials[0].get("elapsed_s") is not None]
         later = [t.get("elapsed_s") for v in verdicts for t in v.trials[1:] if t.get("elapsed_s") is not None]
-        row = {"workers": judge.n_workers, "candidates": len(codes), "pool_start_s": round(started, 2),
+        row = {"workers": judge.n_workers, "isolate_network": vcfg.isolate_network, "candidates": len(codes), "pool_start_s": round(started, 2),
                "wall_s": round(wall, 2), "per_candidate_s": round(wall / len(codes), 3),
                "median_latency_s": med([v.elapsed_s for v in verdicts]),
                "median_first_trial_s": med(first), "median_later_trial_s": med(later),
@@ -348,6 +348,8 @@ def main() -> int:
     ap.add_argument("--skip-grpo", action="store_true")
     ap.add_argument("--judge-profile", default="", help="comma-separated judge worker counts: also profile the judge on "
                     "the GRPO completions' kernels with each (e.g. 8,16,32)")
+    ap.add_argument("--judge-no-netns", action="store_true",
+                    help="judge profile without a network namespace per candidate (measures what that isolation costs)")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = ap.parse_args()
     if args.smoke:
