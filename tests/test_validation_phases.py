@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -107,3 +108,51 @@ def test_the_driver_seed_lies_where_triton_looks_for_its_cuda_utils(tmp_path):
     found = out.stdout.strip().splitlines()[-1]
     assert found != "None" and os.path.getsize(found) > 10_000
     assert sorted(os.listdir(tmp_path)) == ["triton-seed"]  # the build directory is gone
+
+
+# --- spare candidate processes (validation/README.md, "Spare candidate processes") -------------
+
+
+def _spares(pool) -> set[int]:
+    """Live processes of the pool other than its workers and their templates: the spares."""
+    roles = pool.roles()
+    spares = set(pool.processes()) - {pid for pid, role in roles.items() if role != "spare"}
+    assert spares == {pid for pid, role in roles.items() if role == "spare"}
+    return spares
+
+
+def test_every_candidate_gets_its_own_process_from_a_spare_made_ahead():
+    with JudgePool(judge_config(workers=1)) as p:
+        assert p.validate(problem("relu"), candidate("correct_relu")).status == "correct"
+        first = _spares(p)
+        assert len(first) == 1  # the next candidate's process, already forked and confined
+        v = p.validate(problem("relu"), candidate("cheat_zero_output"))
+        assert v.status == "incorrect"
+        second = _spares(p)
+        # The spare was used up by that candidate (and is gone with it); a new one waits.
+        assert len(second) == 1 and not (first & second)
+        assert v.timing["phase_spawn_s"] < 5.0
+
+
+def test_a_spare_that_died_is_replaced_and_the_candidate_is_judged_normally():
+    with JudgePool(judge_config(workers=1)) as p:
+        assert p.validate(problem("relu"), candidate("correct_relu")).status == "correct"
+        (spare,) = _spares(p)
+        os.kill(spare, 9)
+        for _ in range(200):  # until it has exited (a zombie or gone: its socket is closed then)
+            try:
+                with open(f"/proc/{spare}/stat", "rb") as f:
+                    if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        break
+            except OSError:
+                break
+            time.sleep(0.05)
+        v = p.validate(problem("relu"), candidate("correct_relu"))
+        assert v.status == "correct", v.error
+        assert spare not in p.processes()
+
+
+def test_without_spares_no_process_waits_between_candidates():
+    with JudgePool(judge_config(workers=1, spare_candidates=False)) as p:
+        assert p.validate(problem("relu"), candidate("correct_relu")).status == "correct"
+        assert _spares(p) == set()

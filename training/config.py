@@ -55,6 +55,9 @@ class TrainingConfig(BaseModel):
     reward: Literal["combined", "exec"] = Field("combined", description="combined: AutoTriton's rule x exec reward (a rule violation scores 0 whatever the tests say); exec: tests only")
     speedup_bonus: float = Field(0.0, ge=0, description="GPU only: add bonus * min(log2(speedup), log2(speedup_cap)) to correct, rule-abiding completions faster than eager (the validator's combined_reward; 0 = off)")
     speedup_cap: float = Field(4.0, gt=1, description="speedup at which the shaping bonus saturates (4.0 = the bonus is full at 4x)")
+    reward_overlap: bool = Field(False, description=(
+        "judge batch k while batch k+1 is generated: the trainer stops waiting for the judge, each update uses a batch sampled "
+        "one update earlier (importance-corrected by trl's clipped ratio, log-probs recorded at sampling); see training/overlap.py"))
     use_vllm: bool = Field(False, description="generate with vLLM (GPU; needs the vllm package)")
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="colocate: vLLM shares the training GPUs; server: `trl vllm-serve` on its own GPUs")
     # --- shared ------------------------------------------------------------------------------

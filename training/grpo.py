@@ -24,15 +24,18 @@ from autotriton.training.sft import (
 
 GRPO_KEYS = ("model", "lora", "grpo_max_steps", "grpo_learning_rate", "num_generations", "max_completion_length",
              "temperature", "top_p", "beta", "loss_type", "num_iterations", "reward", "speedup_bonus", "speedup_cap",
-             "use_vllm", "vllm_mode", "batch_size", "gradient_accumulation_steps", "seed")
+             "use_vllm", "vllm_mode", "reward_overlap", "batch_size", "gradient_accumulation_steps", "seed")
 
 
-def make_grpo_trainer_class():
+def make_grpo_trainer_class(reward_overlap: bool = False):
     """GRPOTrainer plus timing of generation and reward (trl's own profiling only reaches
-    wandb/mlflow/trackio, so it is not visible in log_history)."""
+    wandb/mlflow/trackio, so it is not visible in log_history); with `reward_overlap`, the
+    judge works on one batch while the next is generated (training/overlap.py)."""
     from trl import GRPOTrainer
 
-    class TimedGRPOTrainer(GRPOTrainer):
+    from autotriton.training.overlap import RewardOverlapMixin
+
+    class TimedGRPOTrainer(RewardOverlapMixin, GRPOTrainer):
         def _generate(self, prompts):
             t0 = time.perf_counter()
             out = super()._generate(prompts)
@@ -41,12 +44,15 @@ def make_grpo_trainer_class():
             return out
 
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            if getattr(self, "_overlap_deferring", False):  # judged in the background, timed there
+                return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
             t0 = time.perf_counter()
             out = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
             mode = "train" if self.model.training else "eval"
             self._metrics[mode]["time/reward_s"].append(time.perf_counter() - t0)
             return out
 
+    TimedGRPOTrainer.reward_overlap = reward_overlap
     return TimedGRPOTrainer
 
 
@@ -95,7 +101,7 @@ def reward_summary(log_history: list[dict[str, Any]]) -> dict[str, Any]:
         return out
     last = steps[-1]
     for key in ("reward", "reward_std", "judge/correct", "judge/compiled", "judge/rule_violation", "judge/hack",
-                "judge/no_code", "completions/mean_length", "time/generation_s", "time/reward_s"):
+                "judge/no_code", "completions/mean_length", "time/generation_s", "time/reward_s", "time/reward_wait_s"):
         if key in last:
             out[f"final_{key.replace('/', '_')}"] = last[key]
     out["mean_reward"] = sum(e["reward"] for e in steps) / len(steps)
@@ -136,7 +142,7 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     funcs, weights = rewards.reward_funcs()
     args = build_grpo_config(cfg, output_dir, device, reward_weights=weights, **grpo_overrides)
     timer = StepTimer()
-    trainer = make_grpo_trainer_class()(
+    trainer = make_grpo_trainer_class(cfg.reward_overlap)(
         model=model, reward_funcs=funcs, args=args, train_dataset=train, processing_class=tokenizer,
         peft_config=lora_config(cfg), callbacks=[RichProgress("GRPO", console, progress), timer],
     )

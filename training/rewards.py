@@ -71,8 +71,9 @@ class JudgeRewards:
         self.reward = reward
         self.speedup_bonus = speedup_bonus
         self.speedup_cap = speedup_cap
-        self._batch_id: tuple | None = None
-        self._verdicts: list[Verdict | None] = []
+        # (batch id, verdicts) of the last batch, one attribute: replaced in one step, so a reader
+        # on another thread (training.reward_overlap judges in the background) never mixes two batches.
+        self._last: tuple[tuple | None, list[Verdict | None]] = (None, [])
         self.judge_calls = 0  # validate_many calls (one per generation batch)
         self.judge_seconds: list[float] = []  # wall time of each of those calls
         self.history: list[dict[str, float]] = []  # per batch: the shares logged
@@ -84,9 +85,12 @@ class JudgeRewards:
         step: the components called after the main reward in the same step reuse them."""
         texts = [completion_text(c) for c in completions]
         step = getattr(trainer_state, "global_step", None)
-        batch_id = (step, tuple(zip(reference, texts)))
-        if batch_id == self._batch_id:
-            return self._verdicts
+        # The trainer's state object is part of the identity: with reward_overlap every batch
+        # gets its own snapshot, so two batches of one step are judged (and logged) apart.
+        batch_id = (id(trainer_state), step, tuple(zip(reference, texts)))
+        last_id, last_verdicts = self._last
+        if batch_id == last_id:
+            return last_verdicts
         parsed = [parse_completion(t) for t in texts]
         jobs: list[tuple[str, str]] = []
         index: dict[tuple[str, str], int] = {}  # identical candidates are judged once
@@ -108,7 +112,7 @@ class JudgeRewards:
         self.judge_calls += 1
         self.judge_seconds.append(elapsed)
         verdicts = [None if s is None else judged[s] for s in slots]
-        self._batch_id, self._verdicts = batch_id, verdicts
+        self._last = (batch_id, verdicts)
         shares = self.shares(verdicts)
         shares["judge_s"] = elapsed
         self.history.append(shares)

@@ -41,4 +41,7 @@ class ValidationConfig(BaseModel):
     tf32_tolerance: float = Field(1e-2, gt=0, description="fp32 tolerance on a GPU when a launched kernel uses TF32 tl.dot (validation/compare.py)")
     probe_timeout_s: float = Field(60.0, gt=0, description="hard limit for probing one reference problem")
     probe_budget_s: float = Field(20.0, gt=0, description="a problem whose single forward pass takes longer is rejected as too_slow")
+    spare_candidates: bool = Field(True, description=(
+        "keep one spare candidate process per worker, forked and confined (on a GPU: with its CUDA context made) while the "
+        "previous candidate runs; still one fresh process per candidate. Off: each candidate's process starts when its job does"))
     skip_execution_on_rule_violation: bool = Field(False, description="do not run candidates that already fail the static rules (faster RL rewards)")

@@ -400,9 +400,11 @@ def _candidate_phases(timing: dict[str, Any], header: dict[str, Any], spawned_at
     child = header.get("child_phases") or {}
     if isinstance(child.get("started_at"), (int, float)):
         timing["candidate_fork_s"] = max(0.0, child["started_at"] - spawned_at)  # spawn request -> child running
-    for key in ("confine_s", "recv_job_s", "run_s", "compile_check_s"):
+    for key in ("confine_s", "cuda_warm_s", "recv_job_s", "run_s", "compile_check_s"):
         if isinstance(child.get(key), (int, float)):
             timing[f"candidate_{key}"] = child[key]
+    if child.get("cuda_warm_error"):
+        timing["candidate_cuda_warm_error"] = child["cuda_warm_error"]
     measures = (header.get("sandbox") or {}).get("times") or {}
     for key in ("session_fds_s", "environment_s", "network_s", "rlimits_s", "privileges_s"):
         if isinstance(measures.get(key), (int, float)):

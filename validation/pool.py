@@ -69,7 +69,7 @@ def _gpu_count() -> int:
 def judge_config_hash(config: ValidationConfig, device: str) -> str:
     """Hash of everything that can change a verdict (not the worker count)."""
     dump = config.model_dump(mode="json")
-    for k in ("workers", "device"):
+    for k in ("workers", "device", "spare_candidates"):
         dump.pop(k, None)
     return content_key("judge", dump, device)
 
@@ -204,6 +204,21 @@ class JudgePool:
         """PIDs of every live process this pool started: workers, templates, candidates and
         anything they forked (found by the marker in their start-up environment)."""
         return pool_processes(self.pool_id)
+
+    def roles(self) -> dict[int, str]:
+        """pid -> "worker" | "template" | "spare" for the pool's standing processes (ask while no
+        job runs: each worker is asked once, round-robin). Any other pid in `processes()` is a
+        candidate at work, or something a candidate left behind."""
+        out: dict[int, str] = {}
+        for _ in range(self.n_workers):
+            kind, res = self._call({"op": "ping"}, 60)
+            if kind != "ok":
+                raise JudgeError(f"a judge worker did not answer a ping: {res}")
+            out[res["pid"]] = "worker"
+            out[res["zygote"]] = "template"
+            if res.get("spare"):
+                out[res["spare"]] = "spare"
+        return out
 
     def _wire_config(self) -> dict[str, Any]:
         cfg = self.config.model_dump(mode="json")

@@ -91,6 +91,7 @@ def _zygote_loop(zsock: socket.socket) -> None:
 
 def _child_main(fd: int, req: dict[str, Any]) -> None:
     started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the worker compares it with its spawn request
+    template = os.getppid()
     from autotriton.validation import sandbox, wire
 
     import fcntl
@@ -103,10 +104,20 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
     report = sandbox.confine(req["workdir"], memory_limit_bytes=req["memory_limit_bytes"], max_file_bytes=req["max_file_bytes"],
                              max_processes=req["max_processes"], isolate_network=req["isolate_network"],
                              drop_privileges=req["drop_privileges"], keep_fds=(fd,), environ=environ)
+    if os.getppid() != template:
+        os._exit(0)  # the template died before confine() tied this process's life to it: nobody waits for us
     confined = time.monotonic()
     # What the candidate process itself spent where (validation/README.md, "Where a judgement's time goes").
     phases: dict[str, Any] = {"started_at": started, "confine_s": confined - started}
     sock = socket.socket(fileno=fd)
+    if req.get("spare"):
+        # A spare (Worker.spawn): on CUDA, create this process's CUDA context now, before any
+        # candidate code exists here; then say "ready" with one byte and wait for a job.
+        if req.get("warm_cuda"):
+            phases["cuda_warm_error"] = _warm_cuda()
+            phases["cuda_warm_s"] = time.monotonic() - confined
+        sock.sendall(b"R")
+        confined = time.monotonic()
     if req["mode"] == "candidate":
         from autotriton.validation import candidate_runner
 
@@ -154,6 +165,20 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
         result["sandbox"] = report
         wire.send_frame(sock, json.dumps(result, default=str).encode())
     sock.close()
+
+
+def _warm_cuda() -> str | None:
+    """Create the CUDA context of a spare candidate process (judge code, before any candidate
+    code arrives). None when done, else why not (the candidate then starts CUDA itself)."""
+    try:
+        import torch
+
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+        return None
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"[:300]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,10 +304,88 @@ class Worker:
         self.zsock = parent
         self.problems: OrderedDict[str, Any] = OrderedDict()
         self.reference_timing: dict[str, Any] = {}
+        # One spare candidate process on CUDA: forked, confined and with its CUDA context made
+        # while the previous candidate runs (see spawn).
+        self._template_dead = False
+        self.spare: tuple[str, int, socket.socket, str, float] | None = None  # (config key, pid, socket, workdir, requested at)
 
     # -- candidate processes --------------------------------------------------------------------
 
+    SPARE_READY_TIMEOUT_S = 60.0
+
     def spawn(self, mode: str, cfg: dict[str, Any]) -> tuple[int, socket.socket, str]:
+        """A fresh, confined process for one candidate (or probe). Candidates come from a spare
+        made ahead of time (config `spare_candidates`), which matters on CUDA: creating a CUDA context costs ~0.5 s alone and the driver
+        serialises it across processes (~4 per second per H200, benchmarks/RESULTS.md), so each
+        candidate's process is forked and has its context before its job exists, while the worker
+        judges the one before. Isolation is unchanged: one process per candidate, and nothing of
+        any candidate ever runs before the spare is handed its job."""
+        if not self.template_alive():
+            self.drop_spare()  # its template's death killed it (PR_SET_PDEATHSIG), or soon will
+            raise TemplateDied("the candidate template process died; this worker must be replaced")
+        if mode != "candidate" or not cfg.get("spare_candidates", True):
+            return self._spawn(mode, cfg)
+        warm = cfg.get("device") == "cuda"
+        key = json.dumps({k: cfg.get(k) for k in self.SPAWN_KEYS}, sort_keys=True)
+        taken = self._take_spare(key)
+        if taken is None:
+            taken = (*self._spawn(mode, cfg, spare=True, warm_cuda=warm), self.last_spawn_at)
+            self._wait_warm(*taken[:2])
+        try:
+            self.spare = (key, *self._spawn(mode, cfg, spare=True, warm_cuda=warm), self.last_spawn_at)
+        except TemplateDied:
+            self.spare = None
+        self.last_spawn_at = taken[3]  # the judge's candidate_fork_s is about the process it gets
+        return taken[:3]
+
+    def template_alive(self) -> bool:
+        """False once the template has exited (a candidate may kill its parent); it is reaped here."""
+        if self._template_dead:
+            return False
+        try:
+            pid, _status = os.waitpid(self.zygote_pid, os.WNOHANG)
+        except ChildProcessError:
+            pid = self.zygote_pid
+        self._template_dead = pid == self.zygote_pid
+        return not self._template_dead
+
+    SPAWN_KEYS = ("device", "memory_limit_gb", "memory_limit_gb_cpu", "max_output_mb", "max_log_mb", "max_processes",
+                  "isolate_network", "drop_privileges")
+
+    def _take_spare(self, key: str) -> tuple[int, socket.socket, str, float] | None:
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        spare_key, pid, sock, workdir, requested = spare
+        if spare_key != key or not self._wait_warm(pid, sock):
+            self.finish(pid, sock, workdir)
+            return None
+        return pid, sock, workdir, requested
+
+    def _wait_warm(self, pid: int, sock: socket.socket) -> bool:
+        """The spare's one-byte 'context ready'. False (spare unusable) on EOF or timeout."""
+        sock.settimeout(self.SPARE_READY_TIMEOUT_S)
+        try:
+            ok = sock.recv(1) == b"R"
+            if ok:  # its "ready" may have been sent long ago: is it still there (EOF once it exited)?
+                sock.setblocking(False)
+                try:
+                    ok = sock.recv(1, socket.MSG_PEEK) != b""
+                except BlockingIOError:
+                    ok = True
+        except OSError:
+            ok = False
+        finally:
+            sock.settimeout(None)
+        return ok
+
+    def drop_spare(self) -> None:
+        if self.spare is not None:
+            _key, pid, sock, workdir, _made = self.spare
+            self.spare = None
+            self.finish(pid, sock, workdir)
+
+    def _spawn(self, mode: str, cfg: dict[str, Any], spare: bool = False, warm_cuda: bool = False) -> tuple[int, socket.socket, str]:
         workdir = tempfile.mkdtemp(prefix=f"{mode}-", dir=self.tmp)
         os.chmod(workdir, 0o700)
         if self.triton_seed is not None:  # a private copy per candidate: nothing it writes reaches the next one
@@ -292,7 +395,7 @@ class Worker:
         req = {"op": "spawn", "mode": mode, "workdir": workdir,
                "memory_limit_bytes": int((cfg["memory_limit_gb_cpu"] if cpu else cfg["memory_limit_gb"]) * 2**30),
                "max_output_bytes": int(cfg["max_output_mb"] * 2**20), "max_file_bytes": int(cfg["max_log_mb"] * 2**20), "max_processes": cfg["max_processes"],
-               "isolate_network": cfg["isolate_network"], "drop_privileges": cfg["drop_privileges"]}
+               "isolate_network": cfg["isolate_network"], "drop_privileges": cfg["drop_privileges"], "spare": spare, "warm_cuda": warm_cuda}
         requested = time.monotonic()
         try:
             socket.send_fds(self.zsock, [json.dumps(req).encode()], [theirs.fileno()])
@@ -312,8 +415,15 @@ class Worker:
 
         sandbox.kill_group(pid)
         for _ in range(50):
-            socket.send_fds(self.zsock, [json.dumps({"op": "status", "pid": pid}).encode()], [])
-            st = json.loads(self.zsock.recv(65536))["status"]
+            try:
+                socket.send_fds(self.zsock, [json.dumps({"op": "status", "pid": pid}).encode()], [])
+                answer = self.zsock.recv(65536)
+            except OSError:
+                answer = b""
+            if not answer:  # the template is gone (and with it what it knew of the candidate)
+                self._template_dead = True
+                return "its template process died with it"
+            st = json.loads(answer)["status"]
             if st is not None:
                 if os.WIFSIGNALED(st):
                     sig = os.WTERMSIG(st)
@@ -347,7 +457,8 @@ class Worker:
     def handle(self, request: dict[str, Any]) -> Any:
         op = request["op"]
         if op == "ping":
-            return {"pid": os.getpid(), "zygote": self.zygote_pid, "versions": versions()}
+            return {"pid": os.getpid(), "zygote": self.zygote_pid, "spare": self.spare[1] if self.spare else None,
+                    "versions": versions()}
         if op == "validate":
             from autotriton.validation.judge import judge_one
 
@@ -397,6 +508,7 @@ def main() -> None:
         except BaseException as exc:  # noqa: BLE001
             answer = {"ok": False, "error": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
         wire.send_pickle(ans_fd, answer)
+    worker.drop_spare()
     try:
         worker.zsock.close()
     except OSError:
