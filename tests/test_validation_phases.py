@@ -156,3 +156,16 @@ def test_without_spares_no_process_waits_between_candidates():
     with JudgePool(judge_config(workers=1, spare_candidates=False)) as p:
         assert p.validate(problem("relu"), candidate("correct_relu")).status == "correct"
         assert _spares(p) == set()
+
+
+def test_a_candidate_loads_large_weights_although_the_worker_used_openmp_before_forking(monkeypatch):
+    """The worker's warm-up runs torch CPU ops on an OpenMP pool (OMP_NUM_THREADS > 1), which does
+    not survive fork: a candidate copying a weight over ATen's parallel grain size (32768 elements)
+    used to wait on it forever, in load_state_dict, before any of its kernels ran (eleven
+    KernelBench L1 problems timed out that way on the H200)."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)  # the pool gives its one worker 8 OpenMP threads
+    source = problem("linear_relu").replace("in_features = 20", "in_features = 256").replace(
+        "out_features = 24", "out_features = 160")  # a 160 x 256 weight: 40960 elements
+    with JudgePool(judge_config(workers=1, trials=1, timeout_s=20, shrink_for_cpu=False)) as p:
+        v = p.validate(source, candidate("correct_linear_relu"))
+    assert v.status == "correct", v.error

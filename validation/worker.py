@@ -92,6 +92,14 @@ def _zygote_loop(zsock: socket.socket) -> None:
 def _child_main(fd: int, req: dict[str, Any]) -> None:
     started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the worker compares it with its spawn request
     template = os.getppid()
+    # The worker ran torch CPU ops with an OpenMP pool (warm-up, OMP_NUM_THREADS > 1) before
+    # forking the template; that pool does not survive fork, and the first parallel CPU op of
+    # a child (e.g. load_state_dict copying a weight over ATen's grain size) waits on it
+    # forever. One thread: ATen runs parallel_for inline. (Run D's eleven L1 "hangs" on the
+    # H200 were this, in load_state_dict, before any candidate kernel ran.)
+    import torch
+
+    torch.set_num_threads(1)
     from autotriton.validation import sandbox, wire
 
     import fcntl
