@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 class DistillConfig(BaseModel):
     teacher: Literal["replay", "inductor", "openai"] = Field("replay", description="replay: recorded teacher outputs shipped with autotriton; inductor: torch.compile on a GPU; openai: any OpenAI-compatible endpoint")
-    samples: int = Field(1, ge=1, description="candidates per problem")
+    samples: int = Field(1, ge=1, description="candidates per problem (inductor teacher, deterministic: 2 adds the dynamic-parameters capture as a second candidate where it differs)")
     rounds: int = Field(2, ge=0, description="repair rounds: validator errors sent back to the LLM teacher")
     base_url: str = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint (openai teacher)")
     model: str = Field("deepseek-reasoner", description="model name at the endpoint")
@@ -38,4 +38,4 @@ class DistillConfig(BaseModel):
     inductor_dynamic: bool = Field(True, description="inductor teacher: compile with dynamic shapes so kernels take sizes as arguments (static only when that fails)")
     inductor_decompose_convolution: bool = Field(True, description="inductor teacher: rewrite transposed/1-D/grouped convolutions as gathers + Triton matmul (Inductor has no Triton template for them)")
     inductor_max_mm_configs: Optional[int] = Field(None, ge=1, description="inductor teacher: at most this many GEMM/conv template configs autotuned per op (None = Inductor's own list; benchmarks/inductor_l1.py uses 4 to fit a device call)")
-    inductor_dynamic_parameters: bool = Field(False, description="inductor teacher: trace every convolution as gathers + matmul so channel counts taken from weights stay kernel arguments (Inductor's conv lowering bakes them in); not yet measured on a GPU")
+    inductor_dynamic_parameters: bool = Field(False, description="inductor teacher: trace every convolution as gathers + matmul so channel counts taken from weights stay kernel arguments (Inductor's conv lowering bakes them in) in the FIRST capture; samples >= 2 adds that capture as a second candidate anyway (H200: 9 of L1's 11 baked-channel convolutions then validate, slower)")

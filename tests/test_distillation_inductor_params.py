@@ -52,6 +52,17 @@ def get_init_inputs():
     return [in_channels, out_channels, kernel_size]
 '''
 
+RELU_TAIL = '''class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+
+def get_inputs():
+    return [torch.randn(4, 64)]
+
+def get_init_inputs():
+    return []
+'''
+
 
 def test_dynamo_switches_for_symbolic_parameter_shapes_exist_and_are_opt_in():
     from autotriton.distillation.inductor_capture import dynamic_parameter_settings, dynamo_settings
@@ -159,3 +170,49 @@ def test_teacher_takes_the_template_cap_and_dynamic_parameters_from_the_config()
     assert InductorTeacher(cfg, jobs=1, dynamic_parameters=False).dynamic_parameters is False
     default = InductorTeacher(DistillConfig(teacher="inductor"), jobs=1)
     assert default.dynamic_parameters is False and default.max_mm_configs is None
+
+
+def test_a_second_sample_is_the_symbolic_parameter_variant_kept_only_when_it_differs(tmp_path, capsys, monkeypatch):
+    """Inductor is deterministic: `samples=2` buys the dynamic-parameters capture as a second
+    candidate, and nothing for a problem whose variant converts to the same code. The captures
+    are real (cpu-triton dry runs of the conv problem, the recorded relu capture), served to the
+    teacher in place of its capture subprocess."""
+    import autotriton.distillation.inductor as inductor
+    from autotriton.distillation.config import DistillConfig
+    from autotriton.records import Problem
+
+    bench = load_bench()
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"id": "dry/conv1d", "name": "conv1d_relu", "source": CONV1D}) + "\n")
+    conv_captures = {}
+    for flag, extra in ((False, []), (True, ["--dynamic-parameters"])):
+        out = tmp_path / f"run-{flag}"
+        assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
+                           "--capture-device", "cpu-triton", *extra]) == 0
+        conv_captures[flag] = json.loads((out / "captures" / "dry_conv1d.json").read_text())["attempts"][0]
+    capsys.readouterr()
+    relu_record = json.loads((FIXTURES / "pointwise_relu.json").read_text())
+    calls = []
+
+    def fake_capture(source, *, name, dynamic_parameters=False, **_):
+        calls.append((name, dynamic_parameters))
+        return conv_captures[dynamic_parameters] if name == "conv1d" else relu_record["attempts"][0]
+
+    monkeypatch.setattr(inductor, "capture_in_subprocess", fake_capture)
+    teacher = inductor.InductorTeacher(DistillConfig(teacher="inductor"), jobs=2)
+    assert teacher.variants(1) == [False] and teacher.variants(2) == [False, True]
+    conv = Problem(reference_source=CONV1D, name="conv1d")
+    relu = Problem(reference_source=relu_record["source"], name="relu")
+    candidates = teacher.generate([conv, relu], samples=2)
+    assert sorted(calls) == [("conv1d", False), ("conv1d", True), ("relu", False), ("relu", True)]
+    by_problem = {}
+    for c in candidates:
+        by_problem.setdefault(c.problem_key, []).append(c)
+    first, variant = by_problem[conv.key]
+    assert first.sampling["dynamic_parameters"] is False and variant.sampling["dynamic_parameters"] is True
+    assert first.code and variant.code and first.code != variant.code and variant.parse_error is None
+    assert "self.conv1d.weight.shape[0]" in variant.code
+    assert len(by_problem[relu.key]) == 1 and by_problem[relu.key][0].code  # the same code twice is kept once
+    assert teacher.counters["problems"] == 2 and teacher.counters["variants_converted"] == 2
+    assert teacher.counters["converted"] == 2
+    assert len(teacher.generate([conv], samples=1)) == 1
