@@ -188,7 +188,7 @@ class PrintStepLogs:
 
         class _Printer(TrainerCallback):
             def on_log(self, args, state, control, logs=None, **kwargs):
-                keys = ("step_time", "time/generation_s", "time/reward_s", "judge/judge_s", "reward", "judge/correct",
+                keys = ("step_time", "time/generation_s", "time/reward_s", "time/reward_wait_s", "judge/judge_s", "reward", "judge/correct",
                         "completions/mean_length")
                 if logs and "step_time" in logs and state.is_world_process_zero:
                     print(json.dumps({"grpo_step": state.global_step, **{k: logs.get(k) for k in keys}}), flush=True)
