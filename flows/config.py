@@ -66,7 +66,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "validation": {"device": "cuda", "trials": 5, "time_kernels": True, "shrink_for_cpu": False},
         "distill": {"teacher": "inductor", "samples": 2},  # inductor: sample 2 = the symbolic-parameter variant (convolutions)
         "training": {"model": "Qwen/Qwen2.5-0.5B-Instruct", "max_length": 4096, "max_completion_length": 2048,
-                     "num_generations": 8, "grpo_max_steps": 200, "batch_size": 8, "sft_epochs": 2.0},
+                     "num_generations": 8, "grpo_max_steps": 200, "batch_size": 8, "sft_epochs": 2.0,
+                     "reward_overlap": True},  # the GPU judge works while the next batch is generated (training/README.md)
         "evaluation": {"samples": 10, "temperature": 0.8, "top_p": 0.95, "max_new_tokens": 4096},
     },
 }
