@@ -76,9 +76,9 @@ class RecordedJudge:
         return out
 
     def _unrecorded(self, pkey: str, ckey: str, code: str) -> Verdict:
-        from autotriton.validation.rules import check_rules
+        from autotriton.validation import static_rules
 
-        violations: list[Violation] = list(check_rules(code))
+        violations: list[Violation] = static_rules(code)  # as the judge would have applied them
         verdict = Verdict(candidate_key=ckey, problem_key=pkey, status="timeout", device=self.device)
         if violations:
             self.static_only += 1

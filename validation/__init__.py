@@ -8,7 +8,7 @@ Public API (see README, "The judge"):
 - `shrink_problem(source, max_dim=32) -> str` (pure), `shrink_and_check(source, config)` (shrunk only
   if it still runs in the sandbox), `perturb_sizes(source)`.
 - `rewards.exec_reward / rule_reward / combined_reward`.
-- `rules.check_rules(candidate_source)`, `compile_check.compile_check(candidate_source, target)`.
+- `static_rules(candidate_source)` (the rules as the judge applies them), `rules.check_rules(candidate_source)`, `compile_check.compile_check(candidate_source, target)`.
 
 Importing this package is cheap: torch and pydantic are only imported by the parts that need them.
 """
@@ -21,13 +21,13 @@ from autotriton.validation.shrink import perturb_sizes, shrink_problem
 
 __all__ = [
     "ValidationConfig", "JudgePool", "JudgeError", "ProbeResult", "validate_many", "validate_candidate", "probe_problem",
-    "probe_many", "shrink_problem", "shrink_and_check", "perturb_sizes", "exec_reward", "rule_reward", "combined_reward",
+    "probe_many", "static_rules", "shrink_problem", "shrink_and_check", "perturb_sizes", "exec_reward", "rule_reward", "combined_reward",
 ]
 
 if TYPE_CHECKING:
     from autotriton.validation.config import ValidationConfig
     from autotriton.validation.pool import (JudgeError, JudgePool, ProbeResult, probe_many, probe_problem, shrink_and_check,
-                                            validate_candidate, validate_many)
+                                            static_rules, validate_candidate, validate_many)
     from autotriton.validation.rewards import combined_reward, exec_reward, rule_reward
 
 # Lazy, so that judge workers (torch + triton + stdlib only; pydantic may be absent on a bare
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "ValidationConfig": "config",
     "JudgePool": "pool", "JudgeError": "pool", "ProbeResult": "pool", "validate_many": "pool", "validate_candidate": "pool",
-    "probe_problem": "pool", "probe_many": "pool", "shrink_and_check": "pool", "exec_reward": "rewards", "rule_reward": "rewards", "combined_reward": "rewards",
+    "probe_problem": "pool", "probe_many": "pool", "shrink_and_check": "pool", "static_rules": "pool", "exec_reward": "rewards", "rule_reward": "rewards", "combined_reward": "rewards",
 }
 
 

@@ -308,7 +308,7 @@ class JudgePool:
         pkey = source_key(problem_source)
         verdict = Verdict(candidate_key=candidate_key(candidate_source, pkey), problem_key=pkey, status="crashed",
                           device=self.device_name, versions=dict(self.versions), judge_config_hash=self.config_hash)
-        static = _static_rules(candidate_source) if self.config.static_rules else []
+        static = static_rules(candidate_source) if self.config.static_rules else []
         rules_s = time.monotonic() - start
         if static and self.config.skip_execution_on_rule_violation:
             verdict.status, verdict.violations = "rule_violation", static
@@ -391,7 +391,9 @@ def pool_processes(pool_id: str) -> list[int]:
     return sorted(found)
 
 
-def _static_rules(candidate_source: str) -> list[Violation]:
+def static_rules(candidate_source: str) -> list[Violation]:
+    """The static rules as the judge applies them: a crash of the checker is itself a violation
+    (RULES-CHECKER-ERROR), a missing libcst a JudgeError (never judge without the rules)."""
     try:
         from autotriton.validation.rules import check_rules
     except ImportError as exc:
