@@ -10,70 +10,13 @@ and the judge must have worked while the next batch was being generated.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from autotriton.hashing import source_key
-from autotriton.prompting import format_completion
-from autotriton.records import Verdict
 from autotriton.training.config import TrainingConfig
 from autotriton.training.data import build_rl_rows
 from autotriton.training.grpo import run_grpo
 from autotriton.training.models import load_model, make_tiny_model
-from training_helpers import SteerToTargets, elementwise_answer, elementwise_problem
-
-GOOD = format_completion("max with 0", elementwise_answer("relu", "tl.maximum(x, 0.0)"))
-WRONG = [format_completion(f"copy, take {k}", elementwise_answer("relu", "x")) for k in range(3)]
-ANSWERS = [GOOD, *WRONG]
-
-
-class TextJudge:
-    """A BatchJudge: correct iff the kernel takes the max with 0, decided after `pause` seconds."""
-
-    def __init__(self, pause: float):
-        self.pause, self.calls = pause, []
-
-    def validate_many(self, jobs):
-        start = time.monotonic()
-        time.sleep(self.pause)
-        out = [Verdict(candidate_key=source_key(code), problem_key=source_key(ref), status="correct" if ok else "incorrect",
-                       correct=ok, rule_ok=True, compiled=True, judge_config_hash="text")
-               for ref, code in jobs for ok in ["tl.maximum" in code]]
-        self.calls.append((start, time.monotonic()))
-        return out
-
-
-def rotate_and_record(trainer, tok, log):
-    """Generation call c emits ANSWERS rotated by c (row i: ANSWERS[(i + c) % 4]); records when
-    each generation ran and what each update trained on."""
-    from transformers import LogitsProcessorList
-
-    targets = [tok(t, add_special_tokens=False)["input_ids"] for t in ANSWERS]
-    model = trainer.model
-    original_generate = model.generate
-
-    def generate(*args, **kwargs):
-        c = len(log["generations"])
-        input_ids = kwargs.get("input_ids", args[0] if args else None)
-        processors = kwargs.pop("logits_processor", None) or LogitsProcessorList()
-        processors.append(SteerToTargets(targets[c % 4:] + targets[:c % 4], input_ids.shape[1], tok.eos_token_id))
-        start = time.monotonic()
-        try:
-            return original_generate(*args, logits_processor=processors, **kwargs)
-        finally:
-            log["generations"].append((start, time.monotonic()))
-
-    model.generate = generate
-    original_loss = trainer._compute_loss
-
-    def compute_loss(model, inputs):
-        texts = tok.batch_decode(inputs["completion_ids"] * inputs["completion_mask"], skip_special_tokens=True)
-        log["trained"].append({"texts": texts, "advantages": inputs["advantages"].tolist(),
-                               "old_logps": "old_per_token_logps" in inputs})
-        return original_loss(model, inputs)
-
-    trainer._compute_loss = compute_loss
+from training_helpers import TextJudge, elementwise_problem, good_answer, rotate_and_record
 
 
 @pytest.fixture(scope="module")
@@ -95,17 +38,13 @@ def train(tiny, tmp_path, overlap: bool, pause: float):
     return result, judge, log
 
 
-def good_row(text: str) -> bool:
-    return "tl.maximum" in text
-
-
 def test_overlapped_rewards_belong_to_the_batch_they_train_and_match_trl(tiny, tmp_path):
     plain, _, plain_log = train(tiny, tmp_path, overlap=False, pause=0.0)
     result, judge, log = train(tiny, tmp_path, overlap=True, pause=1.5)
     assert len(log["trained"]) == 3 and len(plain_log["trained"]) == 3
     # trl's own advantages for one correct answer in a group of four (no overlap) ...
-    trl_good = {round(a, 5) for b in plain_log["trained"] for t, a in zip(b["texts"], b["advantages"]) if good_row(t)}
-    trl_wrong = {round(a, 5) for b in plain_log["trained"] for t, a in zip(b["texts"], b["advantages"]) if not good_row(t)}
+    trl_good = {round(a, 5) for b in plain_log["trained"] for t, a in zip(b["texts"], b["advantages"]) if good_answer(t)}
+    trl_wrong = {round(a, 5) for b in plain_log["trained"] for t, a in zip(b["texts"], b["advantages"]) if not good_answer(t)}
     assert len(trl_good) == 1 and len(trl_wrong) == 1
     good_adv, wrong_adv = trl_good.pop(), trl_wrong.pop()
     assert good_adv > 0 > wrong_adv
@@ -113,7 +52,7 @@ def test_overlapped_rewards_belong_to_the_batch_they_train_and_match_trl(tiny, t
     for batch in log["trained"]:
         assert batch["old_logps"]  # the sampling policy's log-probs travel with the batch
         for text, adv in zip(batch["texts"], batch["advantages"]):
-            assert adv == pytest.approx(good_adv if good_row(text) else wrong_adv, abs=1e-5)
+            assert adv == pytest.approx(good_adv if good_answer(text) else wrong_adv, abs=1e-5)
     # Every update trained a whole batch it had judged; one more batch filled the pipeline.
     assert len(judge.calls) == 4 and len(log["generations"]) == 4
     # The judge worked while the trainer generated the next batch.
@@ -149,3 +88,34 @@ def test_overlap_refuses_reward_functions_it_cannot_run_in_the_background(tiny, 
                                         [{"prompt": r["prompt"]} for r in rows]))
     with pytest.raises(ValueError, match="reward_overlap works with plain synchronous reward functions"):
         trainer.train()
+
+
+def test_overlap_with_two_processes_keeps_each_rank_aligned(tiny, tmp_path):
+    """Two CPU processes (torchrun, as `accelerate launch` starts them; accelerate on gloo):
+    rewards are gathered across ranks and the advantages sliced back per rank, one step late;
+    every rank must still train its own batch's advantages (one correct answer per group of
+    four: +0.75 / -0.25 over the group's std 0.5)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path, _ = tiny
+    out = tmp_path / "ddp"
+    out.mkdir()
+    env = dict(os.environ, OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="true")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
+                           str(Path(__file__).parent / "overlap_ddp_worker.py"), str(path), str(out)],
+                          capture_output=True, text=True, timeout=900, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for rank in (0, 1):
+        record = json.loads((out / f"rank{rank}.json").read_text())
+        assert record["processes"] == 2
+        assert len(record["trained"]) == 3 and record["judge_calls"] == 4 and record["generations"] == 4
+        for batch in record["trained"]:
+            assert batch["old_logps"]
+            for text, adv in zip(batch["texts"], batch["advantages"]):
+                assert adv == pytest.approx(0.75 / (0.5 + 1e-4) if good_answer(text) else -0.25 / (0.5 + 1e-4), abs=1e-4)
+    steps = json.loads((out / "rank0.json").read_text())["steps"]
+    assert len(steps) == 3 and all(e["reward"] == pytest.approx(0.25) for e in steps)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
+from autotriton.hashing import source_key
+from autotriton.prompting import format_completion
 from autotriton.records import Candidate, Problem, Verdict
 from kernel_fixtures import ELEMENTWISE_REFERENCE, elementwise_answer, elementwise_reference  # noqa: F401 - the training tests import these from here
 
@@ -75,3 +79,64 @@ def steer_generation(model, tokenizer, completions: list[str]) -> None:
         return original(*args, logits_processor=processors, **kwargs)
 
     model.generate = generate
+
+
+# --------------------------------------------------------------------------------------------
+# Reward overlap (tests/test_training_overlap.py): answers rotated across generation calls and
+# a judge that reads verdicts off the text.
+
+GOOD = format_completion("max with 0", elementwise_answer("relu", "tl.maximum(x, 0.0)"))
+WRONG = [format_completion(f"copy, take {k}", elementwise_answer("relu", "x")) for k in range(3)]
+ANSWERS = [GOOD, *WRONG]
+
+
+def good_answer(text: str) -> bool:
+    return "tl.maximum" in text
+
+
+class TextJudge:
+    """A BatchJudge: correct iff the kernel takes the max with 0, decided after `pause` seconds."""
+
+    def __init__(self, pause: float):
+        self.pause, self.calls = pause, []
+
+    def validate_many(self, jobs):
+        start = time.monotonic()
+        time.sleep(self.pause)
+        out = [Verdict(candidate_key=source_key(code), problem_key=source_key(ref), status="correct" if ok else "incorrect",
+                       correct=ok, rule_ok=True, compiled=True, judge_config_hash="text")
+               for ref, code in jobs for ok in [good_answer(code)]]
+        self.calls.append((start, time.monotonic()))
+        return out
+
+
+def rotate_and_record(trainer, tok, log):
+    """Generation call c emits ANSWERS rotated by c (row i: ANSWERS[(i + c) % 4]); records when
+    each generation ran and what each update trained on."""
+    from transformers import LogitsProcessorList
+
+    targets = [tok(t, add_special_tokens=False)["input_ids"] for t in ANSWERS]
+    model = trainer.model
+    original_generate = model.generate
+
+    def generate(*args, **kwargs):
+        c = len(log["generations"])
+        input_ids = kwargs.get("input_ids", args[0] if args else None)
+        processors = kwargs.pop("logits_processor", None) or LogitsProcessorList()
+        processors.append(SteerToTargets(targets[c % 4:] + targets[:c % 4], input_ids.shape[1], tok.eos_token_id))
+        start = time.monotonic()
+        try:
+            return original_generate(*args, logits_processor=processors, **kwargs)
+        finally:
+            log["generations"].append((start, time.monotonic()))
+
+    model.generate = generate
+    original_loss = trainer._compute_loss
+
+    def compute_loss(model, inputs):
+        texts = tok.batch_decode(inputs["completion_ids"] * inputs["completion_mask"], skip_special_tokens=True)
+        log["trained"].append({"texts": texts, "advantages": inputs["advantages"].tolist(),
+                               "old_logps": "old_per_token_logps" in inputs})
+        return original_loss(model, inputs)
+
+    trainer._compute_loss = compute_loss
