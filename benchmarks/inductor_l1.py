@@ -243,13 +243,16 @@ def capture_one(row: dict[str, Any], out: Path, decompose_convolution: bool, dev
         device, source, shrunk = "cpu", shrink_problem(row["source"]), "cpu-triton dry run at shrink_problem's sizes"
     attempts = []
     extra = {"dynamic_parameters": True} if dynamic_parameters else {}
+    # Captured smaller than it will run: Inductor's int32 indexing, chosen for the small sizes,
+    # would overflow at the real ones (capture_problem's index_64bit).
+    wide = {"index_64bit": True} if shrunk and not device.startswith("cpu") else {}
     first = cap.capture_problem(source, name=row["id"], dynamic=True, device=device, max_autotune=autotune,
-                                decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs, **extra)
+                                decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs, **extra, **wide)
     first["shrunk"] = shrunk
     attempts.append(first)
     if not first["ok"]:
         second = cap.capture_problem(source, name=row["id"], dynamic=False, device=device, max_autotune=autotune,
-                                     decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs)
+                                     decompose_convolution=decompose_convolution, max_mm_configs=max_mm_configs, **wide)
         second["shrunk"] = shrunk
         attempts.append(second)
     record = {"id": row["id"], "name": row["name"], "source": row["source"], "attempts": attempts,

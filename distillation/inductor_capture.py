@@ -304,6 +304,24 @@ def _math_attention() -> Any:
     return sdpa_kernel([SDPBackend.MATH])
 
 
+def _wide_indexing(enabled: bool) -> Any:
+    """While active, Inductor never chooses 32-bit indexing (see capture_problem's `index_64bit`)."""
+    import contextlib
+    from unittest import mock
+
+    from torch._inductor.codegen.simd import SIMDScheduling
+
+    if not enabled or not hasattr(SIMDScheduling, "can_use_32bit_indexing"):  # the capture records which
+        return contextlib.nullcontext()
+    return mock.patch.object(SIMDScheduling, "can_use_32bit_indexing", staticmethod(lambda numel, buffers: False))
+
+
+def _wide_indexing_available() -> bool:
+    from torch._inductor.codegen.simd import SIMDScheduling
+
+    return hasattr(SIMDScheduling, "can_use_32bit_indexing")
+
+
 def capture_problem(
     source: str,
     *,
@@ -317,6 +335,7 @@ def capture_problem(
     autotune_pointwise: bool = False,
     max_mm_configs: int | None = None,
     dynamic_parameters: bool = False,
+    index_64bit: bool = False,
 ) -> dict[str, Any]:
     """Compile a problem's Model with Inductor and record its output code and chosen configs.
 
@@ -335,6 +354,12 @@ def capture_problem(
     because Inductor's convolution lowering (and, on CUDA, the fake convolution's cuDNN backend
     choice) turns the weight's sizes into constants. The capture dict then says
     `"dynamic_parameters": True`; without it the capture is exactly what it was before the option.
+
+    `index_64bit` makes every kernel index in int64. Inductor picks int32 indexing when the sizes
+    it sees fit, and guards that choice; a standalone candidate keeps the kernel but not the guard.
+    So a problem captured at shrunk sizes (benchmarks/inductor_l1.py, to share a GPU) and run at its
+    own sizes can overflow int32 offsets (e.g. a depthwise convolution's gathered patches:
+    64 x 128 x 254 x 510 x 9 elements for KernelBench L1/84). Recorded as `"index_64bit": True`.
     """
     import torch
     import triton
@@ -346,6 +371,7 @@ def capture_problem(
         "decompose_convolution": decompose_convolution, "max_mm_configs": max_mm_configs,
         "versions": {"torch": torch.__version__, "triton": triton.__version__},
         **({"dynamic_parameters": True} if dynamic_parameters and dynamic else {}),
+        **({"index_64bit": _wide_indexing_available()} if index_64bit else {}),
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") and torch.cuda.is_available() else device,
     }
     # ---- load the problem
@@ -406,7 +432,8 @@ def capture_problem(
             with ic.patch(inductor_settings(max_autotune, search_space, autotune_pointwise, max_mm_configs)), \
                     torch._dynamo.config.patch(dynamo_settings(dynamic, dynamic_parameters and dynamic)), \
                     torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder, \
-                    decompose_module.shape_generic_functionals(), _math_attention(), symbolic_convolutions:
+                    decompose_module.shape_generic_functionals(), _math_attention(), symbolic_convolutions, \
+                    _wide_indexing(index_64bit):
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
                 actual, codes = run_and_get_code(compiled, *inputs)
             torch.cuda.synchronize() if device.startswith("cuda") else None
@@ -434,7 +461,7 @@ def capture_problem(
 def main(argv: list[str] | None = None) -> int:
     """`python distillation/inductor_capture.py OUT.json` with a JSON request on stdin
     ({"source", "name", "dynamic", "decompose_convolution", "max_autotune", "max_mm_configs", "device",
-    "dynamic_parameters"}): the
+    "dynamic_parameters", "index_64bit"}): the
     subprocess side of InductorTeacher. Writes the capture dict to OUT.json."""
     import json
     import sys
@@ -449,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
                               max_autotune=request.get("max_autotune", True),
                               decompose_convolution=request.get("decompose_convolution", True),
                               max_mm_configs=request.get("max_mm_configs"),
-                              dynamic_parameters=request.get("dynamic_parameters", False))
+                              dynamic_parameters=request.get("dynamic_parameters", False),
+                              index_64bit=request.get("index_64bit", False))
     with open(args[0], "w", encoding="utf-8") as f:
         json.dump(capture, f)
     return 0

@@ -216,3 +216,38 @@ def test_a_second_sample_is_the_symbolic_parameter_variant_kept_only_when_it_dif
     assert teacher.counters["problems"] == 2 and teacher.counters["variants_converted"] == 2
     assert teacher.counters["converted"] == 2
     assert len(teacher.generate([conv], samples=1)) == 1
+
+
+WIDE_SCRIPT = r'''
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("bench", sys.argv[1])
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+bench.cpu_triton_codegen()
+cap = bench._load("inductor_capture")
+src = "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x) * 2.0\n\ndef get_inputs():\n    return [torch.randn(64, 256)]\n\ndef get_init_inputs():\n    return []\n"
+out = {}
+for wide in (False, True):
+    c = cap.capture_problem(src, name="relu", device="cpu", dynamic=True, max_autotune=False, index_64bit=wide)
+    out[str(wide)] = {"ok": c["ok"], "code": c.get("output_code") or "", "flag": c.get("index_64bit")}
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.timeout(600)
+def test_index_64bit_capture_indexes_in_int64_where_inductor_would_pick_int32():
+    """A problem captured at shrunk sizes runs at its own: Inductor's int32 choice (guarded in
+    Inductor, unguarded in a standalone candidate) must not be made then. cpu-triton codegen, in a
+    subprocess (it replaces Triton's driver)."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", WIDE_SCRIPT, str(ROOT / "benchmarks" / "inductor_l1.py")],
+                          capture_output=True, text=True, timeout=600, cwd=str(ROOT),
+                          env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["False"]["ok"] and out["True"]["ok"]
+    assert "int64" not in out["False"]["code"] and out["False"]["flag"] is None
+    assert "int64" in out["True"]["code"] and out["True"]["flag"] is True
