@@ -281,8 +281,12 @@ def _conv_as_matmul(original: Any, nd: int) -> Any:
         pads = _conv_padding(padding, weight, dil, nd)
         if pads is None or input.dim() != nd + 2:  # unbatched or asymmetric: the original op
             return original(input, weight, bias, stride, padding, dilation, groups)
+        # The group count is a module attribute (an int Dynamo bakes in), but it is also
+        # in_channels // weight.shape[1] for every valid convolution: written that way it stays
+        # symbolic, so a depthwise convolution (groups = in_channels) follows the channel count.
+        g = input.shape[1] // weight.shape[1] if int(groups) > 1 else 1
         return convolution_as_matmul(input, weight, bias, _expand(_listify(stride), nd), pads, dil, False,
-                                     [0] * nd, int(groups))
+                                     [0] * nd, g)
 
     return conv
 

@@ -52,6 +52,30 @@ def get_init_inputs():
     return [in_channels, out_channels, kernel_size]
 '''
 
+DEPTHWISE = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_channels, kernel_size):
+        super().__init__()
+        self.conv2d = nn.Conv2d(in_channels, in_channels, kernel_size, groups=in_channels, bias=False)
+
+    def forward(self, x):
+        return self.conv2d(x)
+
+batch_size = 2
+in_channels = 16
+kernel_size = 3
+height = 18
+width = 20
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+def get_init_inputs():
+    return [in_channels, kernel_size]
+'''
+
 RELU_TAIL = '''class Model(nn.Module):
     def forward(self, x):
         return torch.relu(x) * 2.0
@@ -78,6 +102,7 @@ def test_dynamo_switches_for_symbolic_parameter_shapes_exist_and_are_opt_in():
     ("conv1d", dict(stride=2, padding=1), (2, 4, 11), (6, 4, 3)),
     ("conv1d", dict(padding="same", dilation=2), (2, 4, 11), (6, 4, 3)),
     ("conv2d", dict(padding="valid", groups=2), (2, 4, 7, 9), (6, 2, 3, 2)),
+    ("conv2d", dict(groups=4), (2, 4, 7, 9), (4, 1, 3, 3)),  # depthwise
     ("conv2d", dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2)), (1, 3, 8, 8), (20, 3, 3, 3)),
     ("conv3d", dict(padding=1), (1, 2, 5, 6, 4), (5, 2, 3, 3, 3)),
     ("conv_transpose1d", dict(stride=2, padding=1, output_padding=1), (2, 4, 7), (4, 3, 3)),
@@ -251,3 +276,26 @@ def test_index_64bit_capture_indexes_in_int64_where_inductor_would_pick_int32():
     assert out["False"]["ok"] and out["True"]["ok"]
     assert "int64" not in out["False"]["code"] and out["False"]["flag"] is None
     assert "int64" in out["True"]["code"] and out["True"]["flag"] is True
+
+
+@pytest.mark.timeout(600)
+def test_a_depthwise_convolution_follows_the_channel_count_with_dynamic_parameters(tmp_path, capsys):
+    """groups = in_channels is a module attribute Dynamo would bake in (L1/82 and 86 failed the
+    odd-size trial on the H200 with the variant for that reason); traced as in_channels //
+    weight.shape[1] it stays symbolic and the candidate passes the trial with 17 channels."""
+    from autotriton.validation import ValidationConfig, validate_candidate
+
+    bench = load_bench()
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"id": "dry/depthwise", "name": "depthwise", "source": DEPTHWISE}) + "\n")
+    out = tmp_path / "run"
+    assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
+                       "--capture-device", "cpu-triton", "--dynamic-parameters"]) == 0
+    assert bench.main(["convert", "--suite", str(suite), "--out", str(out)]) == 0
+    capsys.readouterr()
+    code = (out / "converted" / "dry_depthwise.py").read_text()
+    forward = code[code.index("def forward"):]
+    assert not re.search(r"\b16\b", forward), forward  # no channel (= group) count left in forward
+    verdict = validate_candidate(DEPTHWISE, code, ValidationConfig(device="cpu", trials=2))
+    assert verdict.status == "correct", verdict.error
+    assert any(t.get("phase") == "odd_sizes" for t in verdict.trials) and all(t.get("ok") for t in verdict.trials)
