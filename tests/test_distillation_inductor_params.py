@@ -299,3 +299,20 @@ def test_a_depthwise_convolution_follows_the_channel_count_with_dynamic_paramete
     verdict = validate_candidate(DEPTHWISE, code, ValidationConfig(device="cpu", trials=2))
     assert verdict.status == "correct", verdict.error
     assert any(t.get("phase") == "odd_sizes" for t in verdict.trials) and all(t.get("ok") for t in verdict.trials)
+
+
+def test_kernels_near_the_int32_limit_index_in_int64_in_every_capture():
+    """Inductor's guarded int32 choice is unguarded in a standalone candidate: every capture keeps
+    int32 only with 8x headroom (L1/77's gathered patches, 1.93e9 elements at the given sizes,
+    crossed 2^31 at the judge's odd sizes on the H200: illegal memory access)."""
+    import sympy
+    from torch._inductor.codegen.simd import SIMDScheduling
+
+    from autotriton.distillation.inductor_capture import INT32_HEADROOM, _wide_indexing, int32_fits
+
+    assert int32_fits([2**31 // INT32_HEADROOM - 1, 10]) and not int32_fits([1_930_000_000])
+    original = SIMDScheduling.can_use_32bit_indexing
+    with _wide_indexing(False):
+        assert SIMDScheduling.can_use_32bit_indexing(sympy.Integer(1_930_000_000), []) is False
+        assert SIMDScheduling.can_use_32bit_indexing(sympy.Integer(2**29), []) is False
+    assert SIMDScheduling.can_use_32bit_indexing is original
