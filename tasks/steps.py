@@ -59,12 +59,11 @@ def store_distill_results(wh: Any, run: Any, results: Sequence[Any], extra_verdi
 def build_export(wh: Any, run: Any, config: Any, name: str) -> Any | None:
     """Build and record the `sft` export (validated pairs) or the `rl` export (prompts chosen
     for diversity) from the warehouse; None when it would have no rows."""
-    from autotriton.training.exports import rl_export, sft_export
+    from autotriton.training.exports import TRAINING_EXPORTS
 
-    builders = {"sft": sft_export, "rl": rl_export}
-    if name not in builders:
-        raise ValueError(f"export {name!r}: choose one of {', '.join(builders)}")
-    rows, filter_ = builders[name](wh, config)
+    if name not in TRAINING_EXPORTS:
+        raise ValueError(f"export {name!r}: choose one of {', '.join(TRAINING_EXPORTS)}")
+    rows, filter_ = TRAINING_EXPORTS[name](wh, config)
     if not rows:
         return None
     return wh.export_parquet(name, rows, filter_, run)

@@ -48,3 +48,10 @@ def rl_export(wh: Any, cfg: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                "rl_sft_share": t.rl_sft_share, "rl_unsolved_weight": t.rl_unsolved_weight,
                "rl_difficulty_floor": t.rl_difficulty_floor, "val_fraction": t.val_fraction, "seed": t.seed}
     return rows, filter_
+
+
+# The training exports by name: `autotriton db export <name>` and the flows' export step.
+TRAINING_EXPORTS = {
+    "sft": sft_export,  # training rows of validated pairs, split by near-duplicate cluster
+    "rl": rl_export,  # GRPO prompts: unsolved + a share of SFT problems, sampled for diversity
+}

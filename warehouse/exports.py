@@ -58,3 +58,7 @@ def pair_rows(wh: Warehouse, config: Any = None) -> tuple[Rows, dict[str, Any]]:
 def verdict_rows(wh: Warehouse, config: Any = None) -> tuple[Rows, dict[str, Any]]:
     """Every stored verdict (one per candidate x judge config x device), for analysis."""
     return wh.sql(VERDICT_SQL).to_dicts(), {"table": "verdicts"}
+
+
+# The warehouse's own exports by name (`autotriton db export <name>`).
+WAREHOUSE_EXPORTS = {"problems": problem_rows, "pairs": pair_rows, "verdicts": verdict_rows}

@@ -19,8 +19,8 @@ from rich.tree import Tree
 
 from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
 from autotriton.warehouse import MigrationError, UnknownKeyError, Warehouse, WarehouseError, WarehouseQueryError
-from autotriton.warehouse.exports import pair_rows, problem_rows, verdict_rows
-from autotriton.training.exports import rl_export, sft_export
+from autotriton.warehouse.exports import WAREHOUSE_EXPORTS
+from autotriton.training.exports import TRAINING_EXPORTS
 
 db_app = typer.Typer(help="Inspect, query, export and migrate the warehouse (DuckDB).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -28,13 +28,7 @@ app.add_typer(db_app, name="db")
 # name -> function(warehouse, config) returning (rows: list[dict], filter: dict).
 # Adding an export is one entry here; `autotriton db export NAME` lists the names on error.
 Exporter = Callable[[Warehouse, Any], "tuple[list[dict[str, Any]], dict[str, Any]]"]
-EXPORTERS: dict[str, Exporter] = {
-    "problems": problem_rows,
-    "pairs": pair_rows,
-    "verdicts": verdict_rows,
-    "sft": sft_export,  # training rows of validated pairs, split by near-duplicate cluster
-    "rl": rl_export,  # GRPO prompts: unsolved + a share of SFT problems, sampled for diversity
-}
+EXPORTERS: dict[str, Exporter] = {**WAREHOUSE_EXPORTS, **TRAINING_EXPORTS}
 
 
 @contextmanager
