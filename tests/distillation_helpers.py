@@ -14,10 +14,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from kernel_fixtures import elementwise_answer, elementwise_reference
+from local_http import LocalChatEndpoint, send_json
 
 RELU_PROBLEM = elementwise_reference("torch.relu(x)", n="4, 37", doc="ReLU.")
 
@@ -52,8 +52,10 @@ class Reply:
     model: str | None = None
 
 
-class ChatServer:
+class ChatServer(LocalChatEndpoint):
     """Run with `with ChatServer(script) as server:`; `server.base_url` goes to the client."""
+
+    protocol_version = "HTTP/1.1"
 
     def __init__(self, script: list[Reply] | None = None, fallback: Callable[[dict[str, Any]], Reply] | None = None):
         self.script = list(script or [])
@@ -63,16 +65,10 @@ class ChatServer:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests the server was handling at once
-        self._httpd: ThreadingHTTPServer | None = None
 
     @property
     def count(self) -> int:
         return len(self.requests)
-
-    @property
-    def base_url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -84,104 +80,67 @@ class ChatServer:
             return self.fallback(body)
         return Reply(status=500, content="script exhausted")
 
-    def __enter__(self) -> "ChatServer":
-        server = self
+    def respond(self, handler: Any, body: dict[str, Any], headers: dict[str, str]) -> None:
+        reply = self.next_reply(body)
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if reply.delay_s:
+                time.sleep(reply.delay_s)
+            self._reply(handler, body, reply)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def _reply(self, handler: Any, body: dict[str, Any], reply: Reply) -> None:
+        if reply.status != 200:
+            err = {"error": {"message": reply.content or "error", "type": "server_error" if reply.status >= 500 else "rate_limit_error", "code": None}}
+            send_json(handler, reply.status, err, reply.headers)
+            return
+        model = reply.model or body.get("model", "test-model")
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+            if reply.reasoning_content is not None:
+                message["reasoning_content"] = reply.reasoning_content
+            send_json(handler, 200, {
+                "id": f"chatcmpl-{self.count}", "object": "chat.completion", "created": int(time.time()), "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}],
+                "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                          "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+            })
+            return
+        try:
+            self._stream(handler, body, reply, model)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout): nothing to deliver
 
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
+    def _stream(self, handler: Any, body: dict[str, Any], reply: Reply, model: str) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        cid = f"chatcmpl-{self.count}"
 
-            def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(payload)
+        def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, Any] | None = None, choices: bool = True) -> None:
+            obj: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+                                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}] if choices else []}
+            if usage is not None:
+                obj["usage"] = usage
+            handler.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+            handler.wfile.flush()
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if self.path.rstrip("/") != "/v1/chat/completions":
-                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}", "type": "not_found"}}).encode(), "application/json")
-                    return
-                reply = server.next_reply(body)
-                with server._lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    if reply.delay_s:
-                        time.sleep(reply.delay_s)
-                    self._reply(body, reply)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-            def _reply(self, body: dict[str, Any], reply: Reply) -> None:
-                if reply.status != 200:
-                    err = {"error": {"message": reply.content or "error", "type": "server_error" if reply.status >= 500 else "rate_limit_error", "code": None}}
-                    try:
-                        self._send(reply.status, json.dumps(err).encode(), "application/json", reply.headers)
-                    except (BrokenPipeError, ConnectionResetError):
-                        pass
-                    return
-                model = reply.model or body.get("model", "test-model")
-                try:
-                    if body.get("stream"):
-                        self._stream(body, reply, model)
-                    else:
-                        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-                        if reply.reasoning_content is not None:
-                            message["reasoning_content"] = reply.reasoning_content
-                        payload = {
-                            "id": f"chatcmpl-{server.count}", "object": "chat.completion", "created": int(time.time()), "model": model,
-                            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}],
-                            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                                      "total_tokens": reply.prompt_tokens + reply.completion_tokens},
-                        }
-                        self._send(200, json.dumps(payload).encode(), "application/json")
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout): nothing to deliver
-
-            def _stream(self, body: dict[str, Any], reply: Reply, model: str) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                cid = f"chatcmpl-{server.count}"
-
-                def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, Any] | None = None, choices: bool = True) -> None:
-                    obj: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-                                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}] if choices else []}
-                    if usage is not None:
-                        obj["usage"] = usage
-                    self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
-                    self.wfile.flush()
-
-                chunk({"role": "assistant", "content": ""})
-                if reply.reasoning_content:
-                    for i in range(0, len(reply.reasoning_content), 16):
-                        chunk({"reasoning_content": reply.reasoning_content[i:i + 16]})
-                for i in range(0, len(reply.content), 23):
-                    chunk({"content": reply.content[i:i + 23]})
-                chunk({}, finish=reply.finish_reason)
-                if (body.get("stream_options") or {}).get("include_usage"):
-                    chunk({}, usage={"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                                     "total_tokens": reply.prompt_tokens + reply.completion_tokens}, choices=False)
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-                self.close_connection = True
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        assert self._httpd is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        chunk({"role": "assistant", "content": ""})
+        if reply.reasoning_content:
+            for i in range(0, len(reply.reasoning_content), 16):
+                chunk({"reasoning_content": reply.reasoning_content[i:i + 16]})
+        for i in range(0, len(reply.content), 23):
+            chunk({"content": reply.content[i:i + 23]})
+        chunk({}, finish=reply.finish_reason)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunk({}, usage={"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                             "total_tokens": reply.prompt_tokens + reply.completion_tokens}, choices=False)
+        handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+        handler.close_connection = True

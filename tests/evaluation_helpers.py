@@ -7,11 +7,11 @@ import json
 import threading
 import time
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from kernel_fixtures import elementwise_answer, elementwise_reference, torch_fallback
+from local_http import LocalChatEndpoint, send_json
 
 # ------------------------------------------------------------------------------------------------
 # A tiny suite: two elementwise problems small enough for the Triton interpreter.
@@ -52,7 +52,7 @@ def completion(code: str, reasoning: str = "Elementwise: one program per block, 
 # A local OpenAI-compatible server
 
 
-class ChatServer:
+class ChatServer(LocalChatEndpoint):
     """POST /v1/chat/completions on 127.0.0.1, speaking the real wire format.
 
     `script` maps a marker (a string found in the user message, e.g. the problem's docstring) to
@@ -73,45 +73,9 @@ class ChatServer:
         self.requests: list[dict[str, Any]] = []
         self.served: dict[str, int] = defaultdict(int)
         self.lock = threading.Lock()
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
-                    return
-                reply = server.answer(body, {k.lower(): v for k, v in self.headers.items()})
-                self._send(*reply)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> "ChatServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def respond(self, handler: Any, body: dict[str, Any], headers: dict[str, str]) -> None:
+        send_json(handler, *self.answer(body, headers))
 
     def answer(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any], dict[str, str]] | tuple[int, dict[str, Any]]:
         with self.lock:
