@@ -43,9 +43,12 @@ __all__ = ["convolution_decompositions", "convolution_as_matmul", "needs_decompo
            "symbolic_parameter_convolutions"]
 
 
-def needs_decomposition(weight_dim: int, transposed: bool, groups: int) -> bool:
-    """True for the convolutions Inductor's Triton template does not cover."""
-    return transposed or weight_dim - 2 == 1 or groups > 1
+def needs_decomposition(weight_dim: int, transposed: bool, groups: int, dilation: Any = (1,)) -> bool:
+    """True for the convolutions Inductor's Triton template does not cover: transposed, 1-D,
+    grouped, and dilated ones (the template requires dilation 1: with only Triton allowed, a
+    dilated convolution had no choice at all, `NoValidChoicesError`, KernelBench L1/80)."""
+    dilated = any(int(d) != 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
+    return transposed or weight_dim - 2 == 1 or groups > 1 or dilated
 
 
 def _zero_insert(x: Any, dim: int, stride: int) -> Any:
@@ -130,7 +133,7 @@ def convolution_decompositions() -> dict[Any, Any]:
 
     def convolution(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, transposed: bool,
                     output_padding: Any, groups: int) -> Any:
-        if not needs_decomposition(weight.dim(), bool(transposed), int(groups)):
+        if not needs_decomposition(weight.dim(), bool(transposed), int(groups), dilation):
             return NotImplemented  # the Triton conv template handles it
         return convolution_as_matmul(x, weight, bias, stride, padding, dilation, bool(transposed), output_padding,
                                      int(groups))

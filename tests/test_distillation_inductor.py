@@ -205,6 +205,8 @@ def test_only_uncovered_convolutions_are_decomposed():
     assert needs_decomposition(4, transposed=False, groups=4)
     assert not needs_decomposition(4, transposed=False, groups=1)  # Inductor's Triton conv template
     assert not needs_decomposition(5, transposed=False, groups=1)
+    assert needs_decomposition(4, transposed=False, groups=1, dilation=[2, 1])  # no Triton template: L1/80
+    assert not needs_decomposition(4, transposed=False, groups=1, dilation=[1, 1])
 
 
 def test_capture_describes_graph_inputs_without_specialising_them():
