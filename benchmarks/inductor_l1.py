@@ -333,7 +333,31 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
                "max_mm_configs": max_mm_configs}
     if dynamic_parameters:
         summary["dynamic_parameters"] = True
+    # Captures that ran out of GPU memory next to the others get one more try alone on a GPU
+    # (L1/70 asked for 36 GiB while 27 captures shared two H200s), time permitting.
+    oom = [r for r in rows if capture_ran_out_of_memory(cap_dir / f"{safe_id(r['id'])}.json")]
+    remaining = deadline - (time.monotonic() - started)
+    if oom and jobs > 1 and remaining > 0:
+        print(f"[capture] {len(oom)} out of memory with {jobs} at once: again, one at a time", flush=True)
+        for r in oom:
+            (cap_dir / f"{safe_id(r['id'])}.json").unlink()
+        retry = stage_capture(oom, out, 1, problem_timeout, remaining, decompose_convolution, suites, device,
+                              max_mm_configs, dynamic_parameters)
+        summary.update(captured=retry["captured"], capture_wall_s=round(time.monotonic() - started, 1),
+                       oom_retried=[r["id"] for r in oom])
+        summary["capture_failures"].update(retry["capture_failures"])
     return summary
+
+
+def capture_ran_out_of_memory(path: Path) -> bool:
+    """Whether a capture record exists and every attempt in it failed for lack of GPU memory."""
+    try:
+        attempts = json.loads(path.read_text()).get("attempts") or []
+    except (OSError, ValueError):
+        return False
+    return bool(attempts) and all(not a.get("ok") and ("OutOfMemoryError" in str(a.get("error"))
+                                                       or "out of memory" in str(a.get("error")).lower())
+                                  for a in attempts)
 
 
 # ---------------------------------------------------------------- convert

@@ -178,3 +178,27 @@ def test_validate_resumes_after_a_call_killed_at_its_time_limit(tmp_path, capsys
     final = {json.loads(line)["id"]: json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()}
     assert final[ids[0]]["status"] == "incorrect"  # kept from the earlier call, not judged again
     assert final[ids[1]]["status"] == "correct" and final[ids[1]]["record"]["device"] == "cpu"
+
+
+def test_captures_that_ran_out_of_memory_are_retried_one_at_a_time(tmp_path, capsys):
+    """A capture that ran out of GPU memory next to the others is captured again alone (here: a
+    recorded OOM from an earlier call, retried by a cpu-triton capture with --jobs 2)."""
+    bench = load_bench()
+    suite = tmp_path / "suite.jsonl"
+    source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+              "        return torch.relu(x) * 2.0\ndef get_inputs():\n    return [torch.randn(8, 64)]\n"
+              "def get_init_inputs():\n    return []\n")
+    suite.write_text(json.dumps({"id": "dry/oom", "name": "relu2", "source": source}) + "\n")
+    out = tmp_path / "run"
+    (out / "captures").mkdir(parents=True)
+    oom = {"id": "dry/oom", "name": "relu2", "source": source, "attempts": [
+        {"ok": False, "stage": "compile", "error": "InductorError: OutOfMemoryError: CUDA out of memory. Tried to allocate 36.35 GiB."}]}
+    (out / "captures" / "dry_oom.json").write_text(json.dumps(oom))
+    assert bench.capture_ran_out_of_memory(out / "captures" / "dry_oom.json")
+    assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "2",
+                       "--capture-device", "cpu-triton"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["oom_retried"] == ["dry/oom"] and summary["captured"] == 1
+    record = json.loads((out / "captures" / "dry_oom.json").read_text())
+    assert record["attempts"][0]["ok"], record["attempts"][0].get("error")
+    assert not bench.capture_ran_out_of_memory(out / "captures" / "dry_oom.json")
