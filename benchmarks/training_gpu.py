@@ -257,7 +257,8 @@ def bench_grpo(args, tok, device, workdir):
                          reward_overlap=args.reward_overlap)
     vcfg = ValidationConfig(device=device, trials=args.trials, workers=args.judge_workers,
                             time_kernels=args.time_kernels and device == "cuda",
-                            shrink_for_cpu=device != "cuda")
+                            shrink_for_cpu=device != "cuda",
+                            gpus=[int(g) for g in args.judge_gpus.split(",")] if args.judge_gpus else [])
     t0 = time.perf_counter()
     with JudgePool(vcfg) as judge:
         pool_start = time.perf_counter() - t0
@@ -355,6 +356,8 @@ def main() -> int:
                     "the GRPO completions' kernels with each (e.g. 8,16,32)")
     ap.add_argument("--reward-overlap", action="store_true",
                     help="GRPO with training.reward_overlap: the judge works on one batch while the next is generated")
+    ap.add_argument("--judge-gpus", default="", help="comma-separated GPU indices for the GRPO judge (validation.gpus); "
+                    "e.g. train with CUDA_VISIBLE_DEVICES=0,1 on GPU 0 and judge on 1")
     ap.add_argument("--judge-no-netns", action="store_true",
                     help="judge profile without a network namespace per candidate (measures what that isolation costs)")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")

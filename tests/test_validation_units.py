@@ -193,3 +193,18 @@ def test_job_tensors_travel_raw_and_come_back_equal():
     assert ins[0] is ins[1] and torch.equal(ins[0], x)  # one tensor object stays one
     assert torch.equal(ins[2], x.t()) and ins[2].stride() == x.t().stride()  # a non-contiguous view keeps its layout (pickled)
     assert ins[3].dtype == torch.bfloat16 and torch.equal(ins[3], torch.ones(2, dtype=torch.bfloat16))
+
+
+def test_judge_workers_get_the_gpus_asked_for_as_this_process_sees_them():
+    """validation.gpus picks GPUs by this process's indices; each worker's CUDA_VISIBLE_DEVICES
+    names the physical id behind it (a parent limited to "2,3" keeps its workers on 2 and 3)."""
+    from autotriton.validation.pool import JudgeError, assign_gpus, visible_gpu_ids
+
+    assert visible_gpu_ids(2, {"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3"]
+    assert visible_gpu_ids(2, {}) == ["0", "1"]
+    assert assign_gpus(5, ["2", "3"], []) == ["2", "3", "2", "3", "2"]
+    assert assign_gpus(3, ["2", "3"], [1]) == ["3", "3", "3"]  # the judge on its own GPU
+    with pytest.raises(JudgeError, match=r"validation.gpus = \[2\]: this process sees 2 GPU"):
+        assign_gpus(2, ["0", "1"], [2])
+    with pytest.raises(JudgeError, match="no GPU is visible"):
+        assign_gpus(2, [], [])

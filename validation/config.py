@@ -41,6 +41,9 @@ class ValidationConfig(BaseModel):
     tf32_tolerance: float = Field(1e-2, gt=0, description="fp32 tolerance on a GPU when a launched kernel uses TF32 tl.dot (validation/compare.py)")
     probe_timeout_s: float = Field(60.0, gt=0, description="hard limit for probing one reference problem")
     probe_budget_s: float = Field(20.0, gt=0, description="a problem whose single forward pass takes longer is rejected as too_slow")
+    gpus: list[int] = Field(default_factory=list, description=(
+        "GPUs the judge's workers use (indices as this process sees them); empty = all visible. During GRPO, a GPU of its "
+        "own keeps the judge's CUDA contexts and kernels from slowing generation (training.reward_overlap)"))
     spare_candidates: bool = Field(True, description=(
         "keep one spare candidate process per worker, forked and confined (on a GPU: with its CUDA context made) while the "
         "previous candidate runs; still one fresh process per candidate. Off: each candidate's process starts when its job does"))

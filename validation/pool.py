@@ -66,16 +66,35 @@ def _gpu_count() -> int:
     return torch.cuda.device_count()
 
 
+def visible_gpu_ids(count: int, environ: dict[str, str] | os._Environ = os.environ) -> list[str]:
+    """The ids to put in a worker's CUDA_VISIBLE_DEVICES for this process's GPUs 0..count-1: this
+    process's own CUDA_VISIBLE_DEVICES entries when it has them (so "2,3" stays GPUs 2 and 3)."""
+    listed = [x.strip() for x in (environ.get("CUDA_VISIBLE_DEVICES") or "").split(",") if x.strip()]
+    return listed[:count] if len(listed) >= count else [str(i) for i in range(count)]
+
+
+def assign_gpus(n_workers: int, visible: list[str], chosen: list[int]) -> list[str]:
+    """One GPU id per worker, round-robin over `chosen` (indices into `visible`; empty = all)."""
+    if not visible:
+        raise JudgeError("validation.device is cuda but no GPU is visible to this process")
+    bad = [i for i in chosen if not 0 <= i < len(visible)]
+    if bad:
+        raise JudgeError(f"validation.gpus = {chosen}: this process sees {len(visible)} GPU(s) (indices 0..{len(visible) - 1}); "
+                         f"{bad} do not exist. Use indices as this process sees them (after CUDA_VISIBLE_DEVICES).")
+    pool = [visible[i] for i in chosen] if chosen else visible
+    return [pool[i % len(pool)] for i in range(n_workers)]
+
+
 def judge_config_hash(config: ValidationConfig, device: str) -> str:
     """Hash of everything that can change a verdict (not the worker count)."""
     dump = config.model_dump(mode="json")
-    for k in ("workers", "device", "spare_candidates"):
+    for k in ("workers", "device", "spare_candidates", "gpus"):
         dump.pop(k, None)
     return content_key("judge", dump, device)
 
 
 class _WorkerHandle:
-    def __init__(self, index: int, device: str, n_workers: int, log_dir: str, pool_id: str, n_gpus: int = 1):
+    def __init__(self, index: int, device: str, n_workers: int, log_dir: str, pool_id: str, gpu: str = "0"):
         env = sandbox.scrubbed_env(os.environ)
         env["AUTOTRITON_JUDGE_POOL_ID"] = pool_id  # marks every process of this pool (see JudgePool.processes)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_AUTOTRITON_PARENT, env.get("PYTHONPATH", "")) if p)
@@ -90,7 +109,7 @@ class _WorkerHandle:
             env["CUDA_VISIBLE_DEVICES"] = ""
         else:
             env.pop("TRITON_INTERPRET", None)
-            env["CUDA_VISIBLE_DEVICES"] = str(index % max(1, n_gpus))  # several workers may share a GPU
+            env["CUDA_VISIBLE_DEVICES"] = gpu  # one GPU per worker; several workers may share one
         self.index = index
         self.log_path = os.path.join(log_dir, f"worker-{index}.log")
         self._log = open(self.log_path, "ab")
@@ -143,7 +162,8 @@ class JudgePool:
         if workers is None:
             workers = self.config.workers or _default_workers(self.config)
         self.n_workers = max(1, workers)
-        self._n_gpus = _gpu_count() if self.device == "cuda" else 0
+        self._gpus = (assign_gpus(self.n_workers, visible_gpu_ids(_gpu_count()), self.config.gpus)
+                      if self.device == "cuda" else ["0"] * self.n_workers)
         self.config_hash = judge_config_hash(self.config, self.device)
         self._log_dir = tempfile.mkdtemp(prefix="autotriton-judge-logs-")
         self.pool_id = os.path.basename(self._log_dir).rsplit("-", 1)[-1] + f"-{os.getpid()}"
@@ -154,7 +174,7 @@ class JudgePool:
         self.versions: dict[str, str] = {}
         self.device_name = "cpu"
         for i in range(self.n_workers):
-            self._handles[i] = _WorkerHandle(i, self.device, self.n_workers, self._log_dir, self.pool_id, self._n_gpus)
+            self._handles[i] = _WorkerHandle(i, self.device, self.n_workers, self._log_dir, self.pool_id, self._gpus[i])
         for i in range(self.n_workers):
             ready = self._handles[i].wait_ready()  # type: ignore[union-attr]
             self.versions = dict(ready.get("versions", {}))
@@ -230,7 +250,7 @@ class JudgePool:
         old = self._handles[index]
         if old is not None:
             old.kill()
-        handle = _WorkerHandle(index, self.device, self.n_workers, self._log_dir, self.pool_id, self._n_gpus)
+        handle = _WorkerHandle(index, self.device, self.n_workers, self._log_dir, self.pool_id, self._gpus[index])
         self._handles[index] = handle
         handle.wait_ready()
 
@@ -455,7 +475,7 @@ def _default_workers(config: ValidationConfig) -> int:
     device = resolve_device(config.device)
     if device != "cuda":
         return max(1, os.cpu_count() or 1)
-    gpus = max(1, _gpu_count())
+    gpus = len(set(config.gpus)) or max(1, _gpu_count())
     if config.time_kernels:
         return gpus
     return gpus * max(1, min(4, (os.cpu_count() or 1) // gpus))
