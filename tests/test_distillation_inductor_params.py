@@ -28,6 +28,18 @@ def load_bench():
     spec.loader.exec_module(module)
     return module
 
+def dry_capture(tmp_path: Path, name: str, source: str, *extra: str, out_name: str = "run") -> Path:
+    """A cpu-triton dry-run capture of one problem through the L1 benchmark (id `dry/<name>`);
+    returns the benchmark's output folder (captures/dry_<name>.json)."""
+    bench = load_bench()
+    suite = tmp_path / f"suite-{name}.jsonl"
+    suite.write_text(json.dumps({"id": f"dry/{name}", "name": name, "source": source}) + "\n")
+    out = tmp_path / out_name
+    assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
+                       "--capture-device", "cpu-triton", *extra]) == 0
+    return out
+
+
 CONV1D = '''import torch
 import torch.nn as nn
 
@@ -157,11 +169,8 @@ def test_dynamic_parameters_candidate_reads_channels_from_the_weight_and_passes_
     from autotriton.validation import ValidationConfig, validate_candidate
 
     bench = load_bench()
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text(json.dumps({"id": "dry/conv1d", "name": "conv1d_relu", "source": CONV1D}) + "\n")
-    out = tmp_path / "run"
-    assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
-                       "--capture-device", "cpu-triton", "--dynamic-parameters"]) == 0
+    out = dry_capture(tmp_path, "conv1d", CONV1D, "--dynamic-parameters")
+    suite = tmp_path / "suite-conv1d.jsonl"
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["dynamic_parameters"] is True and summary["captured"] == 1
     record = json.loads((out / "captures" / "dry_conv1d.json").read_text())
@@ -206,14 +215,9 @@ def test_a_second_sample_is_the_symbolic_parameter_variant_kept_only_when_it_dif
     from autotriton.distillation.config import DistillConfig
     from autotriton.records import Problem
 
-    bench = load_bench()
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text(json.dumps({"id": "dry/conv1d", "name": "conv1d_relu", "source": CONV1D}) + "\n")
     conv_captures = {}
     for flag, extra in ((False, []), (True, ["--dynamic-parameters"])):
-        out = tmp_path / f"run-{flag}"
-        assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
-                           "--capture-device", "cpu-triton", *extra]) == 0
+        out = dry_capture(tmp_path, "conv1d", CONV1D, *extra, out_name=f"run-{flag}")
         conv_captures[flag] = json.loads((out / "captures" / "dry_conv1d.json").read_text())["attempts"][0]
     capsys.readouterr()
     relu_record = json.loads((FIXTURES / "pointwise_relu.json").read_text())
@@ -285,13 +289,8 @@ def test_a_depthwise_convolution_follows_the_channel_count_with_dynamic_paramete
     weight.shape[1] it stays symbolic and the candidate passes the trial with 17 channels."""
     from autotriton.validation import ValidationConfig, validate_candidate
 
-    bench = load_bench()
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text(json.dumps({"id": "dry/depthwise", "name": "depthwise", "source": DEPTHWISE}) + "\n")
-    out = tmp_path / "run"
-    assert bench.main(["capture", "--suite", str(suite), "--out", str(out), "--jobs", "1",
-                       "--capture-device", "cpu-triton", "--dynamic-parameters"]) == 0
-    assert bench.main(["convert", "--suite", str(suite), "--out", str(out)]) == 0
+    out = dry_capture(tmp_path, "depthwise", DEPTHWISE, "--dynamic-parameters")
+    assert load_bench().main(["convert", "--suite", str(tmp_path / "suite-depthwise.jsonl"), "--out", str(out)]) == 0
     capsys.readouterr()
     code = (out / "converted" / "dry_depthwise.py").read_text()
     forward = code[code.index("def forward"):]
