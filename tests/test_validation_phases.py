@@ -69,7 +69,7 @@ def test_compiler_warm_up_fills_the_key_cache_without_touching_cuda(tmp_path, in
     """The template forks right after this: the hash must be cached, CUDA untouched, the
     caller's TRITON_CACHE_DIR back as it was and nothing of the warm compile left behind."""
     code = ("import json, os\n"
-            "from autotriton.validation.worker import warm_compiler\n"
+            "from autotriton.validation.warmup import warm_compiler\n"
             "import torch, triton.runtime.cache as c\n"
             f"warm_compiler({str(tmp_path)!r})\n"
             "print(json.dumps({'cached': c.triton_key.cache_info().currsize, 'cuda': torch.cuda.is_initialized(),\n"

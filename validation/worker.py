@@ -225,49 +225,6 @@ def build_driver_seed(directory: str, library_dirs: list[str] | None = None, lib
         shutil.rmtree(build, ignore_errors=True)
     return seed
 
-_WARM_COMPILE_SOURCE = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _autotriton_warm_compile(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(y_ptr + offs, tl.maximum(x, 0.0) + tl.sum(x, axis=0) * 0.0, mask=mask)
-
-
-def launch(x, y, n):
-    _autotriton_warm_compile[(1,)](x, y, n, BLOCK=128)
-'''
-
-
-def warm_compiler(directory: str) -> None:
-    """Pay the Triton compiler's once-per-process costs in the worker, before the template forks,
-    so that every candidate inherits them: `triton_key()` (a SHA-256 of Triton's sources and its
-    415 MB libtriton.so, lru-cached: ~0.45 s of each candidate's first compile, on the CPU's compile
-    check and on the GPU's JIT alike), the code generator's imports and ptxas' version query.
-    One real compile of a tiny kernel for sm_90, from source, with an explicit target: no GPU
-    driver is touched and CUDA is not initialised (the template must never initialise it)."""
-    from triton.runtime.cache import triton_key
-
-    triton_key()
-    from autotriton.validation.compile_check import compile_check
-
-    previous = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(directory, ".triton-warm")  # never the candidates' cache
-    try:
-        compile_check(_WARM_COMPILE_SOURCE, target="cuda:90")
-    finally:
-        if previous is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = previous
-        shutil.rmtree(os.path.join(directory, ".triton-warm"), ignore_errors=True)
-
-
-
 class Worker:
     def __init__(self, close_in_template: tuple[int, ...] = ()) -> None:
         import torch  # noqa: F401  (warm imports, inherited by the template)
@@ -280,7 +237,7 @@ class Worker:
             import triton.runtime.interpreter  # noqa: F401
         self.tmp = tempfile.mkdtemp(prefix="autotriton-judge-")
         os.chmod(self.tmp, 0o755)
-        from autotriton.validation.warmup import warm_up
+        from autotriton.validation.warmup import warm_compiler, warm_up
 
         try:
             warm_up(self.tmp)
