@@ -369,18 +369,23 @@ def test_module_sizes_stay_symbolic_at_capture(layer, shape):
     assert capture["max_abs_err"] is not None and capture["max_abs_err"] < 1e-5
 
 
+def cpu_capture(source: str, name: str) -> tuple[dict, str]:
+    """A dynamic-shape CPU capture that must succeed, and the body of its output code's call()."""
+    from autotriton.distillation.inductor_capture import capture_problem
+
+    capture = capture_problem(source, name=name, device="cpu", dynamic=True, max_autotune=False)
+    assert capture["ok"], capture.get("error")
+    return capture, capture["output_code"].split("def call", 1)[1]
+
+
 def test_attention_is_captured_through_its_math_path():
     """scaled_dot_product_attention (KernelBench L1/97) comes out as matmuls + softmax, not as a
     flash/efficient attention ATen call the converter would have to refuse."""
-    from autotriton.distillation.inductor_capture import capture_problem
-
     source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, q, k, v):\n"
               "        return torch.nn.functional.scaled_dot_product_attention(q, k, v)\n"
               "def get_inputs():\n    return [torch.randn(2, 2, 8, 16) for _ in range(3)]\n"
               "def get_init_inputs():\n    return []\n")
-    capture = capture_problem(source, name="sdpa", device="cpu", dynamic=True, max_autotune=False)
-    assert capture["ok"], capture.get("error")
-    call = capture["output_code"].split("def call", 1)[1]
+    capture, call = cpu_capture(source, "sdpa")
     assert "aten._scaled_dot_product" not in call and "bmm" in call
     assert capture["max_abs_err"] < 1e-5
 
@@ -388,14 +393,10 @@ def test_attention_is_captured_through_its_math_path():
 def test_capture_runs_the_model_in_eval_mode_like_the_judge():
     """The judge compares ModelNew with Model.eval(); BatchNorm captured in train mode would
     normalise by batch statistics instead of the running ones and fail every trial."""
-    from autotriton.distillation.inductor_capture import capture_problem
-
     source = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, c):\n"
               "        super().__init__()\n        self.bn = nn.BatchNorm2d(c)\n    def forward(self, x):\n"
               "        return self.bn(x)\ndef get_inputs():\n    return [torch.rand(4, 3, 8, 8)]\n"
               "def get_init_inputs():\n    return [3]\n")
-    capture = capture_problem(source, name="bn", device="cpu", dynamic=True, max_autotune=False)
-    assert capture["ok"], capture.get("error")
-    call = capture["output_code"].split("def call", 1)[1]
+    capture, call = cpu_capture(source, "bn")
     assert "welford" not in capture["output_code"] and "num_batches_tracked" not in call  # no batch statistics
     assert capture["max_abs_err"] < 1e-5

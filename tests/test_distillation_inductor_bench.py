@@ -4,33 +4,15 @@ files -- what a user does with the tarball a GPU run brings back."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).parent / "data" / "inductor"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("inductor_l1_bench", ROOT / "benchmarks" / "inductor_l1.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from inductor_helpers import load_bench, seeded_run
 
 
 def test_convert_and_summary_stages_on_recorded_captures(tmp_path, capsys):
     bench = load_bench()
-    names = ["pointwise_relu", "template_mm", "aten_fallback_avg_pool3d"]
-    suite = tmp_path / "suite.jsonl"
-    run = tmp_path / "run"
-    (run / "captures").mkdir(parents=True)
-    with suite.open("w") as f:
-        for name in names:
-            capture = json.loads((FIXTURES / f"{name}.json").read_text())
-            f.write(json.dumps({"id": capture["id"], "name": capture["name"], "source": capture["source"]}) + "\n")
-            shutil.copy(FIXTURES / f"{name}.json", run / "captures" / f"{bench.safe_id(capture['id'])}.json")
+    suite, run = seeded_run(tmp_path, bench, ["pointwise_relu", "template_mm", "aten_fallback_avg_pool3d"])
+    with suite.open("a") as f:
         f.write(json.dumps({"id": "never/captured", "name": "x", "source": "class Model: pass"}) + "\n")
 
     assert bench.main(["convert", "--suite", str(suite), "--out", str(run)]) == 0
@@ -154,14 +136,7 @@ def test_validate_resumes_after_a_call_killed_at_its_time_limit(tmp_path, capsys
     """A second validate call judges only what the first left unjudged (verdicts.partial.jsonl),
     and verdicts.jsonl then holds every candidate: the earlier verdict and the new one."""
     bench = load_bench()
-    names = ["pointwise_relu", "pointwise_tanh"]
-    suite, run = tmp_path / "suite.jsonl", tmp_path / "run"
-    (run / "captures").mkdir(parents=True)
-    with suite.open("w") as f:
-        for name in names:
-            capture = json.loads((FIXTURES / f"{name}.json").read_text())
-            f.write(json.dumps({"id": capture["id"], "name": capture["name"], "source": capture["source"]}) + "\n")
-            shutil.copy(FIXTURES / f"{name}.json", run / "captures" / f"{bench.safe_id(capture['id'])}.json")
+    suite, run = seeded_run(tmp_path, bench, ["pointwise_relu", "pointwise_tanh"])
     assert bench.main(["convert", "--suite", str(suite), "--out", str(run)]) == 0
     ids = [json.loads(line)["id"] for line in suite.read_text().splitlines()]
     earlier = {"id": ids[0], "status": "incorrect", "correct": False, "rule_ok": True, "speedup": None}

@@ -11,22 +11,13 @@ matmul template, so the end-to-end check uses a convolution whose per-group prod
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).parent / "data" / "inductor"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("inductor_l1_bench_params", ROOT / "benchmarks" / "inductor_l1.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from inductor_helpers import FIXTURES, ROOT, load_bench
 
 def dry_capture(tmp_path: Path, name: str, source: str, *extra: str, out_name: str = "run") -> Path:
     """A cpu-triton dry-run capture of one problem through the L1 benchmark (id `dry/<name>`);
