@@ -33,7 +33,18 @@ import tempfile
 import time
 import traceback
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
+
+@dataclass
+class Spawned:
+    """A forked, confined process as the worker holds it."""
+
+    pid: int
+    sock: socket.socket
+    workdir: str
+    requested: float  # when the worker asked the template for it (monotonic)
+
 
 class TemplateDied(SystemExit):
     """The clean template is gone; it cannot be re-forked from a worker that holds references."""
@@ -272,7 +283,7 @@ class Worker:
         # One spare candidate process on CUDA: forked, confined and with its CUDA context made
         # while the previous candidate runs (see spawn).
         self._template_dead = False
-        self.spare: tuple[str, int, socket.socket, str, float] | None = None  # (config key, pid, socket, workdir, requested at)
+        self.spare: tuple[dict[str, Any], Spawned] | None = None  # (the request it was made for, the process)
 
     # -- candidate processes --------------------------------------------------------------------
 
@@ -280,28 +291,29 @@ class Worker:
 
     def spawn(self, mode: str, cfg: dict[str, Any]) -> tuple[int, socket.socket, str]:
         """A fresh, confined process for one candidate (or probe). Candidates come from a spare
-        made ahead of time (config `spare_candidates`), which matters on CUDA: creating a CUDA context costs ~0.5 s alone and the driver
-        serialises it across processes (~4 per second per H200, benchmarks/RESULTS.md), so each
-        candidate's process is forked and has its context before its job exists, while the worker
-        judges the one before. Isolation is unchanged: one process per candidate, and nothing of
-        any candidate ever runs before the spare is handed its job."""
+        made ahead of time (config `spare_candidates`), which matters on CUDA: creating a CUDA
+        context costs ~0.5 s alone and the driver serialises it across processes (~4 per second
+        per H200, benchmarks/RESULTS.md), so each candidate's process is forked and has its
+        context before its job exists, while the worker judges the one before. Isolation is
+        unchanged: one process per candidate, and nothing of any candidate ever runs before the
+        spare is handed its job."""
         if not self.template_alive():
             self.drop_spare()  # its template's death killed it (PR_SET_PDEATHSIG), or soon will
             raise TemplateDied("the candidate template process died; this worker must be replaced")
         if mode != "candidate" or not cfg.get("spare_candidates", True):
-            return self._spawn(mode, cfg)
-        warm = cfg.get("device") == "cuda"
-        key = json.dumps({k: cfg.get(k) for k in self.SPAWN_KEYS}, sort_keys=True)
-        taken = self._take_spare(key)
-        if taken is None:
-            taken = (*self._spawn(mode, cfg, spare=True, warm_cuda=warm), self.last_spawn_at)
-            self._wait_warm(*taken[:2])
-        try:
-            self.spare = (key, *self._spawn(mode, cfg, spare=True, warm_cuda=warm), self.last_spawn_at)
-        except TemplateDied:
-            self.spare = None
-        self.last_spawn_at = taken[3]  # the judge's candidate_fork_s is about the process it gets
-        return taken[:3]
+            got = self._spawn(self._request(mode, cfg))
+        else:
+            req = self._request(mode, cfg, spare=True)
+            got = self._take_spare(req)
+            if got is None:
+                got = self._spawn(req)
+                self._wait_warm(got)
+            try:
+                self.spare = (req, self._spawn(req))
+            except TemplateDied:
+                self.spare = None
+        self.last_spawn_at = got.requested  # the judge's candidate_fork_s is about the process it gets
+        return got.pid, got.sock, got.workdir
 
     def template_alive(self) -> bool:
         """False once the template has exited (a candidate may kill its parent); it is reaped here."""
@@ -314,21 +326,20 @@ class Worker:
         self._template_dead = pid == self.zygote_pid
         return not self._template_dead
 
-    SPAWN_KEYS = ("device", "memory_limit_gb", "memory_limit_gb_cpu", "max_output_mb", "max_log_mb", "max_processes",
-                  "isolate_network", "drop_privileges")
-
-    def _take_spare(self, key: str) -> tuple[int, socket.socket, str, float] | None:
+    def _take_spare(self, req: dict[str, Any]) -> Spawned | None:
+        """The spare, if it was made for this very request and is alive and ready; else None."""
         spare, self.spare = self.spare, None
         if spare is None:
             return None
-        spare_key, pid, sock, workdir, requested = spare
-        if spare_key != key or not self._wait_warm(pid, sock):
-            self.finish(pid, sock, workdir)
+        made_for, got = spare
+        if made_for != req or not self._wait_warm(got):
+            self.finish(got.pid, got.sock, got.workdir)
             return None
-        return pid, sock, workdir, requested
+        return got
 
-    def _wait_warm(self, pid: int, sock: socket.socket) -> bool:
-        """The spare's one-byte 'context ready'. False (spare unusable) on EOF or timeout."""
+    def _wait_warm(self, got: Spawned) -> bool:
+        """The spare's one-byte 'ready'. False (spare unusable) on EOF or timeout."""
+        sock = got.sock
         sock.settimeout(self.SPARE_READY_TIMEOUT_S)
         try:
             ok = sock.recv(1) == b"R"
@@ -346,24 +357,29 @@ class Worker:
 
     def drop_spare(self) -> None:
         if self.spare is not None:
-            _key, pid, sock, workdir, _made = self.spare
+            _req, got = self.spare
             self.spare = None
-            self.finish(pid, sock, workdir)
+            self.finish(got.pid, got.sock, got.workdir)
 
-    def _spawn(self, mode: str, cfg: dict[str, Any], spare: bool = False, warm_cuda: bool = False) -> tuple[int, socket.socket, str]:
-        workdir = tempfile.mkdtemp(prefix=f"{mode}-", dir=self.tmp)
+    @staticmethod
+    def _request(mode: str, cfg: dict[str, Any], spare: bool = False) -> dict[str, Any]:
+        """What the template needs to fork and confine one process (its working dir comes later)."""
+        cpu = cfg["device"] == "cpu"
+        return {"op": "spawn", "mode": mode,
+                "memory_limit_bytes": int((cfg["memory_limit_gb_cpu"] if cpu else cfg["memory_limit_gb"]) * 2**30),
+                "max_output_bytes": int(cfg["max_output_mb"] * 2**20), "max_file_bytes": int(cfg["max_log_mb"] * 2**20),
+                "max_processes": cfg["max_processes"], "isolate_network": cfg["isolate_network"],
+                "drop_privileges": cfg["drop_privileges"], "spare": spare, "warm_cuda": spare and not cpu}
+
+    def _spawn(self, req: dict[str, Any]) -> Spawned:
+        workdir = tempfile.mkdtemp(prefix=f"{req['mode']}-", dir=self.tmp)
         os.chmod(workdir, 0o700)
         if self.triton_seed is not None:  # a private copy per candidate: nothing it writes reaches the next one
             shutil.copytree(self.triton_seed, os.path.join(workdir, ".triton"))
         ours, theirs = socket.socketpair()
-        cpu = cfg["device"] == "cpu"
-        req = {"op": "spawn", "mode": mode, "workdir": workdir,
-               "memory_limit_bytes": int((cfg["memory_limit_gb_cpu"] if cpu else cfg["memory_limit_gb"]) * 2**30),
-               "max_output_bytes": int(cfg["max_output_mb"] * 2**20), "max_file_bytes": int(cfg["max_log_mb"] * 2**20), "max_processes": cfg["max_processes"],
-               "isolate_network": cfg["isolate_network"], "drop_privileges": cfg["drop_privileges"], "spare": spare, "warm_cuda": warm_cuda}
         requested = time.monotonic()
         try:
-            socket.send_fds(self.zsock, [json.dumps(req).encode()], [theirs.fileno()])
+            socket.send_fds(self.zsock, [json.dumps(dict(req, workdir=workdir)).encode()], [theirs.fileno()])
             answer = self.zsock.recv(65536)
         except OSError:
             answer = b""
@@ -372,8 +388,7 @@ class Worker:
         if not answer:
             shutil.rmtree(workdir, ignore_errors=True)
             raise TemplateDied("the candidate template process died; this worker must be replaced")
-        self.last_spawn_at = requested
-        return json.loads(answer)["pid"], ours, workdir
+        return Spawned(json.loads(answer)["pid"], ours, workdir, requested)
 
     def exit_status(self, pid: int) -> str | None:
         from autotriton.validation import sandbox
@@ -422,7 +437,7 @@ class Worker:
     def handle(self, request: dict[str, Any]) -> Any:
         op = request["op"]
         if op == "ping":
-            return {"pid": os.getpid(), "zygote": self.zygote_pid, "spare": self.spare[1] if self.spare else None,
+            return {"pid": os.getpid(), "zygote": self.zygote_pid, "spare": self.spare[1].pid if self.spare else None,
                     "versions": versions()}
         if op == "validate":
             from autotriton.validation.judge import judge_one
