@@ -323,10 +323,10 @@ def _wide_indexing(all_64bit: bool, headroom: int = INT32_HEADROOM) -> Any:
     import contextlib
     from unittest import mock
 
+    if not _wide_indexing_available():  # the capture records which
+        return contextlib.nullcontext()
     from torch._inductor.codegen.simd import SIMDScheduling
 
-    if not hasattr(SIMDScheduling, "can_use_32bit_indexing"):  # the capture records which
-        return contextlib.nullcontext()
     original = SIMDScheduling.can_use_32bit_indexing
 
     def decide(numel: Any, buffers: Any) -> bool:

@@ -133,8 +133,7 @@ class RewardOverlapMixin:
             return super()._generate_and_score_completions(inputs)
         fresh = self._overlap_start(inputs)
         if self._overlap_pending is None:  # fill the pipeline: a second batch from the same prompts
-            self._overlap_pending = self._overlap_start(copy.deepcopy(inputs))
-            ready, self._overlap_pending = fresh, self._overlap_pending
+            ready, self._overlap_pending = fresh, self._overlap_start(copy.deepcopy(inputs))
         else:
             ready, self._overlap_pending = self._overlap_pending, fresh
         return self._overlap_finish(ready)
