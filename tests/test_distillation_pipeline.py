@@ -16,22 +16,11 @@ from autotriton.distillation.cache import append_record
 from autotriton.distillation.openai_teacher import OpenAITeacher
 from autotriton.distillation.replay import record_from_candidate
 from autotriton.records import Candidate, Problem, Verdict
+from autotriton.validation import JudgePool
 
 from distillation_helpers import RELU_KERNEL, RELU_KERNEL_BROKEN, RELU_KERNEL_WRONG, RELU_PROBLEM, ChatServer, Reply, answer
 
 SIGMOID_PROBLEM = RELU_PROBLEM.replace("torch.relu(x)", "torch.sigmoid(x)")
-
-
-def _judge_ready() -> bool:
-    try:
-        from autotriton.validation import JudgePool  # noqa: F401
-        from autotriton.validation.rewards import combined_reward  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_judge = pytest.mark.skipif(not _judge_ready(), reason="autotriton.validation.JudgePool not available yet")
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +32,6 @@ def judge_config():
 
 @pytest.fixture(scope="module")
 def judge(judge_config):
-    if not _judge_ready():
-        pytest.skip("autotriton.validation.JudgePool not available yet")
-    from autotriton.validation import JudgePool
-
     with JudgePool(judge_config) as pool:
         yield pool
 
@@ -58,7 +43,6 @@ def llm_config(server: ChatServer, tmp_path, **kw) -> DistillConfig:
     return DistillConfig(**values)
 
 
-@needs_judge
 def test_repair_loop_sends_the_validators_error_back_and_keeps_the_fixed_kernel(judge, judge_config, tmp_path):
     problem = Problem(reference_source=RELU_PROBLEM, name="relu")
     script = [Reply(content=answer(RELU_KERNEL_BROKEN, "Use a relu helper.")), Reply(content=answer(RELU_KERNEL, "Fixed: tl.maximum."))]
@@ -87,7 +71,6 @@ def test_repair_loop_sends_the_validators_error_back_and_keeps_the_fixed_kernel(
     assert stats["tokens"]["total"] == 300 and sum(stats["verdicts"].values()) == 2
 
 
-@needs_judge
 def test_malformed_output_is_recorded_and_repaired(judge, judge_config, tmp_path):
     problem = Problem(reference_source=RELU_PROBLEM, name="relu")
     script = [Reply(content="Sure! ReLU clamps negatives to zero."), Reply(content=answer(RELU_KERNEL))]
@@ -100,7 +83,6 @@ def test_malformed_output_is_recorded_and_repaired(judge, judge_config, tmp_path
     assert result.stats["malformed"] == 1 and result.stats["validated_pairs"] == 1 and fixed.parent_key == malformed.key
 
 
-@needs_judge
 def test_replayed_candidates_are_judged_again_and_only_reward_1_counts(judge, judge_config, tmp_path):
     relu = Problem(reference_source=RELU_PROBLEM, name="relu")
     sigmoid = Problem(reference_source=SIGMOID_PROBLEM, name="sigmoid")
@@ -211,7 +193,6 @@ def test_cli_inductor_without_gpu_is_a_clear_error(tmp_path):
     assert "needs a CUDA GPU" in result.output or "has none" in result.output
 
 
-@needs_judge
 def test_cli_distill_writes_candidates_and_verdicts_with_lineage(tmp_path):
     from autotriton.flows.cli import app
     from autotriton.warehouse import Warehouse
@@ -267,7 +248,6 @@ triton.runtime.errors.InterpreterError: AttributeError("module 'triton.language'
     assert clean_traceback("plain message\nsecond line") == "plain message\nsecond line"
 
 
-@needs_judge
 def test_llm_explains_only_validated_compiler_pairs(judge, judge_config, tmp_path):
     relu = Problem(reference_source=RELU_PROBLEM, name="relu")
     sigmoid = Problem(reference_source=SIGMOID_PROBLEM, name="sigmoid")
@@ -310,7 +290,6 @@ def test_feedback_names_compile_errors_per_kernel_and_numeric_mismatch():
     assert format_feedback(None, "truncated code block (no closing ```)").startswith("Your answer could not be used: truncated")
 
 
-@needs_judge
 def test_cli_openai_teacher_records_malformed_output_and_its_repair(tmp_path):
     from autotriton.flows.cli import app
     from autotriton.warehouse import Warehouse

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from autotriton.flows.cli import app
 from autotriton.records import Checkpoint
+from autotriton.training.models import make_tiny_model
 from autotriton.warehouse import Warehouse
 
 from evaluation_helpers import (
@@ -129,8 +130,7 @@ def test_eval_endpoint_end_to_end_metrics_warehouse_report_and_compare(workdir):
 
 
 def test_eval_tiny_local_model_from_a_checkpoint_key(workdir):
-    models = pytest.importorskip("autotriton.training.models")
-    tiny = models.make_tiny_model(workdir / "tiny-model")
+    tiny = make_tiny_model(workdir / "tiny-model")
     db = workdir / "w.duckdb"
     ckpt = Checkpoint(base_model="tiny", export_key="none", trainer="sft", trainer_config={}, metrics={}, path=str(tiny))
     with Warehouse(db) as wh:

@@ -9,6 +9,7 @@ import pytest
 
 from autotriton.evaluation import LocalModelGenerator, OpenAIGenerator, RecordedGenerator, load_suite
 from autotriton.prompting import PROMPT_VERSION, SYSTEM_PROMPT
+from autotriton.training.models import make_tiny_model
 
 from evaluation_helpers import (
     AFFINE_CHEAT, AFFINE_CORRECT, GARBAGE, RELU_CHEAT, RELU_CORRECT, TRUNCATED, ChatServer, completion, write_suite,
@@ -85,8 +86,7 @@ def test_openai_generator_reads_reasoning_content_and_names_bad_model(problems):
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    models = pytest.importorskip("autotriton.training.models")
-    return models.make_tiny_model(tmp_path_factory.mktemp("evaluation-tiny") / "tiny")
+    return make_tiny_model(tmp_path_factory.mktemp("evaluation-tiny") / "tiny")
 
 
 def test_local_model_generator_samples_k_with_the_chat_template(problems, tiny_model_dir):

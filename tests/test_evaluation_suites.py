@@ -165,7 +165,6 @@ def test_tritonbench_t_folder_single_file_and_suite_loading(tmp_path):
 
 
 def test_tritonbench_t_probe_drops_problems_that_do_not_run_in_the_judge(tmp_path):
-    pytest.importorskip("autotriton.validation.pool")
     from autotriton.validation import ValidationConfig
 
     sep = "#" * 146

@@ -15,7 +15,6 @@ from autotriton.harvesting import HarvestConfig, harvest_dataset
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "modules"
 DATA = Path(__file__).parent / "data" / "harvesting"
-SUITE = ROOT.parent / "shared" / "benchmarks" / "kernelbench_level1.jsonl"
 
 
 def _invoke(args: list[str]):
@@ -78,11 +77,10 @@ def test_kernelbook_rows_become_modules_problems_and_pairs(tmp_path):
     assert again.problems == [] and again.summary()["unchanged"] == 1
 
 
-@pytest.mark.skipif(not SUITE.is_file(), reason="shared/benchmarks not present")
-def test_benchmark_suite_is_imported_verbatim(tmp_path):
-    result = harvest_dataset(SUITE, HarvestConfig(incremental=False, probe=False))
+def test_benchmark_suite_is_imported_verbatim(tmp_path, kernelbench_l1):
+    result = harvest_dataset(kernelbench_l1, HarvestConfig(incremental=False, probe=False))
     assert len(result.problems) == 100
-    first = json.loads(SUITE.read_text().splitlines()[0])
+    first = json.loads(kernelbench_l1.read_text().splitlines()[0])
     p = result.problems[0]
     assert p.reference_source == first["source"] and p.suite == "kernelbench/level1" and p.suite_id == first["id"]
     assert p.licence == "MIT" and result.sources[0].repo == "ScalingIntelligence/KernelBench"
