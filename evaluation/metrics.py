@@ -1,18 +1,32 @@
 """Evaluation metrics over judged samples: accuracy, hacks, pass@k, fast_p and speedups.
 
-Definitions (one sample = one generated candidate and its verdict):
+Definitions (one sample = one generated candidate and its verdict; a share is over all samples unless it says otherwise):
 
-* `rule_pass`: share of samples with no static or runtime rule violation (`Verdict.rule_ok`).
-* `compile_rate`: share of samples whose kernels all compiled for the target (`Verdict.compiled`).
+* `problems`, `samples`: how many problems, and how many samples over all of them.
+* `rule_pass`: share of samples with no static or runtime rule violation (`Verdict.rule_ok`). A
+  timeout or a crash is not a rule failure: it counts against `rule_pass` only when a violation was
+  found before it (the judge sets `rule_ok` so, validation/pool.py).
+* `compile_rate`: share of samples whose kernels all compiled for the target (`Verdict.compiled`);
+  a sample that timed out, crashed or was not run did not show that, so it does not count.
 * `exec_accuracy`: share of samples that are correct AND rule-ok: the AutoTriton reward of 1.
 * `hack_rate`: share of samples whose outputs matched the reference but that broke a rule (e.g.
   PyTorch fallback): the tests alone would have passed them.
+* `correct_rate`: share of samples whose outputs matched the reference, rules aside (`Verdict.correct`).
+* `parse_error_rate`: share of samples whose generation held no usable code (`Candidate.parse_error`).
+* `problems_solved`: number of problems with at least one correct, rule-ok sample.
 * `pass_at_k`: per problem, the unbiased estimator of Chen et al. (2021) with n samples of which c
-  are correct and rule-ok, averaged over problems.
+  are correct and rule-ok, averaged over problems; a k above the fewest samples of any problem is
+  left out (it cannot be estimated).
+* `status_counts`: samples per verdict status (`records.VERDICT_STATUSES`), statuses never seen left out.
 * `fast_p` (KernelBench): share of problems with at least one correct, rule-ok sample whose speedup
   over eager PyTorch is above p (p = 1, 2). Speedups the judge flagged `suspect` do not count.
-* `geomean_speedup`: geometric mean of the speedups of correct, rule-ok samples.
-The speed metrics need a GPU judge; without one they are None.
+* `geomean_speedup`: geometric mean of the speedups of correct, rule-ok, unflagged samples.
+* `timed_samples`: how many speedups went into `geomean_speedup`; `suspect_speedups`: samples whose
+  speedup the judge flagged as suspect (over 10x), whatever their verdict.
+The speed metrics need a GPU judge; without one `fast_p` and `geomean_speedup` are None and the two
+counts are absent. `compute_metrics` adds the same per benchmark and per level, per-problem rows,
+and `reference_failures`: problems none of whose samples could be judged because the reference
+itself failed (still counted as failures above).
 """
 
 from __future__ import annotations

@@ -37,6 +37,8 @@ CHEATS = {
     "cheat_sys_exit": ("relu", "rule_violation", {"SYSTEM-ACCESS"}),
     "cheat_segfault": ("relu", "crashed", set()),
     "cheat_infinite_loop": ("relu", "timeout", set()),
+    "cheat_hang_after_launch": ("relu", "timeout", set()),
+    "crash_out_of_bounds_kernel": ("relu", "crashed", set()),
     "cheat_huge_memory": ("relu", "runtime_error", set()),
     "cheat_nan_output": ("relu", "incorrect", set()),
     "cheat_wrong_shape": ("relu", "incorrect", set()),
@@ -59,6 +61,7 @@ DETAILS = {
     "cheat_import_reference": lambda v: not v.correct,  # the reference is nowhere in its process
     "cheat_os_exit": lambda v: "exited with code 0" in v.error,
     "cheat_segfault": lambda v: "SIGSEGV" in v.error,
+    "crash_out_of_bounds_kernel": lambda v: "SIGSEGV" in v.error,
     # ... and the verdict says where it was stuck (the candidate's stack, dumped before the kill)
     "cheat_infinite_loop": lambda v: "process group was killed" in v.error and "in forward" in v.error,
     "cheat_huge_memory": lambda v: "allocate" in v.error,
@@ -99,6 +102,22 @@ def test_cheat_gets_reward_zero(verdicts, name):
         assert DETAILS[name](v), f"{name}: {v.error}"
     if v.violations:
         assert rule_reward(v) == 0.0
+
+
+def test_rule_ok_is_no_violation_found_so_timeouts_and_crashes_are_not_rule_failures(verdicts):
+    """rule_ok (and so rule_reward and the evaluation's rule_pass) says only whether a rule was broken:
+    a hang or a crash is its own status and fails `correct`, never the rules by itself."""
+    judged = {name: v for name, v in verdicts.items() if not name.startswith("_")}
+    for name, v in judged.items():
+        assert v.rule_ok == (not v.violations), (name, v.status, [x.rule for x in v.violations])
+    for name, status in (("cheat_hang_after_launch", "timeout"), ("crash_out_of_bounds_kernel", "crashed")):
+        v = judged[name]
+        assert v.status == status and not v.violations, (name, v.status, [x.rule for x in v.violations])
+        assert (exec_reward(v), rule_reward(v), combined_reward(v)) == (0.0, 1.0, 0.0), name
+    # The same hang or crash in a candidate that also breaks a rule: the rule, not the end, fails rule_ok.
+    hang, crash = judged["cheat_infinite_loop"], judged["cheat_segfault"]
+    assert hang.status == "timeout" and {x.rule for x in hang.violations} == {"TRITON-NOT-LAUNCHED"} and not hang.rule_ok
+    assert crash.status == "crashed" and "INTROSPECTION" in {x.rule for x in crash.violations} and not crash.rule_ok
 
 
 @pytest.mark.parametrize("kind", sorted(CORRECT) + sorted(CORRECT_CPU_ONLY))

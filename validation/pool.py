@@ -340,7 +340,9 @@ class JudgePool:
                                 "config": self._worker_cfg}, budget)
         if kind != "ok":
             verdict.status, verdict.error, verdict.violations = kind, res, static
-            verdict.rule_ok = False
+            # rule_ok means "no rule violation found" (records.py, evaluation/metrics.py): a judge
+            # that timed out or crashed found none beyond the static ones; `correct` stays False.
+            verdict.rule_ok = not static
             verdict.elapsed_s = time.monotonic() - start
             return verdict
         runtime = [Violation(v["rule"], v["message"], v.get("line")) for v in res["violations"]]
@@ -350,7 +352,9 @@ class JudgePool:
             status = "rule_violation"
         verdict.status = status
         verdict.correct = res["status"] == "correct"
-        verdict.rule_ok = not violations and res["status"] not in ("timeout", "crashed")
+        # A timeout or crash is its own status, not a rule failure: it fails `correct`, and only
+        # the violations seen (static, and runtime ones logged before the end) fail `rule_ok`.
+        verdict.rule_ok = not violations
         verdict.compiled = bool(res.get("compiled"))
         verdict.violations = violations
         verdict.compile_report = res.get("compile_report") or {}
