@@ -328,9 +328,9 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
         clock["at"] = now
 
     # 1. fork the candidate first: it must not inherit anything below.
-    pid, sock, workdir = worker.spawn("candidate", cfg)
+    spawned = worker.spawn("candidate", cfg)
+    pid, sock, workdir = spawned.pid, spawned.sock, spawned.workdir
     lap("spawn")
-    spawned_at = getattr(worker, "last_spawn_at", start)
     try:
         try:
             state = problem_state(worker, problem_source, cfg)
@@ -383,7 +383,7 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             result.update(status="crashed", error=f"the candidate process sent an unusable answer: {exc}")
             return result
         _assess(result, header, tensors, phases, refs, cfg, state)
-        _candidate_phases(result["timing"], header, spawned_at)
+        _candidate_phases(result["timing"], header, spawned.requested)
         lap("assess")
         return result
     finally:

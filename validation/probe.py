@@ -112,7 +112,8 @@ def probe_in_sandbox(worker, problem_source: str, cfg: dict[str, Any]) -> dict[s
 
     start = time.monotonic()
     source = shrink.shrink_problem(problem_source, cfg["shrink_max_dim"]) if cfg["shrink_for_cpu"] else problem_source
-    pid, sock, workdir = worker.spawn("probe", dict(cfg, device="cpu"))
+    spawned = worker.spawn("probe", dict(cfg, device="cpu"))
+    pid, sock, workdir = spawned.pid, spawned.sock, spawned.workdir
     try:
         wire.send_pickle(sock, {"source": source, "seed": cfg["seed"], "budget_s": cfg["probe_budget_s"]})
         try:

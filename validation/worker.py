@@ -289,7 +289,7 @@ class Worker:
 
     SPARE_READY_TIMEOUT_S = 60.0
 
-    def spawn(self, mode: str, cfg: dict[str, Any]) -> tuple[int, socket.socket, str]:
+    def spawn(self, mode: str, cfg: dict[str, Any]) -> Spawned:
         """A fresh, confined process for one candidate (or probe). Candidates come from a spare
         made ahead of time (config `spare_candidates`), which matters on CUDA: creating a CUDA
         context costs ~0.5 s alone and the driver serialises it across processes (~4 per second
@@ -312,8 +312,7 @@ class Worker:
                 self.spare = (req, self._spawn(req))
             except TemplateDied:
                 self.spare = None
-        self.last_spawn_at = got.requested  # the judge's candidate_fork_s is about the process it gets
-        return got.pid, got.sock, got.workdir
+        return got  # its `requested` time is what the judge's candidate_fork_s is measured from
 
     def template_alive(self) -> bool:
         """False once the template has exited (a candidate may kill its parent); it is reaped here."""
