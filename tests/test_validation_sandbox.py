@@ -1,12 +1,22 @@
-"""The walls: secrets, network, HOME, captured output, dead workers, keys and order of verdicts,
-and probing reference problems (the harvester's check)."""
+"""The walls: secrets, network, identity, HOME, captured output, dead workers, keys and order of
+verdicts, and probing reference problems (the harvester's check).
+
+Network isolation and the privilege drop are asserted wherever the machine allows them (judged
+here independently of the sandbox's own report), and turning them off must show in what the
+candidate can do: a sandbox that quietly stopped isolating fails these tests.
+"""
 
 from __future__ import annotations
 
+import ast
+import json
 import os
+import shutil
 import signal
 import socket
-import threading
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,7 +45,8 @@ class ModelNew(nn.Module):
         except OSError as exc:
             net = f"refused:{exc.__class__.__name__}"
         print("HELLO-FROM-CANDIDATE")
-        raise RuntimeError("SNOOP " + repr({"env": dict(os.environ), "home": os.path.expanduser("~"), "cwd": os.getcwd(), "net": net}))
+        raise RuntimeError("SNOOP " + repr({"env": dict(os.environ), "home": os.path.expanduser("~"), "cwd": os.getcwd(), "net": net,
+                                            "uid": os.getuid()}))
 '''
 
 KILL_TEMPLATE = '''
@@ -49,6 +60,55 @@ class ModelNew(nn.Module):
         os.kill(os.getppid(), signal.SIGKILL)  # the parent is the worker's clean template
         os._exit(3)
 '''
+
+
+SANDBOX_PY = Path(__file__).resolve().parent.parent / "validation" / "sandbox.py"
+NOBODY = 65534
+
+
+def _can_make_network_namespace() -> bool:
+    """Whether this machine lets a fresh process enter an empty network namespace (root with
+    CAP_SYS_ADMIN, or unprivileged user namespaces), asked of the kernel, not of the sandbox."""
+    probe = ("import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+             "sys.exit(0 if libc.unshare(0x40000000) == 0 or libc.unshare(0x10000000 | 0x40000000) == 0 else 1)")
+    return subprocess.run([sys.executable, "-c", probe], timeout=60).returncode == 0
+
+
+NETNS = _can_make_network_namespace()
+
+
+class Listener:
+    """A TCP server on the caller's loopback. A connection lands in its backlog whether or not it
+    is accepted in time, so `reached()` tells afterwards whether anybody got through."""
+
+    def __enter__(self):
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(4)
+        return self
+
+    @property
+    def port(self) -> int:
+        return self.server.getsockname()[1]
+
+    def reached(self) -> bool:
+        self.server.settimeout(0.5)
+        try:
+            self.server.accept()[0].close()
+            return True
+        except OSError:  # socket.timeout: nobody in the backlog
+            return False
+
+    def __exit__(self, *exc):
+        self.server.close()
+
+
+def snoop(pool_, listener: Listener) -> tuple[dict, dict]:
+    """Judge the snooping candidate; return what it saw from inside and the sandbox's own report."""
+    v = pool_.validate(problem("relu"), SNOOP.replace("PORT", str(listener.port)))
+    assert v.status == "rule_violation" and not v.correct and "SNOOP " in v.error  # it raised (and its source breaks the rules)
+    seen = ast.literal_eval(v.error[v.error.index("SNOOP ") + 6:].splitlines()[0])
+    return seen, v.timing["sandbox"]
 
 
 @pytest.fixture(scope="module")
@@ -67,34 +127,117 @@ def pool():
 
 
 def test_candidate_sees_no_secrets_no_network_and_a_private_home(pool, capfd):
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    server.settimeout(0.2)
-    accepted = []
-
-    def accept():
-        try:
-            accepted.append(server.accept())
-        except OSError:
-            pass
-
-    t = threading.Thread(target=accept)
-    t.start()
-    v = pool.validate(problem("relu"), SNOOP.replace("PORT", str(server.getsockname()[1])))
-    t.join()
-    server.close()
-    assert v.status == "rule_violation" and not v.correct  # it raised (and its source breaks the rules)
-    assert "SNOOP" in v.error
+    with Listener() as listener:
+        seen, sandbox = snoop(pool, listener)
+        reached = listener.reached()
     for name, value in SECRETS.items():
-        assert value not in v.error and name not in v.error
-    assert "'home': '/root'" not in v.error and "autotriton-judge-" in v.error  # HOME and cwd: its own temp dir
-    sandbox = v.timing["sandbox"]
-    if sandbox["network"].startswith("isolated"):
-        assert "refused" in v.error and not accepted
+        assert name not in seen["env"] and value not in repr(seen)
+    assert seen["home"] != "/root" and "autotriton-judge-" in seen["home"] and seen["cwd"] == seen["home"]  # its own temp dir
+    # Isolation wherever the kernel allows a network namespace; elsewhere the report says it was refused.
+    assert sandbox["network"].startswith("isolated") == NETNS, sandbox["network"]
+    if NETNS:
+        assert seen["net"].startswith("refused") and not reached
+    else:
+        assert sandbox["network"].startswith("not isolated: unshare refused"), sandbox["network"]
+    # As root the candidate runs as nobody, unless the Python install is closed to other users (then it says so).
+    if os.geteuid() == 0:
+        assert sandbox["privileges"] == "dropped to nobody" or "is not open to other users" in sandbox["privileges"], sandbox
+        assert (seen["uid"] == NOBODY) == (sandbox["privileges"] == "dropped to nobody"), (seen["uid"], sandbox)
+    else:
+        assert sandbox["privileges"] == "kept" and seen["uid"] == os.getuid()
     assert sandbox["rlimit_as"] and sandbox["rlimit_fsize"]
     captured = capfd.readouterr()
     assert "HELLO-FROM-CANDIDATE" not in captured.out + captured.err  # candidate output stays in its sandbox
+
+
+def test_a_sandbox_with_isolation_turned_off_is_told_apart():
+    """The checks above are not vacuous: with the walls off, the same candidate reaches the caller's
+    loopback, keeps the judge's identity, and the report says so."""
+    with JudgePool(judge_config(workers=1, odd_size_trial=False, isolate_network=False, drop_privileges=False)) as open_pool:
+        with Listener() as listener:
+            seen, sandbox = snoop(open_pool, listener)
+            reached = listener.reached()
+    assert sandbox["network"] == "not requested" and seen["net"] == "connected" and reached
+    assert sandbox["privileges"] == "kept" and seen["uid"] == os.getuid()
+
+
+# Confines a fork the way a judge worker does, then reports what the confined process can do. Runs
+# under `python -I` with the sandbox module loaded by path (it is standard library only).
+CONFINE_PROBE = r"""
+import importlib.util, json, os, sys, tempfile
+
+spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
+sandbox = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sandbox)
+secret, drop = sys.argv[2], sys.argv[3] == "drop"
+workdir = tempfile.mkdtemp(prefix="autotriton-judge-test-")
+open(os.path.join(workdir, "candidate.py"), "w").write("# the candidate's file")
+read_end, write_end = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(read_end)
+    facts = {}
+    try:
+        facts["report"] = sandbox.confine(workdir, memory_limit_bytes=1 << 32, max_file_bytes=1 << 20, max_processes=64,
+                                          isolate_network=False, drop_privileges=drop, keep_fds=(write_end,),
+                                          environ=dict(os.environ))
+        facts["uid"], facts["euid"], facts["gid"], facts["groups"] = os.getuid(), os.geteuid(), os.getgid(), os.getgroups()
+        try:
+            open(secret).read()
+            facts["read_secret"] = True
+        except PermissionError:
+            facts["read_secret"] = False
+        try:
+            open(os.path.join(workdir, "candidate.py"), "a").write("# and its own writes")
+            facts["writes_workdir"] = True
+        except OSError as exc:
+            facts["writes_workdir"] = repr(exc)
+        try:
+            os.setuid(0)
+            facts["regained_root"] = True
+        except PermissionError:
+            facts["regained_root"] = False
+    except BaseException as exc:
+        facts["error"] = repr(exc)
+    os.write(write_end, json.dumps(facts).encode())
+    os._exit(0)
+os.close(write_end)
+chunks = []
+while chunk := os.read(read_end, 65536):
+    chunks.append(chunk)
+os.waitpid(pid, 0)
+print(b"".join(chunks).decode())
+"""
+
+
+def _confined(python: str, secret: Path, drop: bool) -> dict:
+    out = subprocess.run([python, "-I", "-c", CONFINE_PROBE, str(SANDBOX_PY), str(secret), "drop" if drop else "keep"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    facts = json.loads(out.stdout)
+    assert "error" not in facts, facts
+    return facts
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drop_privileges acts only when the judge runs as root")
+def test_drop_privileges_runs_the_candidate_as_nobody_and_keeping_them_is_visible(tmp_path):
+    secret = tmp_path / "root-only"
+    secret.write_text("root's secret")
+    secret.chmod(0o600)
+    # The drop needs a Python whose files other users can read (a judge under /root keeps root and
+    # says so, asserted in the pool test above); try this one first, then the system's.
+    pythons = [sys.executable, shutil.which("python3"), "/usr/bin/python3"]
+    for python in dict.fromkeys(p for p in pythons if p and os.path.exists(p)):
+        facts = _confined(python, secret, drop=True)
+        if facts["report"]["privileges"] == "dropped to nobody":
+            break
+        assert "is not open to other users" in facts["report"]["privileges"], facts  # the only reason to keep root
+    else:
+        pytest.skip(f"no Python here ({', '.join(p for p in pythons if p)}) is readable by other users: nobody could run it")
+    assert (facts["uid"], facts["euid"], facts["gid"], facts["groups"]) == (NOBODY, NOBODY, NOBODY, [])
+    assert facts["read_secret"] is False and facts["regained_root"] is False
+    assert facts["writes_workdir"] is True  # its working dir was handed over to nobody
+    kept = _confined(python, secret, drop=False)
+    assert kept["report"]["privileges"] == "kept" and kept["uid"] == 0 and kept["read_secret"] is True
 
 
 def test_keys_and_order_of_verdicts(pool):
