@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -37,19 +38,31 @@ PAIRS = [
     ("relu", "cheat_cached_results"), ("relu", "cheat_input_mutation"), ("tiny_scale", "cheat_zero_output"),
     ("relu", "cheat_wrong_shape"), ("relu", "cheat_nan_output"), ("relu", "cheat_aten_ops"), ("conv_relu", "cheat_conv_fallback"),
 ]
-BLOCK_VARIANTS = ("BLOCK=128", "BLOCK=64", "BLOCK=256", "BLOCK=512")
+# A decorated function's name: `@triton.jit` (possibly with arguments and further decorators) then `def NAME`.
+_KERNEL_NAME = re.compile(r"@triton\.jit[^\n]*\n(?:@[^\n]*\n)*def (\w+)")
+
+
+def variant(source: str, k: int) -> str:
+    """The k-th variant of a candidate: each of its Triton kernels renamed `NAME_v{k}` (k = 0: as it is).
+
+    Every variant differs from every other one in what the judge keys and compiles (the kernels' own
+    source), while its behaviour, and so its verdict, stays the original's."""
+    if k == 0:
+        return source
+    for name in _KERNEL_NAME.findall(source):
+        source = re.sub(rf"\b{name}\b", f"{name}_v{k}", source)
+    return source
 
 
 def make_jobs(n: int) -> list[tuple[str, str, str]]:
-    """n (name, problem_source, candidate_source) jobs; block-size variants make candidates distinct."""
+    """n (name, problem_source, candidate_source) jobs, every candidate distinct: the pairs in turn,
+    round k using the k-th variant of each candidate."""
     jobs = []
-    i = 0
-    while len(jobs) < n:
+    for i in range(n):
         prob, cand = PAIRS[i % len(PAIRS)]
-        variant = BLOCK_VARIANTS[(i // len(PAIRS)) % len(BLOCK_VARIANTS)]
-        source = (DATA / "candidates" / f"{cand}.py").read_text().replace("BLOCK=128", variant)
-        jobs.append((f"{cand}[{variant}]", (DATA / "problems" / f"{prob}.py").read_text(), source))
-        i += 1
+        k = i // len(PAIRS)
+        source = variant((DATA / "candidates" / f"{cand}.py").read_text(), k)
+        jobs.append((f"{cand}[v{k}]", (DATA / "problems" / f"{prob}.py").read_text(), source))
     return jobs
 
 
