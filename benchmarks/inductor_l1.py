@@ -328,7 +328,7 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
                 print(f"[capture] {pid}: {'ok' if rc == 0 else rc} "
                       f"({time.monotonic() - t0:.0f}s; {len(todo)} left, {len(running)} running)", flush=True)
         time.sleep(0.2)
-    summary = {"captured": len(list(cap_dir.glob("*.json"))), "capture_failures": failures,
+    summary = {"captured": captured_count(cap_dir), "capture_failures": failures,
                "capture_wall_s": round(time.monotonic() - started, 1), "capture_gpus": len(gpus),
                "max_mm_configs": max_mm_configs}
     if dynamic_parameters:
@@ -347,6 +347,19 @@ def stage_capture(rows: list[dict[str, Any]], out: Path, jobs: int, problem_time
                        oom_retried=[r["id"] for r in oom])
         summary["capture_failures"].update(retry["capture_failures"])
     return summary
+
+
+def captured_count(cap_dir: Path) -> int:
+    """Problems whose capture record holds Inductor output code from at least one attempt. A record
+    whose every attempt failed (out of memory, no Triton template, ...) is a failure, not a capture."""
+    count = 0
+    for path in cap_dir.glob("*.json"):
+        try:
+            attempts = json.loads(path.read_text()).get("attempts") or []
+        except (OSError, ValueError):
+            continue
+        count += any(a.get("output_codes") for a in attempts)
+    return count
 
 
 def capture_ran_out_of_memory(path: Path) -> bool:
@@ -544,7 +557,7 @@ def summarize_verdicts(rows: list[dict[str, Any]], out: Path, verdicts: dict[str
 
 def stage_summary(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     """Recompute the summary from the files a run left (also one killed at its time limit)."""
-    summary: dict[str, Any] = {"captured": len(list((out / "captures").glob("*.json")))}
+    summary: dict[str, Any] = {"captured": captured_count(out / "captures")}
     if (out / "conversions.jsonl").exists():
         outcomes: dict[str, int] = {}
         for line in (out / "conversions.jsonl").read_text().splitlines():

@@ -177,3 +177,17 @@ def test_captures_that_ran_out_of_memory_are_retried_one_at_a_time(tmp_path, cap
     record = json.loads((out / "captures" / "dry_oom.json").read_text())
     assert record["attempts"][0]["ok"], record["attempts"][0].get("error")
     assert not bench.capture_ran_out_of_memory(out / "captures" / "dry_oom.json")
+
+
+def test_captured_counts_only_captures_that_hold_output_code(tmp_path):
+    """A capture record whose every attempt failed (run E's L1/70 out of memory, L1/80 without a Triton
+    template) is a failure: "captured" must not count it."""
+    bench = load_bench()
+    records = {"ok": [{"ok": True, "output_codes": ["# inductor output"]}],
+               "second_try_ok": [{"ok": False, "error": "OutOfMemoryError"}, {"ok": True, "output_codes": ["# code"]}],
+               "oom": [{"ok": False, "error": "OutOfMemoryError: CUDA out of memory"}],
+               "no_template": [{"ok": False, "error": "NoValidChoicesError"}]}
+    for name, attempts in records.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({"attempts": attempts}))
+    (tmp_path / "torn.json").write_text("{")
+    assert bench.captured_count(tmp_path) == 2
