@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autotriton.evaluation import LocalModelGenerator, OpenAIGenerator, RecordedGenerator, load_suite
+from autotriton.evaluation import LocalModelGenerator, OpenAIGenerator, RecordedGenerator, default_instruction, load_suite
 from autotriton.prompting import PROMPT_VERSION, SYSTEM_PROMPT
 from autotriton.training.models import make_tiny_model
 
@@ -134,3 +134,20 @@ def test_recorded_generator_serves_replay_records_and_counts_misses(problems, tm
     bad.write_text('{"code": "x"}\n')
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         RecordedGenerator.from_jsonl([bad])
+
+
+def test_default_instruction_is_the_description_and_a_failure_to_describe_is_an_error(monkeypatch):
+    import autotriton.distillation as distillation
+    from autotriton.records import Problem
+    from validation_helpers import problem as judge_problem
+
+    relu = Problem(reference_source=judge_problem("relu"), name="relu")
+    assert default_instruction(relu) == distillation.describe_problem(relu.reference_source)[0]
+
+    def broken(source, *args, **kwargs):
+        raise RuntimeError("the describer broke")
+
+    # No generic prompt in its place: the problem is named and the cause kept.
+    monkeypatch.setattr(distillation, "describe_problem", broken)
+    with pytest.raises(ValueError, match=r"'relu'.*describe_problem failed \(RuntimeError: the describer broke\)"):
+        default_instruction(relu)

@@ -9,6 +9,7 @@ import pytest
 from autotriton.prompting import SYSTEM_PROMPT, parse_completion
 from autotriton.records import Candidate, Problem, Verdict
 from autotriton.training.data import (
+    default_instruction,
     PassStats, SampleItem, assign_splits, build_rl_rows, build_sft_rows, difficulty_weight, diversity_sample,
     infer_op_tags, near_duplicate_clusters, pass_stats,
 )
@@ -237,3 +238,20 @@ def test_one_big_cluster_cannot_swallow_the_validation_split():
         assert 1 <= len(held) <= 3 and not any(k.startswith("big") for k in held)
     only_big = {f"a{i}": "a" for i in range(6)} | {"b0": "b"}
     assert Counter(assign_splits(only_big, 0.1).values()) == {"train": 6, "validation": 1}
+
+
+def test_default_instruction_is_the_description_and_a_failure_to_describe_is_an_error(monkeypatch):
+    import autotriton.distillation as distillation
+    from autotriton.records import Problem
+    from validation_helpers import problem as judge_problem
+
+    relu = Problem(reference_source=judge_problem("relu"), name="relu")
+    assert default_instruction(relu) == distillation.describe_problem(relu.reference_source)[0]
+
+    def broken(source, *args, **kwargs):
+        raise RuntimeError("the describer broke")
+
+    # No generic prompt in its place: the problem is named and the cause kept.
+    monkeypatch.setattr(distillation, "describe_problem", broken)
+    with pytest.raises(ValueError, match=r"'relu'.*describe_problem failed \(RuntimeError: the describer broke\)"):
+        default_instruction(relu)

@@ -32,23 +32,22 @@ from autotriton.records import Candidate, Problem, Verdict
 
 
 def default_instruction(problem: Problem) -> str:
-    """The task in words for a problem with no teacher-written instruction.
+    """The task in words for a problem with no teacher-written instruction: the distillation stage's
+    `describe_problem`, what teachers were shown (training and evaluation must phrase it alike).
 
-    The distillation stage's `describe_problem` is preferred (it is what teachers were shown);
-    this is the same sentence shape, used when that stage is not importable.
+    A problem that cannot be described is an error naming it: a generic sentence in its place would
+    silently train or evaluate on a different task statement.
     """
+    from autotriton.distillation import describe_problem  # public API of the distillation stage
+
     try:
-        from autotriton.distillation import describe_problem  # public API of the distillation stage
-    except ImportError:
-        describe_problem = None
-    if describe_problem is not None:
-        try:
-            instruction, _reasoning = describe_problem(problem.reference_source)
-            if instruction:
-                return instruction
-        except Exception:  # noqa: BLE001  (same fallback as evaluation: prompts must match there)
-            pass
-    return f"Rewrite the PyTorch module `{problem.name}` as Triton kernels: write `ModelNew`."
+        instruction, _reasoning = describe_problem(problem.reference_source)
+    except Exception as exc:  # noqa: BLE001 (re-raised with the problem named)
+        raise ValueError(f"problem {problem.name!r} (key {problem.key}): describe_problem failed ({type(exc).__name__}: "
+                         f"{exc}); fix its reference source or give its candidate an instruction") from exc
+    if not instruction.strip():
+        raise ValueError(f"problem {problem.name!r} (key {problem.key}): describe_problem gave an empty instruction")
+    return instruction
 
 
 # --------------------------------------------------------------------------------------------
