@@ -169,31 +169,30 @@ def test_kernel_over_shared_memory_is_rejected(kernels) -> None:
 
 
 def test_candidate_kernels_compile_from_a_real_forward(tmp_path: Path) -> None:
-    """Record launches the way the judge's hook does (JITFunction.run), then compile them."""
+    """Launches recorded by the judge's own hook (candidate_runner.install_launch_hooks, as in a
+    candidate's process), then compiled for sm_90."""
+    from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    records: list[LaunchRecord] = []
-    original = JITFunction.run
-
-    def recording_run(self, *args, grid, warmup, **kwargs):
-        records.append(launch_record_from_call(self, args, kwargs, grid))
-        raise _Stop  # no GPU here: describe the launch, do not run it
+    from autotriton.validation import candidate_runner as cr
 
     module = import_candidate(SOFTMAX, tmp_path)
-    JITFunction.run = recording_run
+    originals = (JITFunction.run, InterpretedFunction.run)  # the hook belongs in candidate processes, not here
+    cr.STATE.compile_records, cr.STATE.compile_seen, cr.STATE.want_compile_records = [], set(), True
+    cr.install_launch_hooks()
     try:
-        with pytest.raises(_Stop):
+        # No GPU here: the hook records the launch, then Triton's driver refuses to run it.
+        with pytest.raises(RuntimeError, match="driver"):
             module.ModelNew()(torch.randn(16, 300))
+        records = list(cr.STATE.compile_records)
     finally:
-        JITFunction.run = original
+        JITFunction.run, InterpretedFunction.run = originals
+        cr.STATE.compile_records, cr.STATE.compile_seen = [], set()
+    assert all(isinstance(r, LaunchRecord) for r in records), records  # no record_error entries
     assert [r.kernel_name for r in records] == ["softmax_kernel"]
     assert records[0].constexprs["BLOCK_SIZE"] == 512
     report = compile_launched(records)
     assert report["ok"], report["error"]
-
-
-class _Stop(Exception):
-    pass
 
 
 INTERPRETER_SCRIPT = r'''
@@ -202,22 +201,18 @@ sys.path.insert(0, sys.argv[1])
 from validation_rules_helpers import import_candidate, {name}
 from pathlib import Path
 import torch
-from triton.runtime.interpreter import InterpretedFunction
-from autotriton.validation.compile_check import compile_launched, launch_record_from_call
-from autotriton.validation.triton_compat import apply_interpreter_fixes
-apply_interpreter_fixes()  # numpy >= 2.4 vs Triton 3.6's interpreter (runtime loop bounds)
+from autotriton.validation import candidate_runner as cr
+from autotriton.validation.compile_check import compile_launched
 
-records = []
-original = InterpretedFunction.run
-def run(self, *args, grid, warmup, **kwargs):
-    records.append(launch_record_from_call(self, args, kwargs, grid))
-    return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-InterpretedFunction.run = run
+cr.install_launch_hooks()  # the judge's own hook, as a CPU candidate process installs it (with the interpreter fixes)
+cr.STATE.want_compile_records = True
 
 module = import_candidate({name}, Path(sys.argv[2]))
 model = module.ModelNew(*{init})
 inputs = {inputs}
 before = model(*inputs)
+records = list(cr.STATE.compile_records)
+assert all(not isinstance(r, dict) for r in records), records  # no record_error entries
 report = compile_launched(records, target="cuda:90")
 after = model(*inputs)  # the interpreter still works after compiling
 print(json.dumps({{"ok": report["ok"], "error": report["error"], "kernels": sorted(report["kernels"]),
