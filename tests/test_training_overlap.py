@@ -10,12 +10,15 @@ and the judge must have worked while the next batch was being generated.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from autotriton.training.config import TrainingConfig
 from autotriton.training.data import build_rl_rows
 from autotriton.training.grpo import run_grpo
 from autotriton.training.models import load_model, make_tiny_model
+from autotriton.validation import JudgePool, ValidationConfig
 from training_helpers import TextJudge, elementwise_problem, good_answer, rotate_and_record
 
 
@@ -25,14 +28,14 @@ def tiny(tmp_path_factory):
     return path, load_model(str(path), device="cpu")[1]
 
 
-def train(tiny, tmp_path, overlap: bool, pause: float):
+def train(tiny, tmp_path, overlap: bool, pause: float, judge=None):
     path, tok = tiny
     model, _ = load_model(str(path), device="cpu")
     rows = build_rl_rows([elementwise_problem("relu", "torch.relu(x)", n=300)], val_fraction=0.0)
     cfg = TrainingConfig(model=str(path), output_dir=str(tmp_path / ("on" if overlap else "off")), device="cpu",
                          grpo_max_steps=3, num_generations=4, batch_size=4, max_completion_length=400,
                          grpo_learning_rate=1e-3, save_steps=100, reward_overlap=overlap)
-    judge, log = TextJudge(pause), {"generations": [], "trained": []}
+    judge, log = judge or TextJudge(pause), {"generations": [], "trained": []}
     result = run_grpo(cfg, rows, judge, model=model, tokenizer=tok, progress=False,
                       trainer_hook=lambda trainer: rotate_and_record(trainer, tok, log))
     return result, judge, log
@@ -64,6 +67,40 @@ def test_overlapped_rewards_belong_to_the_batch_they_train_and_match_trl(tiny, t
         assert entry["time/reward_s"] >= 1.5 and "time/reward_wait_s" in entry
         assert entry["frac_reward_zero_std"] == 0.0
     assert result.metrics["judge_calls"] == 4
+
+
+class TimedJudge:
+    """The real judge pool, with the wall-clock span of each batch noted (to see the overlap)."""
+
+    def __init__(self, pool: JudgePool):
+        self.pool, self.calls = pool, []
+
+    def validate_many(self, jobs):
+        start = time.monotonic()
+        try:
+            return self.pool.validate_many(jobs)
+        finally:
+            self.calls.append((start, time.monotonic()))
+
+
+def test_overlap_with_the_real_judge_pool(tiny, tmp_path):
+    """The same pipeline with the real judge (CPU interpreter, candidates in their own processes)
+    in place of the text judge: its verdicts (one correct relu kernel in every group of four, the
+    others copy kernels) reach each batch's own rows, one step late, while the next batch is generated."""
+    with JudgePool(ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=60)) as pool:
+        judge = TimedJudge(pool)
+        result, _, log = train(tiny, tmp_path, overlap=True, pause=0.0, judge=judge)
+    assert len(log["trained"]) == 3 and len(judge.calls) == 4 and len(log["generations"]) == 4
+    # trl's group advantage for one reward-1 answer of four: (r - mean) / (unbiased std 0.5 + 1e-4).
+    for batch in log["trained"]:
+        assert batch["old_logps"]
+        assert sum(good_answer(t) for t in batch["texts"]) == len(batch["texts"]) // 4
+        for text, adv in zip(batch["texts"], batch["advantages"]):
+            assert adv == pytest.approx(0.75 / (0.5 + 1e-4) if good_answer(text) else -0.25 / (0.5 + 1e-4), abs=1e-4)
+    assert any(j0 < g1 and g0 < j1 for j0, j1 in judge.calls for g0, g1 in log["generations"])
+    steps = [e for e in result.log_history if "reward" in e]
+    assert len(steps) == 3 and all(e["reward"] == pytest.approx(0.25) for e in steps)
+    assert all(e["judge/correct"] == pytest.approx(0.25) for e in steps)
 
 
 def test_overlap_refuses_reward_functions_it_cannot_run_in_the_background(tiny, tmp_path):
