@@ -279,3 +279,24 @@ def test_dependency_error_is_raised_with_the_name_when_building_directly(world):
     with pytest.raises(DependencyError) as err:
         cache.ensure(["autotriton-no-such-dist-zq>=1"])
     assert err.value.name == "autotriton-no-such-dist-zq"
+
+
+def test_env_verbs_list_and_build_the_warehouses_recorded_environments(world, tmp_path):
+    from typer.testing import CliRunner
+
+    from autotriton.flows.cli import app
+    from autotriton.warehouse import Warehouse
+
+    (p,) = [p for p in world["first"].problems if p.name == "ChannelsLastScale"]
+    db = str(tmp_path / "wh.duckdb")
+    with Warehouse(db) as wh:
+        wh.put_problems(wh.start_run("harvest", {}), [p])
+    common = ["--db", db, "--set", f"environments.cache_dir={world['envs'].cache_dir}"]
+    built = CliRunner().invoke(app, [*common, "env", "build", "--json"])
+    assert built.exit_code == 0, built.output
+    assert json.loads(built.stdout.strip().splitlines()[-1]) == {"built": 0, "reused": 1, "failed": {}}
+    listed = CliRunner().invoke(app, [*common, "env", "list", "--json"])
+    envs = json.loads(listed.stdout.strip().splitlines()[-1])["environments"]
+    assert any(e["requirements"] == ["einops>=0.6"] and "einops" in e["installed"] for e in envs)
+    missing = CliRunner().invoke(app, ["--db", str(tmp_path / "none.duckdb"), "env", "build"])
+    assert missing.exit_code == 2 and "no such warehouse" in missing.output
