@@ -204,8 +204,11 @@ def distill(
     per_round: list[dict[str, int]] = []
 
     with _judge_for(judge, validation_config) as active_judge, _progress(progress) as bar:
-        if environments and hasattr(active_judge, "use_environments"):
-            active_judge.use_environments({k: v for k, v in environments.items() if k in by_key})
+        if environments:  # the problems' own dependencies, for the judge and a teacher that runs the reference
+            mine = {k: v for k, v in environments.items() if k in by_key}
+            for user in (active_judge, teacher):
+                if hasattr(user, "use_environments"):
+                    user.use_environments(mine)
         task = bar.add_task("distilling", total=len(problems) * config.samples) if bar else None
         previous_hook = getattr(teacher, "on_output", None)
         if bar is not None and hasattr(teacher, "on_output"):

@@ -300,3 +300,18 @@ def test_env_verbs_list_and_build_the_warehouses_recorded_environments(world, tm
     assert any(e["requirements"] == ["einops>=0.6"] and "einops" in e["installed"] for e in envs)
     missing = CliRunner().invoke(app, ["--db", str(tmp_path / "none.duckdb"), "env", "build"])
     assert missing.exit_code == 2 and "no such warehouse" in missing.output
+
+
+@pytest.mark.slow
+def test_the_inductor_teacher_captures_the_reference_with_its_environment(world):
+    """The teacher runs the reference too (torch.compile in a child process): with the problem's
+    environment einops imports there; without it, the capture fails on the import."""
+    from autotriton.distillation.inductor import capture_in_subprocess
+
+    (p,) = [p for p in world["first"].problems if p.name == "ChannelsLastScale"]
+    paths, _ = environment_paths([p], world["envs"])
+    with_env = capture_in_subprocess(p.reference_source, name=p.name, timeout_s=300, device="cpu", max_autotune=False,
+                                     env_paths=paths[p.key])
+    assert with_env["ok"], with_env.get("error")
+    without = capture_in_subprocess(p.reference_source, name=p.name, timeout_s=300, device="cpu", max_autotune=False)
+    assert not without["ok"] and "einops" in str(without.get("error"))
