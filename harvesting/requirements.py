@@ -18,6 +18,7 @@ packages' own record (importlib.metadata.packages_distributions), else the impor
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import tomllib
 from importlib import metadata
@@ -194,6 +195,7 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return bool(names & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
+@functools.lru_cache(maxsize=1)  # a scan of every installed distribution: once per process
 def _installed_providers() -> dict[str, list[str]]:
     try:
         return metadata.packages_distributions()
