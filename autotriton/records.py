@@ -87,6 +87,11 @@ class Problem(Record):
     licence: str | None = None
     suite: str | None = None  # e.g. "kernelbench/level1" for benchmark problems
     suite_id: str | None = None  # e.g. "kernelbench/level1/19"
+    # The environment it needs (autotriton/environments.py): the third-party distributions its
+    # imports come from, normalised, with the repository's declared specifiers ("einops>=0.7"),
+    # and that set's key. Empty / None: the judge's own packages suffice.
+    requirements: list[str] = field(default_factory=list)
+    environment_key: str | None = None
 
     @property
     def key(self) -> str:

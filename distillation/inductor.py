@@ -34,7 +34,7 @@ import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from autotriton.distillation.inductor_convert import ConversionResult, convert_capture
 from autotriton.records import Candidate, Problem
@@ -47,13 +47,14 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: bool = True,
                           decompose_convolution: bool = True, max_autotune: bool = True,
                           device: str = "cuda", max_mm_configs: int | None = None,
-                          dynamic_parameters: bool = False) -> dict[str, Any]:
+                          dynamic_parameters: bool = False, env_paths: Sequence[str] = ()) -> dict[str, Any]:
     """Run `inductor_capture.capture_problem` in a child process; a crash or timeout becomes a
     capture with `ok` False and `stage` "crashed"/"timeout" instead of taking the caller down.
-    `dynamic_parameters`: capture_problem's opt-in symbolic parameter shapes."""
+    `dynamic_parameters`: capture_problem's opt-in symbolic parameter shapes. `env_paths`: the
+    problem's dependency environment, appended to the child's sys.path after its own."""
     request = {"source": source, "name": name, "dynamic": dynamic, "decompose_convolution": decompose_convolution,
                "max_autotune": max_autotune, "device": device, "max_mm_configs": max_mm_configs,
-               "dynamic_parameters": dynamic_parameters}
+               "dynamic_parameters": dynamic_parameters, "env_paths": [str(p) for p in env_paths]}
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory(prefix="autotriton-inductor-") as tmp:
@@ -105,6 +106,11 @@ class InductorTeacher:
                                    if dynamic_parameters is None else dynamic_parameters)
         self.counters: Counter = Counter()
         self.conversions: dict[str, ConversionResult] = {}  # problem key -> outcome, for reports
+        self.environments: dict[str, list[str]] = {}  # problem key -> its dependency environment's site-packages
+
+    def use_environments(self, environments: dict[str, Sequence[str]]) -> None:
+        """Capture these problems (by key) with their dependency environments (autotriton/environments.py)."""
+        self.environments.update({k: [str(p) for p in v] for k, v in environments.items() if v})
 
     def variants(self, samples: int) -> list[bool]:
         """The captures made per problem, as their `dynamic_parameters` flag (module docstring)."""
@@ -120,13 +126,15 @@ class InductorTeacher:
             first = capture_in_subprocess(problem.reference_source, name=problem.name, timeout_s=self.timeout_s,
                                           dynamic=self.dynamic, decompose_convolution=self.decompose_convolution,
                                           max_autotune=self.max_autotune, device=self.device,
-                                          max_mm_configs=self.max_mm_configs, dynamic_parameters=dynamic_parameters)
+                                          max_mm_configs=self.max_mm_configs, dynamic_parameters=dynamic_parameters,
+                                          env_paths=self.environments.get(problem.key, ()))
             attempts = [first]
             if not first.get("ok") and self.dynamic and first.get("stage") not in ("timeout", "crashed"):
                 attempts.append(capture_in_subprocess(
                     problem.reference_source, name=problem.name, timeout_s=self.timeout_s, dynamic=False,
                     decompose_convolution=self.decompose_convolution, max_autotune=self.max_autotune,
-                    device=self.device, max_mm_configs=self.max_mm_configs))
+                    device=self.device, max_mm_configs=self.max_mm_configs,
+                    env_paths=self.environments.get(problem.key, ())))
             return {"attempts": attempts, "source": problem.reference_source}
 
         def one(problem: Problem) -> list[Candidate]:

@@ -495,7 +495,7 @@ def capture_problem(
 def main(argv: list[str] | None = None) -> int:
     """`python distillation/inductor_capture.py OUT.json` with a JSON request on stdin
     ({"source", "name", "dynamic", "decompose_convolution", "max_autotune", "max_mm_configs", "device",
-    "dynamic_parameters", "index_64bit"}): the
+    "dynamic_parameters", "index_64bit", "env_paths"}): the
     subprocess side of InductorTeacher. Writes the capture dict to OUT.json."""
     import json
     import sys
@@ -505,6 +505,9 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python distillation/inductor_capture.py OUT.json < request.json", file=sys.stderr)
         return 2
     request = json.loads(sys.stdin.read())
+    # The problem's dependency environment (autotriton/environments.py), after this Python's own
+    # paths: torch and triton stay the ones installed here.
+    sys.path.extend(p for p in request.get("env_paths") or [] if p not in sys.path)
     capture = capture_problem(request["source"], name=request.get("name", "problem"),
                               device=request.get("device", "cuda"), dynamic=request.get("dynamic", True),
                               max_autotune=request.get("max_autotune", True),

@@ -176,13 +176,16 @@ def distill(
     *,
     explainer: Explainer | None = None,
     progress: bool = False,
+    environments: dict[str, list[str]] | None = None,
 ) -> DistillResult:
     """Generate, judge and repair candidates for `problems`; see the module docstring.
 
     `judge` (e.g. a JudgePool the caller keeps warm) is used when given; otherwise a JudgePool
     over `validation_config` lives for the duration of this call. Candidates without instruction
     or reasoning (compiler output) get them from `explainer.explain_many` (e.g. OpenAITeacher) when
-    they validated and an explainer is given, else from `describe_problem`.
+    they validated and an explainer is given, else from `describe_problem`. `environments`
+    (problem key -> site-packages folders, autotriton.environments.environment_paths) are the
+    problems' dependency environments, handed to the judge (`JudgePool.use_environments`).
     """
     config = config or DistillConfig()
     problems = list({p.key: p for p in problems}.values())  # the same reference twice is one problem
@@ -201,6 +204,11 @@ def distill(
     per_round: list[dict[str, int]] = []
 
     with _judge_for(judge, validation_config) as active_judge, _progress(progress) as bar:
+        if environments:  # the problems' own dependencies, for the judge and a teacher that runs the reference
+            mine = {k: v for k, v in environments.items() if k in by_key}
+            for user in (active_judge, teacher):
+                if hasattr(user, "use_environments"):
+                    user.use_environments(mine)
         task = bar.add_task("distilling", total=len(problems) * config.samples) if bar else None
         previous_hook = getattr(teacher, "on_output", None)
         if bar is not None and hasattr(teacher, "on_output"):

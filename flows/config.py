@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from autotriton.configuration import ConfigError, config_hash, load_layers
 from autotriton.paths import DEMO_EVAL_SUITE, DEMO_MODULES, DEMO_TRAIN_SUITE
 from autotriton.distillation.config import DistillConfig
+from autotriton.environments import EnvironmentConfig
 from autotriton.evaluation.config import EvaluationConfig
 from autotriton.harvesting.config import HarvestConfig
 from autotriton.training.config import TrainingConfig
@@ -38,6 +39,7 @@ class PipelineConfig(BaseModel):
     harvest: HarvestConfig = Field(default_factory=HarvestConfig)
     distill: DistillConfig = Field(default_factory=DistillConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    environments: EnvironmentConfig = Field(default_factory=EnvironmentConfig)  # harvested modules' own dependencies
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     orchestration: OrchestrationConfig = Field(default_factory=OrchestrationConfig)

@@ -47,11 +47,12 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
     run = start_run(db, "refresh", cfg)
     try:
         h, v, orch = cfg.harvest, cfg.validation, cfg.orchestration
-        futures = [harvest_local_source.submit(p, h, v) for p in h.local_paths]
-        futures += [harvest_dataset_source.submit(p, h, v) for p in h.dataset_paths]
+        envs = cfg.environments
+        futures = [harvest_local_source.submit(p, h, v, envs) for p in h.local_paths]
+        futures += [harvest_dataset_source.submit(p, h, v, envs) for p in h.dataset_paths]
         if h.github:
             github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
-            futures.append(github.submit(h, v))
+            futures.append(github.submit(h, v, envs))
         harvested = store_harvest(db, run, [f.result() for f in futures])
 
         wh = resources.warehouse(db)
@@ -66,7 +67,8 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         progress = Progress("distill-progress", f"{len(problems)} problems")
         results = []
         for done, future in enumerate(as_completed(distill_task.map(
-                problems, unmapped(cfg.distill), unmapped(v), unmapped(teacher.version), unmapped(judge_version))), 1):
+                problems, unmapped(cfg.distill), unmapped(v), unmapped(teacher.version), unmapped(judge_version),
+                unmapped(cfg.environments))), 1):
             results.append(future.result())
             progress.update(done / max(1, len(problems)))
         # Ready pairs imported from datasets (KernelBook) have candidates but no verdict yet.

@@ -8,6 +8,7 @@ from; everything after that happens here, so every source yields the same record
 from __future__ import annotations
 
 import re
+import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -15,12 +16,15 @@ from typing import Any, Callable, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from autotriton.environments import DependencyError, EnvironmentCache, EnvironmentConfig, requirement_key
 from autotriton.harvesting.config import HarvestConfig
 from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
 from autotriton.harvesting.extract import (
     ExtractionError, ModuleClassIndex, Repository, extract_class, rename_to_model,
 )
+from autotriton.harvesting.requirements import module_requirements
 from autotriton.harvesting.state import HarvestState
+from autotriton.hashing import source_key
 from autotriton.harvesting.synthesis import (
     Attempt, SynthesisError, problem_source, random_calls, repair_attempt, synthesize,
 )
@@ -29,7 +33,9 @@ from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 # Probe reasons that another input guess cannot fix.
 PERMANENT_REASONS = frozenset({"missing_dependency", "needs_data_files", "nondeterministic", "input_independent", "bad_format"})
 
-ProbeFn = Callable[[Sequence[str]], Sequence[Any]]
+# probe(sources) -> results; called as probe(sources, environments={problem key: site-packages folders})
+# when some of the sources need their dependency environment (SandboxProbe does).
+ProbeFn = Callable[..., Sequence[Any]]
 
 
 @dataclass
@@ -128,8 +134,12 @@ class SandboxProbe:
     def __exit__(self, *exc: Any) -> None:
         self.pool.__exit__(*exc)
 
-    def __call__(self, sources: Sequence[str]) -> Sequence[Any]:
-        return self.pool.probe_many(list(sources))
+    def __call__(self, sources: Sequence[str], environments: dict[str, list[str]] | None = None) -> Sequence[Any]:
+        return self.pool.probe_many(list(sources), environments=environments)
+
+
+def _any_package(top: str) -> bool:
+    return True
 
 
 def _field(result: Any, name: str, default: Any = None) -> Any:
@@ -160,14 +170,20 @@ class _Pending:
     attempts: list[Attempt]
     first_failure: tuple[str, str] | None = None
     done: bool = False
+    env_paths: list[str] = field(default_factory=list)  # site-packages of its dependency environment
 
 
 class Harvester:
     """Accumulates one harvest over any number of repositories, then synthesises and probes."""
 
     def __init__(self, config: HarvestConfig, *, probe: ProbeFn | None = None, state: HarvestState | None = None,
-                 progress: bool = False, console: Console | None = None, validation_config: Any = None):
+                 progress: bool = False, console: Console | None = None, validation_config: Any = None,
+                 environments: EnvironmentConfig | None = None):
         self.config = config
+        # Dependency environments (autotriton/environments.py): None or disabled = the judge's packages only.
+        self.environments = environments if environments is not None and environments.enabled else None
+        self._declared: dict[str, str] = {}  # the repository being scanned: distribution -> declared requirement
+        self._local_packages: set[str] = set()  # ... and its own top-level packages (never installed from an index)
         self.probe = probe
         self.validation_config = validation_config
         self.state = state
@@ -201,9 +217,15 @@ class Harvester:
     # -- repositories -------------------------------------------------------------------------
 
     def scan_repository(self, repo: Repository, paths: Sequence[str], ref_for: Callable[[str, str], SourceRef],
-                        label: str) -> None:
+                        label: str, declared: dict[str, str] | None = None) -> None:
         """Extract every nn.Module class of `paths` (files of `repo`). `ref_for(path, text)` gives the
-        SourceRef of a file (and may reject it by returning a ref whose licence is not allowed)."""
+        SourceRef of a file (and may reject it by returning a ref whose licence is not allowed).
+        `declared`: the repository's declared requirements (harvesting/requirements.py), whose
+        version specifiers the modules' requirement sets take."""
+        self._declared = dict(declared or {})
+        self._local_packages = {p.split("/", 1)[0].removesuffix(".py") for p in repo.paths}
+        if self.environments is not None:
+            repo.external_ok = _any_package  # each module's environment decides (DependencyError names what is missing)
         index = ModuleClassIndex(repo)
         bar = self._progress()
         with bar:
@@ -261,9 +283,16 @@ class Harvester:
             return
         self.dedup.keys[key] = f"{ref.repo}:{ref.path}"
         self._new_keys.add(key)
+        # What its file imports: for a module that could not stand alone, the best account of
+        # what it would need (a missing_dependency here names the package in its detail).
+        requirements = module_requirements(text, self._declared, local_packages=self._local_packages)
+        try:
+            environment_key = requirement_key(requirements)
+        except ValueError:
+            requirements, environment_key = [], None
         self.result.problems.append(Problem(
             reference_source=class_code, name=name, source_key=ref.key, status="rejected",
-            reject_reason=reason, licence=ref.licence,
+            reject_reason=reason, licence=ref.licence, requirements=requirements, environment_key=environment_key,
         ))
         self.result.details[self.result.problems[-1].key] = detail
 
@@ -281,8 +310,15 @@ class Harvester:
         module = HarvestedModule(source=ref, class_name=class_name, original_source=original, standalone_source=standalone)
         self.result.modules.append(module)
         model_source = rename_to_model(standalone, source_name or class_name)
+        requirements = module_requirements(standalone, self._declared, local_packages=self._local_packages)
+        try:
+            environment_key = requirement_key(requirements)
+        except ValueError:  # a declared specifier packaging cannot read: keep the bare names
+            requirements = sorted({r.split(";")[0].split("[")[0].split("=")[0].split(">")[0].split("<")[0].strip() for r in requirements})
+            environment_key = requirement_key(requirements)
         base = Problem(reference_source=model_source, name=class_name, module_key=module.key, source_key=ref.key,
-                       licence=ref.licence, op_tags=op_tags(standalone))
+                       licence=ref.licence, op_tags=op_tags(standalone), requirements=requirements,
+                       environment_key=environment_key)
         if len(standalone) > self.config.max_problem_chars:
             self._finish_rejected(base, "too_large", f"{len(standalone)} characters > harvest.max_problem_chars={self.config.max_problem_chars}")
             return module
@@ -322,6 +358,8 @@ class Harvester:
 
     def finish(self) -> HarvestResult:
         """Confirm queued modules in the sandbox, guess by guess, and return the result."""
+        if self.pending and self.environments is not None:
+            self._build_environments()
         if self.pending:
             if not self.config.probe:
                 for p in self.pending:
@@ -336,6 +374,38 @@ class Harvester:
             self.state.add_seen(self._new_keys)
         return self.result
 
+    def _build_environments(self) -> None:
+        """Install each distinct requirement set of the queued modules once (cached across
+        harvests); a set that cannot be installed rejects its modules, naming the requirement."""
+        cache = EnvironmentCache(self.environments)
+        by_set: dict[tuple[str, ...], list[_Pending]] = {}
+        for p in self.pending:
+            if p.problem.requirements:
+                by_set.setdefault(tuple(p.problem.requirements), []).append(p)
+        figures = {"built": 0, "reused": 0, "failed": 0, "build_s": 0.0}
+        bar = self._progress()
+        with bar:
+            task = bar.add_task("dependency environments", total=len(by_set))
+            for reqs, waiting in by_set.items():
+                bar.advance(task)
+                try:
+                    env = cache.ensure(reqs)
+                except (DependencyError, ValueError, OSError, subprocess.SubprocessError) as exc:
+                    figures["failed"] += 1
+                    reason = exc.reason if isinstance(exc, DependencyError) else "unresolvable_dependency:" + reqs[0]
+                    detail = exc.detail if isinstance(exc, DependencyError) else f"{type(exc).__name__}: {exc}"
+                    for p in waiting:
+                        p.done = True
+                        self._finish_rejected(p.problem, reason, f"requirements {', '.join(reqs)}: {detail}")
+                    continue
+                figures["reused" if env.reused else "built"] += 1
+                figures["build_s"] += 0.0 if env.reused else env.build_s
+                for p in waiting:
+                    p.env_paths = list(env.site_packages)
+        self.pending = [p for p in self.pending if not p.done]
+        figures["build_s"] = round(figures["build_s"], 1)
+        self.result.extra["environments"] = figures
+
     def _probe_rounds(self, probe: ProbeFn) -> None:
         total = sum(len(p.attempts) for p in self.pending)
         bar = self._progress()
@@ -346,7 +416,8 @@ class Harvester:
                 if not batch:
                     break
                 sources = [problem_source(p.model_source, p.attempts[round_no]) for p in batch]
-                results = list(probe(sources))
+                envs = {source_key(src): p.env_paths for p, src in zip(batch, sources) if p.env_paths}
+                results = list(probe(sources, environments=envs) if envs else probe(sources))
                 if len(results) != len(batch):
                     raise RuntimeError(f"probe returned {len(results)} results for {len(batch)} problems")
                 for p, src, res in zip(batch, sources, results):

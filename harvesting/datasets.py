@@ -110,7 +110,8 @@ def _kernelbook_licence(row: dict[str, Any]) -> str | None:
 
 def harvest_dataset(path: str | os.PathLike[str], config: HarvestConfig | None = None, *, probe: ProbeFn | None = None,
                     progress: bool = False, commit_state: bool = True, state: HarvestState | None = None,
-                    console: Any = None, validation_config: Any = None, suite: str | None = None) -> HarvestResult:
+                    console: Any = None, validation_config: Any = None, suite: str | None = None,
+                    environments: Any = None) -> HarvestResult:
     """Import a KernelBook-style dataset (modules, problems and ready pairs) or a benchmark suite
     (problems with suite ids), detected from the columns. Unchanged files are skipped (state)."""
     config = config or HarvestConfig()
@@ -120,7 +121,8 @@ def harvest_dataset(path: str | os.PathLike[str], config: HarvestConfig | None =
     file = file.resolve()
     if state is None:
         state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
-    harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console, validation_config=validation_config)
+    harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console, validation_config=validation_config,
+                          environments=environments)
     digest = hashlib.sha256(file.read_bytes()).hexdigest()
     source_state = state.source(f"dataset:{file}")
     if config.incremental and source_state.get("sha256") == digest:

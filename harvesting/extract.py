@@ -255,6 +255,10 @@ class Repository:
         self.paths = set(paths)
         self._read = read
         self.max_bytes = max_bytes
+        # Whether an external package may be imported by an extracted module: installed here, by
+        # default; the harvest sets it to "any" when it installs each module's dependencies into
+        # an environment of its own (autotriton/environments.py), which then decides.
+        self.external_ok: Callable[[str], bool] = package_available
         self._texts: dict[str, str | None] = {}
         self._parsed: dict[str, ParsedFile | None] = {}
         self.errors: dict[str, tuple[str, str]] = {}
@@ -266,6 +270,7 @@ class Repository:
         other._texts = {k: v for k, v in self._texts.items() if k not in texts}
         other._parsed = {k: v for k, v in self._parsed.items() if k not in texts}
         other.errors = dict(self.errors)
+        other.external_ok = self.external_ok
         return other
 
     def text(self, path: str) -> str | None:
@@ -650,7 +655,7 @@ class _Collector:
             if external:
                 for b in external:
                     top = b.module.split(".")[0]
-                    if not package_available(top):
+                    if not self.repo.external_ok(top):
                         raise ExtractionError(
                             "missing_dependency",
                             f"{path}:{_line(parsed, idx)}: needs package `{top}`, which is not installed",
@@ -686,7 +691,7 @@ class _Collector:
             if level:
                 raise ExtractionError("relative_import", f"{path}: `from {'.' * level}{module} import *` is not in this repository")
             top = module.split(".")[0]
-            if not package_available(top):
+            if not self.repo.external_ok(top):
                 raise ExtractionError("missing_dependency", f"{path}: needs package `{top}`, which is not installed")
             if (path, sidx) not in self.seen:
                 self.seen.add((path, sidx))

@@ -166,14 +166,15 @@ def search_query(config: HarvestConfig) -> str:
 def harvest_github(config: HarvestConfig | None = None, token: str | None = None, base_url: str | None = None, *,
                    probe: ProbeFn | None = None, progress: bool = False, commit_state: bool = True,
                    state: HarvestState | None = None, console: Any = None, validation_config: Any = None,
-                   sleep: Callable[[float], None] = time.sleep) -> HarvestResult:
+                   environments: Any = None, sleep: Callable[[float], None] = time.sleep) -> HarvestResult:
     """Search GitHub (config.github_query, min_stars, pushed_after, licence allowlist), walk each
     repository's tree at its default branch's head and harvest its .py files."""
     config = config or HarvestConfig()
     if state is None:
         state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
     client = GitHubClient(config, token, base_url, progress=progress, console=console, sleep=sleep)
-    harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console, validation_config=validation_config)
+    harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console, validation_config=validation_config,
+                          environments=environments)
     query = search_query(config)
     results = client.gh.search_repositories(query, sort="stars", order="desc")
     repos: list[Any] = []

@@ -12,6 +12,7 @@ from autotriton.harvesting.config import HarvestConfig
 from autotriton.harvesting.core import Harvester, HarvestResult, ProbeFn
 from autotriton.harvesting.extract import Repository
 from autotriton.harvesting.licences import directory_licence, spdx_header
+from autotriton.harvesting.requirements import declared_in_folder
 from autotriton.harvesting.state import HarvestState
 from autotriton.records import SourceRef
 
@@ -68,13 +69,17 @@ def _scan(harvester: Harvester, root: Path, paths: list[str], scan_paths: list[s
         return SourceRef(kind="local", repo=repo_id, commit=commit, path=rel, licence=spdx_header(text) or licence,
                          url=(root / rel).as_uri())
 
-    harvester.scan_repository(repo, scan_paths, ref_for, label=root.name or str(root))
+    harvester.scan_repository(repo, scan_paths, ref_for, label=root.name or str(root), declared=declared_in_folder(root))
 
 
 def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = None, *, probe: ProbeFn | None = None,
                   progress: bool = False, commit_state: bool = True, state: HarvestState | None = None,
-                  console: Any = None, validation_config: Any = None) -> HarvestResult:
+                  console: Any = None, validation_config: Any = None, environments: Any = None) -> HarvestResult:
     """Harvest a directory or git clone: every nn.Module class of its .py files becomes a problem.
+
+    `environments` (autotriton.environments.EnvironmentConfig): install each module's own
+    dependencies (its imports, with the specifiers of the folder's pyproject.toml, setup.py or
+    requirements*.txt) into a cached environment that the probe uses; None: the judge's packages only.
 
     With `config.incremental`, files whose content hash is unchanged since the last harvest (state
     file) are skipped. The state is saved at the end when `commit_state` (pass False and call
@@ -103,7 +108,7 @@ def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = N
     if state is None:
         state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
     harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console,
-                          validation_config=validation_config)
+                          validation_config=validation_config, environments=environments)
     source_state = state.source(f"local:{target}")
     old_hashes: dict[str, str] = source_state.get("files", {}) if config.incremental else {}
     new_hashes: dict[str, str] = {}

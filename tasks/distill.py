@@ -32,13 +32,17 @@ def judge_fingerprint(validation_config: Any) -> str:
     cache_policy=INPUTS + TASK_SOURCE,
     persist_result=True,
 )
-def distill_problem(problem: Any, distill_config: Any, validation_config: Any, teacher_version: str, judge_version: str):
+def distill_problem(problem: Any, distill_config: Any, validation_config: Any, teacher_version: str, judge_version: str,
+                    environments: Any = None):
     """Candidates (with repairs) and verdicts for one problem. `teacher_version` and
-    `judge_version` are cache-key inputs: new teacher data or judge code means new work."""
+    `judge_version` are cache-key inputs: new teacher data or judge code means new work.
+    `environments` (EnvironmentConfig): the problem is judged with its dependency environment."""
     from autotriton.distillation import distill, make_explainer
+    from autotriton.environments import environment_paths
 
+    paths, _missing = environment_paths([problem], environments)  # a missing one: the judge reports the reference's ImportError
     return distill([problem], resources.teacher(distill_config), distill_config, validation_config,
-                   judge=resources.judge(validation_config), explainer=make_explainer(distill_config))
+                   judge=resources.judge(validation_config), explainer=make_explainer(distill_config), environments=paths)
 
 
 @task(name="judge-candidates", cache_policy=INPUTS + TASK_SOURCE, persist_result=True)

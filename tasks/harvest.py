@@ -13,26 +13,26 @@ from autotriton.tasks.steps import store_harvest_results
 
 
 @task(name="harvest-local", task_run_name="harvest-local-{path}")
-def harvest_local_source(path: str, harvest_config: Any, validation_config: Any):
+def harvest_local_source(path: str, harvest_config: Any, validation_config: Any, environments: Any = None):
     from autotriton.harvesting import harvest_local
 
-    return harvest_local(path, harvest_config, commit_state=False, validation_config=validation_config)
+    return harvest_local(path, harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
 
 
 @task(name="harvest-dataset", task_run_name="harvest-dataset-{path}")
-def harvest_dataset_source(path: str, harvest_config: Any, validation_config: Any):
+def harvest_dataset_source(path: str, harvest_config: Any, validation_config: Any, environments: Any = None):
     from autotriton.harvesting import harvest_dataset
 
-    return harvest_dataset(path, harvest_config, commit_state=False, validation_config=validation_config)
+    return harvest_dataset(path, harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
 
 
 @task(name="harvest-github", retries=3, retry_delay_seconds=[10, 60, 300])
-def harvest_github_source(harvest_config: Any, validation_config: Any):
+def harvest_github_source(harvest_config: Any, validation_config: Any, environments: Any = None):
     """GitHub search + tree walk + blobs. Rate limits are waited out inside; other network
     failures are retried by Prefect (the incremental state makes a retry cheap)."""
     from autotriton.harvesting import harvest_github
 
-    return harvest_github(harvest_config, commit_state=False, validation_config=validation_config)
+    return harvest_github(harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
 
 
 @materialize(

@@ -25,6 +25,9 @@ os.environ.setdefault("WANDB_DISABLED", "true")
 # A developer's own AUTOTRITON_* settings must not leak into tests.
 for _name in [n for n in os.environ if n.startswith("AUTOTRITON_")]:
     del os.environ[_name]
+# Harvested modules' dependency environments install from PyPI into ~/.cache: off for the suite;
+# tests/test_harvesting_environments.py turns them on with a cache of its own.
+os.environ["AUTOTRITON_ENVIRONMENTS__ENABLED"] = "false"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"

@@ -173,6 +173,9 @@ class JudgePool:
         self._closed = False
         self.versions: dict[str, str] = {}
         self.device_name = "cpu"
+        # problem key -> site-packages folders of that problem's dependency environment
+        # (autotriton/environments.py): appended to sys.path after the judge's own, for it only.
+        self.environments: dict[str, list[str]] = {}
         for i in range(self.n_workers):
             self._handles[i] = _WorkerHandle(i, self.device, self.n_workers, self._log_dir, self.pool_id, self._gpus[i])
         for i in range(self.n_workers):
@@ -239,6 +242,17 @@ class JudgePool:
             if res.get("spare"):
                 out[res["spare"]] = "spare"
         return out
+
+    def use_environments(self, environments: dict[str, Sequence[str]]) -> None:
+        """Judge and probe these problems (by problem key, i.e. `source_key` of the reference
+        source) with their dependency environments: the folders are appended to `sys.path`
+        AFTER the judge's own (torch, triton and numpy stay the judge's) in the worker while it
+        loads and runs the reference, and in the candidate's or probe's process."""
+        for key, paths in environments.items():
+            if paths:
+                self.environments[key] = [str(p) for p in paths]
+            else:
+                self.environments.pop(key, None)
 
     def _wire_config(self) -> dict[str, Any]:
         cfg = self.config.model_dump(mode="json")
@@ -337,7 +351,7 @@ class JudgePool:
             return verdict
         budget = self.config.timeout_s * 2 + 120
         kind, res = self._call({"op": "validate", "problem_source": problem_source, "candidate_source": candidate_source,
-                                "config": self._worker_cfg}, budget)
+                                "config": self._worker_cfg, "env_paths": self.environments.get(pkey, [])}, budget)
         if kind != "ok":
             verdict.status, verdict.error, verdict.violations = kind, res, static
             # rule_ok means "no rule violation found" (records.py, evaluation/metrics.py): a judge
@@ -374,16 +388,22 @@ class JudgePool:
         verdict.elapsed_s = time.monotonic() - start
         return verdict
 
-    def probe_many(self, sources: Sequence[str], *, progress: bool = False, shrink: bool | None = None) -> list[ProbeResult]:
+    def probe_many(self, sources: Sequence[str], *, progress: bool = False, shrink: bool | None = None,
+                   environments: dict[str, Sequence[str]] | None = None) -> list[ProbeResult]:
         """One ProbeResult per reference problem source, in order. `shrink` overrides
-        config.shrink_for_cpu (False: probe exactly the given sources)."""
+        config.shrink_for_cpu (False: probe exactly the given sources). `environments` (problem
+        key -> site-packages folders) adds to those registered with `use_environments`."""
+        if environments:
+            self.use_environments(environments)
         cfg = dict(self._worker_cfg, device="cpu")
         if shrink is not None:
             cfg["shrink_for_cpu"] = shrink
         results: list[ProbeResult | None] = [None] * len(sources)
         with _progress(progress, "probing problems", len(sources)) as advance:
             def one(i: int) -> None:
-                kind, res = self._call({"op": "probe", "problem_source": sources[i], "config": cfg}, self.config.probe_timeout_s * 2 + 60)
+                kind, res = self._call({"op": "probe", "problem_source": sources[i], "config": cfg,
+                                        "env_paths": self.environments.get(source_key(sources[i]), [])},
+                                       self.config.probe_timeout_s * 2 + 60)
                 if kind != "ok":
                     res = {"ok": False, "reason": kind, "detail": res}
                 results[i] = ProbeResult(ok=bool(res.get("ok")), reason=res.get("reason"), detail=res.get("detail", ""),
@@ -463,13 +483,16 @@ class _progress:
             self._bar.stop()
 
 
-def validate_many(jobs: Sequence[tuple[str, str]], config: ValidationConfig | None = None, *, progress: bool = False) -> list[Verdict]:
-    """Judge (problem_source, candidate_source) pairs with a temporary pool; verdicts in job order."""
+def validate_many(jobs: Sequence[tuple[str, str]], config: ValidationConfig | None = None, *, progress: bool = False,
+                  environments: dict[str, Sequence[str]] | None = None) -> list[Verdict]:
+    """Judge (problem_source, candidate_source) pairs with a temporary pool; verdicts in job order.
+    `environments`: problem key -> site-packages folders of its dependency environment."""
     if not jobs:
         return []
     config = config or ValidationConfig()
     n = config.workers or None
     with JudgePool(config, workers=min(n or _default_workers(config), len(jobs))) as pool:
+        pool.use_environments(environments or {})
         return pool.validate_many(jobs, progress=progress)
 
 
@@ -489,13 +512,14 @@ def validate_candidate(problem_source: str, candidate_source: str, config: Valid
     return validate_many([(problem_source, candidate_source)], config)[0]
 
 
-def probe_many(sources: Sequence[str], config: ValidationConfig | None = None, *, progress: bool = False) -> list[ProbeResult]:
+def probe_many(sources: Sequence[str], config: ValidationConfig | None = None, *, progress: bool = False,
+               environments: dict[str, Sequence[str]] | None = None) -> list[ProbeResult]:
     if not sources:
         return []
     config = config or ValidationConfig()
     n = config.workers or max(1, os.cpu_count() or 1)
     with JudgePool(config.model_copy(update={"device": "cpu"}), workers=min(n, len(sources))) as pool:
-        return pool.probe_many(sources, progress=progress)
+        return pool.probe_many(sources, progress=progress, environments=environments)
 
 
 def probe_problem(problem_source: str, config: ValidationConfig | None = None) -> ProbeResult:

@@ -119,6 +119,9 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
     if high != fd:
         os.close(fd)
     fd = high
+    # The problem's dependency environment, after the judge's own paths, BEFORE confine(): the
+    # sandbox keeps its privileges when a folder on sys.path is not readable by others.
+    sys.path.extend(p for p in req.get("env_paths") or [] if p not in sys.path)
     environ = dict(os.environ)
     report = sandbox.confine(req["workdir"], memory_limit_bytes=req["memory_limit_bytes"], max_file_bytes=req["max_file_bytes"],
                              max_processes=req["max_processes"], isolate_network=req["isolate_network"],
@@ -368,7 +371,8 @@ class Worker:
                 "memory_limit_bytes": int((cfg["memory_limit_gb_cpu"] if cpu else cfg["memory_limit_gb"]) * 2**30),
                 "max_output_bytes": int(cfg["max_output_mb"] * 2**20), "max_file_bytes": int(cfg["max_log_mb"] * 2**20),
                 "max_processes": cfg["max_processes"], "isolate_network": cfg["isolate_network"],
-                "drop_privileges": cfg["drop_privileges"], "spare": spare, "warm_cuda": spare and not cpu}
+                "drop_privileges": cfg["drop_privileges"], "spare": spare, "warm_cuda": spare and not cpu,
+                "env_paths": list(cfg.get("env_paths") or [])}
 
     def _spawn(self, req: dict[str, Any]) -> Spawned:
         workdir = tempfile.mkdtemp(prefix=f"{req['mode']}-", dir=self.tmp)
@@ -438,15 +442,48 @@ class Worker:
         if op == "ping":
             return {"pid": os.getpid(), "zygote": self.zygote_pid, "spare": self.spare[1].pid if self.spare else None,
                     "versions": versions()}
-        if op == "validate":
-            from autotriton.validation.judge import judge_one
+        if op in ("validate", "probe"):
+            # The problem's dependency environment (autotriton/environments.py), for this request
+            # only: here while the reference loads and runs, and in the process spawned for it.
+            env_paths = [str(p) for p in request.get("env_paths") or []]
+            cfg = dict(request["config"], env_paths=env_paths)
+            with environment_on_path(env_paths):
+                if op == "validate":
+                    from autotriton.validation.judge import judge_one
 
-            return judge_one(self, request["problem_source"], request["candidate_source"], request["config"])
-        if op == "probe":
-            from autotriton.validation.probe import probe_in_sandbox
+                    return judge_one(self, request["problem_source"], request["candidate_source"], cfg)
+                from autotriton.validation.probe import probe_in_sandbox
 
-            return probe_in_sandbox(self, request["problem_source"], request["config"])
+                return probe_in_sandbox(self, request["problem_source"], cfg)
         raise ValueError(f"unknown request {op!r}")
+
+
+class environment_on_path:
+    """Append a problem's environment folders to sys.path AFTER the judge's own (torch, triton and
+    numpy stay the judge's), and take them away afterwards together with the modules imported
+    from them, so the next problem (another environment, or none) cannot import them by accident.
+    Objects already made from them (a cached reference model) keep working."""
+
+    def __init__(self, paths: list[str]):
+        self.paths = [p for p in paths if p not in sys.path]
+
+    def __enter__(self) -> None:
+        sys.path.extend(self.paths)
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.paths:
+            return
+        for p in self.paths:
+            while p in sys.path:
+                sys.path.remove(p)
+        prefixes = tuple(os.path.join(p, "") for p in self.paths)
+        for name, module in list(sys.modules.items()):
+            where = getattr(module, "__file__", None) or ""
+            if where.startswith(prefixes):
+                sys.modules.pop(name, None)
+        import importlib
+
+        importlib.invalidate_caches()
 
 
 def versions() -> dict[str, str]:

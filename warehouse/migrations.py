@@ -174,9 +174,17 @@ SELECT * EXCLUDE (rn) FROM (
 ) WHERE rn = 1;
 """
 
+# Dependency environments (autotriton/environments.py): the requirement set a problem needs and
+# its key. Rows written before have none ('[]', NULL): they ran with the judge's packages.
+_V3_PROBLEM_ENVIRONMENTS = """
+ALTER TABLE problems ADD COLUMN requirements JSON DEFAULT '[]';
+ALTER TABLE problems ADD COLUMN environment_key VARCHAR;
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "record tables with lineage columns", _V1),
     (2, "latest_verdicts view", _V2),
+    (3, "problem dependency environments (requirements, environment_key)", _V3_PROBLEM_ENVIRONMENTS),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

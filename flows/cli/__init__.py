@@ -19,3 +19,4 @@ from autotriton.flows.cli import train_cmd  # noqa: F401,E402
 from autotriton.flows.cli import harvest_cmd  # noqa: F401,E402
 from autotriton.flows.cli import flow_cmd  # noqa: F401,E402
 from autotriton.flows.cli import validate_cmd  # noqa: F401,E402
+from autotriton.flows.cli import env_cmd  # noqa: F401,E402

@@ -65,7 +65,12 @@ def distill_cmd(
         out.print(f"distilling {len(problems)} problem(s) with teacher [bold]{chosen.name}[/] "
                   f"({cfg.distill.samples} sample(s), {cfg.distill.rounds} repair round(s)); judge on {cfg.validation.device}; run {run.run_id}")
         try:
-            result = distill(problems, chosen, cfg.distill, cfg.validation, explainer=explainer, progress=True)
+            from autotriton.environments import environment_paths
+
+            envs, missing = environment_paths(problems, cfg.environments)  # the problems' own dependencies
+            for key, why in list(missing.items())[:5]:
+                out.print(f"[yellow]problem {key}: no dependency environment ({why}); its reference will fail to import[/]")
+            result = distill(problems, chosen, cfg.distill, cfg.validation, explainer=explainer, progress=True, environments=envs)
             new = store_distill_results(wh, run, [result])
         except (TeacherError, JudgeError) as exc:
             wh.finish_run(run, "failed", {"error": str(exc)})

@@ -94,7 +94,8 @@ def local(
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("local", json_out, dry_run, lambda cfg, out: harvest_local(
-        path, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation), extra)
+        path, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation,
+        environments=cfg.environments), extra)
 
 
 @harvest_app.command("dataset")
@@ -112,7 +113,8 @@ def dataset(
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("dataset", json_out, dry_run, lambda cfg, out: harvest_dataset(
-        file, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation, suite=suite), extra)
+        file, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation, suite=suite,
+        environments=cfg.environments), extra)
 
 
 @harvest_app.command("github")
@@ -135,4 +137,5 @@ def github(
              "harvest.pushed_after": pushed_after, "harvest.github_base_url": base_url,
              "harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("github", json_out, dry_run, lambda cfg, out: harvest_github(
-        cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation), extra)
+        cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation,
+        environments=cfg.environments), extra)

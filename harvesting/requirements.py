@@ -1,0 +1,227 @@
+"""What a harvested module needs installed: its imports, mapped to distributions, with the
+version specifiers its repository declares.
+
+A problem's requirement set is per module, not per repository: only the third-party packages the
+standalone module imports, so that a module using einops does not drag in the repository's
+training stack, and many modules share one small environment (autotriton/environments.py).
+
+Declared requirements are read statically, never by running the repository's code:
+- pyproject.toml `[project] dependencies` (and optional dependencies),
+- setup.py `install_requires=[...]` / `extras_require={...}` when they are literal lists
+  (or names bound to literal lists in the same file),
+- requirements*.txt (and requirements/*.txt) lines, minus options, URLs and -r/-c includes.
+An import the repository does not declare becomes an unversioned requirement of the distribution
+that provides it: IMPORT_TO_DISTRIBUTIONS for the well-known mismatches, else the installed
+packages' own record (importlib.metadata.packages_distributions), else the import's name.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Iterable
+
+from autotriton.environments import JUDGE_PROVIDED, canonical_name
+
+#: Imports whose distribution has another name. The first entry is installed when the repository
+#: declares none of them (opencv's headless build: no GUI libraries needed to run a module).
+IMPORT_TO_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "PIL": ("pillow",),
+    "cv2": ("opencv-python-headless", "opencv-python", "opencv-contrib-python", "opencv-contrib-python-headless"),
+    "sklearn": ("scikit-learn",),
+    "skimage": ("scikit-image",),
+    "yaml": ("pyyaml",),
+    "bs4": ("beautifulsoup4",),
+    "attr": ("attrs",),
+    "dateutil": ("python-dateutil",),
+    "dotenv": ("python-dotenv",),
+    "google.protobuf": ("protobuf",),
+    "Crypto": ("pycryptodome",),
+    "jwt": ("pyjwt",),
+    "git": ("gitpython",),
+    "mpl_toolkits": ("matplotlib",),
+    "fvcore": ("fvcore",),
+    "torch_geometric": ("torch-geometric",),
+    "pytorch_lightning": ("pytorch-lightning",),
+    "lightning": ("lightning",),
+    "flash_attn": ("flash-attn",),
+    "mamba_ssm": ("mamba-ssm",),
+    "huggingface_hub": ("huggingface-hub",),
+    "sentencepiece": ("sentencepiece",),
+    "Levenshtein": ("levenshtein",),
+}
+
+_NOT_DISTRIBUTIONS = frozenset({"__future__", "__main__"})
+
+
+def _spec_name(text: str) -> str | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return canonical_name(Requirement(text).name)
+    except InvalidRequirement:
+        return None
+
+
+def _pyproject(text: str) -> list[str]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return []
+    project = data.get("project") or {}
+    out = [r for r in project.get("dependencies") or [] if isinstance(r, str)]
+    for group in (project.get("optional-dependencies") or {}).values():
+        out += [r for r in group or [] if isinstance(r, str)]
+    poetry = ((data.get("tool") or {}).get("poetry") or {}).get("dependencies") or {}
+    for name, spec in poetry.items():  # poetry's own table: name = "^1.2" is not PEP 440; keep the name only
+        if name.lower() != "python":
+            out.append(name)
+    return out
+
+
+def _literal_strings(node: ast.AST, names: dict[str, ast.AST]) -> list[str]:
+    if isinstance(node, ast.Name) and node.id in names:
+        node = names[node.id]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if isinstance(node, ast.Dict):
+        return [s for v in node.values for s in _literal_strings(v, names)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _literal_strings(node.left, names) + _literal_strings(node.right, names)
+    return []
+
+
+def _setup_py(text: str) -> list[str]:
+    """install_requires / extras_require of a setup() call, when they are literals (or names bound
+    to literals in the module): read with ast, never executed."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    names: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = node.value
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg in ("install_requires", "extras_require"):
+                    out += _literal_strings(kw.value, names)
+    return out
+
+
+def _requirements_txt(text: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith(("#", "-", "git+", "http:", "https:", "file:", ".")):
+            continue
+        out.append(line)
+    return out
+
+
+def declared_requirements(read: Callable[[str], str | None], paths: Iterable[str] = ()) -> dict[str, str]:
+    """{canonical distribution name: requirement as declared} from a repository's packaging files.
+    `read(relative_path)` returns a file's text or None; `paths` lists the repository's files (for
+    requirements*.txt in sub-folders such as requirements/base.txt)."""
+    found: list[str] = []
+    text = read("pyproject.toml")
+    if text:
+        found += _pyproject(text)
+    text = read("setup.py")
+    if text:
+        found += _setup_py(text)
+    listed = {p for p in paths if p.endswith(".txt") and (Path(p).name.startswith("requirements") or Path(p).parent.name == "requirements")
+              and p.count("/") <= 1}
+    for rel in sorted(listed | {"requirements.txt"}):
+        text = read(rel)
+        if text:
+            found += _requirements_txt(text)
+    out: dict[str, str] = {}
+    for req in found:
+        name = _spec_name(req)
+        if name is not None and name not in out:
+            out[name] = req.strip()
+    return out
+
+
+def declared_in_folder(root: Path) -> dict[str, str]:
+    """declared_requirements of a local folder (its top level and requirements/)."""
+    def read(rel: str) -> str | None:
+        try:
+            return (root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    paths = [p.relative_to(root).as_posix() for p in [*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]]
+    return declared_requirements(read, paths)
+
+
+def imported_modules(source: str) -> list[str]:
+    """Absolute imports of a module's source, as dotted names (relative imports are the repository's own)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    optional: set[int] = set()  # imports guarded by `try/except ImportError` or `if TYPE_CHECKING`: not needed to run
+    for node in ast.walk(tree):
+        guarded: list[ast.stmt] = []
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+            guarded = node.body
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            guarded = node.body
+        for stmt in guarded:
+            optional.update(id(n) for n in ast.walk(stmt))
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if id(node) in optional:
+            continue
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append(node.module)
+    return list(dict.fromkeys(out))
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    names = {n.id for n in ast.walk(handler.type) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(handler.type) if isinstance(n, ast.Attribute)}
+    return bool(names & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+@functools.lru_cache(maxsize=1)  # a scan of every installed distribution: once per process
+def _installed_providers() -> dict[str, list[str]]:
+    try:
+        return metadata.packages_distributions()
+    except Exception:  # noqa: BLE001 (a broken installed distribution must not stop a harvest)
+        return {}
+
+
+def module_requirements(source: str, declared: dict[str, str] | None = None, *, local_packages: Iterable[str] = (),
+                        providers: dict[str, list[str]] | None = None) -> list[str]:
+    """The requirement set of one module: for each third-party top-level import (not the standard
+    library, not the judge's torch/triton/numpy, not one of the repository's own `local_packages`),
+    the distribution that provides it, with the repository's declared specifier when it has one."""
+    declared = declared or {}
+    providers = _installed_providers() if providers is None else providers
+    local = set(local_packages)
+    out: list[str] = []
+    for dotted in imported_modules(source):
+        top = dotted.partition(".")[0]
+        if top in sys.stdlib_module_names or top in _NOT_DISTRIBUTIONS or top in local or top.startswith("_"):
+            continue
+        candidates = IMPORT_TO_DISTRIBUTIONS.get(dotted) or IMPORT_TO_DISTRIBUTIONS.get(top)
+        if candidates is None:
+            candidates = tuple(canonical_name(d) for d in providers.get(top, [])) or (canonical_name(top),)
+        names = [canonical_name(c) for c in candidates]
+        if any(n in JUDGE_PROVIDED for n in names):
+            continue
+        chosen = next((n for n in names if n in declared), None)
+        out.append(declared[chosen] if chosen else names[0])
+    return list(dict.fromkeys(out))

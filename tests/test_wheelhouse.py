@@ -1,0 +1,40 @@
+"""Wheelhouses for offline GPU machines (autotriton/wheelhouse.py), without the network: the
+target's own torch/triton stand in as metadata-only wheels and replace this machine's pins."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from autotriton.wheelhouse import (
+    DEFAULT_EXCLUDE, WheelhouseError, _target_constraints, excluded, pyproject_requirements, stub_wheels,
+)
+
+
+def test_the_targets_own_packages_replace_this_machines_pins(tmp_path):
+    pins = tmp_path / "constraints.txt"
+    pins.write_text("# exact\ntorch==2.13.0\ntriton==3.6.0\nnvidia-cublas-cu12==12.8\ntransformers==5.24.0\n")
+    (target,) = _target_constraints([str(pins)], ["torch==2.11.0", "triton==3.6.0"], DEFAULT_EXCLUDE, str(tmp_path))
+    assert open(target).read().split() == ["torch==2.11.0", "triton==3.6.0", "transformers==5.24.0"]
+
+
+def test_stub_wheels_carry_only_metadata_with_the_targets_best_tags(tmp_path):
+    (path,) = stub_wheels(["torch==2.11.0+cu130"], str(tmp_path), "3.12", "manylinux_2_28_x86_64")
+    assert path.endswith("torch-2.11.0-9999-cp312-cp312-manylinux_2_28_x86_64.whl")  # build 9999: preferred over the index's
+    with zipfile.ZipFile(path) as z:
+        meta = z.read("torch-2.11.0.dist-info/METADATA").decode()
+        assert "Name: torch\nVersion: 2.11.0\n" in meta and "Requires-Dist" not in meta
+    with pytest.raises(WheelhouseError, match="exact pin"):
+        stub_wheels(["torch>=2.11"], str(tmp_path), "3.12", "manylinux_2_28_x86_64")
+
+
+def test_the_projects_wheelhouse_asks_for_its_build_backend_and_never_torch_or_cuda(tmp_path):
+    from autotriton.paths import REPO_ROOT
+
+    reqs = pyproject_requirements(REPO_ROOT / "pyproject.toml", ["test"])
+    assert any(r.startswith("setuptools") for r in reqs) and any(r.startswith("pytest") for r in reqs)
+    assert all(excluded(n, DEFAULT_EXCLUDE) for n in ("torch", "triton", "nvidia-cudnn-cu12", "cuda-bindings"))
+    assert not excluded("transformers", DEFAULT_EXCLUDE)
+    with pytest.raises(WheelhouseError, match="no \\[project.optional-dependencies\\] group 'gpu'"):
+        pyproject_requirements(REPO_ROOT / "pyproject.toml", ["gpu"])
