@@ -353,6 +353,38 @@ def _wide_indexing_available() -> bool:
     return hasattr(SIMDScheduling, "can_use_32bit_indexing")
 
 
+def _problem_namespace(source: str, name: str) -> dict[str, Any]:
+    """Execute the problem as a module registered in sys.modules, as the judge loads it
+    (validation/judge.py): real-world code needs that, e.g. a `@dataclass` config under
+    `from __future__ import annotations` looks its module up in sys.modules, and fails in a bare
+    exec namespace; linecache holds the source for tracebacks."""
+    import linecache
+    import sys
+    import types
+
+    module_name = f"autotriton_capture_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+    filename = f"<problem {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    sys.modules[module_name] = module
+    exec(compile(source, filename, "exec"), module.__dict__)  # trusted suite / harvested problems only
+    return module.__dict__
+
+
+def _to_device(value: Any, device: str) -> Any:
+    """Inputs moved to the device, also inside lists, tuples and dicts (forward(self, xs: list))."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    return value
+
+
 def capture_problem(
     source: str,
     *,
@@ -410,8 +442,7 @@ def capture_problem(
     }
     # ---- load the problem
     try:
-        ns: dict[str, Any] = {"__name__": f"problem_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"}
-        exec(compile(source, f"<problem {name}>", "exec"), ns)  # trusted suite problems only
+        ns = _problem_namespace(source, name)
         torch.manual_seed(seed)
         init_inputs = ns["get_init_inputs"]()
         # eval mode, as autotriton's judge runs both Model and ModelNew (validation/judge.py):
@@ -419,7 +450,7 @@ def capture_problem(
         # statistics and fails every trial (KernelBench L1/33 in the CPU dry run)
         model = ns["Model"](*init_inputs).to(device).eval()
         torch.manual_seed(seed + 1)
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
+        inputs = [_to_device(x, device) for x in ns["get_inputs"]()]
         arg_names = [p for p in inspect.signature(model.forward).parameters]
     except Exception as exc:  # noqa: BLE001 - a broken problem is recorded, not raised
         result.update(error=f"{type(exc).__name__}: {exc}", stage="load", traceback=traceback.format_exc()[-4000:])
