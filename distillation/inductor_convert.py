@@ -790,6 +790,7 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
     if rewriter.kept_libdevice:
         header += "from triton.language.extra import libdevice\n"
         notes.append("libdevice kept (no tl equivalent): " + ", ".join(sorted(rewriter.kept_libdevice)))
+    statements = ref.module_statements(set())  # `from __future__` imports first, as Python wants them
     generated = {_HELPER_RENAMES.get(n, n) for n in helper_srcs} | {f.name for k in launched_kernels for f in k.extra_defs}
     clash = ref.conflicts(generated)
     if clash:
@@ -802,7 +803,6 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
     if guards:
         notes.append(f"forward specialised on: {', '.join(g.split()[1] for g in guards)}")
     forward_lines = [line for g in guards for line in g.splitlines()] + forward_lines
-    statements = ref.module_statements(set())  # `from __future__` imports first, as Python wants them
     parts = [p for p in statements if p.startswith("from __future__")] + [header]
     parts += [p for p in statements if not p.startswith("from __future__")]
     parts += [helper_srcs[n] for n in sorted(helper_srcs, key=lambda n: _helper_order(n, helper_srcs))]

@@ -117,6 +117,7 @@ class ReferenceModel:
     names: list[str]  # every parameter name of forward (after self)
     top_level: dict[str, list[int]] = field(default_factory=dict)  # module-level name -> statement indices
     extra_roots: set[str] = field(default_factory=set)  # module-level names forward uses (globals of the graph)
+    carried: set[str] = field(default_factory=set)  # module-level names module_statements carried over
 
     # ---------------------------------------------------------------- graph inputs
     def input_expr(self, index: int) -> ast.expr | None:
@@ -248,6 +249,7 @@ class ReferenceModel:
                     if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
                         todo.extend(_loaded_names(stmt) - seen)
                 wanted[idx].add(name)
+        self.carried = {n for names in wanted.values() for n in names}
         future, out = [], []
         for idx in sorted(wanted):
             stmt = _without_forward(self.tree.body[idx])
@@ -268,8 +270,9 @@ class ReferenceModel:
         return future + out
 
     def conflicts(self, generated: set[str]) -> set[str]:
-        """Module-level names of the reference that a generated name (kernel, helper) would shadow."""
-        return {n for n in generated if n in self.top_level}
+        """Carried-over module-level names of the reference (module_statements first) that a
+        generated name (an Inductor helper) would shadow."""
+        return generated & self.carried
 
 
 _SOURCE_STEP = re.compile(

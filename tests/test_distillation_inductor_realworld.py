@@ -28,7 +28,7 @@ NESTED = '''import math
 from typing import Optional, Tuple
 
 import torch
-from torch import nn, Tensor
+from torch import nn, Tensor, tensor
 from torch.nn import Module
 import torch.nn.functional as F
 
@@ -70,6 +70,7 @@ class Model(Module):
         self.scales = nn.ParameterList([nn.Parameter(torch.ones(hidden) * (i + 1)) for i in range(2)])
         self.gamma = nn.Parameter(torch.zeros(dim))
         self.register_buffer("shift", torch.arange(dim, dtype=torch.float32) / dim)
+        self.register_buffer("offset", tensor([0.25]))
         self._initialize_weights()
 
     def _initialize_weights(self) -> None:
@@ -93,7 +94,7 @@ class Model(Module):
         if context is not None:
             h = h + context
         z = F.silu(y * self.scales[0]) + y * self.scales[1]
-        return (x + F.gelu(h) * self.gamma * scale + self.shift) * _WINDOW.sum() + z.mean(-1, keepdim=True)
+        return (x + F.gelu(h) * self.gamma * scale + self.shift) * _WINDOW.sum() + z.mean(-1, keepdim=True) + self.offset
 
 
 def get_inputs():
@@ -207,7 +208,7 @@ def test_the_modules_own_imports_helpers_and_config_classes_are_carried_over(con
     code = converted["nested"].code
     tree = ast.parse(code)
     imports = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
-    assert {"from typing import Optional", "from torch import Tensor", "from torch.nn import Module"} <= imports
+    assert {"from typing import Optional", "from torch import Tensor, tensor", "from torch.nn import Module"} <= imports
     assert not any("Tuple" in i or "functional" in i or i == "import math" for i in imports)
     top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert "default" in top and "DEFAULT_EPS = 1e-06" in code
@@ -284,3 +285,26 @@ def test_real_world_candidates_pass_the_cpu_judge(converted):
     for name, verdict in zip(names, verdicts):
         assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
         assert verdict.triton_kernels_launched
+
+
+def test_recorded_capture_keeps_keyword_only_arguments_and_refuses_a_shadowed_helper():
+    """On recorded H200 captures: a keyword-only argument and **kwargs stay in the signature
+    (guarded at their captured default); a module-level name of the reference that an inlined
+    Inductor helper also needs is refused as name_conflict instead of silently shadowed."""
+    from autotriton.distillation.inductor_convert import convert_capture
+
+    fixtures = Path(__file__).parent / "data" / "inductor"
+    relu = json.loads((fixtures / "pointwise_relu.json").read_text())
+    source = relu["source"].replace("def forward(self, x: torch.Tensor)",
+                                    "def forward(self, x: torch.Tensor, *, mode: str = 'relu', **kwargs)")
+    result = convert_capture(relu, source)
+    assert result.ok, result.detail
+    assert "def forward(self, x: torch.Tensor, *, mode: str='relu', **kwargs):" in result.code
+    assert "if mode != 'relu':" in result.code
+
+    group_norm = json.loads((fixtures / "welford_group_norm.json").read_text())
+    source = group_norm["source"].replace("class Model(nn.Module):", "def welford_combine(a, b):\n    return a\n\n\n"
+                                          "class Model(nn.Module):")
+    source = source.replace("self.gn = nn.GroupNorm(", "self.merge = welford_combine(1, 2)\n        self.gn = nn.GroupNorm(")
+    result = convert_capture(group_norm, source)
+    assert not result.ok and result.reason == "name_conflict" and "welford_combine" in result.detail
