@@ -335,6 +335,23 @@ def _indent(src: str, n: int) -> str:
     return "\n".join((" " * n + line) if line.strip() else "" for line in src.splitlines())
 
 
+def _inherited_forward(tree: ast.Module, cls: ast.ClassDef, depth: int = 0) -> ast.FunctionDef | None:
+    """forward of the first base class defined in the source that has one (`class Model(ResNet)`
+    whose __init__ only picks the layer counts), in method resolution order for single bases."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    for base in cls.bases:
+        found = classes.get(ast.unparse(base)) if depth < 20 else None
+        if found is None or found is cls:
+            continue
+        own = next((n for n in found.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+        if own is not None:
+            return own
+        inherited = _inherited_forward(tree, found, depth + 1)
+        if inherited is not None:
+            return inherited
+    return None
+
+
 def reference_model(reference_source: str) -> ReferenceModel:
     """Parse the reference problem and pick out what ModelNew needs (module docstring)."""
     try:
@@ -345,9 +362,9 @@ def reference_model(reference_source: str) -> ReferenceModel:
     if model is None:
         raise ConversionError("bad_problem", "the reference source defines no `class Model`")
     methods = {n.name: n for n in model.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    forward = methods.get("forward")
+    forward = methods.get("forward") or _inherited_forward(tree, model)
     if forward is None:
-        raise ConversionError("bad_problem", "Model has no forward()")
+        raise ConversionError("bad_problem", "Model has no forward() (nor a base class of the source with one)")
     # __init__ and what it reaches through self.<name>, transitively; class attributes always
     keep: set[str] = set()
     todo = ["__init__"] if "__init__" in methods else []

@@ -308,3 +308,51 @@ def test_recorded_capture_keeps_keyword_only_arguments_and_refuses_a_shadowed_he
     source = source.replace("self.gn = nn.GroupNorm(", "self.merge = welford_combine(1, 2)\n        self.gn = nn.GroupNorm(")
     result = convert_capture(group_norm, source)
     assert not result.ok and result.reason == "name_conflict" and "welford_combine" in result.detail
+
+
+INHERITED = '''import torch
+import torch.nn as nn
+
+
+class Activation(nn.Module):
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+class Model(Activation):
+    def __init__(self):
+        super().__init__(inplace=False)
+
+
+batch_size = 16
+dim = 256
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_forward_inherited_from_a_base_class_of_the_source_is_converted(tmp_path):
+    """`class ResNet18(ResNet)`-style modules whose forward is the base's: ModelNew subclasses
+    the carried-over base (without its forward) and takes the base forward's signature. Judged on
+    the CPU with the recorded H200 ReLU capture."""
+    from autotriton.distillation.inductor_convert import convert_capture
+    from autotriton.validation import ValidationConfig, validate_candidate
+
+    relu = json.loads((Path(__file__).parent / "data" / "inductor" / "pointwise_relu.json").read_text())
+    result = convert_capture(relu, INHERITED)
+    assert result.ok, result.detail
+    assert "class ModelNew(Activation):" in result.code and "def forward(self, x: torch.Tensor):" in result.code
+    base = result.code[result.code.index("class Activation"):result.code.index("@triton.jit")]
+    assert "def forward" not in base and "def __init__" in base
+    verdict = validate_candidate(INHERITED, result.code, ValidationConfig(device="cpu", trials=2))
+    assert verdict.correct and verdict.rule_ok, f"{verdict.status}: {verdict.error} {verdict.violations}"
