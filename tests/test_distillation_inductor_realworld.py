@@ -356,3 +356,20 @@ def test_a_forward_inherited_from_a_base_class_of_the_source_is_converted(tmp_pa
     assert "def forward" not in base and "def __init__" in base
     verdict = validate_candidate(INHERITED, result.code, ValidationConfig(device="cpu", trials=2))
     assert verdict.correct and verdict.rule_ok, f"{verdict.status}: {verdict.error} {verdict.violations}"
+
+
+@pytest.mark.gpu
+def test_real_world_problems_become_validated_pairs_on_gpu():
+    """The same problems through the GPU teacher (real capture, autotuned configs) and the GPU judge."""
+    from autotriton.distillation.inductor import InductorTeacher
+    from autotriton.records import Problem
+    from autotriton.validation import ValidationConfig, validate_many
+
+    problems = [Problem(reference_source=s, name=n) for n, s in {**PROBLEMS, "inherited": INHERITED}.items()]
+    teacher = InductorTeacher(jobs=3)
+    candidates = teacher.generate(problems, samples=1)
+    assert all(c.code for c in candidates), teacher.failures
+    verdicts = validate_many([(p.reference_source, c.code) for p, c in zip(problems, candidates)],
+                             ValidationConfig(device="cuda", trials=3))
+    for problem, verdict in zip(problems, verdicts):
+        assert verdict.correct and verdict.rule_ok, f"{problem.name}: {verdict.status}: {verdict.error} {verdict.violations}"
