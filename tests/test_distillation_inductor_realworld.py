@@ -2,7 +2,7 @@
 looks like, unlike KernelBench problems -- typing and `from torch.nn import Module` imports,
 helper functions and submodule classes, weight-init helpers called from __init__, optional
 forward arguments, parameters of nn.Sequential/ModuleList/ParameterList/ParameterDict children,
-buffers, module-level tensors, a dataclass config under `from __future__ import annotations`,
+buffers, module-level tensors and submodules, an int argument, a dataclass config under `from __future__ import annotations`,
 a list of tensors as input.
 
 On an H200 (2026-12-01) 19 of 88 such problems failed conversion with `unknown_graph_input`, 8
@@ -155,7 +155,39 @@ def get_init_inputs():
     return [32]
 '''
 
-PROBLEMS = {"nested": NESTED, "config": CONFIG}
+GLOBALS = '''import torch
+import torch.nn as nn
+
+_GLOBAL_NORM = nn.LayerNorm(16)
+
+
+class Model(nn.Module):
+    def __init__(self, dim=16, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.table = torch.linspace(0, 1, dim)
+        self.coefs = [0.5, 1.5]
+        self.use_bias = True
+        self.bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x, repeats: int, mask=None):
+        b, n, d = x.shape
+        h = _GLOBAL_NORM(x) * self.table * self.coefs[1]
+        h = h.view(b, n, self.heads, d // self.heads).softmax(-1).reshape(b, n, d)
+        if self.use_bias:
+            h = h + self.bias
+        return h * repeats
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 16), 3]
+
+
+def get_init_inputs():
+    return [16, 4]
+'''
+
+PROBLEMS = {"nested": NESTED, "config": CONFIG, "globals": GLOBALS}
 
 
 @pytest.fixture(scope="module")
@@ -199,6 +231,10 @@ def test_every_graph_input_of_nested_children_globals_and_list_inputs_is_mapped(
     config = converted["config"].code
     forward = config[config.index("    def forward"):]
     assert "feats[0]" in forward and "self.weights.level_1" in forward and "device=feats[0].device" in forward
+    code = converted["globals"].code  # a module-level submodule, a plain tensor attribute, an int argument
+    forward = code[code.index("    def forward"):]
+    assert "_GLOBAL_NORM.weight.to(x.device)" in forward and "self.table.to(x.device)" in forward
+    assert "= repeats" in forward and "if mask is not None:" in forward
 
 
 def test_the_modules_own_imports_helpers_and_config_classes_are_carried_over(converted):
