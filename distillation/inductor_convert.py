@@ -22,7 +22,7 @@ whatever of the reference's own imports its class needs) and defines:
 
 Output that still needs Inductor's runtime is refused with a reason, never half converted:
 `extern_kernels` (cuBLAS/cuDNN calls), `aten_fallback` (an ATen op Inductor did not generate),
-`graph_breaks`, `unsupported_grid`, `unsupported_call`, `unknown_graph_input`, ... Pure text/AST
+`graph_breaks`, `unsupported_grid`, `unsupported_call`, `unknown_graph_input`, `name_conflict`, ... Pure text/AST
 work: standard library only, so it runs and is tested on machines without a GPU.
 """
 
