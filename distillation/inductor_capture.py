@@ -101,13 +101,27 @@ def dynamic_parameter_settings() -> dict[str, bool]:
 
 def dynamo_settings(dynamic: bool, dynamic_parameters: bool = False) -> dict[str, Any]:
     """Dynamo config for teacher runs. With dynamic shapes, parameter and module-property sizes
-    are symbolic too (so a candidate works when the judge changes a layer's width), and Python
-    float attributes are baked in as constants (they are hyper-parameters, not inputs).
+    are symbolic too (so a candidate works when the judge changes a layer's width), Python
+    float attributes are baked in as constants (they are hyper-parameters, not inputs), and
+    warnings and log calls do not break the graph.
     `dynamic_parameters` asks for the symbolic parameter shapes explicitly (the same switches;
     capture_problem also traces convolutions differently then, see there)."""
+    import logging
+    import warnings
+
     import torch._dynamo.config as dc
 
-    wanted = {"specialize_float": True}
+    # warnings.warn / logger calls inside a forward are side effects, not compute; Dynamo breaks
+    # the graph at each (a `graph_breaks` capture the converter must refuse) unless it may replay
+    # them after the graph (warn) or drop them (logger methods). Real-world code logs and warns in
+    # forward; a standalone candidate does neither. Not print: a replayed print's tensor
+    # arguments become extra graph outputs the converter cannot tell from the result.
+    wanted: dict[str, Any] = {
+        "specialize_float": True,
+        "reorderable_logging_functions": {warnings.warn},
+        "ignore_logger_methods": {logging.Logger.debug, logging.Logger.info, logging.Logger.warning,
+                                  logging.Logger.error, logging.Logger.exception, logging.Logger.critical},
+    }
     if dynamic or dynamic_parameters:
         wanted.update(dynamic_parameter_settings())
     return {k: v for k, v in wanted.items() if hasattr(dc, k)}

@@ -187,7 +187,36 @@ def get_init_inputs():
     return [16, 4]
 '''
 
-PROBLEMS = {"nested": NESTED, "config": CONFIG, "globals": GLOBALS}
+LOGGING = '''import logging
+import warnings
+
+import torch
+import torch.nn as nn
+
+logger = logging.getLogger(__name__)
+
+
+class Model(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        h = torch.tanh(x) * self.scale
+        logger.info("forward with %d tokens", x.shape[1])
+        warnings.warn("Model.forward: legacy path")
+        return torch.sigmoid(h) + x
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 16)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+PROBLEMS = {"nested": NESTED, "config": CONFIG, "globals": GLOBALS, "logging": LOGGING}
 
 
 @pytest.fixture(scope="module")
@@ -291,6 +320,17 @@ def test_a_dataclass_config_under_future_annotations_is_captured(captured):
     its module (the judge loads problems as registered modules)."""
     attempt = captured["config"]["attempts"][0]
     assert attempt["ok"], attempt.get("error")
+
+
+def test_warnings_and_log_calls_in_forward_do_not_break_the_graph(captured, converted):
+    """graph_breaks: warnings.warn and logger.info between two ops split the capture
+    into graphs; they are side effects, not compute, and the candidate has none of them. (The
+    dry run stops at the first graph's launch, so the graph must hold the ops after the calls.)"""
+    attempt = captured["logging"]["attempts"][0]
+    assert attempt["ok"] and len(attempt["graphs"]) == 1, attempt.get("error")
+    assert "sigmoid" in attempt["graphs"][0]["fx_graph"]
+    code = converted["logging"].code
+    assert converted["logging"].ok and "warn" not in code and "logger" not in code
 
 
 def test_graph_input_sources_become_forward_expressions():
