@@ -106,6 +106,9 @@ class InductorTeacher:
                                    if dynamic_parameters is None else dynamic_parameters)
         self.counters: Counter = Counter()
         self.conversions: dict[str, ConversionResult] = {}  # problem key -> outcome, for reports
+        # problem key -> "conversion_failed:<kind>: detail" for the pipeline's rejections (stored
+        # with the reason kind, so `autotriton db report` can count converter failures by kind)
+        self.failures: dict[str, str] = {}
         self.environments: dict[str, list[str]] = {}  # problem key -> its dependency environment's site-packages
 
     def use_environments(self, environments: dict[str, Sequence[str]]) -> None:
@@ -156,6 +159,10 @@ class InductorTeacher:
             self.counters["variants_converted" if result.ok else "variants_failed"] += 1
         else:
             self.conversions[problem.key] = result
+            if result.ok:
+                self.failures.pop(problem.key, None)
+            else:
+                self.failures[problem.key] = f"conversion_failed:{result.reason}: {result.detail}"[:1000]
             self.counters["problems"] += 1
             self.counters["converted" if result.ok else f"failed:{result.reason}"] += 1
         attempt = next((a for a in capture["attempts"] if a.get("output_code")), capture["attempts"][0])

@@ -101,13 +101,27 @@ def dynamic_parameter_settings() -> dict[str, bool]:
 
 def dynamo_settings(dynamic: bool, dynamic_parameters: bool = False) -> dict[str, Any]:
     """Dynamo config for teacher runs. With dynamic shapes, parameter and module-property sizes
-    are symbolic too (so a candidate works when the judge changes a layer's width), and Python
-    float attributes are baked in as constants (they are hyper-parameters, not inputs).
+    are symbolic too (so a candidate works when the judge changes a layer's width), Python
+    float attributes are baked in as constants (they are hyper-parameters, not inputs), and
+    warnings and log calls do not break the graph.
     `dynamic_parameters` asks for the symbolic parameter shapes explicitly (the same switches;
     capture_problem also traces convolutions differently then, see there)."""
+    import logging
+    import warnings
+
     import torch._dynamo.config as dc
 
-    wanted = {"specialize_float": True}
+    # warnings.warn / logger calls inside a forward are side effects, not compute; Dynamo breaks
+    # the graph at each (a `graph_breaks` capture the converter must refuse) unless it may replay
+    # them after the graph (warn) or drop them (logger methods). Real-world code logs and warns in
+    # forward; a standalone candidate does neither. Not print: a replayed print's tensor
+    # arguments become extra graph outputs the converter cannot tell from the result.
+    wanted: dict[str, Any] = {
+        "specialize_float": True,
+        "reorderable_logging_functions": {warnings.warn},
+        "ignore_logger_methods": {logging.Logger.debug, logging.Logger.info, logging.Logger.warning,
+                                  logging.Logger.error, logging.Logger.exception, logging.Logger.critical},
+    }
     if dynamic or dynamic_parameters:
         wanted.update(dynamic_parameter_settings())
     return {k: v for k, v in wanted.items() if hasattr(dc, k)}
@@ -353,6 +367,38 @@ def _wide_indexing_available() -> bool:
     return hasattr(SIMDScheduling, "can_use_32bit_indexing")
 
 
+def _problem_namespace(source: str, name: str) -> dict[str, Any]:
+    """Execute the problem as a module registered in sys.modules, as the judge loads it
+    (validation/judge.py): real-world code needs that, e.g. a `@dataclass` config under
+    `from __future__ import annotations` looks its module up in sys.modules, and fails in a bare
+    exec namespace; linecache holds the source for tracebacks."""
+    import linecache
+    import sys
+    import types
+
+    module_name = f"autotriton_capture_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+    filename = f"<problem {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    sys.modules[module_name] = module
+    exec(compile(source, filename, "exec"), module.__dict__)  # trusted suite / harvested problems only
+    return module.__dict__
+
+
+def _to_device(value: Any, device: str) -> Any:
+    """Inputs moved to the device, also inside lists, tuples and dicts (forward(self, xs: list))."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    return value
+
+
 def capture_problem(
     source: str,
     *,
@@ -410,8 +456,7 @@ def capture_problem(
     }
     # ---- load the problem
     try:
-        ns: dict[str, Any] = {"__name__": f"problem_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"}
-        exec(compile(source, f"<problem {name}>", "exec"), ns)  # trusted suite problems only
+        ns = _problem_namespace(source, name)
         torch.manual_seed(seed)
         init_inputs = ns["get_init_inputs"]()
         # eval mode, as autotriton's judge runs both Model and ModelNew (validation/judge.py):
@@ -419,7 +464,7 @@ def capture_problem(
         # statistics and fails every trial (KernelBench L1/33 in the CPU dry run)
         model = ns["Model"](*init_inputs).to(device).eval()
         torch.manual_seed(seed + 1)
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
+        inputs = [_to_device(x, device) for x in ns["get_inputs"]()]
         arg_names = [p for p in inspect.signature(model.forward).parameters]
     except Exception as exc:  # noqa: BLE001 - a broken problem is recorded, not raised
         result.update(error=f"{type(exc).__name__}: {exc}", stage="load", traceback=traceback.format_exc()[-4000:])

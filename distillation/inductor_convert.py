@@ -2,9 +2,9 @@
 
 Input: a capture from `distillation/inductor_capture.py` (the output code module Inductor wrote,
 what each graph input is, the launch configs autotuning chose) and the problem's reference source.
-Output: one Python module that imports only `torch`, `torch.nn`, `triton` and
-`triton.language` (plus `triton.language.extra.libdevice` for the few math functions with no
-`tl` equivalent) and defines:
+Output: one Python module that imports `torch`, `torch.nn`, `triton` and `triton.language`
+(plus `triton.language.extra.libdevice` for the few math functions with no `tl` equivalent, and
+whatever of the reference's own imports its class needs) and defines:
 
 - every `@triton.jit` kernel Inductor generated, renamed after the ops it fuses
   (`triton_poi_fused_add_relu_0` -> `add_relu_kernel`), with the `@triton_heuristics.*`
@@ -12,22 +12,24 @@ Output: one Python module that imports only `torch`, `torch.nn`, `triton` and
   `tl.minimum`, `tl.max`, `tl.min`, other helpers (welford, argmax combine, ...) inlined from
   Inductor's helper library as plain `@triton.jit` functions, `libdevice`/`tl_math` calls
   rewritten to `tl` where an equivalent exists, and assignments nobody reads removed;
-- `ModelNew(nn.Module)`: the reference `Model.__init__` copied verbatim (same constructor
-  signature, same parameters and buffers by name and shape, so the judge can load the reference
-  weights), and a `forward` that is Inductor's `call()` rewritten: buffers from
+- `ModelNew`: built from the reference's own source by inductor_module.py (its imports,
+  helpers and submodule classes, `__init__` and the methods it calls, forward's full signature;
+  the same parameters and buffers by name and shape, so the judge can load the reference
+  weights), with a `forward` that is Inductor's `call()` rewritten: buffers from
   `torch.empty_strided`, views from `Tensor.as_strided`, and each kernel launched as
   `kernel[grid](..., XBLOCK=..., num_warps=..., num_stages=...)` with the chosen config baked in
   and the grid computed in Python with `triton.cdiv`.
 
 Output that still needs Inductor's runtime is refused with a reason, never half converted:
 `extern_kernels` (cuBLAS/cuDNN calls), `aten_fallback` (an ATen op Inductor did not generate),
-`graph_breaks`, `unsupported_grid`, `unsupported_call`, `unknown_graph_input`, ... Pure text/AST
+`graph_breaks`, `unsupported_grid`, `unsupported_call`, `unknown_graph_input`, `name_conflict`, ... Pure text/AST
 work: standard library only, so it runs and is tested on machines without a GPU.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import re
 from dataclasses import dataclass, field
@@ -37,13 +39,27 @@ from typing import Any
 __all__ = ["ConversionResult", "ConversionError", "convert_capture", "convert_output_code", "readable_kernel_name"]
 
 
-class ConversionError(Exception):
-    """Output code that cannot become a standalone candidate; `reason` is a stable category."""
+def _sibling(module: str) -> Any:
+    """autotriton.distillation.<module>; loaded from its file when the package's __init__ needs
+    more than this machine has (a bare GPU image: benchmarks/inductor_l1.py loads this file so)."""
+    import sys
+    from pathlib import Path
 
-    def __init__(self, reason: str, detail: str):
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
+    try:
+        return importlib.import_module(f"autotriton.distillation.{module}")
+    except ImportError:
+        name = f"autotriton.distillation.{module}"
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{module}.py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+
+_module = _sibling("inductor_module")  # ModelNew's class and module-level statements
+ConversionError = _module.ConversionError
 
 
 @dataclass
@@ -429,30 +445,6 @@ class _Renamer(ast.NodeTransformer):
         return node
 
 
-_SOURCE_STEP = re.compile(r"\._(?:modules|parameters|buffers)\['([A-Za-z_][A-Za-z0-9_]*)'\]|\.size\(\)\[(\d+)\]"
-                          r"|\.([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def _source_expr(source: str | None, arg_names: list[str]) -> ast.expr | None:
-    """Dynamo's name for a graph input as a Python expression inside forward():
-    `L['self'].alpha` -> `self.alpha`, `L['self']._modules['ln']._parameters['weight']` ->
-    `self.ln.weight`, `L['x'].size()[1]` -> `x.shape[1]`. None when it is anything else."""
-    m = re.match(r"^L\['([A-Za-z_][A-Za-z0-9_]*)'\]", source or "")
-    if not m or (m.group(1) != "self" and m.group(1) not in arg_names):
-        return None
-    expr, rest = m.group(1), source[m.end():]
-    while rest:
-        step = _SOURCE_STEP.match(rest)
-        if not step:
-            return None
-        if step.group(2) is not None:
-            expr += f".shape[{step.group(2)}]"
-        else:
-            expr += "." + (step.group(1) or step.group(3))
-        rest = rest[step.end():]
-    return ast.parse(expr, mode="eval").body
-
-
 def _flatten_with(body: list[ast.stmt]) -> list[ast.stmt]:
     out = []
     for stmt in body:
@@ -463,24 +455,14 @@ def _flatten_with(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _param_expr(name: str) -> ast.expr:
-    parts = name.split(".")
-    expr = "self." + ".".join(p if p.isidentifier() else f"_modules['{p}']" for p in parts)
-    if any(not p.isidentifier() for p in parts):  # ModuleList children "layers.0.weight"
-        expr = "self"
-        for p in parts[:-1]:
-            expr += f".{p}" if p.isidentifier() else f"[{p}]"
-        expr += f".{parts[-1]}"
-    return ast.parse(expr, mode="eval").body
-
-
 def _convert_call(call: ast.FunctionDef, kernels: dict[str, _Kernel], graph_inputs: list[dict[str, Any]],
-                  arg_names: list[str], output: dict[str, Any] | None, configs: dict[str, dict[str, Any]],
+                  ref: Any, output: dict[str, Any] | None, configs: dict[str, dict[str, Any]],
                   notes: list[str]) -> tuple[list[ast.stmt], list[str]]:
     body = _flatten_with(call.body)
     mapping: dict[str, ast.expr] = {}
     scalars: set[str] = set()  # graph inputs that are Python numbers in forward (sizes, attributes)
     device_expr: str | None = None
+    foreign: set[str] = set()  # tensors the model does not own (module-level, plain attributes): moved to DEVICE
     out: list[ast.stmt] = []
     launched: list[str] = []
     for stmt in body:
@@ -492,15 +474,23 @@ def _convert_call(call: ast.FunctionDef, kernels: dict[str, _Kernel], graph_inpu
                 raise ConversionError("unknown_graph_input", f"call() takes {len(names)} arguments but the capture "
                                       f"describes {len(graph_inputs)} graph inputs")
             for name, desc in zip(names, graph_inputs):
-                expr = _graph_input_expr(desc, arg_names)
+                expr = ref.graph_input_expr(desc)
                 if expr is None:
                     raise ConversionError("unknown_graph_input", f"graph input {desc.get('position')} "
-                                          f"({desc.get('source')}) is neither a parameter, an input nor a size")
+                                          f"({desc.get('source')}, {desc.get('kind')}) names neither a parameter, "
+                                          "buffer, input, size, attribute nor module-level value of the reference")
                 mapping[name] = expr
-                if desc.get("kind") == "input" and device_expr is None:
+                argument = desc.get("kind") == "input" or ("shape" in desc and str(desc.get("source")).startswith("L[")
+                                                           and not str(desc.get("source")).startswith("L['self']"))
+                if argument and device_expr is None:  # a forward argument's tensor, also one inside a list
                     device_expr = f"{ast.unparse(expr)}.device"
                 if desc.get("kind") not in ("param", "buffer", "input"):
-                    scalars.add(name)
+                    if "shape" in desc and str(desc.get("source")).startswith(("G[", "L['self']")):
+                        foreign.add(name)
+                    elif "shape" in desc:
+                        pass  # a tensor inside a forward argument (a list of tensors)
+                    else:
+                        scalars.add(name)
             continue
         if isinstance(stmt, (ast.Delete, ast.Pass)):
             continue
@@ -535,10 +525,14 @@ def _convert_call(call: ast.FunctionDef, kernels: dict[str, _Kernel], graph_inpu
             continue
         raise ConversionError("unsupported_call", f"statement `{ast.unparse(stmt)[:200]}` in call()")
     if device_expr is None:
-        first_param = next((d for d in graph_inputs if d.get("kind") in ("param", "buffer")), None)
-        if first_param is None:
+        owned = [n for n, d in zip(mapping, graph_inputs) if d.get("kind") in ("param", "buffer")]
+        first = (owned or sorted(foreign) or [None])[0]
+        if first is None:
             raise ConversionError("unknown_graph_input", "no tensor input to take the device from")
-        device_expr = ast.unparse(_param_expr(first_param["name"])) + ".device"
+        device_expr = ast.unparse(mapping[first]) + ".device"
+    for name in foreign:
+        if device_expr != ast.unparse(mapping[name]) + ".device":
+            mapping[name] = ast.parse(f"{ast.unparse(mapping[name])}.to({device_expr})", mode="eval").body
     mapping["DEVICE"] = ast.parse(device_expr, mode="eval").body
     # reinterpret_tensor(buf, size, stride, offset) -> buf.as_strided(size, stride[, offset])
     fixed = []
@@ -587,20 +581,6 @@ class _ScalarItemRewriter(ast.NodeTransformer):
                 and fn.value.id in self.scalars and not node.args:
             return fn.value
         return node
-
-
-def _graph_input_expr(desc: dict[str, Any], arg_names: list[str]) -> ast.expr | None:
-    kind = desc.get("kind")
-    if kind in ("param", "buffer") and desc.get("name"):
-        return _param_expr(desc["name"])
-    if kind == "input" and desc.get("input") is not None and desc["input"] < len(arg_names):
-        return ast.Name(id=arg_names[desc["input"]], ctx=ast.Load())
-    from_source = _source_expr(desc.get("source"), arg_names)
-    if from_source is not None:
-        return from_source
-    if kind == "size" and desc.get("input") is not None and desc["input"] < len(arg_names) and "dim" in desc:
-        return ast.parse(f"{arg_names[desc['input']]}.shape[{desc['dim']}]", mode="eval").body
-    return None
 
 
 def _refuse_call(node: ast.Call) -> None:
@@ -726,51 +706,6 @@ def _launch(call: ast.Call, kernel: _Kernel, configs: dict[str, dict[str, Any]],
     return launch
 
 
-# ---------------------------------------------------------------- the reference Model's __init__
-def _model_init(reference_source: str) -> tuple[ast.FunctionDef, list[str], list[ast.stmt]]:
-    """Model.__init__ (renamed for ModelNew), forward's argument names, and module-level
-    statements __init__ needs (imports it uses are covered by the fixed import header)."""
-    tree = ast.parse(reference_source)
-    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
-    if model is None:
-        raise ConversionError("bad_problem", "the reference source defines no `class Model`")
-    init = next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-    forward = next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
-    if forward is None:
-        raise ConversionError("bad_problem", "Model has no forward()")
-    arg_names = [a.arg for a in forward.args.args[1:]]
-    if forward.args.vararg is not None:
-        raise ConversionError("bad_problem", "Model.forward takes *args")
-    if init is None:
-        init = ast.parse("def __init__(self):\n    super().__init__()\n").body[0]
-    init = ast.parse(ast.unparse(init)).body[0]  # a copy
-    for node in ast.walk(init):  # super(Model, self) -> super()
-        if isinstance(node, ast.Call) and _dotted(node.func) == "super":
-            node.args = []
-    # module-level constants, helpers and classes __init__ refers to (e.g. a default argument)
-    top_level = {}
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for t in targets:
-                if isinstance(t, ast.Name):
-                    top_level[t.id] = stmt
-        elif isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) and stmt.name not in ("Model", "get_inputs", "get_init_inputs"):
-            top_level[stmt.name] = stmt
-    needed: list[ast.stmt] = []
-    todo = [init]
-    seen: set[str] = set()
-    while todo:
-        node = todo.pop()
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and n.id in top_level and n.id not in seen:
-                seen.add(n.id)
-                needed.append(top_level[n.id])
-                todo.append(top_level[n.id])
-    needed.sort(key=lambda s: s.lineno)
-    return init, arg_names, needed
-
-
 # ---------------------------------------------------------------- assembly
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
 
@@ -782,11 +717,15 @@ def convert_output_code(
     *,
     kernel_configs: dict[str, dict[str, Any]] | None = None,
     output: dict[str, Any] | None = None,
+    captured_inputs: list[Any] | None = None,
 ) -> ConversionResult:
-    """Convert one Inductor output module into a standalone ModelNew (never raises)."""
+    """Convert one Inductor output module into a standalone ModelNew (never raises).
+    `captured_inputs`: the capture's `input_shapes` (shapes of tensors, reprs of other values
+    forward was called with), for the guards on values the graph was specialised on."""
     notes: list[str] = []
     try:
-        code, kernels = _convert(output_code, reference_source, graph_inputs, kernel_configs or {}, output, notes)
+        code, kernels = _convert(output_code, reference_source, graph_inputs, kernel_configs or {}, output, notes,
+                                 captured_inputs or [])
     except ConversionError as exc:
         return ConversionResult(ok=False, reason=exc.reason, detail=exc.detail, notes=notes)
     except (SyntaxError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
@@ -795,24 +734,24 @@ def convert_output_code(
 
 
 def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[str, Any]],
-             configs: dict[str, dict[str, Any]], output: dict[str, Any] | None, notes: list[str]) -> tuple[str, list[str]]:
+             configs: dict[str, dict[str, Any]], output: dict[str, Any] | None, notes: list[str],
+             captured_inputs: list[Any]) -> tuple[str, list[str]]:
     try:
         module = ast.parse(output_code)
     except SyntaxError as exc:
         raise ConversionError("parse_error", f"output code does not parse: {exc}") from exc
     kernels = _find_kernels(module)
     call = _find_call(module)
-    init, arg_names, needed_globals = _model_init(reference_source)
-    # unique readable names
-    used: dict[str, int] = {}
+    ref = _module.reference_model(reference_source)
+    # unique readable names, none shadowing a module-level name of the reference
+    taken = set(ref.top_level)
     for k in kernels.values():
-        base = k.name
-        if base in used:
-            used[base] += 1
-            k.name = base.replace("_kernel", f"_{used[base]}_kernel")
-        else:
-            used[base] = 0
-    forward_body, launched = _convert_call(call, kernels, graph_inputs, arg_names, output, configs, notes)
+        base, n = k.name, 0
+        while k.name in taken:
+            n += 1
+            k.name = base.replace("_kernel", f"_{n}_kernel")
+        taken.add(k.name)
+    forward_body, launched = _convert_call(call, kernels, graph_inputs, ref, output, configs, notes)
     forward_fn = ast.FunctionDef(name="forward", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                                  kw_defaults=[], defaults=[]), body=forward_body, decorator_list=[], lineno=0)
     _remove_dead_assignments(forward_fn)
@@ -851,17 +790,24 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
     if rewriter.kept_libdevice:
         header += "from triton.language.extra import libdevice\n"
         notes.append("libdevice kept (no tl equivalent): " + ", ".join(sorted(rewriter.kept_libdevice)))
-    parts = [header]
-    parts += [ast.unparse(s) for s in needed_globals]
+    statements = ref.module_statements(set())  # `from __future__` imports first, as Python wants them
+    generated = {_HELPER_RENAMES.get(n, n) for n in helper_srcs} | {f.name for k in launched_kernels for f in k.extra_defs}
+    clash = ref.conflicts(generated)
+    if clash:
+        raise ConversionError("name_conflict", f"the reference defines {', '.join(sorted(clash))}, "
+                              "which Inductor's helpers also need as names")
+    forward_lines = forward_src.splitlines() or ["pass"]
+    used = _module._loaded_names(ast.parse(forward_src or "pass"))
+    passed = len(captured_inputs)
+    guards = ref.guards(passed, captured_inputs, used)
+    if guards:
+        notes.append(f"forward specialised on: {', '.join(g.split()[1] for g in guards)}")
+    forward_lines = [line for g in guards for line in g.splitlines()] + forward_lines
+    parts = [p for p in statements if p.startswith("from __future__")] + [header]
+    parts += [p for p in statements if not p.startswith("from __future__")]
     parts += [helper_srcs[n] for n in sorted(helper_srcs, key=lambda n: _helper_order(n, helper_srcs))]
     parts += kernel_srcs
-    init_src = ast.unparse(init)
-    sig = ", ".join(arg_names)
-    forward_lines = forward_src.splitlines() or ["pass"]
-    cls = "class ModelNew(nn.Module):\n" + _indent(init_src, 4) + "\n\n"
-    cls += f"    def forward(self, {sig}):\n" if sig else "    def forward(self):\n"
-    cls += "\n".join("        " + line for line in forward_lines) + "\n"
-    source = "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n\n\n" + cls
+    source = "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n\n\n" + ref.class_source(forward_lines)
     for banned in ("torch._inductor", "triton_helpers", "triton_heuristics", "async_compile", "extern_kernels",
                    "empty_strided_cuda", "tl_math"):
         if banned in source:
@@ -954,7 +900,7 @@ def convert_capture(capture: dict[str, Any], reference_source: str | None = None
         # autotuning may compile helper subgraphs; the model's own module is the last one written
         code = att.get("output_code") or att["output_codes"][-1]
         res = convert_output_code(code, source, graphs[0]["inputs"], kernel_configs=att.get("kernel_configs"),
-                                  output=att.get("output"))
+                                  output=att.get("output"), captured_inputs=att.get("input_shapes"))
         res.notes.insert(0, f"dynamic={att.get('dynamic')}")
         if res.ok:
             return res

@@ -308,6 +308,9 @@ def _rejections(problems: list[Problem], candidates: list[Candidate], verdicts: 
         cands = by_problem.get(problem.key, [])
         if not cands:
             reason, _, detail = (failures.get(problem.key) or "no_candidate").partition(": ")
+        elif all(c.parse_error for c in cands) and failures.get(problem.key):
+            # the teacher says why it produced nothing usable (Inductor: the converter's failure kind)
+            reason, _, detail = failures[problem.key].partition(": ")
         elif all(c.parse_error for c in cands):
             reason, detail = "malformed_output", "; ".join(sorted({c.parse_error or "" for c in cands}))
         else:

@@ -80,10 +80,25 @@ class HarvestResult:
             "rejected": dict(sorted(rejected.items())),
             "duplicates": self.duplicates,
             "file_errors": dict(sorted(Counter(r.reason for r in self.rejections).items())),
+            # what a user can act on: one example per reason, and the packages to install
+            "rejected_examples": self._examples(),
+            "missing_dependencies": dict(Counter(
+                pkg for p in self.problems if p.reject_reason == "missing_dependency"
+                for pkg in [missing_package(self.details.get(p.key, ""))] if pkg).most_common()),
             "pairs": len(self.pairs),
             "unchanged": self.unchanged,
             **self.extra,
         }
+
+    def _examples(self) -> dict[str, str]:
+        """reason -> "<class name>: <detail>" of the first rejected problem (or file) with it."""
+        out: dict[str, str] = {}
+        for p in self.problems:
+            if p.status != "runnable":
+                out.setdefault(p.reject_reason or "unknown", f"{p.name}: {self.details.get(p.key, '')}"[:300])
+        for r in self.rejections:
+            out.setdefault(r.reason, f"{r.subject}: {r.detail}"[:300])
+        return dict(sorted(out.items()))
 
     def rejection_rows(self) -> list[dict[str, str]]:
         """Rows for the warehouse's rejections table: per-file errors, and one row per rejected
@@ -111,6 +126,16 @@ _OP_PATTERNS = [
     ("pool", r"[Pp]ool"), ("attention", r"attention|Attention|scaled_dot_product"), ("embedding", r"Embedding|embedding"),
     ("reduction", r"\.(sum|mean|amax|max|min|logsumexp)\("), ("dropout", r"[Dd]ropout"), ("rnn", r"\b(LSTM|GRU|RNN)\b"),
 ]
+
+
+# "needs package `einops`" (extraction), "No module named 'einops'" / "No module named 'a.b'" (probe)
+_MISSING_PACKAGE = re.compile(r"needs package `([A-Za-z0-9_]+)|No module named '([A-Za-z0-9_]+)")
+
+
+def missing_package(detail: str) -> str | None:
+    """The top-level package a missing_dependency rejection names, or None."""
+    m = _MISSING_PACKAGE.search(detail or "")
+    return (m.group(1) or m.group(2)) if m else None
 
 
 def op_tags(source: str) -> list[str]:

@@ -61,10 +61,14 @@ def _cell(value: Any, width: int = 60) -> str:
 
 
 @db_app.command("stats")
-def stats(json_out: bool = typer.Option(False, "--json", help="print one JSON object: tables, runs, schema version")) -> None:
-    """Row counts per table, verdict mix and the last runs."""
+def stats(json_out: bool = typer.Option(False, "--json", help="print one JSON object: tables, runs, schema version, "
+                                        "rejections: {stage: {reason: {count, example}}}")) -> None:
+    """Row counts per table, verdict mix, rejections by reason (with an example) and the last runs."""
+    from autotriton.warehouse.reports import rejection_counts
+
     with open_warehouse(read_only=True) as (wh, _):
         summary = wh.stats()
+        summary["rejections"] = rejection_counts(wh)
     if json_out:
         emit_json(summary)
         return
@@ -78,12 +82,60 @@ def stats(json_out: bool = typer.Option(False, "--json", help="print one JSON ob
     mix = ", ".join(f"{k}: {v}" for k, v in summary["latest_verdicts_by_status"].items()) or "none"
     out.print(f"problems: {summary['problems_by_status'] or 'none'}; latest verdicts: {mix}; "
               f"validated pairs: {summary['validated_pairs']}")
+    if summary["rejections"]:
+        out.print(_rejections_table(summary["rejections"]))
     runs = Table(title="last runs")
     for col in ("run_id", "kind", "status", "started_at", "flow_run_id"):
         runs.add_column(col)
     for run in summary["last_runs"]:
         runs.add_row(*(_cell(run[c], 40) for c in ("run_id", "kind", "status", "started_at", "flow_run_id")))
     out.print(runs)
+
+
+def _rejections_table(rejections: dict[str, dict[str, dict[str, Any]]]) -> Table:
+    table = Table(title="rejections by reason (newest per subject)")
+    for col in ("stage", "reason", "count", "example"):
+        table.add_column(col, overflow="fold")
+    for stage, reasons in rejections.items():
+        for reason, entry in reasons.items():
+            table.add_row(stage, reason, str(entry["count"]), _cell(entry["example"]["detail"], 90))
+    return table
+
+
+@db_app.command("report")
+def report(
+    top: int = typer.Option(10, "--top", min=1, help="how many packages and failure kinds to list"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: {missing_dependencies: [{package, count, "
+                                  "example}], converter_failures: [{kind, count, example}], rejections}"),
+) -> None:
+    """What lost problems, and what to do about it: the packages harvested modules needed most
+    (install them and harvest again) and the Inductor converter's most frequent failure kinds
+    (file them, with the example)."""
+    from autotriton.warehouse.reports import loss_report
+
+    with open_warehouse(read_only=True) as (wh, _):
+        summary = loss_report(wh, top)
+    if json_out:
+        emit_json(summary)
+        return
+    out = console()
+    deps = Table(title="missing dependencies: install these and harvest again")
+    for col in ("package", "modules", "example"):
+        deps.add_column(col, overflow="fold")
+    for row in summary["missing_dependencies"]:
+        deps.add_row(row["package"], str(row["count"]), _cell(row["example"], 90))
+    out.print(deps if summary["missing_dependencies"] else "missing dependencies: none")
+    if summary["missing_dependency_unnamed"]:
+        out.print(f"({summary['missing_dependency_unnamed']} missing_dependency rejection(s) name no package: "
+                  "see `autotriton db sql \"SELECT detail FROM rejections WHERE reason = 'missing_dependency'\"`)")
+    kinds = Table(title="converter failures (Inductor teacher): file these with the example")
+    for col in ("kind", "problems", "example"):
+        kinds.add_column(col, overflow="fold")
+    for row in summary["converter_failures"]:
+        kinds.add_row(row["kind"], str(row["count"]), _cell(row["example"]["detail"], 90))
+    out.print(kinds if summary["converter_failures"] else "converter failures: none")
+    if summary["rejections"]:
+        out.print(_rejections_table(summary["rejections"]))
 
 
 @db_app.command("sql")

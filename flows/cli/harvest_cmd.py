@@ -14,7 +14,8 @@ harvest_app = typer.Typer(help="Harvest PyTorch modules into runnable problems (
                           no_args_is_help=True)
 app.add_typer(harvest_app, name="harvest")
 
-JSON_HELP = "print one JSON object: {files, modules, runnable, rejected: {reason: count}, duplicates, ...}"
+JSON_HELP = ("print one JSON object: {files, modules, runnable, rejected: {reason: count}, rejected_examples: "
+             "{reason: 'Class: detail'}, missing_dependencies: {package: count}, duplicates, ...}")
 
 
 def _store(cfg: Any, kind: str, result: Any) -> dict[str, int]:
@@ -68,6 +69,8 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
     table.add_row("problems runnable", f"[green]{summary['runnable']}[/]")
     for reason, count in summary["rejected"].items():
         table.add_row(f"rejected: {reason}", f"[red]{count}[/]")
+    if summary.get("missing_dependencies"):  # what to install to harvest more
+        table.add_row("missing packages", ", ".join(f"{k} ({v})" for k, v in summary["missing_dependencies"].items()))
     table.add_row("duplicates", str(summary["duplicates"]))
     for reason, count in summary["file_errors"].items():
         table.add_row(f"file skipped: {reason}", f"[yellow]{count}[/]")
