@@ -267,7 +267,7 @@ class Worker:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
 
-        from autotriton.validation import candidate_runner, probe, wire  # noqa: F401
+        from autotriton.validation import candidate_runner, compile_check, probe, timing, wire  # noqa: F401  (the template inherits them: run_job preloads both)
 
         if os.environ.get("TRITON_INTERPRET") == "1":
             import triton.runtime.interpreter  # noqa: F401
