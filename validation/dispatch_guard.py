@@ -23,6 +23,36 @@ import warnings
 from typing import Any, Callable
 
 
+_NUMBERS = (bool, int, float, complex)
+
+
+def _tensor_positions(qualified: str) -> tuple[int, ...]:
+    """Positions of `Tensor` arguments in an operator's schema. A Python kernel receives a wrapped
+    number (`x * 1e-5`) there as a Python scalar, which the boxed call back into the original kernel
+    refuses; _rewrap turns it into the 0-dim tensor it was."""
+    import torch
+
+    name, _, overload = qualified.partition(".")
+    try:
+        packet = getattr(torch.ops.aten, name.removeprefix("aten::"))
+        schema = getattr(packet, overload or "default")._schema
+    except (AttributeError, RuntimeError):
+        return ()
+    return tuple(i for i, a in enumerate(schema.arguments) if str(a.type) == "Tensor")
+
+
+def _rewrap(args: tuple, slots: tuple[int, ...]) -> tuple:
+    import torch
+
+    dtypes = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+    out = list(args)
+    for i in slots:
+        if i < len(out) and type(out[i]) in dtypes:
+            out[i] = torch.scalar_tensor(out[i], dtype=dtypes[type(out[i])]) if type(out[i]) is not complex \
+                else torch.tensor(out[i], dtype=torch.complex128)
+    return tuple(out)
+
+
 class Guard:
     """The handle the candidate runner holds: arm/disarm around forward, and what was blocked."""
 
@@ -73,11 +103,15 @@ def install(allowed: frozenset[str], keys: tuple[str, ...] = ("CPU", "CUDA")) ->
                 except Exception:  # noqa: BLE001 (no kernel for this key in this build)
                     continue
 
-                def wrapper(keyset, *args, __kernel=kernel, __name=overload, **kwargs):
+                tensor_slots = _tensor_positions(name)
+
+                def wrapper(keyset, *args, __kernel=kernel, __name=overload, __slots=tensor_slots, **kwargs):
                     if state["armed"]:
                         state["blocked"].append(__name)
                         raise RuntimeError(f"aten.{__name} computed during forward: PyTorch compute is not allowed there "
                                            "(RUNTIME-ATEN-COMPUTE)")
+                    if __slots and any(type(args[i]) in _NUMBERS for i in __slots if i < len(args)):
+                        args = _rewrap(args, __slots)
                     return __kernel.call_boxed(keyset, *args, **kwargs)
 
                 try:
