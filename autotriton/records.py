@@ -17,10 +17,10 @@ from autotriton.hashing import content_key, normalize_source, source_key
 SourceKind = Literal["github", "local", "dataset", "suite"]
 ShapeProfile = Literal["cpu-small", "gpu-full"]
 VerdictStatus = Literal[
-    "correct", "incorrect", "rule_violation", "compile_error", "runtime_error", "timeout", "crashed"
+    "correct", "incorrect", "rule_violation", "compile_error", "runtime_error", "timeout", "crashed", "unsupported_here"
 ]
 VERDICT_STATUSES: tuple[str, ...] = (
-    "correct", "incorrect", "rule_violation", "compile_error", "runtime_error", "timeout", "crashed",
+    "correct", "incorrect", "rule_violation", "compile_error", "runtime_error", "timeout", "crashed", "unsupported_here",
 )
 
 

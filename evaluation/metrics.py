@@ -122,6 +122,9 @@ def summarize(groups: Sequence[tuple[Problem, Sequence[Candidate], Sequence[Verd
         "fast_2": None,
         "geomean_speedup": None,
         "status_counts": {s: status.get(s, 0) for s in VERDICT_STATUSES if status.get(s)},
+        # Judged nowhere: GPU-only features on the CPU judge. No credit (a model cannot raise its
+        # scores by using them), but counted apart so a report does not read them as its failures.
+        "unsupported_here": status.get("unsupported_here", 0),
     }
     if gpu:
         speeds_per_problem = [[s for s in (trusted_speedup(v) for v in vs) if s is not None] for _, _, vs in groups]

@@ -20,7 +20,7 @@ from autotriton.records import VERDICT_STATUSES, Evaluation
 HEADLINE = ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate")
 STATUS_COLOURS = {
     "correct": "#2e7d32", "incorrect": "#ef6c00", "rule_violation": "#c62828", "compile_error": "#6a1b9a",
-    "runtime_error": "#1565c0", "timeout": "#5d4037", "crashed": "#424242",
+    "runtime_error": "#1565c0", "timeout": "#5d4037", "crashed": "#424242", "unsupported_here": "#9e9e9e",
 }
 
 
@@ -167,6 +167,10 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
     counts = metrics.get("status_counts", {})
     if counts:
         lines += ["## Verdict statuses", "", _table(["status", "samples"], [[s, str(n)] for s, n in counts.items()]), ""]
+    if metrics.get("unsupported_here"):
+        lines += [f"{metrics['unsupported_here']} sample(s) could not be judged on this device (`unsupported_here`: GPU-only "
+                  "features such as libdevice or inline assembly on the CPU judge). They earn no credit above; judge them "
+                  "on a GPU to know whether they are right.", ""]
     for title, name in (("Accuracy per level", "accuracy_by_level.png"), ("Status mix", "status_mix.png"),
                         ("Speedup distribution", "speedups.png")):
         if name in plots:

@@ -29,7 +29,9 @@ CHEATS = {
     "cheat_extern_kernels": ("matmul", "rule_violation", {"RUNTIME-ATEN-COMPUTE", "TORCH-COMPILE"}),
     "cheat_aten_ops": ("relu", "rule_violation", {"RUNTIME-ATEN-COMPUTE", "TORCH-OPS"}),
     "cheat_monkeypatch_compare": ("relu", "rule_violation", {"MONKEYPATCH"}),
-    "cheat_patch_judge": ("relu", "rule_violation", {"RUNTIME-TAMPERING", "MONKEYPATCH"}),
+    # The judge's modules leave sys.modules before candidate code runs (issue 14): the import gets a
+    # fresh copy whose patching changes nothing, and the backend-key guard stops the PyTorch compute.
+    "cheat_patch_judge": ("relu", "rule_violation", {"RUNTIME-ATEN-COMPUTE", "MONKEYPATCH"}),
     "cheat_import_reference": ("relu", "rule_violation", {"REFERENCE-IMPORT"}),
     "cheat_read_env_files": ("relu", "rule_violation", {"SYSTEM-ACCESS"}),
     "cheat_network": ("relu", "rule_violation", {"SYSTEM-ACCESS"}),

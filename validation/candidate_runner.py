@@ -11,13 +11,24 @@ While `ModelNew.forward` runs, two recorders watch:
   which module, on which stream, with which arguments (for the sm_90 compile check);
 - a TorchDispatchMode: every aten op PyTorch executed outside a Triton launch.
 
+Below both, `dispatch_guard` (installed in the template, inherited here) makes every PyTorch
+compute kernel fail while forward runs, whatever the candidate did to the Python dispatch key or
+in which thread it computes. What the candidate hands back is checked by exact type (only
+`torch.Tensor` objects, in an exact tuple/list) and copied into the judge's own buffers before
+the guard is disarmed; nothing the candidate defines runs after forward returns (no iteration of
+its objects, gc off, its objects kept alive until the process ends). Before the candidate is
+imported the judge's own modules leave `sys.modules`: its state is held in this module's
+functions and in run_job's locals. Trial inputs arrive only after `ModelNew.__init__` returned
+(`fetch_inputs`), from seeds the worker drew for this judgement alone.
+
 Everything reported here could in principle be forged by code running in this process; the
-static rules forbid the monkeypatching that forging needs, and the outputs themselves are
+static rules forbid the introspection that forging needs, and the outputs themselves are
 checked against the reference where this process cannot reach.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib.util
 import os
@@ -29,6 +40,7 @@ from collections import Counter
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 
@@ -101,6 +113,44 @@ def _kernel_info(jit_fn: Any) -> dict[str, Any]:
     return info
 
 
+def _constexpr_names(jit_fn: Any) -> set[str] | None:
+    """Names of a kernel's tl.constexpr parameters (JITFunction or the interpreter's wrapper)."""
+    params = getattr(jit_fn, "params", None)
+    if params is not None:
+        return {p.name for p in params if getattr(p, "is_constexpr", False)}
+    fn = getattr(jit_fn, "fn", None)
+    ann = getattr(fn, "__annotations__", None)
+    if isinstance(ann, dict):
+        return {k for k, v in ann.items() if v == "constexpr" or "constexpr" in str(v)}
+    return None
+
+
+def _variant_key(jit_fn: Any, args: tuple, kwargs: dict) -> tuple:
+    """What makes a launch a different compiled variant: tensor dtypes, every constexpr's value
+    (positional or keyword), the specialisation of other ints (== 1, divisible by 16, 32/64-bit),
+    and launch options. Keyed on types alone, a second variant with another constexpr value was
+    never compiled (issue 14, class 5)."""
+    info = _kernel_info(jit_fn)
+    if "constexprs" not in info:
+        info["constexprs"] = _constexpr_names(jit_fn)
+        names = getattr(jit_fn, "arg_names", None)
+        if names is None and getattr(jit_fn, "params", None) is not None:
+            names = [p.name for p in jit_fn.params]
+        info["arg_names"] = list(names) if names is not None else None
+    constexprs, names = info["constexprs"], info["arg_names"]
+
+    def one(name: str | None, value: Any) -> Any:
+        if hasattr(value, "dtype") and hasattr(value, "data_ptr"):
+            return str(value.dtype)
+        if type(value) is int and constexprs is not None and name is not None and name not in constexprs:
+            return ("int", value == 1, value % 16 == 0, -2**31 <= value < 2**31)
+        return (type(value).__name__, repr(value)[:200])
+
+    pos = tuple(one(names[i] if names and i < len(names) else None, a) for i, a in enumerate(args))
+    kw = tuple(sorted((k, one(k, v)) for k, v in kwargs.items()))
+    return (id(jit_fn), pos, kw)
+
+
 def _note_launch(jit_fn: Any, args: tuple, kwargs: dict, grid: Any) -> None:
     """Before a launch: side-stream check and the compile-check record (successful or not)."""
     info = _kernel_info(jit_fn)
@@ -111,14 +161,11 @@ def _note_launch(jit_fn: Any, args: tuple, kwargs: dict, grid: Any) -> None:
                 STATE.stream_violation = f"kernel {info['name']} launched on a side stream"
     if not STATE.want_compile_records:
         return
-    key = (id(jit_fn), tuple(type(a).__name__ if not hasattr(a, "dtype") else str(a.dtype) for a in args),
-           tuple(sorted((k, repr(v)) for k, v in kwargs.items() if not hasattr(v, "dtype"))))
+    key = _variant_key(jit_fn, args, kwargs)
     if key in STATE.compile_seen:
         return
     STATE.compile_seen.add(key)
     try:
-        from autotriton.validation.compile_check import launch_record_from_call
-
         options = {k: kwargs[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in kwargs}
         STATE.compile_records.append(launch_record_from_call(jit_fn, args, kwargs, grid, options))
     except Exception as exc:  # noqa: BLE001 (the compile check reports it; the launch itself proceeds)
@@ -203,22 +250,51 @@ def install_launch_hooks() -> None:
         cls.run = run
 
 
+# Calls made by Triton's own code (the interpreter reads tensors with numpy) or by PyTorch's own
+# Python (a mode's __exit__ pops the dispatch stack) are not the candidate's.
+_JUDGED_FROM_DIRS = tuple(os.path.dirname(os.path.abspath(__import__(m).__file__)) + os.sep for m in ("triton", "torch"))
+_WATCHED: dict[int, Any] = {}  # id(original) -> its watched replacement (for re-exports, see _rebind_aliases)
+
+
 def _watch(owner: Any, attr: str, label: str) -> None:
-    """Wrap owner.attr so that a call during forward, outside a Triton launch, is recorded."""
+    """Wrap owner.attr so that a call during forward is recorded, unless Triton's own code made
+    it (the interpreter reads tensors with numpy). There is no exemption for "inside a launch":
+    grid callables, pre-run hooks and autotuner hooks are candidate code run by the launch."""
     original = getattr(owner, attr, None)
     if original is None or getattr(original, "_autotriton_watch", False):
         return
+    getframe = sys._getframe
 
     def watched(*args, **kwargs):
-        if STATE.recording and not STATE.in_launch:
+        if STATE.recording and not getframe(1).f_code.co_filename.startswith(_JUDGED_FROM_DIRS):
             STATE.escapes.append(label)
         return original(*args, **kwargs)
 
     watched._autotriton_watch = True  # type: ignore[attr-defined]
     try:
         setattr(owner, attr, watched)
+        _WATCHED[id(original)] = (original, watched)
     except (AttributeError, TypeError):
         pass
+
+
+def _rebind_aliases() -> None:
+    """Point every module-level re-export of a watched function at its watched version
+    (`torch.utils.dlpack.to_dlpack` is `torch._C._to_dlpack`): a watch holds whatever name the
+    candidate reaches it by."""
+    if not _WATCHED:
+        return
+    for module in list(sys.modules.values()):
+        space = getattr(module, "__dict__", None)
+        if not isinstance(space, dict):
+            continue
+        for name, value in list(space.items()):
+            hit = _WATCHED.get(id(value))
+            if hit is not None and hit[0] is value:
+                try:
+                    space[name] = hit[1]
+                except TypeError:
+                    pass
 
 
 def install_escape_watch() -> None:
@@ -226,14 +302,37 @@ def install_escape_watch() -> None:
     switching the dispatch modes off. Used during forward (outside launches), they are violations."""
     import torch.utils._python_dispatch as pd
 
-    for attr in ("numpy", "tolist", "__array__"):
+    if getattr(install_escape_watch, "_done", False):
+        return
+    for attr in ("numpy", "tolist", "__array__", "__dlpack__", "__array_interface__"):
         _watch(torch.Tensor, attr, f"Tensor.{attr}")
     _watch(torch, "from_numpy", "torch.from_numpy")
+    _watch(torch, "frombuffer", "torch.frombuffer")
+    _watch(torch, "from_dlpack", "torch.from_dlpack")
+    _watch(torch._C, "_to_dlpack", "torch._C._to_dlpack")
+    _watch(torch._C, "_from_dlpack", "torch._C._from_dlpack")
+    # Host memory read or written behind PyTorch's back: numpy views of raw buffers, ctypes.
+    import numpy as np
+
+    for attr in ("from_dlpack", "frombuffer"):
+        _watch(np, attr, f"numpy.{attr}")
+    try:
+        import numpy.ctypeslib as npc
+
+        _watch(npc, "as_array", "numpy.ctypeslib.as_array")
+    except ImportError:
+        pass
+    import ctypes
+
+    for attr in ("cast", "memmove", "memset", "string_at", "wstring_at", "pointer", "addressof", "byref"):
+        _watch(ctypes, attr, f"ctypes.{attr}")
     for attr in ("_disable_current_modes", "_pop_mode_temporarily"):
         _watch(pd, attr, f"torch.utils._python_dispatch.{attr}")
     for attr in ("_DisableTorchDispatch", "_unset_dispatch_mode", "_pop_torch_dispatch_stack", "_set_dispatch_mode",
                  "_ExcludeDispatchKeyGuard", "_DisableFuncTorch", "_RestorePythonTLSSnapshot"):
         _watch(torch._C, attr, f"torch._C.{attr}")
+    _rebind_aliases()
+    install_escape_watch._done = True  # type: ignore[attr-defined]
 
 
 def _note_fork() -> None:
@@ -287,26 +386,46 @@ def tampered(before: dict[str, int]) -> list[str]:
     return sorted(k for k in before if after.get(k) != before[k])
 
 
-def install_autotuner_scope() -> None:
-    """Autotuner benchmarking (GPU) summarises its timings with torch ops (triton.testing): not the
-    candidate's compute. Only `_bench` is exempt; configs' hooks also run on the real launch path."""
+def install_autotuner_scope(guard: Any = None) -> None:
+    """Triton's benchmarker (`triton.testing.do_bench`, GPU autotuning) summarises its timings with
+    torch ops: not the candidate's compute, so neither recorder counts them. The benchmarked
+    callable itself (the kernel and the configs' pre/post hooks, candidate code) is watched as
+    everywhere else: the exemption is switched off again around each call of it."""
     try:
-        from triton.runtime.autotuner import Autotuner
+        import triton.testing as tt
     except ImportError:
         return
-    original = getattr(Autotuner, "_bench", None)
-    if original is None or getattr(original, "_autotriton_scope", False):
-        return
+    for attr in ("do_bench", "do_bench_cudagraph"):
+        original = getattr(tt, attr, None)
+        if original is None or getattr(original, "_autotriton_scope", False):
+            continue
 
-    def _bench(self, *args, **kwargs):
-        STATE.in_bench += 1
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            STATE.in_bench -= 1
+        def bench(fn, *args, __original=original, **kwargs):
+            armed = STATE.recording
 
-    _bench._autotriton_scope = True  # type: ignore[attr-defined]
-    Autotuner._bench = _bench
+            def watched_fn(*a, **k):
+                STATE.in_bench -= 1
+                if guard is not None and armed:
+                    guard.set_armed(True)
+                try:
+                    return fn(*a, **k)
+                finally:
+                    if guard is not None and armed:
+                        guard.set_armed(False)
+                    STATE.in_bench += 1
+
+            STATE.in_bench += 1
+            if guard is not None and armed:
+                guard.set_armed(False)
+            try:
+                return __original(watched_fn, *args, **kwargs)
+            finally:
+                STATE.in_bench -= 1
+                if guard is not None and armed:
+                    guard.set_armed(True)
+
+        bench._autotriton_scope = True  # type: ignore[attr-defined]
+        setattr(tt, attr, bench)
 
 
 class AtenRecorder(TorchDispatchMode):
@@ -340,13 +459,16 @@ def _flatten_outputs(out: Any) -> list[torch.Tensor]:
 def digest(tensors: list[Any]) -> str:
     h = hashlib.blake2b(digest_size=16)
     for t in tensors:
-        if isinstance(t, torch.Tensor):
-            t = t.detach().to("cpu").contiguous()
-            h.update(str((t.dtype, tuple(t.shape))).encode())
-            if t.numel():
-                h.update(t.reshape(-1).view(torch.uint8).numpy())  # the buffer itself, no bytes copy
-        else:
+        if type(t) is torch.Tensor:  # exactly: a subclass (an input whose class was swapped) would run its own code
+            with torch._C.DisableTorchFunction():
+                t = torch._C.TensorBase.contiguous(torch._C.TensorBase.to(torch._C.TensorBase.detach(t), "cpu"))
+                h.update(str((t.dtype, tuple(t.shape))).encode())
+                if t.numel():
+                    h.update(torch._C.TensorBase.numpy(t.reshape(-1).view(torch.uint8)))  # the buffer itself, no bytes copy
+        elif type(t) in (int, float, bool, str, type(None)):
             h.update(repr(t).encode())
+        else:
+            h.update(b"<not a plain value>")
     return h.hexdigest()
 
 
@@ -378,20 +500,126 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
-    """Run every phase and trial of `job`; returns (header, tensors) for wire.encode_tensors."""
+_C = torch._C
+_TensorBase = torch._C.TensorBase
+_current_frames = sys._current_frames  # captured before any candidate code exists in this process
+_len_dispatch_modes = torch._C._len_torch_dispatch_stack
+_len_function_modes = torch._C._len_torch_function_stack
+
+
+def _type_name(t: type) -> str:
+    """A class's name without running its metaclass (a candidate's could define `__name__`)."""
+    return type.__dict__["__name__"].__get__(t, type)
+
+
+def _plain_outputs(out: Any) -> list[torch.Tensor]:
+    """The forward's result as plain tensors, or TypeError. Types are compared exactly: a tensor
+    subclass or a list subclass could run its own code (`__iter__`, `detach`, `__torch_function__`)
+    when the judge reads it; exact `list`/`tuple` iterate in C."""
+    flat: list[torch.Tensor] = []
+
+    def walk(o: Any, depth: int) -> None:
+        t = type(o)
+        if t is torch.Tensor:
+            flat.append(o)
+        elif (t is tuple or t is list) and depth < 4:
+            for item in o:
+                walk(item, depth + 1)
+        elif t is int or t is float or t is bool:
+            flat.append(torch.tensor(o))
+        else:
+            raise TypeError(f"forward returned a {_type_name(t)}; only torch.Tensor objects (or an exact tuple/list of them) "
+                            "are accepted, no subclasses")
+
+    walk(out, 0)
+    return flat
+
+
+def _materialise(flat: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Copies of the outputs in fresh host buffers, made through TensorBase's own methods with
+    torch functions disabled: nothing of the candidate's can intercept them."""
+    with _C.DisableTorchFunction():
+        return [_TensorBase.contiguous(_TensorBase.to(_TensorBase.detach(o), "cpu", copy=True)) for o in flat]
+
+
+def _python_threads(main_ident: int) -> list[str]:
+    """Python threads other than the judge's own (sys._current_frames sees _thread ones too)."""
+    return sorted(f"thread {ident}" for ident in _current_frames() if ident != main_ident)
+
+
+class CudaAsCpu(TorchFunctionMode):
+    """On the CPU judge, `device="cuda"` (and `.cuda()`, `.to("cuda")`) mean the CPU: kernels
+    written for a GPU allocate there, and the interpreter runs them on host memory."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if "device" in kwargs:
+            kwargs["device"] = _as_cpu(kwargs["device"])
+        name = getattr(func, "__name__", "")
+        if name == "cuda" and args and type(args[0]) is torch.Tensor:
+            return args[0]
+        if name == "to":
+            args = tuple(_as_cpu(a) if isinstance(a, (str, torch.device)) else a for a in args)
+        return func(*args, **kwargs)
+
+
+def _as_cpu(device: Any) -> Any:
+    if isinstance(device, str) and device.startswith("cuda"):
+        return "cpu"
+    if isinstance(device, torch.device) and device.type == "cuda":
+        return torch.device("cpu")
+    if type(device) is int:
+        return "cpu"
+    return device
+
+
+def _preload() -> dict[str, Any]:
+    """Everything of the judge that run_job needs later, imported before the candidate is, so that
+    the judge's modules can leave sys.modules (and nothing re-imports them)."""
+    from autotriton.validation import compile_check, timing
+
+    global launch_record_from_call
+    launch_record_from_call = compile_check.launch_record_from_call
+    return {"compile_launched": compile_check.compile_launched, "time_callable": timing.time_callable,
+            "full_size_setup": timing.full_size_setup}
+
+
+def _hide_judge_modules() -> None:
+    """The judge's candidate-side modules leave sys.modules before candidate code runs: `sys`
+    reached through any module's attribute then leads to no judge state (issue 14, class 3)."""
+    for name in [n for n in sys.modules if n == "autotriton" or n.startswith("autotriton.")]:
+        del sys.modules[name]
+
+
+def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) -> tuple[dict[str, Any], list[torch.Tensor]]:
+    """Run every phase and trial of `job`; returns (header, tensors) for wire.encode_tensors.
+
+    `guard`: dispatch_guard.Guard (installed in the template); `fetch_inputs(i)`: the trial inputs
+    of phase i, asked for only once that phase's ModelNew exists (None: they are in the job)."""
     device = job["device"]
-    header: dict[str, Any] = {"phases": [], "error": None}
+    header: dict[str, Any] = {"phases": [], "error": None, "guard": None if guard is None else
+                              (guard.unavailable or f"{guard.wrapped} kernels at {','.join(guard.keys)}")}
     tensors: list[torch.Tensor] = []
+    keep: list[Any] = []  # the candidate's objects live until the process exits: no __del__ of theirs runs after forward
     STATE.want_compile_records = bool(job.get("compile_target"))
     install_launch_hooks()
     install_escape_watch()
     install_concurrency_watch()
-    install_autotuner_scope()
+    install_autotuner_scope(guard)
+    judge = _preload()
     snapshot = integrity_snapshot()
+    main_ident = threading.get_ident()
+    cpu_mode = CudaAsCpu() if device == "cpu" else None
+    if cpu_mode is not None:
+        cpu_mode.__enter__()
+        torch.cuda.synchronize = lambda *a, **k: None  # type: ignore[assignment]  (no GPU: nothing to wait for)
+    base_modes = (_len_dispatch_modes(), _len_function_modes())
+    _hide_judge_modules()
+    gc.disable()  # a collection could run a candidate finaliser at any later allocation
     import_start = time.perf_counter()
     try:
         module = load_candidate(job["source"], job["path"])
+        keep.append(module)
         model_cls = getattr(module, "ModelNew", None)
         if model_cls is None:
             raise AttributeError("the candidate defines no class ModelNew")
@@ -399,15 +627,18 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
         header["error"] = _error("import", exc)
         return header, tensors
     header["import_s"] = time.perf_counter() - import_start
+    header["import_threads"] = _python_threads(main_ident)  # a thread left running by import computes unwatched
 
     model = None
     main_model = None  # the first phase's instance: timing uses its sizes (the odd-size phase's differ)
-    for phase in job["phases"]:
+    main_inputs: list[Any] | None = None
+    for index, phase in enumerate(job["phases"]):
         ph: dict[str, Any] = {"name": phase["name"], "trials": [], "weights": None, "error": None}
         header["phases"].append(ph)
         try:
             torch.manual_seed(phase["init_seed"])
             model = model_cls(*phase["init_inputs"])
+            keep.append(model)
             ref_state = phase["state_dict"]
             new_state = model.state_dict() if isinstance(model, torch.nn.Module) else {}
             if ref_state and set(new_state) == set(ref_state) and all(
@@ -418,47 +649,71 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
                 ph["weights"] = "own initialisation (state_dict keys or shapes differ from the reference)" if ref_state else "no weights"
             if isinstance(model, torch.nn.Module):
                 model = model.to(device).eval()
-            if main_model is None:
-                main_model = model
+            # Only now, with ModelNew built, do this phase's inputs exist in this process.
+            trial_inputs = fetch_inputs(index) if fetch_inputs is not None else [t["inputs"] for t in phase["trials"]]
         except BaseException as exc:  # noqa: BLE001
             ph["error"] = _error("init", exc)
             break
-        for trial in phase["trials"]:
+        if main_model is None:
+            main_model, main_inputs = model, trial_inputs
+        ph["init_threads"] = _python_threads(main_ident)
+        for k, raw_inputs in enumerate(trial_inputs):
             moved = time.perf_counter()
-            inputs = _to(trial["inputs"], device)
+            inputs = _to(raw_inputs, device)
+            keep.append(inputs)
             header.setdefault("first_transfer_s", time.perf_counter() - moved)  # the first one includes CUDA start-up
-            tr: dict[str, Any] = {"seed": trial["seed"]}
+            tr: dict[str, Any] = {"index": k}
             ph["trials"].append(tr)
             threads_before = set(threading.enumerate())
             recorder = AtenRecorder()
             STATE.launches, STATE.escapes, STATE.threads, STATE.forks = [], [], [], 0
+            if guard is not None:
+                guard.take_blocked()
+            outs: list[torch.Tensor] | None = None
+            modes_ok = True
             STATE.recording = True
             start = time.perf_counter()
             try:
                 with torch.no_grad(), recorder:
-                    out = model(*inputs)
-                    _sync(device)
+                    if guard is not None:
+                        guard.set_armed(True)
+                    try:
+                        out = model(*inputs)
+                        keep.append(out)
+                        _sync(device)
+                        # Still armed and recorded: the result is checked and copied into the
+                        # judge's buffers before anything is switched off.
+                        modes_ok = (_len_dispatch_modes(), _len_function_modes()) == (base_modes[0] + 1, base_modes[1])
+                        if modes_ok:
+                            outs = _materialise(_plain_outputs(out))
+                    finally:
+                        if guard is not None:
+                            guard.set_armed(False)
             except BaseException as exc:  # noqa: BLE001
                 STATE.recording = False
                 tr["error"] = _error("forward", exc)
-                break
             finally:
                 STATE.recording = False
             tr["elapsed_s"] = time.perf_counter() - start
             tr["launches"] = sorted({f"{l['module']}:{l['name']}" for l in STATE.launches})
             tr["n_launches"] = len(STATE.launches)
             tr["aten_ops"] = dict(recorder.ops)
-            tr["new_threads"] = sorted(set(STATE.threads) | {t.name for t in set(threading.enumerate()) - threads_before})
+            tr["blocked_ops"] = sorted(set(guard.take_blocked())) if guard is not None else []
+            tr["new_threads"] = sorted(set(STATE.threads) | {t.name for t in set(threading.enumerate()) - threads_before}
+                                       | set(_python_threads(main_ident)))
             tr["forks"] = STATE.forks
             tr["stream_violation"] = STATE.stream_violation
             tr["escapes"] = sorted(set(STATE.escapes))
-            tr["tampered"] = tampered(snapshot)
+            tr["tampered"] = tampered(snapshot) + ([] if modes_ok else ["the dispatch/function mode stack"]) \
+                + ([] if not gc.isenabled() else ["gc re-enabled"])
+            if "error" in tr:
+                break
             try:
-                outs = _flatten_outputs(out)
+                if outs is None:
+                    raise RuntimeError("forward left its own dispatch or function modes active; its outputs were not read")
                 tr["outputs"] = list(range(len(tensors), len(tensors) + len(outs)))
-                tr["output_devices"] = sorted({o.device.type for o in outs})
-                tensors.extend(o.detach().to("cpu") for o in outs)
-                del out, outs  # the device copies: only the host ones are sent back
+                tr["output_devices"] = sorted({o.device.type for o in _plain_outputs(out)})
+                tensors.extend(outs)
                 tr["input_digest"] = digest(list(inputs))
             except BaseException as exc:  # noqa: BLE001
                 tr["error"] = _error("outputs", exc)
@@ -468,23 +723,29 @@ def run_job(job: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
 
     if job.get("timing") and main_model is not None and not header["error"]:
         try:
-            header["timing"] = _time(model_cls, main_model, job, device)
+            header["timing"] = _time(model_cls, main_model, job, device, main_inputs, judge)
         except BaseException as exc:  # noqa: BLE001
             header["timing"] = {"error": _error("timing", exc)}
     if job.get("compile_target"):
-        header["compile_report"] = _compile(job["compile_target"])
+        header["compile_report"] = _compile(job["compile_target"], judge)
     header["kernels"] = list(STATE.kernel_info.values())
     return header, tensors
 
 
-def timing_model_and_inputs(model_cls: Any, main_model: Any, job: dict[str, Any], device: str) -> tuple[Any, list[list[Any]]]:
+def timing_model_and_inputs(model_cls: Any, main_model: Any, job: dict[str, Any], device: str,
+                            main_inputs: list[Any] | None = None, judge: dict[str, Any] | None = None) -> tuple[Any, list[list[Any]]]:
     """What the candidate is timed on: the trials' model and inputs, or, when correctness ran at
     sizes shrunk for memory (job["timing"]["full_size"]), a ModelNew built from the reference's own
     get_init_inputs() and input sets from its get_inputs(), made here (validation/timing.py)."""
     full = job["timing"].get("full_size")
     if not full:
-        return main_model, [_to(t["inputs"], device) for t in job["phases"][0]["trials"]]
-    from autotriton.validation.timing import full_size_setup
+        if main_inputs is None:
+            main_inputs = [t["inputs"] for t in job["phases"][0]["trials"]]
+        return main_model, [_to(x, device) for x in main_inputs]
+    if judge is None:
+        from autotriton.validation.timing import full_size_setup
+    else:
+        full_size_setup = judge["full_size_setup"]
 
     _module, init_inputs, sets = full_size_setup(full, device)
     torch.manual_seed(full["init_seed"])
@@ -494,21 +755,23 @@ def timing_model_and_inputs(model_cls: Any, main_model: Any, job: dict[str, Any]
     return model, sets
 
 
-def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str) -> dict[str, Any]:
-    from autotriton.validation.timing import time_callable
-
-    model, sets = timing_model_and_inputs(model_cls, main_model, job, device)
-    out = time_callable(model, sets, job["timing"])
+def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str, main_inputs: list[Any] | None,
+          judge: dict[str, Any]) -> dict[str, Any]:
+    model, sets = timing_model_and_inputs(model_cls, main_model, job, device, main_inputs, judge)
+    out = judge["time_callable"](model, sets, job["timing"])
     if job["timing"].get("full_size"):
         out["full_size"] = True
     return out
 
 
-def _compile(target: str) -> dict[str, Any]:
+def _compile(target: str, judge: dict[str, Any] | None = None) -> dict[str, Any]:
     records = [r for r in STATE.compile_records if not isinstance(r, dict)]
     failures = [r for r in STATE.compile_records if isinstance(r, dict)]
     try:
-        from autotriton.validation.compile_check import compile_launched
+        if judge is None:
+            from autotriton.validation.compile_check import compile_launched
+        else:
+            compile_launched = judge["compile_launched"]
     except ImportError as exc:
         return {"skipped": f"compile check unavailable: {exc}"}
     try:

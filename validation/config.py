@@ -11,7 +11,7 @@ class ValidationConfig(BaseModel):
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="cpu: Triton interpreter; cuda: real GPU; auto: cuda when available")
     trials: int = Field(5, ge=1, description="correctness trials, each with fresh random inputs of the same shapes, on one ModelNew instance")
     odd_size_trial: bool = Field(True, description="one more trial with even module-level size constants made odd (masked edges), when the reference allows it")
-    seed: int = Field(1234, description="base seed: Model and ModelNew are built under it; trial i uses seed + 1000*(i+1)")
+    seed: int = Field(1234, description="base seed: Model and ModelNew are built under it; trial inputs use secret seeds drawn per judgement (os.urandom in the worker)")
     timeout_s: float = Field(120.0, gt=0, description="hard wall-clock limit per candidate (whole process group killed)")
     memory_limit_gb: float = Field(512.0, gt=0, description="address-space limit of a candidate process on a GPU (CUDA reserves large virtual ranges: keep it well above 64 GiB)")
     memory_limit_gb_cpu: float = Field(8.0, gt=0, description="address-space limit of a candidate process on the CPU interpreter")

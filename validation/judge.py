@@ -79,17 +79,27 @@ class Phase:
         self.state_dict = {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()} if isinstance(model, torch.nn.Module) else {}
         self.model = model.to(device).eval() if isinstance(model, torch.nn.Module) else model
         self.init_seed = init_seed
+        self.module = module
+        self.device = device
+        self.reseed(trial_seeds)
+
+    def reseed(self, trial_seeds: list[int]) -> None:
+        """New trial inputs (and, lazily, reference outputs) from these seeds; model and weights stay."""
         self.trials = []
         for seed in trial_seeds:
             torch.manual_seed(seed)
-            inputs = [x.to("cpu") if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+            inputs = [x.to("cpu") if isinstance(x, torch.Tensor) else x for x in self.module.get_inputs()]
             self.trials.append({"seed": seed, "inputs": inputs, "digest": cr.digest(inputs)})
         self.outputs: list[list[torch.Tensor]] | None = None
-        self.device = device
 
     def job(self) -> dict[str, Any]:
+        """What the candidate gets before its ModelNew exists: no trial inputs and no seeds (those
+        follow on request, `trial_inputs`, once its __init__ returned)."""
         return {"name": self.name, "init_seed": self.init_seed, "init_inputs": self.init_inputs,
-                "state_dict": self.state_dict, "trials": [{"seed": t["seed"], "inputs": t["inputs"]} for t in self.trials]}
+                "state_dict": self.state_dict, "trials": [{} for _ in self.trials]}
+
+    def trial_inputs(self) -> list[Any]:
+        return [t["inputs"] for t in self.trials]
 
     def reference_outputs(self) -> list[list[torch.Tensor]]:
         if self.outputs is None:
@@ -313,6 +323,38 @@ def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | No
     return plan
 
 
+def secret_seeds(n: int) -> list[int]:
+    """Trial seeds for one judgement, from the OS's entropy in the worker: documented defaults
+    (base + 1000*(i+1)) let a candidate's __init__ regenerate the inputs and precompute answers."""
+    return [int.from_bytes(os.urandom(6), "little") for _ in range(n)]
+
+
+# Features the Triton interpreter lacks: a candidate that fails on the CPU while using them cannot
+# be judged there (status unsupported_here), which is not the same as wrong.
+GPU_ONLY_FEATURES = ("libdevice", "inline_asm_elementwise")
+
+
+def gpu_only_features(candidate_source: str) -> list[str]:
+    return [f for f in GPU_ONLY_FEATURES if f in candidate_source]
+
+
+def _serve_inputs(payload: bytes | bytearray, sock, phases: list[Phase], served: set[int]) -> bool:
+    """Answer a candidate's request for a phase's trial inputs (b"INPUTS <i>"); False when the
+    payload is not such a request (then it is the candidate's answer). Each phase is served once."""
+    if not bytes(payload[:7]) == b"INPUTS ":
+        return False
+    try:
+        index = int(bytes(payload[7:20]).decode())
+    except ValueError:
+        index = -1
+    if 0 <= index < len(phases) and index not in served:
+        served.add(index)
+        wire.send_job(sock, phases[index].trial_inputs())
+    else:
+        wire.send_job(sock, None)  # run_job then fails that phase: a runtime error, not a second helping
+    return True
+
+
 def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     device = cfg["device"]
@@ -338,6 +380,8 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             result.update(status="runtime_error", error=f"reference problem failed: {exc}"[:2000], reference_failed=True)
             return result
         phases = state.phases()
+        for phase in phases:  # this judgement's own secret inputs (the reference outputs follow them)
+            phase.reseed(secret_seeds(len(phase.trials)))
         result["timing"].update({f"problem_{k}": v for k, v in state.notes.items()})
         job = {"source": candidate_source, "path": os.path.join(workdir, "candidate.py"), "device": device,
                "phases": [p.job() for p in phases],
@@ -363,9 +407,13 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
         # 3. reference outputs (cached per problem), while the candidate runs.
         refs = [p.reference_outputs() for p in phases]
         result["timing"]["phase_refs_s"] = time.monotonic() - clock["at"]  # part of phase_wait_s
-        # 4. the candidate's answer.
+        # 4. the candidate's answer (serving each phase's inputs when its ModelNew exists).
         try:
-            payload = wire.recv_frame(sock, deadline=deadline, max_bytes=int(cfg["max_output_mb"] * 2**20) + (1 << 20))
+            served: set[int] = set()
+            while True:
+                payload = wire.recv_frame(sock, deadline=deadline, max_bytes=int(cfg["max_output_mb"] * 2**20) + (1 << 20))
+                if not _serve_inputs(payload, sock, phases, served):
+                    break
             lap("wait")
             header, tensors = wire.decode_tensors(payload)
         except TimeoutError:
@@ -383,6 +431,10 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             result.update(status="crashed", error=f"the candidate process sent an unusable answer: {exc}")
             return result
         _assess(result, header, tensors, phases, refs, cfg, state)
+        features = gpu_only_features(candidate_source) if device == "cpu" else []
+        if result["status"] == "runtime_error" and features:
+            result.update(status="unsupported_here", error=f"cannot be judged on the CPU: the candidate uses {', '.join(features)}, "
+                          f"which the Triton interpreter lacks; judge it on a GPU. The interpreter's error: {result['error']}"[:3000])
         _candidate_phases(result["timing"], header, spawned.requested)
         lap("assess")
         return result
@@ -423,9 +475,12 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
         result.update(status="runtime_error", error=f"{err.get('stage')}: {err.get('type')}: {err.get('message')}\n{err.get('traceback', '')}"[-3000:])
         return
     kernels_info = header.get("kernels", [])
+    violations_early: list[dict[str, Any]] = []
+    if header.get("import_threads"):
+        violations_early.append(_violation(cr.RULE_THREADS, f"Python threads left running by the candidate's import: {', '.join(map(str, header['import_threads']))[:200]}"))
     tf32 = cfg["device"] != "cpu" and any(k.get("uses_dot") and not k.get("ieee_dot") for k in kernels_info
                                             if k.get("module") == cr.CANDIDATE_MODULE)
-    violations: list[dict[str, Any]] = []
+    violations: list[dict[str, Any]] = violations_early
     launched: set[str] = set()
     aten_bad: dict[str, int] = {}
     aten_all: set[str] = set()
@@ -435,7 +490,10 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
     for phase, ref_outs, ph in zip(phases, refs, header.get("phases", [])):
         if ph.get("error"):
             runtime_error = runtime_error or f"{phase.name} {ph['error'].get('stage')}: {ph['error'].get('type')}: {ph['error'].get('message')}\n{ph['error'].get('traceback', '')}"
-        for k, tr in enumerate(ph.get("trials", [])):
+        if ph.get("init_threads"):
+            violations.append(_violation(cr.RULE_THREADS, f"Python threads running after ModelNew.__init__: {', '.join(map(str, ph['init_threads']))[:200]}"))
+        for k, tr in enumerate(ph.get("trials", [])[:len(phase.trials)]):
+            tr["seed"] = phase.trials[k]["seed"]  # never sent to the candidate
             rec: dict[str, Any] = {"phase": phase.name, "seed": tr.get("seed"),
                                    "shapes": [list(x.shape) for x in phase.trials[k]["inputs"] if isinstance(x, torch.Tensor)]}
             result["trials"].append(rec)
@@ -443,16 +501,18 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
                 e = tr["error"]
                 rec.update(ok=False, error=f"{e.get('type')}: {e.get('message')}")
                 runtime_error = runtime_error or f"trial {len(result['trials'])} ({phase.name}, seed {tr.get('seed')}) {e.get('stage')}: {e.get('type')}: {e.get('message')}\n{e.get('traceback', '')}"
-                continue
+            errored = "error" in tr  # what it did before failing still counts (a blocked op raises in forward)
             own = [name.split(":", 1)[1] for name in tr.get("launches", []) if name.startswith(cr.CANDIDATE_MODULE + ":")]
             foreign = [name for name in tr.get("launches", []) if not name.startswith(cr.CANDIDATE_MODULE + ":")]
             launched.update(own)
             rec["kernels"] = own
-            if not own:
+            if not own and (not errored or tr.get("blocked_ops")):  # a failed launch (say, libdevice on the CPU) is not "none"
                 violations.append(_violation(cr.RULE_NO_LAUNCH, f"no Triton kernel of the candidate ran during forward ({phase.name} trial, seed {tr.get('seed')})"))
             if foreign:
                 violations.append(_violation(cr.RULE_FOREIGN, f"Triton kernels from outside the candidate ran during forward: {', '.join(sorted(foreign))}"))
-            ops = tr.get("aten_ops", {})
+            ops = dict(tr.get("aten_ops", {}))
+            for op in tr.get("blocked_ops", []):  # stopped at the backend kernel (dispatch_guard), maybe unseen above
+                ops[f"aten.{op}"] = max(int(ops.get(f"aten.{op}", 0)), 1)
             aten_all.update(ops)
             for op, n in ops.items():
                 if op.split(".", 1)[-1].split(".")[0] not in cr.ALLOWED_ATEN_OPS:
@@ -467,6 +527,8 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
                 violations.append(_violation(cr.RULE_TAMPER, f"the judge's recorders were replaced: {', '.join(tr['tampered'])}"))
             if tr.get("stream_violation"):
                 violations.append(_violation(cr.RULE_STREAM, str(tr["stream_violation"])))
+            if errored:
+                continue
             if tr.get("input_digest") != phase.trials[k]["digest"]:
                 violations.append(_violation("RUNTIME-INPUT-MUTATION", f"forward modified its inputs ({phase.name} trial, seed {tr.get('seed')})"))
             try:
@@ -492,6 +554,9 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
     result["max_abs_err"] = worst if result["trials"] and any(t.get("max_abs_err") is not None for t in result["trials"]) else None
     result["compile_report"] = header.get("compile_report") or {}
     compiled, compile_error = _compiled(result["compile_report"])
+    if cfg["device"] == "cpu" and cfg["compile_check"] and launched and compiled is None:
+        # Kernels ran but no compile report came back: never read as "not checked, fine".
+        compiled, compile_error = False, "the compile check reported nothing for the launched kernels"
     if cfg["device"] != "cpu":
         compiled = runtime_error is None and bool(launched)  # the real compiler built and ran them
     result["compiled"] = bool(compiled) if compiled is not None else (runtime_error is None)

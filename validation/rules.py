@@ -181,13 +181,17 @@ FORBIDDEN_NAMES: dict[str, str] = {
     "triton.knobs": "MONKEYPATCH", "triton.runtime.interpreter": "INTROSPECTION",
 }
 
-#: Builtins that are violations when called (and not shadowed by a local definition).
+#: Builtins that are violations when called. Only the harmless ones (SHADOWABLE_BUILTINS) may be
+#: shadowed by a definition of the candidate's own: a file-wide "is the name bound anywhere" test
+#: let `exec = None` in one function unlock the real `exec` in another (issue 14, class 4).
 FORBIDDEN_BUILTIN_CALLS: dict[str, str] = {
     "open": "SYSTEM-ACCESS", "input": "SYSTEM-ACCESS", "breakpoint": "SYSTEM-ACCESS", "exit": "SYSTEM-ACCESS",
     "quit": "SYSTEM-ACCESS", "help": "SYSTEM-ACCESS",
     "eval": "DYNAMIC-CODE", "exec": "DYNAMIC-CODE", "compile": "DYNAMIC-CODE", "__import__": "DYNAMIC-CODE",
     "globals": "INTROSPECTION", "locals": "INTROSPECTION", "vars": "INTROSPECTION",
 }
+
+SHADOWABLE_BUILTINS = frozenset({"input", "help"})
 
 #: Names that are violations wherever they appear.
 FORBIDDEN_BARE_NAMES: dict[str, str] = {
@@ -842,9 +846,18 @@ class _SafetyVisitor(cst.CSTVisitor):
         if parts[0] in FORBIDDEN_BARE_NAMES:
             self.c.report(FORBIDDEN_BARE_NAMES[parts[0]], f"uses '{parts[0]}'", node)
             return
+        rooted = self.c.is_import_rooted(d)
+        rerooted = _reexported_module(self.c.resolve(d) if rooted else d, REEXPORTED_MODULES if rooted else CORE_REEXPORTED_MODULES)
+        if rerooted is not None:
+            self._check_module(rerooted, node)
+            if rerooted.partition(".")[0] == "torch":
+                self._check_dotted_resolved(rerooted, node)
+            return
         if not self.c.is_import_rooted(d):
             return
-        r = self.c.resolve(d)
+        self._check_dotted_resolved(self.c.resolve(d), node)
+
+    def _check_dotted_resolved(self, r: str, node: cst.CSTNode) -> None:
         if _allowlisted_internal(r):
             return
         hit = _prefix_lookup(r, FORBIDDEN_NAMES)
@@ -1023,8 +1036,40 @@ class _SafetyVisitor(cst.CSTVisitor):
 
     def finish(self) -> None:
         for name, node in self.builtin_calls:
-            if name not in self.c.defined_names and name not in self.c.aliases:
+            if name not in SHADOWABLE_BUILTINS or (name not in self.c.defined_names and name not in self.c.aliases):
                 self.c.report(FORBIDDEN_BUILTIN_CALLS[name], f"calls {name}() ({RULES[FORBIDDEN_BUILTIN_CALLS[name]]})", node)
+
+
+#: Modules that other modules re-export as attributes (`warnings.sys`, `typing.sys`,
+#: `numpy.ctypeslib.ctypes`, `torch.nn.functional.torch._C`): reached that way, they are judged as
+#: if imported by name. A chain is re-rooted at the LAST such name in it (issue 14, class 3).
+REEXPORTED_MODULES = frozenset({
+    "sys", "os", "ctypes", "_ctypes", "gc", "builtins", "importlib", "inspect", "threading", "_thread", "subprocess",
+    "socket", "signal", "marshal", "pickle", "multiprocessing", "io", "pathlib", "shutil", "tempfile", "weakref",
+    "traceback", "dis", "code", "runpy", "atexit", "mmap", "resource", "concurrent", "asyncio", "queue", "types",
+    "posix", "nt", "_C", "torch", "_imp", "linecache", "faulthandler", "cffi", "_io", "_weakref", "_pickle",
+})
+
+
+#: On chains that do not start at an import (`self.x.sys`, a module kept in a variable), only the
+#: names no honest attribute is called: `self.code` or `self.queue` may be the candidate's own.
+CORE_REEXPORTED_MODULES = frozenset({"sys", "os", "ctypes", "_ctypes", "gc", "builtins", "_C", "importlib", "inspect",
+                                     "subprocess", "_thread", "posix", "_imp"})
+
+
+def _reexported_module(dotted: str, names: frozenset[str] = REEXPORTED_MODULES) -> str | None:
+    """`a.b.sys.modules` -> "sys.modules"; `F.torch._C._foo` -> "torch._C._foo"; None when no part
+    after the first names a re-exported module (or the chain is just `torch.<...>` itself)."""
+    parts = dotted.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] in names:
+            root = "torch._C" if parts[i] == "_C" else parts[i]
+            if parts[i] == "_C" and parts[i - 1] == "torch" and i == 1:
+                return None  # torch._C itself: the ordinary rules judge it
+            if parts[i] == "types" and parts[0] == "torch":
+                continue  # torch.types: type aliases, no capability
+            return ".".join([root, *parts[i + 1:]])
+    return None
 
 
 def _is_main_guard(test: cst.CSTNode) -> bool:

@@ -8,7 +8,8 @@ The shrink rule (`shrink_problem`), applied to the problem's source, never to th
    size), use `max_dim + 1` (odd stays odd).
 2. Inside `get_inputs()` / `get_init_inputs()`, integer literals above `max_dim` given as sizes
    to tensor factories (`torch.rand(4096, 4096)`, `torch.randn((B, 4096))`, ...) follow the same rule.
-3. Module-level tuples/lists of integer literals (`input_shape = (32768,)`) follow rule 1 element-wise.
+3. Module-level tuples/lists of integer literals (`input_shape = (32768,)`) and tuple assignments
+   (`M, N = 4096, 4096`) follow rule 1 element-wise.
 4. Batch-like constants (the name contains "batch") are capped at `max_batch` (default 4): the
    batch dimension multiplies every cost and adds nothing to what a kernel must get right.
 5. Small constants (kernel sizes, strides, groups, ...) are never touched, and names defined
@@ -17,9 +18,10 @@ The result is only useful if it still runs: `autotriton.validation.shrink_and_ch
 judge itself, before every CPU judgement) runs the shrunk problem in the sandbox and falls back to
 the original when it does not.
 
-The perturbation rule (`perturb_sizes`), for the odd-size trial: module-level integer constants
-of at least `min_size` that are even become odd (+1), so no block size divides them and masked
-edges are exercised. Variants are tried from "all perturbed" to "one perturbed at a time"; the
+The perturbation rule (`perturb_sizes`), for the odd-size trial: every size written in a way the
+shrink rule reads (module-level integer constants, tuple assignments, tuple/list literals, integer
+literals given to tensor factories in `get_inputs()`) of at least `min_size` that is even becomes
+odd (+1), so no block size divides them and masked edges are exercised. Variants are tried from "all perturbed" to "one perturbed at a time"; the
 judge keeps the first whose reference runs.
 
 Standard library only.
@@ -102,6 +104,30 @@ def _replace_source(source: str, edits: list[tuple[ast.AST, str]]) -> str:
     return data.decode("utf-8")
 
 
+def _literal_sizes(tree: ast.Module, min_value: int) -> list[ast.Constant]:
+    """Integer literals that state sizes outside `NAME = <int expression>`: elements of tuple
+    assignments (`M, N = 64, 128`) and of module-level tuple/list literals (`shape = (64, 128)`),
+    and literal sizes given to tensor factories in get_inputs()/get_init_inputs()."""
+    out: list[ast.Constant] = []
+
+    def ints(node: ast.AST) -> list[ast.Constant]:
+        elts = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+        return [e for e in elts if isinstance(e, ast.Constant) and type(e.value) is int and e.value >= min_value]
+
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, (ast.Tuple, ast.List)):
+            out.extend(ints(stmt.value))
+    for fn in tree.body:
+        if isinstance(fn, ast.FunctionDef) and fn.name in ("get_inputs", "get_init_inputs"):
+            for call in ast.walk(fn):
+                if isinstance(call, ast.Call):
+                    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+                    if name in FACTORIES:
+                        for arg in call.args:
+                            out.extend(ints(arg))
+    return out
+
+
 def shrink_problem(problem_source: str, max_dim: int = 32, max_batch: int = 4) -> str:
     """The problem with its large sizes scaled down by the documented rule (module docstring).
 
@@ -116,24 +142,16 @@ def shrink_problem(problem_source: str, max_dim: int = 32, max_batch: int = 4) -
         limit = min(max_dim, max_batch) if "batch" in name.lower() else max_dim
         if not derived and value > limit:
             edits.append((stmt.value, str(shrink_value(value, limit))))
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, (ast.Tuple, ast.List)):
-            for elt in stmt.value.elts:
-                if isinstance(elt, ast.Constant) and type(elt.value) is int and elt.value > max_dim:
-                    edits.append((elt, str(shrink_value(elt.value, max_dim))))
-    for fn in tree.body:
-        if isinstance(fn, ast.FunctionDef) and fn.name in ("get_inputs", "get_init_inputs"):
-            for call in ast.walk(fn):
-                if not isinstance(call, ast.Call):
-                    continue
-                name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
-                if name not in FACTORIES:
-                    continue
-                for arg in call.args:
-                    elts = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
-                    for elt in elts:
-                        if isinstance(elt, ast.Constant) and type(elt.value) is int and elt.value > max_dim:
-                            edits.append((elt, str(shrink_value(elt.value, max_dim))))
+    for elt in _literal_sizes(tree, min(max_dim, max_batch) + 1):
+        batch = False
+        for stmt in tree.body:  # `batch_size, dim = 64, 512`: the batch element follows the batch cap
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Tuple) \
+                    and elt in stmt.value.elts and len(stmt.targets[0].elts) == len(stmt.value.elts):
+                target = stmt.targets[0].elts[stmt.value.elts.index(elt)]
+                batch = isinstance(target, ast.Name) and "batch" in target.id.lower()
+        limit = min(max_dim, max_batch) if batch else max_dim
+        if elt.value > limit:
+            edits.append((elt, str(shrink_value(elt.value, limit))))
     return _replace_source(problem_source, edits) if edits else problem_source
 
 
@@ -146,12 +164,13 @@ def perturb_sizes(problem_source: str, min_size: int = 16) -> list[str]:
         tree = ast.parse(problem_source)
     except SyntaxError:
         return []
-    targets = [(stmt, value) for stmt, _name, value, derived in _size_constants(tree)
-               if not derived and value >= min_size and value % 2 == 0]
+    targets: list[tuple[ast.AST, int]] = [(stmt.value, value) for stmt, _name, value, derived in _size_constants(tree)
+                                          if not derived and value >= min_size and value % 2 == 0]
+    targets += [(elt, elt.value) for elt in _literal_sizes(tree, min_size) if elt.value % 2 == 0]
     if not targets:
         return []
-    variants = [_replace_source(problem_source, [(s.value, str(v + 1)) for s, v in targets])]
+    variants = [_replace_source(problem_source, [(node, str(v + 1)) for node, v in targets])]
     if len(targets) > 1:
-        for stmt, value in reversed(targets):
-            variants.append(_replace_source(problem_source, [(stmt.value, str(value + 1))]))
+        for node, value in reversed(targets):
+            variants.append(_replace_source(problem_source, [(node, str(value + 1))]))
     return variants[:5]

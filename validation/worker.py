@@ -56,6 +56,7 @@ class TemplateDied(SystemExit):
 
 def _zygote_loop(zsock: socket.socket) -> None:
     statuses: OrderedDict[int, int] = OrderedDict()
+    guard = _template_guard()
 
     def reap(_signum, _frame):
         while True:
@@ -90,7 +91,7 @@ def _zygote_loop(zsock: socket.socket) -> None:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
                 zsock.close()
-                _child_main(fds[0], req)
+                _child_main(fds[0], req, guard)
             except BaseException:  # noqa: BLE001 (lands in the candidate's output file, shown with the crash)
                 traceback.print_exc()
                 sys.stderr.flush()
@@ -100,7 +101,26 @@ def _zygote_loop(zsock: socket.socket) -> None:
         zsock.send(json.dumps({"pid": pid}).encode())
 
 
-def _child_main(fd: int, req: dict[str, Any]) -> None:
+def _template_guard() -> Any:
+    """Paid once per worker, inherited by every candidate: the dispatcher-level compute guard
+    (validation/dispatch_guard.py) and the candidate runner's hooks and watches. The guard's handle
+    is held in this process's locals only (never in a module a candidate can look up)."""
+    from autotriton.validation import candidate_runner, dispatch_guard
+
+    try:
+        guard = dispatch_guard.install(candidate_runner.ALLOWED_ATEN_OPS)
+    except Exception:  # noqa: BLE001 (the Python-key recorder still watches; the verdict says the guard is missing)
+        traceback.print_exc()
+        guard = None
+    try:
+        candidate_runner.install_launch_hooks()
+        candidate_runner.install_escape_watch()
+    except Exception:  # noqa: BLE001 (run_job installs them itself)
+        traceback.print_exc()
+    return guard
+
+
+def _child_main(fd: int, req: dict[str, Any], guard: Any = None) -> None:
     started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the worker compares it with its spawn request
     template = os.getppid()
     # The worker ran torch CPU ops with an OpenMP pool (warm-up, OMP_NUM_THREADS > 1) before
@@ -148,10 +168,10 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
         phases["recv_job_s"] = received - confined  # waiting for the worker's job (its problem phase) + reading it
         original_compile = candidate_runner._compile
 
-        def timed_compile(target: str) -> dict[str, Any]:
+        def timed_compile(*args: Any, **kwargs: Any) -> dict[str, Any]:
             t = time.monotonic()
             try:
-                return original_compile(target)
+                return original_compile(*args, **kwargs)
             finally:
                 phases["compile_check_s"] = time.monotonic() - t
 
@@ -163,7 +183,12 @@ def _child_main(fd: int, req: dict[str, Any]) -> None:
 
             faulthandler.dump_traceback_later(job["watchdog_s"], exit=False)
         try:
-            header, tensors = candidate_runner.run_job(job)
+            def fetch_inputs(index: int) -> Any:
+                # Trial inputs are asked for only after the phase's ModelNew.__init__ returned.
+                wire.send_frame(sock, b"INPUTS %d" % index)
+                return wire.recv_job(sock)
+
+            header, tensors = candidate_runner.run_job(job, guard=guard, fetch_inputs=fetch_inputs)
         except BaseException as exc:  # noqa: BLE001
             header, tensors = {"phases": [], "error": candidate_runner._error("harness", exc)}, []
         phases["run_s"] = time.monotonic() - received
@@ -245,7 +270,7 @@ class Worker:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
 
-        from autotriton.validation import candidate_runner, probe, wire  # noqa: F401
+        from autotriton.validation import candidate_runner, compile_check, probe, timing, wire  # noqa: F401  (the template inherits them: run_job preloads both)
 
         if os.environ.get("TRITON_INTERPRET") == "1":
             import triton.runtime.interpreter  # noqa: F401
