@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from autotriton.hashing import content_key, normalize_source, source_key
 
-SourceKind = Literal["github", "local", "dataset", "suite"]
+SourceKind = Literal["github", "local", "dataset", "suite", "synthetic"]
 ShapeProfile = Literal["cpu-small", "gpu-full"]
 VerdictStatus = Literal[
     "correct", "incorrect", "rule_violation", "compile_error", "runtime_error", "timeout", "crashed"
