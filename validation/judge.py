@@ -416,6 +416,19 @@ def _candidate_phases(timing: dict[str, Any], header: dict[str, Any], spawned_at
         timing["candidate_first_trial_s"] = trials[0]
 
 
+def _size_parts(trials: list[dict[str, Any]], phases: list[Phase], compiled: bool | None) -> dict[str, Any]:
+    """Correctness at the problem's own sizes (the main phase: KernelBench's definition) and, apart,
+    at the odd sizes (None when no odd-size phase ran): each phase's every trial produced outputs
+    that matched. Nothing counts when the kernels do not compile for the target."""
+    def phase_ok(name: str) -> bool:
+        expected = sum(len(p.trials) for p in phases if p.name == name)
+        got = [t for t in trials if t.get("phase") == name]
+        return compiled is not False and len(got) == expected > 0 and all(t.get("ok") for t in got)
+
+    odd = any(p.name == "odd_sizes" for p in phases)
+    return {"correct_own_sizes": phase_ok("main"), "odd_sizes_ok": phase_ok("odd_sizes") if odd else None}
+
+
 def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
     result["timing"]["sandbox"] = header.get("sandbox", {})
     if header.get("error"):
@@ -505,6 +518,7 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
             result["timing"].update(speedups(result["timing"]["reference"], header["timing"], cfg["suspect_speedup"]))
             result["timing"]["triton_time_share"] = header["timing"].get("triton_time_share")
     result["timing"]["tf32_tolerance_applied"] = tf32
+    result.update(_size_parts(result["trials"], phases, compiled))
     expected_trials = sum(len(p.trials) for p in phases)
     if runtime_error:
         result.update(status="runtime_error", error=runtime_error[-3000:])

@@ -350,6 +350,8 @@ class JudgePool:
             status = "rule_violation"
         verdict.status = status
         verdict.correct = res["status"] == "correct"
+        verdict.correct_own_sizes = bool(res.get("correct_own_sizes", verdict.correct))
+        verdict.odd_sizes_ok = res.get("odd_sizes_ok")
         verdict.rule_ok = not violations and res["status"] not in ("timeout", "crashed")
         verdict.compiled = bool(res.get("compiled"))
         verdict.violations = violations
