@@ -80,3 +80,18 @@ def test_migration_3_backfills_both_parts_from_the_stored_trials(tmp_path, monke
     assert got == {"general": (True, True), "baked": (True, False), "wrong": (False, False), "odd_crash": (True, False),
                    "no_odd": (True, None), "crashed": (False, None)}
     con.close()
+
+
+def test_answers_over_the_frame_limit_are_compared_by_the_worker_through_its_answer_file():
+    """A frame limit far below the answer (1 KiB against ~2 KiB of outputs over the trials): with
+    answer files the worker still compares the real answer; without them the answer is refused;
+    an answer larger than the reference's outputs is refused either way."""
+    cfg = dict(workers=1, max_output_mb=1 / 1024)
+    with JudgePool(judge_config(**cfg)) as pool:
+        shm = pool.validate(problem("relu"), candidate("correct_relu"))
+        oversized = pool.validate(problem("relu"), candidate("oversized_answer_relu"))
+    with JudgePool(judge_config(answer_shm=False, **cfg)) as pool:
+        framed = pool.validate(problem("relu"), candidate("correct_relu"))
+    assert shm.status == "correct" and shm.correct_own_sizes and shm.odd_sizes_ok, shm.error
+    assert framed.status == "runtime_error" and "over the limit" in framed.error
+    assert oversized.status == "runtime_error" and "more than the reference's outputs" in oversized.error, oversized.error

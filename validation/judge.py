@@ -152,7 +152,8 @@ def fit_to_budget(source: str, cfg: dict[str, Any], directory: str = "") -> tupl
 
     def fits(est: tuple[int, int | None]) -> bool:
         ins, outs = est[0], est[1] or 0
-        return ins + outs <= budget and outs * n_trials <= answer_budget
+        # With answer files (answer_shm) the answer's size is bounded by the reference's, not a frame.
+        return ins + outs <= budget and (cfg.get("answer_shm", True) or outs * n_trials <= answer_budget)
 
     def mb(est: tuple[int, int | None]) -> float:
         return round((est[0] + (est[1] or 0)) / 2**20, 1)
@@ -313,6 +314,21 @@ def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | No
     return plan
 
 
+def _answer_file(job: dict[str, Any], phases: list[Phase], cfg: dict[str, Any]) -> int | None:
+    """The answer file (wire.answer_file) for a problem whose outputs over all trials would pass
+    the frame limit `max_output_mb`: sized to the reference's outputs plus alignment and header
+    room, so a candidate can never send more than the problem's own answer. None otherwise."""
+    if not cfg.get("answer_shm", True):
+        return None
+    outs = [o for p in phases for trial in p.reference_outputs() for o in trial]
+    expected = sum(_tensor_bytes(o) for o in outs)
+    if expected <= cfg["max_output_mb"] * 2**20 * 0.9:
+        return None
+    size = expected + 64 * len(outs) + (1 << 20)  # alignment of every tensor + the JSON header (as recv_frame allows)
+    job[wire.ANSWER_SHM_KEY] = size
+    return wire.answer_file(size)
+
+
 def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     device = cfg["device"]
@@ -331,6 +347,7 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
     pid, sock, workdir = worker.spawn("candidate", cfg)
     lap("spawn")
     spawned_at = getattr(worker, "last_spawn_at", start)
+    answer_fd: int | None = None
     try:
         try:
             state = problem_state(worker, problem_source, cfg)
@@ -344,6 +361,7 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
                "compile_target": cfg["target"] if (cfg["compile_check"] and device == "cpu") else None,
                "timing": timing_plan(state, cfg),
                "watchdog_s": max(0.5, min(cfg["timeout_s"] - 2.0, cfg["timeout_s"] * 0.9))}
+        answer_fd = _answer_file(job, phases, cfg)
         lap("problem")
         if job["timing"] is not None:
             # Before the job is sent: the reference is never timed while the candidate uses the GPU.
@@ -357,6 +375,8 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
         deadline = time.monotonic() + cfg["timeout_s"]
         try:
             wire.send_job(sock, job)
+            if answer_fd is not None:
+                wire.send_fd(sock, answer_fd)
         except OSError:
             pass  # the candidate died before reading its job: the status below says how
         lap("send")
@@ -368,6 +388,9 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             payload = wire.recv_frame(sock, deadline=deadline, max_bytes=int(cfg["max_output_mb"] * 2**20) + (1 << 20))
             lap("wait")
             header, tensors = wire.decode_tensors(payload)
+            if answer_fd is not None and "answer_shm" in header:
+                worker.finish(pid, sock, workdir)  # nothing may change the answer's bytes while they are compared
+                header, tensors = wire.read_answer_file(answer_fd, int(header["answer_shm"]))
         except TimeoutError:
             tail = worker.output_tail(workdir, 6000)  # several threads' stacks
             result.update(status="timeout", error=f"the candidate did not finish within {cfg['timeout_s']:g} s; its process group was killed"
@@ -391,6 +414,8 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             lap("wait")  # no usable answer (timeout, crash): the wait ended here
         clock["at"] = time.monotonic()
         worker.finish(pid, sock, workdir)
+        if answer_fd is not None:
+            os.close(answer_fd)  # the tensors compared above keep their own mapping
         lap("finish")
         result["elapsed_s"] = time.monotonic() - start
 
