@@ -92,7 +92,10 @@ class InductorTeacher:
         import torch
         import triton
 
-        self.version = f"torch-{torch.__version__}+triton-{triton.__version__}"
+        from autotriton.distillation.inductor_capture import CAPTURE_FORMAT
+
+        # the capture format too: a capture change (e.g. TF32 templates) must re-distil cached problems
+        self.version = f"torch-{torch.__version__}+triton-{triton.__version__}+capture-{CAPTURE_FORMAT}"
         self.jobs = jobs or int(getattr(config, "inductor_jobs", 0) or 0) or max(1, min(8, (os.cpu_count() or 2) // 2))
         self.timeout_s = timeout_s or float(getattr(config, "inductor_timeout_s", 0) or 0) or 600.0
         self.dynamic = getattr(config, "inductor_dynamic", True) if dynamic is None else dynamic

@@ -400,3 +400,29 @@ def test_capture_runs_the_model_in_eval_mode_like_the_judge():
     capture, call = cpu_capture(source, "bn")
     assert "welford" not in capture["output_code"] and "num_batches_tracked" not in call  # no batch statistics
     assert capture["max_abs_err"] < 1e-5
+
+
+def test_tf32_matmuls_turns_tensor_cores_on_for_templates_and_restores_everything():
+    """Captures (tf32 default on) let Inductor's GEMM template use TF32 whatever it can prove
+    about dynamic sizes; the flags and the heuristic are restored afterwards, and off changes nothing."""
+    from autotriton.distillation.inductor_capture import force_tf32, tf32_matmuls
+
+    heuristic = force_tf32(lambda mixin, inputs, op: {"ALLOW_TF32": False, "op": op})
+    assert heuristic(None, None, "mm") == {"ALLOW_TF32": True, "op": "mm"}
+    assert force_tf32(lambda mixin: {"other": 1})(None) == {"other": 1}
+
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        from torch._inductor.template_heuristics.triton import MMTemplateConfigMixin
+    except ImportError:
+        MMTemplateConfigMixin = None
+    original = MMTemplateConfigMixin.__dict__.get("get_extra_kwargs") if MMTemplateConfigMixin else None
+    with tf32_matmuls(False):
+        assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
+    with tf32_matmuls():
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+        if original is not None:
+            assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is not original
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
+    if original is not None:
+        assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is original
