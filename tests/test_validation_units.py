@@ -133,6 +133,8 @@ def test_timing_trims_outliers_and_flags_suspect_speedups():
     median, kept = _trimmed_median([1.0] * 20 + [50.0, 0.01])  # one stall, one glitch
     assert median == 1.0 and kept == 20
     ref = {"eager": [{"median_ms": 4.0}, {"median_ms": 8.0}], "compiled": [{"median_ms": 2.0}, {"median_ms": 4.0}]}
+    hosted = speedups({"eager": [{"median_ms": 4.0, "host_ms": 0.5}]}, {"sets": [{"median_ms": 2.0, "host_ms": 1.5}]}, 10.0)
+    assert hosted["host_ms"] == {"candidate": 1.5, "eager": 0.5}
     out = speedups(ref, {"sets": [{"median_ms": 2.0}, {"median_ms": 4.0}]}, suspect_above=10.0)
     assert out["speedup"] == 2.0 and out["speedup_vs_compile"] == 1.0 and out["suspect"] is False
     out = speedups(ref, {"sets": [{"median_ms": 0.1}, {"median_ms": 0.2}]}, suspect_above=10.0)
