@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -56,6 +57,7 @@ def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: 
                "dynamic_parameters": dynamic_parameters}
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="autotriton-inductor-") as tmp:
         out_path = os.path.join(tmp, "capture.json")
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
@@ -65,11 +67,12 @@ def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: 
             proc = subprocess.run([sys.executable, str(Path(__file__).with_name("inductor_capture.py")), out_path],
                                   input=json.dumps(request), text=True, capture_output=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired:
-            return {"ok": False, "name": name, "stage": "timeout", "error": f"capture took over {timeout_s:.0f}s"}
+            return {"ok": False, "name": name, "stage": "timeout", "error": f"capture took over {timeout_s:.0f}s",
+                    "elapsed_s": time.monotonic() - started}
         if proc.returncode != 0 or not os.path.exists(out_path):
             tail = (proc.stderr or proc.stdout or "")[-2000:]
             return {"ok": False, "name": name, "stage": "crashed",
-                    "error": f"capture process exited with {proc.returncode}: {tail}"}
+                    "error": f"capture process exited with {proc.returncode}: {tail}", "elapsed_s": time.monotonic() - started}
         with open(out_path, encoding="utf-8") as f:
             return json.load(f)
 
@@ -162,7 +165,9 @@ class InductorTeacher:
             prompt_version="",
             sampling={"dynamic": attempt.get("dynamic"), "dynamic_parameters": dynamic_parameters, "max_autotune": self.max_autotune,
                       "decompose_convolution": self.decompose_convolution, "kernels": result.kernels,
-                      "notes": result.notes},
+                      "notes": result.notes,
+                      # wall time of the capture(s) behind this candidate (a timeout or crash included)
+                      "capture_s": round(sum(float(a.get("elapsed_s") or 0.0) for a in capture["attempts"]), 3)},
             raw_output=attempt.get("output_code") or "",
             parse_error=None if result.ok else f"inductor conversion failed ({result.reason}): {result.detail}",
         )

@@ -230,6 +230,7 @@ def test_a_second_sample_is_the_symbolic_parameter_variant_kept_only_when_it_dif
         by_problem.setdefault(c.problem_key, []).append(c)
     first, variant = by_problem[conv.key]
     assert first.sampling["dynamic_parameters"] is False and variant.sampling["dynamic_parameters"] is True
+    assert first.sampling["capture_s"] == round(conv_captures[False]["elapsed_s"], 3) > 0  # capture time per problem
     assert first.code and variant.code and first.code != variant.code and variant.parse_error is None
     assert "self.conv1d.weight.shape[0]" in variant.code
     assert len(by_problem[relu.key]) == 1 and by_problem[relu.key][0].code  # the same code twice is kept once
