@@ -26,6 +26,9 @@ from autotriton.validation import candidate_runner as cr
 from autotriton.validation import compare, shrink, wire
 
 MAX_CACHED_PROBLEMS = 16
+# ...and at most this many bytes of their trial inputs and reference outputs (host memory): a
+# problem judged at its own sizes (max_trial_mb raised, answer files) can hold tens of GiB alone.
+MAX_CACHED_BYTES = 16 * 2**30
 
 
 class ProblemError(Exception):
@@ -239,6 +242,9 @@ class ProblemState:
     def phases(self) -> list[Phase]:
         return [self.main] + ([self.odd] if self.odd is not None else [])  # type: ignore[list-item]
 
+    def cached_bytes(self) -> int:
+        return sum(_tensor_bytes([t["inputs"] for t in p.trials]) + _tensor_bytes(p.outputs or []) for p in self.phases())
+
 
 def problem_state(worker, source: str, cfg: dict[str, Any]) -> ProblemState:
     key = "|".join(str(x) for x in (source_key(source), cfg["device"], cfg["shrink_for_cpu"], cfg["shrink_max_dim"],
@@ -247,7 +253,8 @@ def problem_state(worker, source: str, cfg: dict[str, Any]) -> ProblemState:
     if state is None:
         state = ProblemState(source, cfg, worker.tmp)
         worker.problems[key] = state
-        while len(worker.problems) > MAX_CACHED_PROBLEMS:
+        while len(worker.problems) > MAX_CACHED_PROBLEMS or (
+                len(worker.problems) > 1 and sum(s.cached_bytes() for s in worker.problems.values()) > MAX_CACHED_BYTES):
             worker.problems.popitem(last=False)
     else:
         worker.problems.move_to_end(key)
