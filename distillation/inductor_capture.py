@@ -347,6 +347,18 @@ def _wide_indexing(all_64bit: bool, headroom: int = INT32_HEADROOM) -> Any:
     return mock.patch.object(SIMDScheduling, "can_use_32bit_indexing", staticmethod(decide))
 
 
+def tf32_backends() -> list[Any]:
+    """The backends whose fp32 precision decides TF32 in Inductor's GEMM and convolution templates."""
+    import torch
+
+    return [torch.backends.cuda.matmul, torch.backends.cudnn]
+
+
+def tf32_state() -> list[Any]:
+    """Each backend's precision setting, for tests and records (fp32_precision where it exists)."""
+    return [getattr(b, "fp32_precision") if hasattr(b, "fp32_precision") else b.allow_tf32 for b in tf32_backends()]
+
+
 def force_tf32(get_extra_kwargs: Any) -> Any:
     """The template heuristic's extra kwargs with ALLOW_TF32 forced on (everything else as it says)."""
 
@@ -381,9 +393,12 @@ class tf32_matmuls:
             return self
         import torch
 
-        for owner, name in ((torch.backends.cuda.matmul, "allow_tf32"), (torch.backends.cudnn, "allow_tf32")):
+        for owner in tf32_backends():
+            # torch >= 2.9 reads fp32_precision ("none" | "ieee" | "tf32"; cuDNN's "none" is not
+            # TF32 for Inductor's conv template although allow_tf32 says True); older: allow_tf32
+            name, value = ("fp32_precision", "tf32") if hasattr(owner, "fp32_precision") else ("allow_tf32", True)
             self._saved.append((owner, name, getattr(owner, name)))
-            setattr(owner, name, True)
+            setattr(owner, name, value)
         try:
             from torch._inductor.template_heuristics.triton import MMTemplateConfigMixin
         except ImportError:  # older Inductor: the backend flag alone decides

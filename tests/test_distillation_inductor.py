@@ -405,24 +405,24 @@ def test_capture_runs_the_model_in_eval_mode_like_the_judge():
 def test_tf32_matmuls_turns_tensor_cores_on_for_templates_and_restores_everything():
     """Captures (tf32 default on) let Inductor's GEMM template use TF32 whatever it can prove
     about dynamic sizes; the flags and the heuristic are restored afterwards, and off changes nothing."""
-    from autotriton.distillation.inductor_capture import force_tf32, tf32_matmuls
+    from autotriton.distillation.inductor_capture import force_tf32, tf32_matmuls, tf32_state
 
     heuristic = force_tf32(lambda mixin, inputs, op: {"ALLOW_TF32": False, "op": op})
     assert heuristic(None, None, "mm") == {"ALLOW_TF32": True, "op": "mm"}
     assert force_tf32(lambda mixin: {"other": 1})(None) == {"other": 1}
 
-    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    before = tf32_state()
     try:
         from torch._inductor.template_heuristics.triton import MMTemplateConfigMixin
     except ImportError:
         MMTemplateConfigMixin = None
     original = MMTemplateConfigMixin.__dict__.get("get_extra_kwargs") if MMTemplateConfigMixin else None
     with tf32_matmuls(False):
-        assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
+        assert tf32_state() == before
     with tf32_matmuls():
-        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+        assert all(state in ("tf32", True) for state in tf32_state()), tf32_state()
         if original is not None:
             assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is not original
-    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
+    assert tf32_state() == before  # restored as it was ("none" stays "none", not "ieee")
     if original is not None:
         assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is original
