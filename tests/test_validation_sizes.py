@@ -95,3 +95,37 @@ def test_answers_over_the_frame_limit_are_compared_by_the_worker_through_its_ans
     assert shm.status == "correct" and shm.correct_own_sizes and shm.odd_sizes_ok, shm.error
     assert framed.status == "runtime_error" and "over the limit" in framed.error
     assert oversized.status == "runtime_error" and "more than the reference's outputs" in oversized.error, oversized.error
+
+
+BIG_RELU = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+rows = 1280
+cols = 4096
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_answer_larger_than_the_candidates_file_size_limit_still_arrives_whole():
+    """60 MiB of outputs (two 20 MiB trials and the odd-size one), judged unshrunk, through the
+    answer file although the candidate may write no file over max_log_mb (16 MiB): its mapping of
+    the worker's file is not a write the file-size limit stops."""
+    code = candidate("correct_relu").replace("BLOCK=128", "BLOCK=65536").replace("triton.cdiv(n, 128)", "triton.cdiv(n, 65536)")
+    cfg = judge_config(workers=1, trials=2, timeout_s=200, shrink_for_cpu=False, max_output_mb=1, compile_check=False)
+    with JudgePool(cfg) as pool:
+        v = pool.validate(BIG_RELU, code)
+    assert v.status == "correct" and v.correct_own_sizes and v.odd_sizes_ok, v.error
+    assert [t["shapes"] for t in v.trials] == [[[1280, 4096]], [[1280, 4096]], [[1281, 4097]]]
