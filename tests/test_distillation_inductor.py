@@ -262,6 +262,9 @@ def test_inductor_teacher_end_to_end_on_gpu():
     verdicts = validate_many([(p.reference_source, c.code) for p, c in zip(problems, candidates)],
                              ValidationConfig(device="cuda", trials=2))
     assert all(v.correct and v.rule_ok for v in verdicts), [(v.status, v.error) for v in verdicts]
+    # the GEMM template of linear_relu multiplies on the tensor cores (capture_problem's tf32)
+    gemm = candidates[2].code
+    assert "ALLOW_TF32: tl.constexpr = True" in gemm, gemm[:3000]
 
 
 def test_template_config_cap_is_set_only_when_asked():
