@@ -9,9 +9,9 @@ and at most one reduction (sum/mean/amax/logsumexp), which ends the chain. Valid
 construction: every candidate operator is shape-propagated at the problem's own sizes AND at the
 sizes the judge's shrink rule gives it (validation/shrink.py's `shrink_value`, the interpreter's
 sizes), and dropped when it is illegal at either. Sizes follow KernelBench level 2 (batch 128,
-images of 32-64 pixels, 16-128 channels, 512-4096 features); the batch is halved until the inputs
-plus the output of one call fit `max_io_mb` and every intermediate tensor fits
-`max_intermediate_mb` (fp32).
+images of 32-64 pixels, 16-128 channels, 512-4096 features); the batch (down to 8), then the output
+channels (down to 16), are halved until the inputs plus the output of one call fit `max_io_mb`
+and every intermediate tensor fits `max_intermediate_mb` (fp32).
 
 Each problem is standalone KernelBench-format source (`Model`, `get_inputs`, `get_init_inputs`,
 module-level size constants the judge can shrink and perturb) with provenance: SourceRef kind
@@ -27,7 +27,7 @@ from typing import Any
 
 from autotriton.validation.shrink import shrink_value
 
-GENERATOR_VERSION = "synthetic-fused-v1"
+GENERATOR_VERSION = "synthetic-fused-v2"
 REPO = "autotriton/synthetic"
 LICENCE = "Apache-2.0"  # written by this project's generator, under the project's licence
 
@@ -315,11 +315,18 @@ def memory(chain: Chain, consts: dict[str, Any] | None = None) -> tuple[int, int
 
 
 def _fit_batch(chain: Chain, max_io_mb: float, max_intermediate_mb: float) -> None:
-    while chain.consts["batch_size"] > 8:
+    """Halve the batch (down to 8), then the output channels (down to 16: group counts of 4 and 8
+    still divide them, so every operator stays legal), until one call fits the limits."""
+    c = chain.consts
+
+    def fits() -> bool:
         ins, outs, largest = memory(chain)
-        if ins + outs <= max_io_mb * 2**20 and largest <= max_intermediate_mb * 2**20:
-            return
-        chain.consts["batch_size"] //= 2
+        return ins + outs <= max_io_mb * 2**20 and largest <= max_intermediate_mb * 2**20
+
+    while not fits() and c["batch_size"] > 8:
+        c["batch_size"] //= 2
+    while not fits() and c.get("out_channels", 0) > 16:
+        c["out_channels"] //= 2
 
 
 # ---- writing the problem --------------------------------------------------------------------

@@ -46,6 +46,14 @@ def test_chains_cover_the_operator_families_and_stay_within_2_to_6_operators():
     assert any(tags[r] for r in ("sum", "mean", "amax"))
 
 
+def test_memory_limits_hold_for_many_seeds():
+    for seed in range(4):
+        for i in range(250):
+            chain = draw_chain(seed, i)
+            ins, outs, largest = memory(chain)
+            assert ins + outs <= 256 * 2**20 and largest <= 512 * 2**20, (seed, i, chain.consts, chain.tags)
+
+
 def test_every_problem_is_legal_at_its_own_and_at_shrunk_sizes_and_fits_the_memory_budget():
     """Shapes from torch itself (meta device: no memory, no compute) match the generator's propagation,
     at the problem's sizes and after the judge's shrink rule; inputs + output of a call fit 256 MiB."""
