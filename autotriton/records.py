@@ -14,11 +14,15 @@ from typing import Any, Literal
 
 from autotriton.hashing import content_key, normalize_source, source_key
 
-SourceKind = Literal["github", "local", "dataset", "suite"]
+SourceKind = Literal["github", "local", "dataset", "suite", "synthetic"]
 ShapeProfile = Literal["cpu-small", "gpu-full"]
 VerdictStatus = Literal[
     "correct", "incorrect", "rule_violation", "compile_error", "runtime_error", "timeout", "crashed", "unsupported_here"
 ]
+# Which sizes a candidate must be correct at to count as solved: the problem's own sizes only
+# (KernelBench's definition), or also the judge's odd-size trial (generality; the dataset's default).
+SizeRequirement = Literal["own_sizes", "own_and_odd_sizes"]
+SIZE_REQUIREMENTS: tuple[str, ...] = ("own_sizes", "own_and_odd_sizes")
 VERDICT_STATUSES: tuple[str, ...] = (
     "correct", "incorrect", "rule_violation", "compile_error", "runtime_error", "timeout", "crashed", "unsupported_here",
 )
@@ -156,6 +160,9 @@ class Verdict(Record):
     versions: dict[str, str] = field(default_factory=dict)  # torch, triton, python, ...
     judge_config_hash: str = ""
     elapsed_s: float = 0.0
+    # `correct` covers every trial. The two parts, apart (validation/rewards.py `correct_at`):
+    correct_own_sizes: bool | None = None  # every trial at the problem's own sizes matched (None: not recorded)
+    odd_sizes_ok: bool | None = None  # the odd-size trial matched too (None: no odd-size trial ran)
 
     @property
     def key(self) -> str:

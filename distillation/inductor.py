@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,6 +58,7 @@ def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: 
                "dynamic_parameters": dynamic_parameters, "env_paths": [str(p) for p in env_paths]}
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="autotriton-inductor-") as tmp:
         out_path = os.path.join(tmp, "capture.json")
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
@@ -66,11 +68,12 @@ def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: 
             proc = subprocess.run([sys.executable, str(Path(__file__).with_name("inductor_capture.py")), out_path],
                                   input=json.dumps(request), text=True, capture_output=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired:
-            return {"ok": False, "name": name, "stage": "timeout", "error": f"capture took over {timeout_s:.0f}s"}
+            return {"ok": False, "name": name, "stage": "timeout", "error": f"capture took over {timeout_s:.0f}s",
+                    "elapsed_s": time.monotonic() - started}
         if proc.returncode != 0 or not os.path.exists(out_path):
             tail = (proc.stderr or proc.stdout or "")[-2000:]
             return {"ok": False, "name": name, "stage": "crashed",
-                    "error": f"capture process exited with {proc.returncode}: {tail}"}
+                    "error": f"capture process exited with {proc.returncode}: {tail}", "elapsed_s": time.monotonic() - started}
         with open(out_path, encoding="utf-8") as f:
             return json.load(f)
 
@@ -93,7 +96,10 @@ class InductorTeacher:
         import torch
         import triton
 
-        self.version = f"torch-{torch.__version__}+triton-{triton.__version__}"
+        from autotriton.distillation.inductor_capture import CAPTURE_FORMAT
+
+        # the capture format too: a capture change (e.g. TF32 templates) must re-distil cached problems
+        self.version = f"torch-{torch.__version__}+triton-{triton.__version__}+capture-{CAPTURE_FORMAT}"
         self.jobs = jobs or int(getattr(config, "inductor_jobs", 0) or 0) or max(1, min(8, (os.cpu_count() or 2) // 2))
         self.timeout_s = timeout_s or float(getattr(config, "inductor_timeout_s", 0) or 0) or 600.0
         self.dynamic = getattr(config, "inductor_dynamic", True) if dynamic is None else dynamic
@@ -174,7 +180,9 @@ class InductorTeacher:
             prompt_version="",
             sampling={"dynamic": attempt.get("dynamic"), "dynamic_parameters": dynamic_parameters, "max_autotune": self.max_autotune,
                       "decompose_convolution": self.decompose_convolution, "kernels": result.kernels,
-                      "notes": result.notes},
+                      "notes": result.notes,
+                      # wall time of the capture(s) behind this candidate (a timeout or crash included)
+                      "capture_s": round(sum(float(a.get("elapsed_s") or 0.0) for a in capture["attempts"]), 3)},
             raw_output=attempt.get("output_code") or "",
             parse_error=None if result.ok else f"inductor conversion failed ({result.reason}): {result.detail}",
         )

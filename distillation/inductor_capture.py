@@ -27,7 +27,7 @@ from typing import Any
 
 __all__ = ["capture_problem", "inductor_settings", "dynamo_settings", "CAPTURE_FORMAT"]
 
-CAPTURE_FORMAT = 2  # bump when the capture dict changes shape
+CAPTURE_FORMAT = 3  # bump when the capture dict changes shape or meaning (3: "tf32", TF32 GEMM/conv templates)
 
 _SYM_SOURCE = re.compile(r"^L\['(?P<arg>[A-Za-z_][A-Za-z0-9_]*)'\]\.size\(\)\[(?P<dim>\d+)\]$")
 _TENSOR_SOURCE = re.compile(r"^L\['(?P<arg>[A-Za-z_][A-Za-z0-9_]*)'\]$")
@@ -361,6 +361,75 @@ def _wide_indexing(all_64bit: bool, headroom: int = INT32_HEADROOM) -> Any:
     return mock.patch.object(SIMDScheduling, "can_use_32bit_indexing", staticmethod(decide))
 
 
+def tf32_backends() -> list[Any]:
+    """The backends whose fp32 precision decides TF32 in Inductor's GEMM and convolution templates."""
+    import torch
+
+    return [torch.backends.cuda.matmul, torch.backends.cudnn]
+
+
+def tf32_state() -> list[Any]:
+    """Each backend's precision setting, for tests and records (fp32_precision where it exists)."""
+    return [getattr(b, "fp32_precision") if hasattr(b, "fp32_precision") else b.allow_tf32 for b in tf32_backends()]
+
+
+def force_tf32(get_extra_kwargs: Any) -> Any:
+    """The template heuristic's extra kwargs with ALLOW_TF32 forced on (everything else as it says)."""
+
+    def wrapped(mixin: Any, *args: Any, **kwargs: Any) -> Any:
+        out = get_extra_kwargs(mixin, *args, **kwargs)
+        if isinstance(out, dict) and "ALLOW_TF32" in out:
+            out = dict(out, ALLOW_TF32=True)
+        return out
+
+    return wrapped
+
+
+class tf32_matmuls:
+    """Context manager: GEMM and convolution templates multiply fp32 on the tensor cores (TF32),
+    as eager convolutions already do (cuDNN's default) and as the judge accepts (validation/compare.py:
+    fp32 outputs of a `tl.dot` that does not ask for "ieee" are held to 1e-2 on a GPU).
+
+    Why: Inductor's GEMM template takes ALLOW_TF32 from `torch.backends.cuda.matmul` (off by
+    default) and, since torch 2.10, only where the sizes are statically known to be large
+    (MMTemplateConfigMixin.get_extra_kwargs: m >= 16 and min(n, k) >= 512), which a dynamic-shape
+    capture never proves. The teacher's GEMMs, and every convolution decomposed into gathers + a
+    matmul, then ran `tl.dot(..., allow_tf32=False)`: fp32 FMA loops, several times slower than
+    cuBLAS and far slower than the tensor cores (issue 15: GEMM chains at 0.02-0.37x eager).
+    Restores every flag and patch on exit."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> "tf32_matmuls":
+        if not self.enabled:
+            return self
+        import torch
+
+        for owner in tf32_backends():
+            # torch >= 2.9 reads fp32_precision ("none" | "ieee" | "tf32"; cuDNN's "none" is not
+            # TF32 for Inductor's conv template although allow_tf32 says True); older: allow_tf32
+            name, value = ("fp32_precision", "tf32") if hasattr(owner, "fp32_precision") else ("allow_tf32", True)
+            self._saved.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, value)
+        try:
+            from torch._inductor.template_heuristics.triton import MMTemplateConfigMixin
+        except ImportError:  # older Inductor: the backend flag alone decides
+            return self
+        original = MMTemplateConfigMixin.__dict__.get("get_extra_kwargs")
+        if original is None:
+            return self
+        self._saved.append((MMTemplateConfigMixin, "get_extra_kwargs", original))
+        MMTemplateConfigMixin.get_extra_kwargs = force_tf32(original)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for owner, name, value in reversed(self._saved):
+            setattr(owner, name, value)
+        self._saved = []
+
+
 def _wide_indexing_available() -> bool:
     from torch._inductor.codegen.simd import SIMDScheduling
 
@@ -413,6 +482,7 @@ def capture_problem(
     max_mm_configs: int | None = None,
     dynamic_parameters: bool = False,
     index_64bit: bool = False,
+    tf32: bool = True,
 ) -> dict[str, Any]:
     """Compile a problem's Model with Inductor and record its output code and chosen configs.
 
@@ -439,6 +509,10 @@ def capture_problem(
     (benchmarks/inductor_l1.py, to share a GPU) that runs at its own (a depthwise convolution's
     gathered patches: 64 x 128 x 254 x 510 x 9 elements for KernelBench L1/84). Recorded as
     `"index_64bit": True`.
+
+    `tf32` (default on): GEMM and convolution templates use the tensor cores for fp32 (see
+    `tf32_matmuls`); recorded as `"tf32": True`. The reference output the capture compares with is
+    computed before, in full fp32.
     """
     import torch
     import triton
@@ -446,7 +520,7 @@ def capture_problem(
     started = time.monotonic()
     result: dict[str, Any] = {
         "format": CAPTURE_FORMAT, "name": name, "ok": False, "dynamic": dynamic, "max_autotune": max_autotune,
-        "autotune_pointwise": autotune_pointwise,
+        "autotune_pointwise": autotune_pointwise, "tf32": tf32,
         "decompose_convolution": decompose_convolution, "max_mm_configs": max_mm_configs,
         "versions": {"torch": torch.__version__, "triton": triton.__version__},
         **({"dynamic_parameters": True} if dynamic_parameters and dynamic else {}),
@@ -512,7 +586,7 @@ def capture_problem(
                     torch._dynamo.config.patch(dynamo_settings(dynamic, dynamic_parameters and dynamic)), \
                     torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder, \
                     decompose_module.shape_generic_functionals(), _math_attention(), symbolic_convolutions, \
-                    _wide_indexing(index_64bit):
+                    _wide_indexing(index_64bit), tf32_matmuls(tf32):
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
                 actual, codes = run_and_get_code(compiled, *inputs)
             torch.cuda.synchronize() if device.startswith("cuda") else None
@@ -540,7 +614,7 @@ def capture_problem(
 def main(argv: list[str] | None = None) -> int:
     """`python distillation/inductor_capture.py OUT.json` with a JSON request on stdin
     ({"source", "name", "dynamic", "decompose_convolution", "max_autotune", "max_mm_configs", "device",
-    "dynamic_parameters", "index_64bit", "env_paths"}): the
+    "dynamic_parameters", "index_64bit", "env_paths", "tf32"}): the
     subprocess side of InductorTeacher. Writes the capture dict to OUT.json."""
     import json
     import sys
@@ -559,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
                               decompose_convolution=request.get("decompose_convolution", True),
                               max_mm_configs=request.get("max_mm_configs"),
                               dynamic_parameters=request.get("dynamic_parameters", False),
-                              index_64bit=request.get("index_64bit", False))
+                              index_64bit=request.get("index_64bit", False), tf32=request.get("tf32", True))
     with open(args[0], "w", encoding="utf-8") as f:
         json.dump(capture, f)
     return 0

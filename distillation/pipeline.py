@@ -367,4 +367,54 @@ def _stats(problems: list[Problem], candidates: list[Candidate], verdicts: list[
         "cost_usd": round(usage["cost_usd"], 6) if costed else None,
         "cost_usd_this_run": round(float(spent["cost_usd"]), 6) if "cost_usd" in spent else (0.0 if costed else None),
         "teacher_counters": counters,
+        **_outcomes(problems, candidates, verdicts, solved),
+    }
+
+
+# Unsolved problems by their best candidate's outcome, best first: the failure classes of a run.
+_CLASS_ORDER = ("odd_sizes_only", "incorrect", "runtime_error", "compile_error", "rule_violation", "timeout", "crashed")
+
+
+def _outcomes(problems: list[Problem], candidates: list[Candidate], verdicts: list[Verdict], solved: set[str]) -> dict[str, Any]:
+    """Both yields (own sizes only, KernelBench's definition; and the validated pairs' rule), the
+    failure class of every unsolved problem, and the speed of the solved ones: per problem its
+    fastest validated candidate (speedups the judge flagged suspect left out), geometric means
+    over problems against eager and against torch.compile (GPU judges only; None otherwise)."""
+    import math
+
+    from autotriton.validation.rewards import correct_at
+
+    by_candidate = {v.candidate_key: v for v in verdicts}
+    per_problem: dict[str, list[Verdict]] = {}
+    malformed: set[str] = set()
+    for cand in candidates:
+        if cand.parse_error:
+            malformed.add(cand.problem_key)
+        if cand.key in by_candidate:
+            per_problem.setdefault(cand.problem_key, []).append(by_candidate[cand.key])
+    own = sum(1 for p in problems if any(correct_at(v, "own_sizes") and v.rule_ok for v in per_problem.get(p.key, [])))
+    classes: Counter = Counter()
+    eager: list[float] = []
+    compiled: list[float] = []
+    for problem in problems:
+        judged = per_problem.get(problem.key, [])
+        if problem.key in solved:
+            good = [v for v in judged if v.correct and v.rule_ok and not (v.timing or {}).get("suspect")]
+            for values, attr in ((eager, "speedup"), (compiled, "speedup_vs_compile")):
+                best = max((getattr(v, attr) for v in good if getattr(v, attr)), default=None)
+                if best:
+                    values.append(best)
+            continue
+        labels = {"odd_sizes_only" if v.correct_own_sizes and v.rule_ok else v.status for v in judged}
+        found = next((c for c in _CLASS_ORDER if c in labels), None)
+        classes[found or ("conversion_failed" if problem.key in malformed else "no_candidate")] += 1
+
+    def geomean(values: list[float]) -> float | None:
+        return round(math.exp(sum(math.log(x) for x in values) / len(values)), 4) if values else None
+
+    return {
+        "yield_own_sizes": round(own / len(problems), 4) if problems else 0.0,
+        "failure_classes": dict(sorted(classes.items())),
+        "speed": {"timed_problems": len(eager), "geomean_speedup_vs_eager": geomean(eager),
+                  "timed_vs_compile": len(compiled), "geomean_speedup_vs_compile": geomean(compiled)},
     }

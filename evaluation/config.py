@@ -30,4 +30,8 @@ class EvaluationConfig(BaseModel):
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="where a local model generates; the judge's device is validation.device")
     max_problems: int = Field(0, ge=0, description="evaluate at most this many problems (0 = all)")
     shrink: bool = Field(False, description="shrink problem sizes for the CPU interpreter when loading the suite (the judge also shrinks when validation.shrink_for_cpu)")
+    require_sizes: Literal["own_sizes", "own_and_odd_sizes"] = Field("own_sizes", description=(
+        "what counts as solved in the metrics (exec accuracy, pass@k, fast_p, speedups): own_sizes = correct at the problem's "
+        "own sizes (KernelBench's definition, so figures compare with KernelBench's); own_and_odd_sizes = also at the judge's "
+        "odd-size trial. Reports give both yields either way (own_sizes_yield, general_yield)"))
     report_dir: str = Field("runs/eval", description="markdown reports and plots go here (one folder per evaluation)")

@@ -146,7 +146,7 @@ def evaluate(problems: Sequence[Problem], generator: Generator, config: Any = No
         verdicts.append(row)
 
     ks = [k for k in config.pass_k if k <= samples] or [1]
-    metrics = compute_metrics(problems, candidates, verdicts, ks)
+    metrics = compute_metrics(problems, candidates, verdicts, ks, require=getattr(config, "require_sizes", "own_sizes"))
     judge_hash = next((v.judge_config_hash for v in flat if v.judge_config_hash), "")
     if not judge_hash and validation_config is not None:
         from autotriton.configuration import config_hash

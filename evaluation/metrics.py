@@ -20,10 +20,16 @@ Definitions (one sample = one generated candidate and its verdict; a share is ov
 * `status_counts`: samples per verdict status (`records.VERDICT_STATUSES`), statuses never seen left out.
 * `fast_p` (KernelBench): share of problems with at least one correct, rule-ok sample whose speedup
   over eager PyTorch is above p (p = 1, 2). Speedups the judge flagged `suspect` do not count.
-* `geomean_speedup`: geometric mean of the speedups of correct, rule-ok, unflagged samples.
+* `geomean_speedup`: geometric mean of the speedups of correct, rule-ok samples.
+* `geomean_speedup_vs_compile`: the same against torch.compile of the reference (`fast_compile_1`:
+  share of problems with a sample faster than torch.compile).
+* `own_sizes_yield` / `general_yield`: share of samples correct and rule-ok at the problem's own
+  sizes (KernelBench's definition), and also at the judge's odd-size trial (general kernels).
+"Correct" in the other metrics means what `require` (`evaluation.require_sizes`) says: "own_sizes"
+(default, KernelBench-compatible) or "own_and_odd_sizes" (validation/rewards.py `correct_at`).
+The speed metrics need a GPU judge; without one they are None.
 * `timed_samples`: how many speedups went into `geomean_speedup`; `suspect_speedups`: samples whose
   speedup the judge flagged as suspect (over 10x), whatever their verdict.
-The speed metrics need a GPU judge; without one `fast_p` and `geomean_speedup` are None and the two
 counts are absent. `compute_metrics` adds the same per benchmark and per level, per-problem rows,
 and `reference_failures`: problems none of whose samples could be judged because the reference
 itself failed (still counted as failures above).
@@ -59,9 +65,11 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - product
 
 
-def solved(verdict: Verdict) -> bool:
-    """The AutoTriton criterion: correct and rule-ok."""
-    return bool(verdict.correct and verdict.rule_ok)
+def solved(verdict: Verdict, require: str = "own_sizes") -> bool:
+    """The AutoTriton criterion: correct (at the sizes `require` names) and rule-ok."""
+    from autotriton.validation.rewards import correct_at
+
+    return bool(correct_at(verdict, require) and verdict.rule_ok)
 
 
 def hacked(verdict: Verdict) -> bool:
@@ -69,13 +77,15 @@ def hacked(verdict: Verdict) -> bool:
     return bool(verdict.correct and not verdict.rule_ok)
 
 
-def trusted_speedup(verdict: Verdict) -> float | None:
-    """The verdict's speedup when it is a correct, rule-ok sample timed on a GPU and not flagged suspect."""
-    if not solved(verdict) or verdict.speedup is None:
+def trusted_speedup(verdict: Verdict, require: str = "own_sizes", against: str = "eager") -> float | None:
+    """The verdict's speedup (over eager, or over torch.compile with against="compile") when it is a
+    correct, rule-ok sample timed on a GPU and not flagged suspect."""
+    value = verdict.speedup if against == "eager" else verdict.speedup_vs_compile
+    if not solved(verdict, require) or value is None:
         return None
     if (verdict.timing or {}).get("suspect"):
         return None
-    speed = float(verdict.speedup)
+    speed = float(value)
     return speed if speed > 0 and math.isfinite(speed) else None
 
 
@@ -89,13 +99,24 @@ def on_gpu(verdicts: Iterable[Verdict]) -> bool:
     return any((v.device or "cpu") != "cpu" for v in verdicts)
 
 
+_solved = solved
+_trusted_speedup = trusted_speedup
+
+
 def _share(count: int, total: int) -> float:
     return count / total if total else 0.0
 
 
 def summarize(groups: Sequence[tuple[Problem, Sequence[Candidate], Sequence[Verdict]]], ks: Sequence[int], *,
-              gpu: bool | None = None) -> dict[str, Any]:
+              gpu: bool | None = None, require: str = "own_sizes") -> dict[str, Any]:
     """Metrics over problems, each with its samples' candidates and verdicts (same order)."""
+
+    def solved(v: Verdict) -> bool:
+        return _solved(v, require)
+
+    def trusted_speedup(v: Verdict, against: str = "eager") -> float | None:
+        return _trusted_speedup(v, require, against)
+
     verdicts = [v for _, _, vs in groups for v in vs]
     candidates = [c for _, cs, _ in groups for c in cs]
     total = len(verdicts)
@@ -115,6 +136,9 @@ def summarize(groups: Sequence[tuple[Problem, Sequence[Candidate], Sequence[Verd
         "exec_accuracy": _share(sum(solved(v) for v in verdicts), total),
         "hack_rate": _share(sum(hacked(v) for v in verdicts), total),
         "correct_rate": _share(sum(bool(v.correct) for v in verdicts), total),
+        "require_sizes": require,
+        "own_sizes_yield": _share(sum(_solved(v, "own_sizes") for v in verdicts), total),
+        "general_yield": _share(sum(_solved(v, "own_and_odd_sizes") for v in verdicts), total),
         "parse_error_rate": _share(sum(bool(c.parse_error) for c in candidates), total),
         "problems_solved": sum(any(solved(v) for v in vs) for _, _, vs in groups),
         "pass_at_k": pass_k,
@@ -132,13 +156,17 @@ def summarize(groups: Sequence[tuple[Problem, Sequence[Candidate], Sequence[Verd
         out["fast_1"] = _share(sum(any(s > 1.0 for s in per) for per in speeds_per_problem), len(groups))
         out["fast_2"] = _share(sum(any(s > 2.0 for s in per) for per in speeds_per_problem), len(groups))
         out["geomean_speedup"] = math.exp(sum(math.log(s) for s in speeds) / len(speeds)) if speeds else None
+        vs_compile_per_problem = [[s for s in (trusted_speedup(v, "compile") for v in vs) if s is not None] for _, _, vs in groups]
+        vs_compile = [s for per in vs_compile_per_problem for s in per]
+        out["fast_compile_1"] = _share(sum(any(s > 1.0 for s in per) for per in vs_compile_per_problem), len(groups))
+        out["geomean_speedup_vs_compile"] = math.exp(sum(math.log(s) for s in vs_compile) / len(vs_compile)) if vs_compile else None
         out["timed_samples"] = len(speeds)
         out["suspect_speedups"] = sum(1 for v in verdicts if (v.timing or {}).get("suspect"))
     return out
 
 
 def compute_metrics(problems: Sequence[Problem], candidates: Sequence[Sequence[Candidate]], verdicts: Sequence[Sequence[Verdict]],
-                    ks: Sequence[int] = (1, 5, 10)) -> dict[str, Any]:
+                    ks: Sequence[int] = (1, 5, 10), require: str = "own_sizes") -> dict[str, Any]:
     """Overall metrics plus the same per benchmark (`by_suite`), per level (`by_level`) and per problem.
 
     `candidates[i]` and `verdicts[i]` are the samples of `problems[i]`.
@@ -149,14 +177,15 @@ def compute_metrics(problems: Sequence[Problem], candidates: Sequence[Sequence[C
         raise ValueError(f"compute_metrics: {len(problems)} problems, {len(candidates)} candidate lists, {len(verdicts)} verdict lists")
     groups = list(zip(problems, candidates, verdicts))
     gpu = on_gpu(v for vs in verdicts for v in vs)
-    metrics = summarize(groups, ks, gpu=gpu)
+    metrics = summarize(groups, ks, gpu=gpu, require=require)
     by_suite: dict[str, list] = defaultdict(list)
     by_level: dict[str, list] = defaultdict(list)
     for group in groups:
         by_suite[benchmark_of(group[0])].append(group)
         by_level[level_of(group[0])].append(group)
-    metrics["by_suite"] = {name: summarize(g, ks, gpu=gpu) for name, g in sorted(by_suite.items())}
-    metrics["by_level"] = {name: summarize(g, ks, gpu=gpu) for name, g in sorted(by_level.items(), key=lambda kv: _level_sort(kv[0]))}
+    metrics["by_suite"] = {name: summarize(g, ks, gpu=gpu, require=require) for name, g in sorted(by_suite.items())}
+    metrics["by_level"] = {name: summarize(g, ks, gpu=gpu, require=require)
+                           for name, g in sorted(by_level.items(), key=lambda kv: _level_sort(kv[0]))}
     metrics["per_problem"] = [
         {
             "suite_id": p.suite_id or p.name,
@@ -164,10 +193,13 @@ def compute_metrics(problems: Sequence[Problem], candidates: Sequence[Sequence[C
             "problem_key": p.key,
             "level": level_of(p),
             "n": len(vs),
-            "solved": sum(solved(v) for v in vs),
+            "solved": sum(solved(v, require) for v in vs),
+            "solved_odd_sizes_too": sum(solved(v, "own_and_odd_sizes") for v in vs),
             "hacks": sum(hacked(v) for v in vs),
             "statuses": dict(Counter(v.status for v in vs)),
-            "best_speedup": max((s for s in (trusted_speedup(v) for v in vs) if s is not None), default=None),
+            "best_speedup": max((s for s in (trusted_speedup(v, require) for v in vs) if s is not None), default=None),
+            "best_speedup_vs_compile": max((s for s in (trusted_speedup(v, require, "compile") for v in vs) if s is not None),
+                                           default=None),
         }
         for p, _, vs in groups
     ]

@@ -44,12 +44,13 @@ def _row_cells(m: dict[str, Any], ks: Sequence[str]) -> list[str]:
     cells += [fmt(m.get(k), pct=True) for k in ("rule_pass", "compile_rate", "exec_accuracy", "hack_rate")]
     cells += [fmt((m.get("pass_at_k") or {}).get(k), pct=True) for k in ks]
     cells += [fmt(m.get("fast_1"), pct=True), fmt(m.get("fast_2"), pct=True), fmt(m.get("geomean_speedup"))]
+    cells += [fmt(m.get("geomean_speedup_vs_compile")), fmt(m.get("own_sizes_yield"), pct=True), fmt(m.get("general_yield"), pct=True)]
     return cells
 
 
 def _header(ks: Sequence[str]) -> list[str]:
     return (["problems", "samples", "rule pass", "compile", "exec acc", "hack rate"] + [f"pass@{k}" for k in ks]
-            + ["fast_1", "fast_2", "geomean speedup"])
+            + ["fast_1", "fast_2", "geomean speedup", "geomean vs compile", "yield own sizes", "yield own+odd sizes"])
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -211,7 +212,8 @@ def write_report(result: Any, out_dir: str | Path) -> Path:
     else:
         from autotriton.evaluation.metrics import trusted_speedup
 
-        speedups = [s for s in (trusted_speedup(v) for v in result.all_verdicts) if s is not None]
+        speedups = [s for s in (trusted_speedup(v, metrics.get("require_sizes", "own_sizes")) for v in result.all_verdicts)
+                    if s is not None]
         with (out / "samples.jsonl").open("w", encoding="utf-8") as fh:
             for problem, cands, verdicts in zip(result.problems, result.candidates, result.verdicts):
                 for index, (c, v) in enumerate(zip(cands, verdicts)):
@@ -219,6 +221,8 @@ def write_report(result: Any, out_dir: str | Path) -> Path:
                         "suite_id": problem.suite_id or problem.name, "problem_key": problem.key, "sample": index,
                         "candidate_key": c.key, "verdict_key": v.key, "status": v.status, "correct": v.correct,
                         "rule_ok": v.rule_ok, "compiled": v.compiled, "speedup": v.speedup,
+                        "speedup_vs_compile": v.speedup_vs_compile, "correct_own_sizes": v.correct_own_sizes,
+                        "odd_sizes_ok": v.odd_sizes_ok,
                         "violations": [x.rule for x in v.violations], "parse_error": c.parse_error,
                         "error": (v.error or "")[:500] or None,
                     }) + "\n")

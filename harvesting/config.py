@@ -20,6 +20,8 @@ class HarvestConfig(BaseModel):
     licences: list[str] = Field(default_factory=lambda: list(PERMISSIVE_LICENCES), description="licence allowlist (SPDX ids); unknown licences are always rejected")
     local_paths: list[str] = Field(default_factory=list, description="local directories / git clones harvested by the refresh flow")
     dataset_paths: list[str] = Field(default_factory=list, description="KernelBook-style parquet/JSONL or suite JSONL files harvested by the refresh flow")
+    synthetic_count: int = Field(0, ge=0, description="generated fused-operator problems (harvesting/synthetic.py) the refresh flow harvests; 0 = none")
+    synthetic_seed: int = Field(0, description="seed of the generated problems: the same seed gives the same problems")
     max_file_bytes: int = Field(1_000_000, ge=1, description="skip source files larger than this")
     max_problem_chars: int = Field(30_000, ge=100, description="reject standalone problems longer than this (too_large)")
     near_duplicate_threshold: float = Field(0.85, gt=0, le=1, description="MinHash Jaccard threshold for near-duplicates")

@@ -26,6 +26,13 @@ def harvest_dataset_source(path: str, harvest_config: Any, validation_config: An
     return harvest_dataset(path, harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
 
 
+@task(name="harvest-synthetic", task_run_name="harvest-synthetic-{count}-seed-{seed}")
+def harvest_synthetic_source(count: int, seed: int, harvest_config: Any, validation_config: Any):
+    from autotriton.harvesting.synthetic import harvest_synthetic
+
+    return harvest_synthetic(count, seed, harvest_config, validation_config=validation_config)
+
+
 @task(name="harvest-github", retries=3, retry_delay_seconds=[10, 60, 300])
 def harvest_github_source(harvest_config: Any, validation_config: Any, environments: Any = None):
     """GitHub search + tree walk + blobs. Rate limits are waited out inside; other network

@@ -262,6 +262,9 @@ def test_inductor_teacher_end_to_end_on_gpu():
     verdicts = validate_many([(p.reference_source, c.code) for p, c in zip(problems, candidates)],
                              ValidationConfig(device="cuda", trials=2))
     assert all(v.correct and v.rule_ok for v in verdicts), [(v.status, v.error) for v in verdicts]
+    # the GEMM template of linear_relu multiplies on the tensor cores (capture_problem's tf32)
+    gemm = candidates[2].code
+    assert "ALLOW_TF32: tl.constexpr = True" in gemm, gemm[:3000]
 
 
 def test_template_config_cap_is_set_only_when_asked():
@@ -400,3 +403,29 @@ def test_capture_runs_the_model_in_eval_mode_like_the_judge():
     capture, call = cpu_capture(source, "bn")
     assert "welford" not in capture["output_code"] and "num_batches_tracked" not in call  # no batch statistics
     assert capture["max_abs_err"] < 1e-5
+
+
+def test_tf32_matmuls_turns_tensor_cores_on_for_templates_and_restores_everything():
+    """Captures (tf32 default on) let Inductor's GEMM template use TF32 whatever it can prove
+    about dynamic sizes; the flags and the heuristic are restored afterwards, and off changes nothing."""
+    from autotriton.distillation.inductor_capture import force_tf32, tf32_matmuls, tf32_state
+
+    heuristic = force_tf32(lambda mixin, inputs, op: {"ALLOW_TF32": False, "op": op})
+    assert heuristic(None, None, "mm") == {"ALLOW_TF32": True, "op": "mm"}
+    assert force_tf32(lambda mixin: {"other": 1})(None) == {"other": 1}
+
+    before = tf32_state()
+    try:
+        from torch._inductor.template_heuristics.triton import MMTemplateConfigMixin
+    except ImportError:
+        MMTemplateConfigMixin = None
+    original = MMTemplateConfigMixin.__dict__.get("get_extra_kwargs") if MMTemplateConfigMixin else None
+    with tf32_matmuls(False):
+        assert tf32_state() == before
+    with tf32_matmuls():
+        assert all(state in ("tf32", True) for state in tf32_state()), tf32_state()
+        if original is not None:
+            assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is not original
+    assert tf32_state() == before  # restored as it was ("none" stays "none", not "ieee")
+    if original is not None:
+        assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is original

@@ -231,6 +231,7 @@ def test_a_second_sample_is_the_symbolic_parameter_variant_kept_only_when_it_dif
         by_problem.setdefault(c.problem_key, []).append(c)
     first, variant = by_problem[conv.key]
     assert first.sampling["dynamic_parameters"] is False and variant.sampling["dynamic_parameters"] is True
+    assert first.sampling["capture_s"] == round(conv_captures[False]["elapsed_s"], 3) > 0  # capture time per problem
     assert first.code and variant.code and first.code != variant.code and variant.parse_error is None
     assert "self.conv1d.weight.shape[0]" in variant.code
     assert len(by_problem[relu.key]) == 1 and by_problem[relu.key][0].code  # the same code twice is kept once
@@ -307,3 +308,67 @@ def test_kernels_near_the_int32_limit_index_in_int64_in_every_capture():
         assert SIMDScheduling.can_use_32bit_indexing(sympy.Integer(1_930_000_000), []) is False
         assert SIMDScheduling.can_use_32bit_indexing(sympy.Integer(2**29), []) is False
     assert SIMDScheduling.can_use_32bit_indexing is original
+
+
+CONV_TRANSPOSE_POOL_NORM = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride=2, padding=1, output_padding=1)
+        self.norm = nn.GroupNorm(4, out_channels)
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = self.pool(x)
+        x = self.norm(x)
+        return torch.tanh(x)
+
+batch_size = 1
+in_channels = 16
+out_channels = 8
+kernel_size = 3
+height = 4
+width = 4
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
+'''
+
+
+@pytest.mark.timeout(600)
+def test_conv_transpose_pool_norm_chain_keeps_its_output_channels(tmp_path, monkeypatch):
+    """Issue 15's ConvTranspose + pooling/normalisation class (twice as many channels in as out):
+    the dynamic-parameters capture and conversion give out_channels (8), not in_channels (16), and
+    the values of the reference (the weight of a transposed convolution is (in, out, k, k))."""
+    import types
+
+    import torch
+
+    from autotriton.validation.triton_compat import apply_interpreter_fixes
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    bench = load_bench()
+    out = dry_capture(tmp_path, "convt", CONV_TRANSPOSE_POOL_NORM, "--dynamic-parameters")
+    suite = tmp_path / "suite-convt.jsonl"
+    assert bench.main(["convert", "--suite", str(suite), "--out", str(out)]) == 0
+    code = (out / "converted" / "dry_convt.py").read_text()
+    assert "extern_kernels" not in code
+    apply_interpreter_fixes()
+    candidate, reference = types.ModuleType("candidate"), types.ModuleType("reference")
+    exec(compile(code, "<candidate>", "exec"), candidate.__dict__)  # noqa: S102 (our own conversion)
+    exec(compile(CONV_TRANSPOSE_POOL_NORM, "<reference>", "exec"), reference.__dict__)  # noqa: S102
+    torch.manual_seed(0)
+    model = reference.Model(16, 8, 3).eval()
+    new = candidate.ModelNew(16, 8, 3).eval()
+    new.load_state_dict(model.state_dict())
+    x = torch.randn(1, 16, 4, 4)
+    with torch.no_grad():
+        expected, got = model(x), new(x)
+    assert got.shape == expected.shape == (1, 8, 4, 4)
+    assert torch.allclose(got, expected, atol=1e-4, rtol=1e-4)

@@ -331,3 +331,30 @@ def test_cli_openai_teacher_records_malformed_output_and_its_repair(tmp_path):
         assert bad.code == "" and "Sigmoid is 1 / (1 + exp(-x))" in bad.raw_output
         assert good.parent_key == bad.key and good.repair_round == 1 and good.generator == "openai:test-model"
         assert {c.key for _, c, _ in wh.validated_pairs()} >= {good.key}
+
+
+def test_outcomes_give_both_yields_failure_classes_and_speed_of_solved_problems():
+    """The distill summary's failure classes (each unsolved problem by its best candidate) and the
+    geometric-mean speed of the solved ones against eager and torch.compile (suspect ones left out)."""
+    from autotriton.distillation.pipeline import _outcomes
+    from autotriton.records import Candidate, Problem, Verdict
+
+    problems = [Problem(reference_source=f"x = {i}\n", name=f"p{i}") for i in range(5)]
+    cands = [Candidate(problem_key=p.key, code=f"y = {i}\n") for i, p in enumerate(problems)]
+    cands.append(Candidate(problem_key=problems[0].key, code="y = 99\n"))
+    cands.append(Candidate(problem_key=problems[4].key, code="", parse_error="extern_kernels"))
+    v = [
+        Verdict(cands[0].key, problems[0].key, "correct", correct=True, rule_ok=True, correct_own_sizes=True, speedup=0.5,
+                speedup_vs_compile=0.25),
+        Verdict(cands[1].key, problems[1].key, "correct", correct=True, rule_ok=True, correct_own_sizes=True, speedup=2.0,
+                speedup_vs_compile=1.0),
+        Verdict(cands[2].key, problems[2].key, "incorrect", rule_ok=True, correct_own_sizes=True, odd_sizes_ok=False),
+        Verdict(cands[3].key, problems[3].key, "runtime_error", rule_ok=True, correct_own_sizes=False),
+        Verdict(cands[5].key, problems[0].key, "correct", correct=True, rule_ok=True, correct_own_sizes=True, speedup=50.0,
+                speedup_vs_compile=40.0, timing={"suspect": True}),
+    ]
+    out = _outcomes(problems, cands, v, solved={problems[0].key, problems[1].key})
+    assert out["yield_own_sizes"] == 3 / 5
+    assert out["failure_classes"] == {"odd_sizes_only": 1, "runtime_error": 1, "conversion_failed": 1}
+    assert out["speed"]["timed_problems"] == 2 and out["speed"]["geomean_speedup_vs_eager"] == 1.0
+    assert out["speed"]["geomean_speedup_vs_compile"] == 0.5

@@ -83,9 +83,12 @@ def test_fit_to_budget_keeps_small_problems_and_shrinks_big_ones():
     assert notes["shrunk_for_memory"] and notes["shrink_max_dim"] == 128  # the largest power of two that fits
     assert "M = 128" in src and "N = 128" in src and "K = 32" in src
     assert notes["judged_trial_mb"] <= 0.1
-    # the answer limit counts too: all trials' outputs must fit max_output_mb
-    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg(max_output_mb=0.5))
+    # without answer files the answer limit counts too: all trials' outputs must fit max_output_mb
+    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg(max_output_mb=0.5, answer_shm=False))
     assert notes["shrunk_for_memory"] and "M = 128" in src
+    # with them (the default) an answer over max_output_mb travels through the worker's answer file
+    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg(max_output_mb=0.5))
+    assert src == BIG_MATMUL and "shrunk_for_memory" not in notes
 
 
 def test_trial_bytes_come_from_the_meta_device():

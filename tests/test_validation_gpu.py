@@ -60,6 +60,8 @@ def test_speedup_against_torch_compile_of_the_reference(gpu_verdicts):
     assert v.status == "correct", v.error
     assert v.speedup_vs_compile is not None and v.speedup_vs_compile > 0, v.timing.get("reference")
     assert v.timing["reference"]["compiled"][0]["kept"] >= 1
+    # host work per call, each side: what says whether launches or kernels decide a speedup
+    assert all(v.timing["host_ms"][side] > 0 for side in ("candidate", "eager", "compiled")), v.timing.get("host_ms")
     share = v.timing.get("triton_time_share")
     assert share is None or 0.0 < share <= 1.0
 

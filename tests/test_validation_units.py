@@ -133,6 +133,8 @@ def test_timing_trims_outliers_and_flags_suspect_speedups():
     median, kept = _trimmed_median([1.0] * 20 + [50.0, 0.01])  # one stall, one glitch
     assert median == 1.0 and kept == 20
     ref = {"eager": [{"median_ms": 4.0}, {"median_ms": 8.0}], "compiled": [{"median_ms": 2.0}, {"median_ms": 4.0}]}
+    hosted = speedups({"eager": [{"median_ms": 4.0, "host_ms": 0.5}]}, {"sets": [{"median_ms": 2.0, "host_ms": 1.5}]}, 10.0)
+    assert hosted["host_ms"] == {"candidate": 1.5, "eager": 0.5}
     out = speedups(ref, {"sets": [{"median_ms": 2.0}, {"median_ms": 4.0}]}, suspect_above=10.0)
     assert out["speedup"] == 2.0 and out["speedup_vs_compile"] == 1.0 and out["suspect"] is False
     out = speedups(ref, {"sets": [{"median_ms": 0.1}, {"median_ms": 0.2}]}, suspect_above=10.0)
@@ -208,3 +210,23 @@ def test_judge_workers_get_the_gpus_asked_for_as_this_process_sees_them():
         assign_gpus(2, ["0", "1"], [2])
     with pytest.raises(JudgeError, match="no GPU is visible"):
         assign_gpus(2, [], [])
+
+
+def test_the_worker_cache_of_problems_is_bounded_by_bytes(monkeypatch):
+    """Problems judged at their own sizes can hold GiBs of inputs and reference outputs: the
+    worker's cache drops the oldest ones past MAX_CACHED_BYTES (the newest always stays)."""
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from autotriton.validation import judge
+    from validation_helpers import problem
+
+    cfg = {"device": "cpu", "shrink_for_cpu": True, "shrink_max_dim": 32, "seed": 1, "trials": 1, "odd_size_trial": False,
+           "max_trial_mb": 512.0, "max_output_mb": 1024.0}
+    worker = SimpleNamespace(problems=OrderedDict(), tmp="")
+    first = judge.problem_state(worker, problem("relu"), cfg)
+    size = first.cached_bytes()
+    assert size == 2 * 4 * 32 * 4  # one trial: a (4, 32) fp32 input and its output
+    monkeypatch.setattr(judge, "MAX_CACHED_BYTES", size + 1)
+    judge.problem_state(worker, problem("softmax"), cfg)
+    assert list(worker.problems) and first not in worker.problems.values() and len(worker.problems) == 1

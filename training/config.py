@@ -54,6 +54,10 @@ class TrainingConfig(BaseModel):
     num_iterations: int = Field(1, ge=1, description="policy updates per generation batch (mu)")
     reward: Literal["combined", "exec"] = Field("combined", description="combined: AutoTriton's rule x exec reward (a rule violation scores 0 whatever the tests say); exec: tests only")
     speedup_bonus: float = Field(0.0, ge=0, description="GPU only: add bonus * min(log2(speedup), log2(speedup_cap)) to correct, rule-abiding completions faster than eager (the validator's combined_reward; 0 = off)")
+    require_sizes: Literal["own_sizes", "own_and_odd_sizes"] = Field("own_and_odd_sizes", description=(
+        "what counts as correct for the GRPO reward and the sft/rl exports: own_and_odd_sizes = every judge trial, the "
+        "odd-size one included (general kernels only); own_sizes = the problem's own sizes (KernelBench's definition; "
+        "kernels with baked-in sizes count). See validation/rewards.py"))
     speedup_cap: float = Field(4.0, gt=1, description="speedup at which the shaping bonus saturates (4.0 = the bonus is full at 4x)")
     reward_overlap: bool = Field(False, description=(
         "judge batch k while batch k+1 is generated: the trainer stops waiting for the judge, each update uses a batch sampled "

@@ -23,10 +23,10 @@ def held_out(problem: Problem, globs: list[str]) -> bool:
 def sft_export(wh: Any, cfg: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows of every validated pair (reward 1) whose problem is not a held-out benchmark."""
     t = cfg.training
-    pairs = [trip for trip in wh.validated_pairs() if not held_out(trip[0], t.exclude_suites)]
+    pairs = [trip for trip in wh.validated_pairs(require=t.require_sizes) if not held_out(trip[0], t.exclude_suites)]
     rows = build_sft_rows(pairs, val_fraction=t.val_fraction, dedup_threshold=t.dedup_threshold,
                           num_perm=t.minhash_perm, seed=t.seed)
-    filter_ = {"verdict": "correct and rule_ok (latest)", "exclude_suites": t.exclude_suites,
+    filter_ = {"verdict": "correct and rule_ok (latest)", "require_sizes": t.require_sizes, "exclude_suites": t.exclude_suites,
                "val_fraction": t.val_fraction, "dedup_threshold": t.dedup_threshold, "seed": t.seed}
     return rows, filter_
 
@@ -36,7 +36,7 @@ def rl_export(wh: Any, cfg: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     for diversity with difficulty from teacher and model pass rates."""
     t = cfg.training
     problems = [p for p in wh.problems(status="runnable") if not held_out(p, t.exclude_suites)]
-    pairs = [trip for trip in wh.validated_pairs() if not held_out(trip[0], t.exclude_suites)]
+    pairs = [trip for trip in wh.validated_pairs(require=t.require_sizes) if not held_out(trip[0], t.exclude_suites)]
     candidates = wh.candidates(problem_keys=[p.key for p in problems]) if problems else []
     verdicts = wh.latest_verdicts(candidate_keys=[c.key for c in candidates]) if candidates else []
     stats = pass_stats(candidates, verdicts)

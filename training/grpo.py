@@ -138,7 +138,8 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     if model is None:
         model, tokenizer = load_model(base, device=device, gguf_file=cfg.gguf_file, cache_dir=cfg.model_cache_dir,
                                       attn_implementation=cfg.attn_implementation, progress=on_status)
-    rewards = JudgeRewards(judge, reward=cfg.reward, speedup_bonus=cfg.speedup_bonus, speedup_cap=cfg.speedup_cap)
+    rewards = JudgeRewards(judge, reward=cfg.reward, speedup_bonus=cfg.speedup_bonus, speedup_cap=cfg.speedup_cap,
+                           require_sizes=cfg.require_sizes)
     funcs, weights = rewards.reward_funcs()
     args = build_grpo_config(cfg, output_dir, device, reward_weights=weights, **grpo_overrides)
     timer = StepTimer()

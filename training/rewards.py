@@ -64,13 +64,14 @@ class JudgeRewards:
     """
 
     def __init__(self, judge: BatchJudge, *, reward: str = "combined", speedup_bonus: float = 0.0,
-                 speedup_cap: float = 4.0):
+                 speedup_cap: float = 4.0, require_sizes: str = "own_and_odd_sizes"):
         if reward not in ("combined", "exec"):
             raise ValueError(f"training.reward = {reward!r}: choose 'combined' or 'exec'.")
         self.judge = judge
         self.reward = reward
         self.speedup_bonus = speedup_bonus
         self.speedup_cap = speedup_cap
+        self.require_sizes = require_sizes  # which trials count (validation/rewards.py correct_at)
         # (batch id, verdicts) of the last batch, one attribute: replaced in one step, so a reader
         # on another thread (training.reward_overlap judges in the background) never mixes two batches.
         self._last: tuple[tuple | None, list[Verdict | None]] = (None, [])
@@ -141,9 +142,10 @@ class JudgeRewards:
         from autotriton.validation.rewards import combined_reward, exec_reward
 
         if self.reward == "exec":
-            return float(exec_reward(v))
+            return float(exec_reward(v, self.require_sizes))
         # The validator's definition, with its capped log2 speedup bonus (suspect timings earn none).
-        return float(combined_reward(v, speedup_bonus=self.speedup_bonus, max_bonus=math.log2(self.speedup_cap)))
+        return float(combined_reward(v, speedup_bonus=self.speedup_bonus, max_bonus=math.log2(self.speedup_cap),
+                                     require=self.require_sizes))
 
     def main(self, completions, reference, log_metric=None, trainer_state=None, **_: Any) -> list[float]:
         """The training reward: AutoTriton's combined reward (or exec only), optionally shaped."""

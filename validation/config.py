@@ -15,7 +15,11 @@ class ValidationConfig(BaseModel):
     timeout_s: float = Field(120.0, gt=0, description="hard wall-clock limit per candidate (whole process group killed)")
     memory_limit_gb: float = Field(512.0, gt=0, description="address-space limit of a candidate process on a GPU (CUDA reserves large virtual ranges: keep it well above 64 GiB)")
     memory_limit_gb_cpu: float = Field(8.0, gt=0, description="address-space limit of a candidate process on the CPU interpreter")
-    max_output_mb: float = Field(1024.0, gt=0, description="largest answer (output tensors) a candidate may send back")
+    max_output_mb: float = Field(1024.0, gt=0, description="largest answer (output tensors) a candidate may send back over its socket; see answer_shm")
+    answer_shm: bool = Field(True, description=(
+        "answers over max_output_mb go through a memory file the worker creates, sized to the reference's own outputs, "
+        "written by the candidate process and read and compared by the worker after the candidate is killed (wire.py); "
+        "the answer is then bounded by the problem's outputs, not by max_output_mb, and max_trial_mb alone decides shrinking"))
     max_trial_mb: float = Field(512.0, gt=0, description=(
         "largest inputs + outputs of one correctness trial at full size (estimated on the meta device) when the problem is "
         "not already shrunk for the interpreter; a problem over it (or whose outputs over all trials would pass "

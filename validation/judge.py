@@ -26,6 +26,9 @@ from autotriton.validation import candidate_runner as cr
 from autotriton.validation import compare, shrink, wire
 
 MAX_CACHED_PROBLEMS = 16
+# ...and at most this many bytes of their trial inputs and reference outputs (host memory): a
+# problem judged at its own sizes (max_trial_mb raised, answer files) can hold tens of GiB alone.
+MAX_CACHED_BYTES = 16 * 2**30
 
 
 class ProblemError(Exception):
@@ -162,7 +165,8 @@ def fit_to_budget(source: str, cfg: dict[str, Any], directory: str = "") -> tupl
 
     def fits(est: tuple[int, int | None]) -> bool:
         ins, outs = est[0], est[1] or 0
-        return ins + outs <= budget and outs * n_trials <= answer_budget
+        # With answer files (answer_shm) the answer's size is bounded by the reference's, not a frame.
+        return ins + outs <= budget and (cfg.get("answer_shm", True) or outs * n_trials <= answer_budget)
 
     def mb(est: tuple[int, int | None]) -> float:
         return round((est[0] + (est[1] or 0)) / 2**20, 1)
@@ -248,6 +252,9 @@ class ProblemState:
     def phases(self) -> list[Phase]:
         return [self.main] + ([self.odd] if self.odd is not None else [])  # type: ignore[list-item]
 
+    def cached_bytes(self) -> int:
+        return sum(_tensor_bytes([t["inputs"] for t in p.trials]) + _tensor_bytes(p.outputs or []) for p in self.phases())
+
 
 def problem_state(worker, source: str, cfg: dict[str, Any]) -> ProblemState:
     key = "|".join(str(x) for x in (source_key(source), cfg["device"], cfg["shrink_for_cpu"], cfg["shrink_max_dim"],
@@ -256,7 +263,8 @@ def problem_state(worker, source: str, cfg: dict[str, Any]) -> ProblemState:
     if state is None:
         state = ProblemState(source, cfg, worker.tmp)
         worker.problems[key] = state
-        while len(worker.problems) > MAX_CACHED_PROBLEMS:
+        while len(worker.problems) > MAX_CACHED_PROBLEMS or (
+                len(worker.problems) > 1 and sum(s.cached_bytes() for s in worker.problems.values()) > MAX_CACHED_BYTES):
             worker.problems.popitem(last=False)
     else:
         worker.problems.move_to_end(key)
@@ -355,6 +363,21 @@ def _serve_inputs(payload: bytes | bytearray, sock, phases: list[Phase], served:
     return True
 
 
+def _answer_file(job: dict[str, Any], phases: list[Phase], cfg: dict[str, Any]) -> int | None:
+    """The answer file (wire.answer_file) for a problem whose outputs over all trials would pass
+    the frame limit `max_output_mb`: sized to the reference's outputs plus alignment and header
+    room, so a candidate can never send more than the problem's own answer. None otherwise."""
+    if not cfg.get("answer_shm", True):
+        return None
+    outs = [o for p in phases for trial in p.reference_outputs() for o in trial]
+    expected = sum(_tensor_bytes(o) for o in outs)
+    if expected <= cfg["max_output_mb"] * 2**20 * 0.9:
+        return None
+    size = expected + 64 * len(outs) + (1 << 20)  # alignment of every tensor + the JSON header (as recv_frame allows)
+    job[wire.ANSWER_SHM_KEY] = size
+    return wire.answer_file(size)
+
+
 def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     device = cfg["device"]
@@ -373,6 +396,7 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
     spawned = worker.spawn("candidate", cfg)
     pid, sock, workdir = spawned.pid, spawned.sock, spawned.workdir
     lap("spawn")
+    answer_fd: int | None = None
     try:
         try:
             state = problem_state(worker, problem_source, cfg)
@@ -388,6 +412,7 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
                "compile_target": cfg["target"] if (cfg["compile_check"] and device == "cpu") else None,
                "timing": timing_plan(state, cfg),
                "watchdog_s": max(0.5, min(cfg["timeout_s"] - 2.0, cfg["timeout_s"] * 0.9))}
+        answer_fd = _answer_file(job, phases, cfg)
         lap("problem")
         if job["timing"] is not None:
             # Before the job is sent: the reference is never timed while the candidate uses the GPU.
@@ -401,6 +426,8 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
         deadline = time.monotonic() + cfg["timeout_s"]
         try:
             wire.send_job(sock, job)
+            if answer_fd is not None:
+                wire.send_fd(sock, answer_fd)
         except OSError:
             pass  # the candidate died before reading its job: the status below says how
         lap("send")
@@ -416,6 +443,9 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
                     break
             lap("wait")
             header, tensors = wire.decode_tensors(payload)
+            if answer_fd is not None and "answer_shm" in header:
+                worker.finish(pid, sock, workdir)  # nothing may change the answer's bytes while they are compared
+                header, tensors = wire.read_answer_file(answer_fd, int(header["answer_shm"]))
         except TimeoutError:
             tail = worker.output_tail(workdir, 6000)  # several threads' stacks
             result.update(status="timeout", error=f"the candidate did not finish within {cfg['timeout_s']:g} s; its process group was killed"
@@ -443,6 +473,8 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
             lap("wait")  # no usable answer (timeout, crash): the wait ended here
         clock["at"] = time.monotonic()
         worker.finish(pid, sock, workdir)
+        if answer_fd is not None:
+            os.close(answer_fd)  # the tensors compared above keep their own mapping
         lap("finish")
         result["elapsed_s"] = time.monotonic() - start
 
@@ -466,6 +498,19 @@ def _candidate_phases(timing: dict[str, Any], header: dict[str, Any], spawned_at
     if trials:
         timing["candidate_trials_s"] = sum(trials)
         timing["candidate_first_trial_s"] = trials[0]
+
+
+def _size_parts(trials: list[dict[str, Any]], phases: list[Phase], compiled: bool | None) -> dict[str, Any]:
+    """Correctness at the problem's own sizes (the main phase: KernelBench's definition) and, apart,
+    at the odd sizes (None when no odd-size phase ran): each phase's every trial produced outputs
+    that matched. Nothing counts when the kernels do not compile for the target."""
+    def phase_ok(name: str) -> bool:
+        expected = sum(len(p.trials) for p in phases if p.name == name)
+        got = [t for t in trials if t.get("phase") == name]
+        return compiled is not False and len(got) == expected > 0 and all(t.get("ok") for t in got)
+
+    odd = any(p.name == "odd_sizes" for p in phases)
+    return {"correct_own_sizes": phase_ok("main"), "odd_sizes_ok": phase_ok("odd_sizes") if odd else None}
 
 
 def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
@@ -570,6 +615,7 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
             result["timing"].update(speedups(result["timing"]["reference"], header["timing"], cfg["suspect_speedup"]))
             result["timing"]["triton_time_share"] = header["timing"].get("triton_time_share")
     result["timing"]["tf32_tolerance_applied"] = tf32
+    result.update(_size_parts(result["trials"], phases, compiled))
     expected_trials = sum(len(p.trials) for p in phases)
     if runtime_error:
         result.update(status="runtime_error", error=runtime_error[-3000:])

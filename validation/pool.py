@@ -366,8 +366,9 @@ class JudgePool:
             status = "rule_violation"
         verdict.status = status
         verdict.correct = res["status"] == "correct"
-        # A timeout or crash is its own status, not a rule failure: it fails `correct`, and only
-        # the violations seen (static, and runtime ones logged before the end) fail `rule_ok`.
+        verdict.correct_own_sizes = bool(res.get("correct_own_sizes", verdict.correct))
+        verdict.odd_sizes_ok = res.get("odd_sizes_ok")
+        # A timeout or crash is its own status, not a rule failure: only the violations seen fail rule_ok.
         verdict.rule_ok = not violations
         verdict.compiled = bool(res.get("compiled"))
         verdict.violations = violations

@@ -8,6 +8,9 @@ Method (the same routine for reference and candidate):
 - outliers are dropped with Tukey's fences (outside [Q1 - 1.5 IQR, Q3 + 1.5 IQR]) and the
   median of the rest is the time of that input set; several input sets (the trials' inputs) are
   timed and the speedup is the median over sets of reference_time / candidate_time;
+- each timing also records `host_ms`, the median time until a call returns with the GPU idle
+  before it (host work: Python, allocations, launches), so a slow candidate says whether its
+  kernels or its launches are slow;
 - a speedup above `suspect_speedup` (default 10x) is flagged `suspect` in `Verdict.timing`
   and earns no reward bonus: such numbers are far likelier to be a measurement or caching
   artefact than a real kernel.
@@ -63,7 +66,24 @@ def bench(fn: Callable[[], Any], runs: int) -> dict[str, Any]:
     times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
     median, kept = _trimmed_median(times)
     del flush
-    return {"median_ms": median, "min_ms": min(times), "runs": runs, "kept": kept}
+    return {"median_ms": median, "min_ms": min(times), "runs": runs, "kept": kept, "host_ms": host_time(fn)}
+
+
+def host_time(fn: Callable[[], Any], runs: int = 10) -> float:
+    """Median wall time (ms) until fn() returns, the GPU idle before each call: the host work of a
+    call (Python, allocation, launches). When it is close to the GPU time (`median_ms`), the GPU
+    waits for the host, and launch overhead, not the kernels, decides the speedup."""
+    import torch
+
+    times = []
+    with torch.no_grad():
+        for _ in range(runs):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1e3)
+        torch.cuda.synchronize()
+    return statistics.median(times)
 
 
 def _on_device(inputs: list[Any], device: str = "cuda") -> list[Any]:
@@ -177,4 +197,9 @@ def speedups(reference: dict[str, Any], candidate: dict[str, Any], suspect_above
         if ratios:
             out[name] = statistics.median(ratios)
     out["suspect"] = bool(out.get("speedup") and out["speedup"] > suspect_above)
+    hosts = {side: [s["host_ms"] for s in sets if isinstance(s.get("host_ms"), (int, float))]
+             for side, sets in (("candidate", candidate.get("sets", [])), ("eager", reference.get("eager", [])),
+                                ("compiled", reference.get("compiled", [])))}
+    if any(hosts.values()):
+        out["host_ms"] = {side: statistics.median(v) for side, v in hosts.items() if v}
     return out

@@ -206,11 +206,13 @@ _ALIGN = 64
 
 def _tensor_at(payload: bytes | bytearray, start: int, nbytes: int, itemsize: int, dtype: Any, shape: list[int]) -> Any:
     """A tensor over payload[start:start+nbytes]: a view when the payload is a private bytearray
-    (recv_frame's) and the offset is aligned, a copy otherwise. Tensors are read-only to the judge,
+    (recv_frame's) or a private mapping of an answer file and the offset is aligned, a copy otherwise. Tensors are read-only to the judge,
     so views sharing the buffer (even overlapping ones a hostile sender declared) are harmless."""
     import torch
 
-    if isinstance(payload, bytearray) and start % max(itemsize, 1) == 0:
+    import mmap
+
+    if isinstance(payload, (bytearray, mmap.mmap)) and start % max(itemsize, 1) == 0:
         flat = torch.frombuffer(payload, dtype=torch.uint8, count=nbytes, offset=start)
         if flat.data_ptr() % itemsize == 0:
             return flat.view(dtype).reshape(shape)
@@ -218,7 +220,7 @@ def _tensor_at(payload: bytes | bytearray, start: int, nbytes: int, itemsize: in
     return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
 
 
-def decode_tensors(payload: bytes | bytearray) -> tuple[dict[str, Any], list[Any]]:
+def decode_tensors(payload: bytes | bytearray | Any) -> tuple[dict[str, Any], list[Any]]:
     """Inverse of encode_tensors, hardened: bad metadata raises WireError, never runs code.
     Tensors decoded from a bytearray share its memory (see _tensor_at)."""
     import torch
@@ -254,3 +256,75 @@ def decode_tensors(payload: bytes | bytearray) -> tuple[dict[str, Any], list[Any
     if not isinstance(header, dict):
         raise WireError("malformed result header")
     return header, tensors
+
+
+# ---- answers larger than the frame limit: a shared-memory file the worker owns -------------------
+#
+# An answer over `max_output_mb` (real-size KernelBench problems: a 1-4 GiB output per trial) does
+# not go through the socket. The worker creates an anonymous memory file (memfd) sized to the
+# reference's own outputs (plus header room), passes its descriptor to the candidate process with
+# the job (SCM_RIGHTS), and the candidate process's judge code writes the same payload
+# encode_tensor_parts makes into it, then answers with a small frame naming its length. The worker
+# kills the candidate's process group before it maps the file, so nothing can change the bytes
+# while they are compared, and the comparison runs in the worker as for any answer: the candidate
+# only ever supplies bytes, never a verdict, and cannot send more than the reference's size.
+
+ANSWER_SHM_KEY = "answer_shm_bytes"
+
+
+def answer_file(size: int) -> int:
+    """A memory file of `size` bytes (pages are only allocated when written); returns its fd."""
+    fd = os.memfd_create("autotriton-answer", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def send_fd(sock: socket.socket, fd: int) -> None:
+    socket.send_fds(sock, [b"F"], [fd])
+
+
+def recv_fd(sock: socket.socket, *, deadline: float | None = None) -> int:
+    if deadline is not None:
+        ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise TimeoutError("peer did not send the answer file in time")
+    msg, fds, _flags, _addr = socket.recv_fds(sock, 1, 1)
+    if msg != b"F" or len(fds) != 1:
+        for f in fds:
+            os.close(f)
+        raise WireError("expected one file descriptor")
+    return fds[0]
+
+
+def write_parts_to_file(fd: int, parts: list[Any]) -> int:
+    """Write an encoded answer (encode_tensor_parts) into the answer file; returns its length.
+    Raises WireError when it does not fit (the file's size is the reference's outputs' size)."""
+    import mmap
+
+    size = payload_size(parts)
+    capacity = os.fstat(fd).st_size
+    if size > capacity:
+        raise WireError(f"outputs are {size} bytes, more than the reference's outputs ({capacity} bytes with header room)")
+    with mmap.mmap(fd, capacity, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as mem:
+        at = 0
+        for part in parts:
+            view = memoryview(part).cast("B")
+            mem[at:at + view.nbytes] = view
+            at += view.nbytes
+    return size
+
+
+def read_answer_file(fd: int, size: int) -> tuple[dict[str, Any], list[Any]]:
+    """Decode an answer written by write_parts_to_file. The mapping is private (copy on write) and
+    the writer is dead by then; the tensors are views of it, valid while they are referenced."""
+    import mmap
+
+    capacity = os.fstat(fd).st_size
+    if not 0 < size <= capacity:
+        raise WireError(f"answer length {size} outside the answer file's {capacity} bytes")
+    mem = mmap.mmap(fd, capacity, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+    return decode_tensors(mem)

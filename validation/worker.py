@@ -164,6 +164,8 @@ def _child_main(fd: int, req: dict[str, Any], guard: Any = None) -> None:
         from autotriton.validation import candidate_runner
 
         job = wire.recv_job(sock)
+        # An answer too big for a frame goes into the worker's answer file (wire.answer_file).
+        answer_fd = wire.recv_fd(sock) if job.get(wire.ANSWER_SHM_KEY) else None
         received = time.monotonic()
         phases["recv_job_s"] = received - confined  # waiting for the worker's job (its problem phase) + reading it
         original_compile = candidate_runner._compile
@@ -199,7 +201,13 @@ def _child_main(fd: int, req: dict[str, Any], guard: Any = None) -> None:
         except BaseException as exc:  # noqa: BLE001
             parts = wire.encode_tensor_parts({"phases": [], "sandbox": report, "error": candidate_runner._error("outputs", exc)}, [])
         size = wire.payload_size(parts)
-        if size > req["max_output_bytes"]:
+        if size > req["max_output_bytes"] and answer_fd is not None:
+            try:
+                parts = wire.encode_tensor_parts({"answer_shm": wire.write_parts_to_file(answer_fd, parts)}, [])
+            except (wire.WireError, OSError) as exc:
+                parts = wire.encode_tensor_parts({"phases": [], "sandbox": report, "error": {
+                    "stage": "outputs", "type": "OutputTooLarge", "message": str(exc)}}, [])
+        elif size > req["max_output_bytes"]:
             parts = wire.encode_tensor_parts({"phases": [], "sandbox": report, "error": {
                 "stage": "outputs", "type": "OutputTooLarge",
                 "message": f"outputs are {size} bytes, over the limit of {req['max_output_bytes']}"}}, [])

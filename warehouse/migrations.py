@@ -181,10 +181,35 @@ ALTER TABLE problems ADD COLUMN requirements JSON DEFAULT '[]';
 ALTER TABLE problems ADD COLUMN environment_key VARCHAR;
 """
 
+# Verdict sizes (issue 15): correctness at the problem's own sizes and at the odd-size trial, apart.
+# Older rows are backfilled from their trials: own sizes hold when every main-phase trial matched
+# and the verdict failed only later (status incorrect or runtime_error, i.e. in the odd-size phase);
+# odd_sizes_ok is NULL where no odd-size trial ran. The view is recreated to carry the new columns.
+_V4_VERDICT_SIZES = """
+ALTER TABLE verdicts ADD COLUMN correct_own_sizes BOOLEAN;
+ALTER TABLE verdicts ADD COLUMN odd_sizes_ok BOOLEAN;
+UPDATE verdicts SET
+    correct_own_sizes = correct OR (status IN ('incorrect', 'runtime_error') AND len(parsed.main) > 0 AND list_bool_and(parsed.main)),
+    odd_sizes_ok = CASE WHEN len(parsed.odd) = 0 THEN NULL ELSE list_bool_and(parsed.odd) END
+FROM (
+    SELECT key AS k,
+           [coalesce(x.ok, false) FOR x IN t IF x.phase = 'main'] AS main,
+           [coalesce(x.ok, false) FOR x IN t IF x.phase = 'odd_sizes'] AS odd
+    FROM (SELECT key, from_json(coalesce(trials, '[]'), '[{"phase": "VARCHAR", "ok": "BOOLEAN"}]') AS t FROM verdicts)
+) AS parsed
+WHERE verdicts.key = parsed.k;
+CREATE OR REPLACE VIEW latest_verdicts AS
+SELECT * EXCLUDE (rn) FROM (
+    SELECT *, row_number() OVER (PARTITION BY candidate_key ORDER BY created_at DESC, key) AS rn
+    FROM verdicts
+) WHERE rn = 1;
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "record tables with lineage columns", _V1),
     (2, "latest_verdicts view", _V2),
     (3, "problem dependency environments (requirements, environment_key)", _V3_PROBLEM_ENVIRONMENTS),
+    (4, "verdict sizes: correct_own_sizes and odd_sizes_ok", _V4_VERDICT_SIZES),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -626,13 +626,17 @@ class Warehouse:
         return self._records("verdicts", where, params, source="latest_verdicts")
 
     @_locked
-    def validated_pairs(self) -> list[tuple[Problem, Candidate, Verdict]]:
+    def validated_pairs(self, require: str = "own_and_odd_sizes") -> list[tuple[Problem, Candidate, Verdict]]:
         """(problem, candidate, verdict) where the candidate's latest verdict has reward 1
-        (correct and rule_ok), ordered by problem then candidate key."""
+        (correct at the sizes `require` names, and rule_ok: validation/rewards.py `correct_at`),
+        ordered by problem then candidate key."""
+        correct = {"own_and_odd_sizes": "v.correct", "own_sizes": "coalesce(v.correct_own_sizes, v.correct)"}.get(require)
+        if correct is None:
+            raise ValueError(f"unknown size requirement {require!r}: use 'own_sizes' or 'own_and_odd_sizes'")
         cur = self._con.execute(
             "SELECT p.key AS pk, c.key AS ck, v.key AS vk FROM latest_verdicts v "
             "JOIN candidates c ON c.key = v.candidate_key JOIN problems p ON p.key = c.problem_key "
-            "WHERE v.correct AND v.rule_ok ORDER BY p.key, c.key"
+            f"WHERE {correct} AND v.rule_ok ORDER BY p.key, c.key"
         )
         triples = cur.fetchall()
         if not triples:

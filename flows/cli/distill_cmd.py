@@ -104,6 +104,16 @@ def summary_table(s: dict[str, Any]) -> Table:
     table.add_row("yield (problems solved)", f"{s['problems_solved']}/{s['problems']} = {s['yield']:.1%}")
     for reason, count in s.get("unsolved", {}).items():
         table.add_row(f"unsolved: {reason}", str(count))
+    if "yield_own_sizes" in s:
+        table.add_row("yield at own sizes (KernelBench's definition)", f"{s['yield_own_sizes']:.1%}")
+    for name, count in s.get("failure_classes", {}).items():
+        table.add_row(f"failure class: {name}", str(count))
+    speed = s.get("speed") or {}
+    if speed.get("timed_problems"):
+        table.add_row("geomean speedup vs eager (best per solved problem)",
+                      f"{speed['geomean_speedup_vs_eager']:.3g}x over {speed['timed_problems']}")
+    if speed.get("timed_vs_compile"):
+        table.add_row("geomean speedup vs torch.compile", f"{speed['geomean_speedup_vs_compile']:.3g}x over {speed['timed_vs_compile']}")
     tokens = s["tokens"]
     table.add_row("tokens (prompt / completion)", f"{tokens['prompt']:,} / {tokens['completion']:,}")
     table.add_row("tokens spent this run", f"{tokens['spent_this_run']:,}")

@@ -1,4 +1,4 @@
-"""`autotriton harvest github|local|dataset`: harvest nn.Modules into the warehouse."""
+"""`autotriton harvest github|local|dataset|synthetic`: harvest nn.Modules into the warehouse."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.table import Table
 
 from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
 
-harvest_app = typer.Typer(help="Harvest PyTorch modules into runnable problems (GitHub, local folders, datasets).",
+harvest_app = typer.Typer(help="Harvest PyTorch modules into runnable problems (GitHub, local folders, datasets, generated fused problems).",
                           no_args_is_help=True)
 app.add_typer(harvest_app, name="harvest")
 
@@ -142,3 +142,22 @@ def github(
     _run("github", json_out, dry_run, lambda cfg, out: harvest_github(
         cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation,
         environments=cfg.environments), extra)
+
+
+@harvest_app.command("synthetic")
+def synthetic(
+    count: int = typer.Option(100, "--count", "-n", help="how many problems to generate"),
+    seed: int = typer.Option(0, "--seed", help="generator seed: problem i of a seed is the same on every run and machine"),
+    start: int = typer.Option(0, "--start", help="index of the first problem (extend a suite without regenerating it)"),
+    no_probe: bool = typer.Option(False, "--no-probe", help="do not run the problems in the sandbox (they are valid by construction)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="generate and report, but write nothing"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Generate KernelBench-level-2-style fused problems (2-6 operators: GEMM, bmm, Conv and
+    ConvTranspose 1-3D, pooling, norms, activations, reductions, softmax, residual adds, scaling)
+    at realistic sizes, deterministically from --seed (harvesting/synthetic.py)."""
+    from autotriton.harvesting.synthetic import harvest_synthetic
+
+    extra = {"harvest.probe": False if no_probe else None}
+    _run("synthetic", json_out, dry_run, lambda cfg, out: harvest_synthetic(
+        count, seed, cfg.harvest, start=start, progress=True, console=out, validation_config=cfg.validation), extra)

@@ -50,6 +50,7 @@ def verdict_summary(v: Any) -> dict[str, Any]:
 
     return {
         "status": v.status, "correct": v.correct, "rule_ok": v.rule_ok,
+        "correct_own_sizes": v.correct_own_sizes, "odd_sizes_ok": v.odd_sizes_ok,
         "violations": [{"rule": x.rule, "message": x.message, "line": x.line} for x in v.violations],
         "exec_reward": exec_reward(v), "rule_reward": rule_reward(v), "reward": combined_reward(v),
         "max_abs_err": _finite(v.max_abs_err), "speedup": _finite(v.speedup), "speedup_vs_compile": _finite(v.speedup_vs_compile),

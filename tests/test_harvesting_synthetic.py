@@ -1,0 +1,109 @@
+"""The synthetic fused-problem source: determinism, validity at full and shrunk sizes, the sandbox
+probe on a sample, and `autotriton harvest synthetic` storing problems with their provenance."""
+
+from __future__ import annotations
+
+import json
+import types
+from collections import Counter
+
+import torch
+from typer.testing import CliRunner
+
+from autotriton.flows.cli import app
+from autotriton.harvesting import HarvestConfig
+from autotriton.harvesting.synthetic import (
+    GENERATOR_VERSION, draw_chain, generate_problems, harvest_synthetic, memory, problem_source, propagate, shrunk_consts,
+)
+from autotriton.validation.shrink import shrink_problem
+
+
+def _load(source: str) -> types.ModuleType:
+    module = types.ModuleType("synthetic_problem")
+    exec(compile(source, "<synthetic>", "exec"), module.__dict__)  # noqa: S102 (our own generated problem)
+    return module
+
+
+def test_the_same_seed_gives_the_same_problems_and_an_index_does_not_depend_on_count():
+    a = [src for _, src in generate_problems(12, seed=5)]
+    b = [src for _, src in generate_problems(12, seed=5)]
+    assert a == b
+    assert [src for _, src in generate_problems(4, seed=5, start=8)] == a[8:]  # extending a suite keeps its problems
+    other = [src for _, src in generate_problems(12, seed=6)]
+    assert sum(x != y for x, y in zip(a, other)) >= 10
+    assert len(set(a)) == 12
+
+
+def test_chains_cover_the_operator_families_and_stay_within_2_to_6_operators():
+    chains = [draw_chain(11, i) for i in range(150)]
+    assert all(2 <= len(c.ops) <= 6 for c in chains)
+    tags = Counter(t for c in chains for t in c.tags)
+    heads = {c.ops[0]["tag"] for c in chains}
+    assert {"gemm", "bmm", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"} <= heads
+    for family in ("batch_norm", "group_norm", "instance_norm", "layer_norm", "max_pool", "avg_pool", "softmax",
+                   "logsumexp", "residual_add", "scale", "bias_add"):
+        assert tags[family] > 0, family
+    assert any(tags[r] for r in ("sum", "mean", "amax"))
+
+
+def test_memory_limits_hold_for_many_seeds():
+    for seed in range(4):
+        for i in range(250):
+            chain = draw_chain(seed, i)
+            ins, outs, largest = memory(chain)
+            assert ins + outs <= 256 * 2**20 and largest <= 512 * 2**20, (seed, i, chain.consts, chain.tags)
+
+
+def test_every_problem_is_legal_at_its_own_and_at_shrunk_sizes_and_fits_the_memory_budget():
+    """Shapes from torch itself (meta device: no memory, no compute) match the generator's propagation,
+    at the problem's sizes and after the judge's shrink rule; inputs + output of a call fit 256 MiB."""
+    for i in range(80):
+        chain = draw_chain(3, i)
+        source = problem_source(chain)
+        assert f"seed {chain.seed}, index {i}" in source and GENERATOR_VERSION in source
+        ins, outs, largest = memory(chain)
+        assert ins + outs <= 256 * 2**20 and largest <= 512 * 2**20, (i, ins, outs, largest)
+        assert chain.consts["batch_size"] >= 8
+        for src, consts in ((source, chain.consts), (shrink_problem(source, 32), shrunk_consts(chain.consts))):
+            module = _load(src)
+            with torch.device("meta"), torch.no_grad():
+                out = module.Model(*module.get_init_inputs()).eval()(*module.get_inputs())
+            assert list(out.shape) == propagate(chain, consts)[-1], (i, src)
+
+
+def test_a_sample_of_problems_runs_in_the_sandbox_at_shrunk_sizes():
+    """30 problems through the project's probe (validation sandbox, CPU, shrunk sizes): deterministic,
+    input-dependent, runnable; none rejected."""
+    result = harvest_synthetic(30, seed=2024, config=HarvestConfig(incremental=False))
+    rejected = {p.name: (p.reject_reason, result.details.get(p.key)) for p in result.problems if p.status != "runnable"}
+    assert not rejected
+    assert len(result.problems) == 30 and len(result.sources) == 30
+    assert {s.kind for s in result.sources} == {"synthetic"}
+    assert all(p.shape_profile == "gpu-full" and p.op_tags for p in result.problems)
+
+
+def test_cli_harvest_synthetic_stores_problems_with_provenance_and_a_second_run_adds_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "s.duckdb")
+
+    def invoke(args: list[str]) -> dict:
+        result = CliRunner().invoke(app, ["--db", db, "harvest", "synthetic", *args])
+        assert result.exit_code == 0, (result.output, result.exception)
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    first = invoke(["--count", "4", "--seed", "9", "--json"])
+    assert first["runnable"] == 4 and first["new_rows"]["problems"] == 4 and first["generator_version"] == GENERATOR_VERSION
+    from autotriton.warehouse import Warehouse
+
+    with Warehouse(db) as wh:
+        problems = wh.problems(status="runnable")
+        assert len(problems) == 4
+        sources = wh.sql("SELECT kind, repo, commit, path FROM sources ORDER BY path")
+    assert [tuple(r) for r in sources.rows] == [("synthetic", "autotriton/synthetic", GENERATOR_VERSION, f"seed=9/index={i}")
+                                           for i in range(4)]
+    assert {p.reference_source.split("\n", 1)[0] for p in problems} == {
+        problem_source(draw_chain(9, i)).split("\n", 1)[0] for i in range(4)}
+    again = invoke(["--count", "4", "--seed", "9", "--json"])
+    assert all(v == 0 for v in again["new_rows"].values())
+    bad = CliRunner().invoke(app, ["--db", db, "harvest", "synthetic", "--count", "0"])
+    assert bad.exit_code == 2 and "--count" in bad.output
