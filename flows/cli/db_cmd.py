@@ -119,19 +119,30 @@ def sql(
 @db_app.command("export")
 def export(
     name: str = typer.Argument(..., help=f"what to export: one of {', '.join(EXPORTERS)}"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="directory of the Parquet file (default: config warehouse.export_dir)"),
+    out_path: Optional[Path] = typer.Option(None, "--out", help="where to write it: the dataset folder (hf) or the .parquet file "
+                                            "(default: <warehouse.export_dir>/NAME, or NAME.parquet)"),
+    fmt: str = typer.Option("hf", "--format", help="hf: a Hugging Face dataset folder, one Parquet file per split "
+                            "(datasets.load_dataset(FOLDER)); parquet: one file with a split column"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: the recorded export"),
 ) -> None:
-    """Write an export to Parquet (atomically) and record it, with its content hash, in `exports`."""
+    """Write an export (atomically, Parquet with zstd) and record it, with its content hash, in
+    `exports`. The file names are stable (a newer export of NAME replaces the older); the content
+    hash is in the files' metadata and in the folder's README.md."""
+    from autotriton.warehouse.layout import FORMATS
+
     if name not in EXPORTERS:
         fail(f"unknown export {name!r}; choose one of: {', '.join(sorted(EXPORTERS))}.")
+    if fmt not in FORMATS:
+        fail(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}.")
+    if out_path is not None and fmt == "parquet" and out_path.suffix != ".parquet":
+        out_path = out_path / f"{name}.parquet"
     out = console(json_out)
     with open_warehouse(read_only=False) as (wh, cfg):
         run = wh.start_run("export", cfg)
         try:
             with out.status(f"building the {name} export"):
                 rows, filter_ = EXPORTERS[name](wh, cfg)
-                result = wh.export_parquet(name, rows, filter_, run, out_dir=out_dir)
+                result = wh.export_parquet(name, rows, filter_, run, format=fmt, path=out_path)
         except BaseException as exc:
             wh.finish_run(run, "failed", {"export": name, "error": str(exc)})
             raise
