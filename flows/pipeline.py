@@ -18,7 +18,9 @@ from autotriton.tasks.artifacts import Progress, markdown_table, publish_markdow
 from autotriton.tasks.distill import distill_problem, judge_candidates, judge_fingerprint, store_distilled
 from autotriton.tasks.evaluate import evaluate_model, store_evaluation
 from autotriton.tasks.export import export_training_sets
-from autotriton.tasks.harvest import harvest_dataset_source, harvest_github_source, harvest_local_source, store_harvest
+from autotriton.tasks.harvest import (
+    harvest_dataset_source, harvest_github_source, harvest_local_source, harvest_packages_source, store_harvest,
+)
 from autotriton.tasks.runs import finish_run, start_run
 from autotriton.tasks.train import grpo, sft, store_checkpoint
 
@@ -49,6 +51,7 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         h, v, orch = cfg.harvest, cfg.validation, cfg.orchestration
         futures = [harvest_local_source.submit(p, h, v) for p in h.local_paths]
         futures += [harvest_dataset_source.submit(p, h, v) for p in h.dataset_paths]
+        futures += [harvest_packages_source.submit(p, h, v) for p in h.sources_files]
         if h.github:
             github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
             futures.append(github.submit(h, v))

@@ -19,6 +19,8 @@ class HarvestConfig(BaseModel):
     max_files_per_repo: int = Field(2000, ge=1, description="at most this many .py files downloaded per repository")
     licences: list[str] = Field(default_factory=lambda: list(PERMISSIVE_LICENCES), description="licence allowlist (SPDX ids); unknown licences are always rejected")
     local_paths: list[str] = Field(default_factory=list, description="local directories / git clones harvested by the refresh flow")
+    sources_files: list[str] = Field(default_factory=list, description="sources files (TOML/YAML lists of pinned PyPI packages and folders, e.g. harvesting/sources/pytorch.toml) harvested by the refresh flow and `harvest packages`")
+    package_cache: str = Field("~/.cache/autotriton/packages", description="where package sources are downloaded (pip download) and unpacked, one folder per name-version")
     dataset_paths: list[str] = Field(default_factory=list, description="KernelBook-style parquet/JSONL or suite JSONL files harvested by the refresh flow")
     max_file_bytes: int = Field(1_000_000, ge=1, description="skip source files larger than this")
     max_problem_chars: int = Field(30_000, ge=100, description="reject standalone problems longer than this (too_large)")

@@ -41,8 +41,11 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
 
     cfg, _ = load_config_or_fail(extra)
     out = console(json_out)
+    per_source: dict[str, Any] | None = None
     try:
         result = work(cfg, out)
+        if hasattr(result, "per_source"):  # a sources-file harvest: figures per package too
+            result, per_source = result.result, result.per_source
     except (HarvestInputError, StateError, GitHubHarvestError) as exc:
         fail(str(exc))
     except GithubException as exc:
@@ -57,9 +60,20 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
     summary = result.summary()
     if new is not None:
         summary["new_rows"] = new
+    if per_source is not None:
+        summary["per_source"] = per_source
     if json_out:
         emit_json(summary)
         return
+    if per_source:
+        by_source = Table(title="per source")
+        for col in ("source", "modules", "runnable", "rejected (top reasons)", "missing modules"):
+            by_source.add_column(col)
+        for label, s in per_source.items():
+            top = ", ".join(f"{k} {v}" for k, v in list(s["rejected"].items())[:4])
+            missing = ", ".join(f"{k} {v}" for k, v in list(s["missing_modules"].items())[:4])
+            by_source.add_row(label, str(s["modules"]), str(s["runnable"]), top, missing)
+        out.print(by_source)
     table = Table(title=f"harvest {kind}")
     table.add_column("what", style="cyan")
     table.add_column("count", justify="right")
@@ -95,6 +109,39 @@ def local(
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("local", json_out, dry_run, lambda cfg, out: harvest_local(
         path, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation), extra)
+
+
+@harvest_app.command("packages")
+def packages(
+    sources: Optional[Path] = typer.Option(None, "--sources", help="TOML/YAML file listing [[package]] name/version "
+                                           "(include/exclude globs) and [[folder]] path entries (default: harvest.sources_files)"),
+    full: bool = typer.Option(False, "--full", help="ignore the incremental state and leave it as it is: re-harvest every package"),
+    no_probe: bool = typer.Option(False, "--no-probe", help="do not run problems in the sandbox (trust the first input guess)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="harvest and report, but write nothing (no warehouse, no state)"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + " plus per_source figures"),
+) -> None:
+    """Harvest pinned PyPI packages (sources fetched with `pip download`, unpacked into
+    harvest.package_cache) and folders named in a sources file; provenance keeps package, version,
+    path and licence. The shipped list: harvesting/sources/pytorch.toml."""
+    from autotriton.harvesting import HarvestInputError
+    from autotriton.harvesting.packages import harvest_packages, load_sources
+
+    extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
+
+    def work(cfg: Any, out: Any) -> Any:
+        files = [str(sources)] if sources is not None else list(cfg.harvest.sources_files)
+        if not files:
+            raise HarvestInputError("no sources file: pass --sources FILE (e.g. harvesting/sources/pytorch.toml) "
+                                    "or set harvest.sources_files")
+        specs = [load_sources(f) for f in files]  # every file is checked before anything is fetched
+        merged = specs[0]
+        for extra_spec in specs[1:]:
+            merged.packages += extra_spec.packages
+            merged.folders += extra_spec.folders
+        return harvest_packages(merged, cfg.harvest, progress=True, commit_state=False, console=out,
+                                validation_config=cfg.validation)
+
+    _run("packages", json_out, dry_run, work, extra)
 
 
 @harvest_app.command("dataset")
