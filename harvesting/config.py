@@ -22,6 +22,8 @@ class HarvestConfig(BaseModel):
     sources_files: list[str] = Field(default_factory=list, description="sources files (TOML/YAML lists of pinned PyPI packages and folders, e.g. harvesting/sources/pytorch.toml) harvested by the refresh flow and `harvest packages`")
     package_cache: str = Field("~/.cache/autotriton/packages", description="where package sources are downloaded (pip download) and unpacked, one folder per name-version")
     dataset_paths: list[str] = Field(default_factory=list, description="KernelBook-style parquet/JSONL or suite JSONL files harvested by the refresh flow")
+    eval_suites: list[str] = Field(default_factory=list, description="evaluation suites (KernelBench-format JSONL, TritonBench-T data, by path) whose problems, and near copies of them, never enter training exports; matches are recorded as decontamination rejections")
+    decontamination_threshold: float = Field(0.8, gt=0, le=1, description="Jaccard similarity (of the models, sizes and input builders aside) from which a problem counts as a near copy of an evaluation problem")
     max_file_bytes: int = Field(1_000_000, ge=1, description="skip source files larger than this")
     max_problem_chars: int = Field(30_000, ge=100, description="reject standalone problems longer than this (too_large)")
     near_duplicate_threshold: float = Field(0.85, gt=0, le=1, description="MinHash Jaccard threshold for near-duplicates")

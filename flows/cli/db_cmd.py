@@ -32,9 +32,9 @@ EXPORTERS: dict[str, Exporter] = {**WAREHOUSE_EXPORTS, **TRAINING_EXPORTS}
 
 
 @contextmanager
-def open_warehouse(read_only: bool) -> Iterator[tuple[Warehouse, Any]]:
+def open_warehouse(read_only: bool, extra: dict[str, Any] | None = None) -> Iterator[tuple[Warehouse, Any]]:
     """The configured warehouse and config; every warehouse error becomes a clear exit-2 error."""
-    cfg, _ = load_config_or_fail()
+    cfg, _ = load_config_or_fail(extra)
     try:
         wh = Warehouse(cfg.warehouse.path, read_only=read_only, export_dir=cfg.warehouse.export_dir,
                        lock_wait_s=cfg.warehouse.lock_wait_s)
@@ -141,10 +141,19 @@ def export(
         run = wh.start_run("export", cfg)
         try:
             with out.status(f"building the {name} export"):
-                rows, filter_ = EXPORTERS[name](wh, cfg)
+                if name in TRAINING_EXPORTS:  # evaluation problems kept out (harvest.eval_suites)
+                    from autotriton.tasks.steps import export_rows
+
+                    rows, filter_ = export_rows(wh, run, cfg, name)
+                else:
+                    rows, filter_ = EXPORTERS[name](wh, cfg)
                 result = wh.export_parquet(name, rows, filter_, run, format=fmt, path=out_path)
         except BaseException as exc:
             wh.finish_run(run, "failed", {"export": name, "error": str(exc)})
+            from autotriton.evaluation.suites import SuiteError
+
+            if isinstance(exc, SuiteError):
+                fail(f"harvest.eval_suites: {exc}")
             raise
         summary = {"key": result.key, **result.to_dict(), "run_id": run.run_id}
         wh.finish_run(run, "succeeded", summary)
@@ -153,6 +162,45 @@ def export(
         return
     out.print(f"exported {result.row_count} {name} row(s) to {result.path} (key {result.key}"
               + (f", splits {result.splits}" if result.splits else "") + ")")
+
+
+@db_app.command("decontaminate")
+def decontaminate(
+    suites: list[Path] = typer.Option([], "--suite", help="an evaluation suite (KernelBench-format JSONL, TritonBench-T data); "
+                                      "repeatable (default: harvest.eval_suites)"),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="near-copy similarity [config: harvest.decontamination_threshold]"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: removed, by_suite_file, by_kind, examples"),
+) -> None:
+    """Check every runnable problem against evaluation suites (exact and near copies) and record
+    the matches as `decontamination` rejections. Training exports always leave the matches of
+    harvest.eval_suites out; this verb shows (and records) them ahead of an export."""
+    from autotriton.evaluation.suites import SuiteError
+    from autotriton.tasks.steps import decontaminate as run_decontamination
+
+    extra = {"harvest.eval_suites": [str(s) for s in suites] or None, "harvest.decontamination_threshold": threshold}
+    cfg, _ = load_config_or_fail(extra)
+    if not cfg.harvest.eval_suites:
+        fail("no evaluation suite to check against: pass --suite FILE (e.g. ../shared/benchmarks/kernelbench_level1.jsonl) "
+             "or set harvest.eval_suites.")
+    with open_warehouse(read_only=False, extra=extra) as (wh, _):
+        run = wh.start_run("decontaminate", cfg)
+        try:
+            report = run_decontamination(wh, run, cfg)
+        except SuiteError as exc:
+            wh.finish_run(run, "failed", {"error": str(exc)})
+            fail(str(exc))
+        report.pop("keys")
+        wh.finish_run(run, "succeeded", report)
+    if json_out:
+        emit_json(report)
+        return
+    out = console()
+    out.print(f"{report['checked']} runnable problem(s) checked against {report['suite_problems']} evaluation problem(s): "
+              f"{report['removed']} match (kept out of training exports)")
+    for origin, n in report["by_suite_file"].items():
+        out.print(f"  {origin}: {n}")
+    for ex in report["examples"]:
+        out.print(f"  {ex['problem']} ({ex['problem_key']}) ~ {ex['suite_id']}: {ex['kind']} {ex['similarity']:.2f}")
 
 
 def _tree(node: dict[str, Any], parent: Tree | None = None) -> Tree:
