@@ -115,6 +115,54 @@ def build_export(wh: Any, run: Any, config: Any, name: str) -> Any | None:
 
 
 # ------------------------------------------------------------------------------------------------
+# release
+
+
+def build_release(wh: Any, run: Any, config: Any, out: Any, name: str = "autotriton-triton-kernels") -> dict[str, Any]:
+    """Write the released dataset (warehouse/release.py) from the warehouse: validated pairs and
+    runnable problems with provenance, op category and one split by near-duplicate cluster of the
+    problem (shared by both configs), leaving out held-out benchmark suites
+    (training.exclude_suites) and decontaminated problems. Returns release.json's manifest."""
+    import json
+
+    from autotriton.records import Problem
+    from autotriton.training.data import assign_splits, near_duplicate_clusters, primary_category, problem_tags
+    from autotriton.training.exports import held_out
+    from autotriton.warehouse.release import release_counts, release_rows, write_release
+
+    t = config.training
+    report = decontaminate(wh, run, config)
+    pairs, problems = release_rows(wh)
+
+    def kept(row: dict[str, Any]) -> bool:
+        probe = Problem(reference_source="", name="", suite=row["suite"])
+        return row["problem_key"] not in report["keys"] and not held_out(probe, t.exclude_suites)
+
+    pairs, problems = [r for r in pairs if kept(r)], [r for r in problems if kept(r)]
+    sources = {r["problem_key"]: r["reference_source"] for r in problems}
+    sources.update({r["problem_key"]: r["reference_source"] for r in pairs})
+    clusters = near_duplicate_clusters(sources, t.dedup_threshold, t.minhash_perm)
+    splits = assign_splits(clusters, t.val_fraction, t.seed)
+    tags: dict[str, list[str]] = {}
+    for r in [*problems, *pairs]:
+        if r["problem_key"] not in tags:
+            tags[r["problem_key"]] = problem_tags(Problem(reference_source=r["reference_source"], name="",
+                                                          op_tags=json.loads(r["op_tags"] or "[]")))
+    tag_counts: dict[str, int] = {}
+    for ts in tags.values():
+        for tag in ts:
+            tag_counts[tag] = tag_counts.get(tag, 0) + 1
+    for r in [*problems, *pairs]:
+        key = r["problem_key"]
+        r.update(op_category=primary_category(tags[key], tag_counts), split=splits[key], cluster=clusters[key])
+    decontamination = {"suites": report["suites"], "threshold": config.harvest.decontamination_threshold,
+                       "problems_removed": report["removed"], "by_suite_file": report["by_suite_file"],
+                       "by_kind": report["by_kind"]}
+    counts = release_counts(wh, pairs, problems, decontamination, config.harvest.licences)
+    return write_release(out, pairs, problems, counts, name=name)
+
+
+# ------------------------------------------------------------------------------------------------
 # train
 
 

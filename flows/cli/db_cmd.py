@@ -164,6 +164,83 @@ def export(
               + (f", splits {result.splits}" if result.splits else "") + ")")
 
 
+@db_app.command("dump")
+def dump(
+    out_dir: Path = typer.Option(..., "--out", help="folder to write (replaced whole): one Parquet file per table and warehouse.json"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: schema version, rows per table"),
+) -> None:
+    """Write the whole warehouse (every table, lineage and runs included) as Parquet, to carry a
+    build to another machine: `autotriton db import DIR` there."""
+    from autotriton.warehouse.transfer import dump_warehouse
+
+    with open_warehouse(read_only=True) as (wh, _):
+        manifest = dump_warehouse(wh, out_dir)
+    if json_out:
+        emit_json({"path": str(out_dir.resolve()), **manifest})
+        return
+    console().print(f"dumped {sum(manifest['tables'].values())} row(s) of {len(manifest['tables'])} tables to {out_dir}")
+
+
+@db_app.command("import")
+def import_(
+    path: Path = typer.Argument(..., help="a folder written by `autotriton db dump` or `autotriton db release`"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: kind, new rows per table"),
+) -> None:
+    """Import a dump or a released dataset into the warehouse (created if needed), so a build
+    continues on this machine. Idempotent: rows whose key is already there are left as they are."""
+    from autotriton.warehouse.transfer import detect, import_dump, import_release
+
+    with open_warehouse(read_only=False) as (wh, cfg):
+        kind = detect(path)
+        if kind == "dump":
+            new = import_dump(wh, path)
+            run_id = None
+        else:
+            run = wh.start_run("import", {"path": str(path.resolve()), "kind": kind})
+            try:
+                new = import_release(wh, run, path)
+            except BaseException as exc:
+                wh.finish_run(run, "failed", {"error": str(exc)[:500]})
+                raise
+            wh.finish_run(run, "succeeded", {"kind": kind, "new_rows": new})
+            run_id = run.run_id
+    summary = {"path": str(path.resolve()), "kind": kind, "new_rows": new, "run_id": run_id}
+    if json_out:
+        emit_json(summary)
+        return
+    console().print(f"imported {kind} {path}: new rows " + ", ".join(f"{t} {n}" for t, n in new.items()))
+
+
+@db_app.command("release")
+def release(
+    out_dir: Path = typer.Option(..., "--out", help="folder of the released dataset (pairs/, problems/, DATASET.md, release.json)"),
+    name: str = typer.Option("autotriton-triton-kernels", "--name", help="dataset name in the card"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: the release manifest"),
+) -> None:
+    """Write the released dataset: validated pairs and runnable problems with provenance, licence,
+    op category, teacher, verdict figures and split, as Parquet (zstd) in a Hugging Face folder,
+    with its card DATASET.md. Evaluation problems (harvest.eval_suites) and held-out suites are left out."""
+    from autotriton.evaluation.suites import SuiteError
+    from autotriton.tasks.steps import build_release
+
+    with open_warehouse(read_only=False) as (wh, cfg):
+        run = wh.start_run("release", cfg)
+        try:
+            manifest = build_release(wh, run, cfg, out_dir, name=name)
+        except SuiteError as exc:
+            wh.finish_run(run, "failed", {"error": str(exc)})
+            fail(f"harvest.eval_suites: {exc}")
+        except BaseException as exc:
+            wh.finish_run(run, "failed", {"error": str(exc)[:500]})
+            raise
+        wh.finish_run(run, "succeeded", {"path": str(out_dir.resolve()), "rows": manifest["counts"]["rows"]})
+    if json_out:
+        emit_json({"path": str(out_dir.resolve()), **manifest})
+        return
+    rows = manifest["counts"]["rows"]
+    console().print(f"released {rows['pairs']} pair(s) and {rows['problems']} problem(s) to {out_dir} (card: {out_dir / 'DATASET.md'})")
+
+
 @db_app.command("decontaminate")
 def decontaminate(
     suites: list[Path] = typer.Option([], "--suite", help="an evaluation suite (KernelBench-format JSONL, TritonBench-T data); "
