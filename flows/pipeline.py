@@ -127,10 +127,10 @@ def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_exp
 
 
 def _export(wh: Any, name: str, key: str):
-    if key:
-        return wh.export(key)
-    found = wh.exports(name=name)
-    return found[-1] if found else None
+    """The given (or newest) export of `name`, checked to still be what its folder holds (a later
+    export of the same name replaces the folder; training must not read other rows than it records)."""
+    export = wh.export(key) if key else (wh.exports(name=name) or [None])[-1]
+    return wh.export_files(export) if export is not None else None
 
 
 @flow(name="evaluate")
