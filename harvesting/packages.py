@@ -208,7 +208,11 @@ def fetch_package(src: PackageSource, cache: str | Path, timeout_s: float = 600.
             entries = list(unpacked.iterdir())
             root = entries[0] if kind == "sdist" and len(entries) == 1 and entries[0].is_dir() else unpacked
             final = cache / f"{src.name}-{src.version}-{kind}"
-            root.rename(final)
+            try:
+                root.rename(final)
+            except OSError:
+                if not final.is_dir():  # another harvest unpacked the same package meanwhile: use theirs
+                    raise
             return final, kind
     raise FetchError(f"{src.label}: {'; '.join(errors)}")
 
