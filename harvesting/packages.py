@@ -374,14 +374,15 @@ def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | 
                             console=console, validation_config=validation_config)
         for ref in sub.sources:
             labels[ref.key] = folder.path
-        _merge(result, sub)
+        merge_results(result, sub)
     stats = per_source_stats(result, labels)
     if commit_state:
         result.commit_state()
     return PackagesHarvest(result, stats)
 
 
-def _merge(into: HarvestResult, other: HarvestResult) -> None:
+def merge_results(into: HarvestResult, other: HarvestResult) -> None:
+    """Add `other`'s records and figures to `into` (sources once each)."""
     known = {s.key for s in into.sources}
     into.sources += [s for s in other.sources if s.key not in known]
     into.modules += other.modules

@@ -194,14 +194,17 @@ def test_wheel_metadata_licence(tmp_path):
 def test_cli_verb_stores_and_reports_per_package(tmp_path, local_index, monkeypatch):
     monkeypatch.chdir(tmp_path)
     sources = write_sources(tmp_path, '[[package]]\nname = "tinytorch-pkg"\nversion = "0.1"\ninclude = ["tinytorch_pkg"]\n'
-                                      'exclude = ["*/tests/*"]\n')
+                                      'exclude = ["*/tests/*"]\n\n[[package]]\nname = "tinytorch-pkg"\nversion = "9.9"\n')
     db = tmp_path / "w.duckdb"
     result = CliRunner().invoke(app, ["--db", str(db), "--set", f"harvest.package_cache={tmp_path / 'cache'}",
                                       "harvest", "packages", "--sources", str(sources), "--no-probe", "--json"])
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["runnable"] == 2 and summary["per_source"]["tinytorch-pkg==0.1"]["missing_modules"] == {"einops_absent_for_tests": 1}
-    assert summary["new_rows"]["problems"] == 3
+    assert summary["new_rows"]["problems"] == 3 and summary["file_errors"] == {"fetch_failed": 1}
+    # one run per package, each stored when it was done (a cut-off harvest keeps the finished ones)
+    runs = CliRunner().invoke(app, ["--db", str(db), "db", "sql", "SELECT count(*) FROM runs WHERE kind = 'harvest-packages'", "--json"])
+    assert json.loads(runs.stdout)["rows"] == [[2]]
     rows = CliRunner().invoke(app, ["--db", str(db), "db", "sql", "SELECT DISTINCT kind, repo, \"commit\" FROM sources", "--json"])
     assert json.loads(rows.stdout)["rows"] == [["pypi", "tinytorch-pkg", "0.1"]]
     none = CliRunner().invoke(app, ["--db", str(db), "harvest", "packages"])

@@ -34,7 +34,8 @@ def _store(cfg: Any, kind: str, result: Any) -> dict[str, int]:
     return new
 
 
-def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], Any], extra: dict[str, Any] | None = None) -> None:
+def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], Any], extra: dict[str, Any] | None = None,
+         store: bool = True) -> None:
     from github import GithubException
 
     from autotriton.harvesting import GitHubHarvestError, HarvestInputError, StateError
@@ -51,8 +52,8 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
     except GithubException as exc:
         fail(f"GitHub answered {exc.status} ({exc.data.get('message') if isinstance(exc.data, dict) else exc.data}); "
              "check GITHUB_TOKEN, --base-url and the query")
-    new: dict[str, int] | None = None
-    if not dry_run:
+    new: dict[str, int] | None = result.extra.pop("new_rows", None)  # stored by `work` itself
+    if not dry_run and store:
         try:
             new = _store(cfg, kind, result)
         except Exception as exc:  # the warehouse names the file and the holder of a lock
@@ -124,7 +125,7 @@ def packages(
     harvest.package_cache) and folders named in a sources file; provenance keeps package, version,
     path and licence. The shipped list: harvesting/sources/pytorch.toml."""
     from autotriton.harvesting import HarvestInputError
-    from autotriton.harvesting.packages import harvest_packages, load_sources
+    from autotriton.harvesting.packages import SourcesFile, harvest_packages, load_sources, merge_results
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
 
@@ -134,14 +135,32 @@ def packages(
             raise HarvestInputError("no sources file: pass --sources FILE (e.g. harvesting/sources/pytorch.toml) "
                                     "or set harvest.sources_files")
         specs = [load_sources(f) for f in files]  # every file is checked before anything is fetched
-        merged = specs[0]
-        for extra_spec in specs[1:]:
-            merged.packages += extra_spec.packages
-            merged.folders += extra_spec.folders
-        return harvest_packages(merged, cfg.harvest, progress=True, commit_state=False, console=out,
-                                validation_config=cfg.validation)
+        # One package (or folder) at a time, each stored (and its state committed) when done: a
+        # harvest cut off mid-way keeps every package it finished, and the next one skips them.
+        units = [SourcesFile(spec.path, packages=[p]) for spec in specs for p in spec.packages]
+        units += [SourcesFile(spec.path, folders=[f]) for spec in specs for f in spec.folders]
+        total: Any = None
+        new_rows: dict[str, int] = {}
+        for unit in units:
+            part = harvest_packages(unit, cfg.harvest, progress=True, commit_state=False, console=out,
+                                    validation_config=cfg.validation)
+            if not dry_run:
+                try:
+                    stored = _store(cfg, "packages", part.result)
+                except Exception as exc:  # the warehouse names the file and the holder of a lock
+                    fail(f"{cfg.warehouse.path}: could not store the harvest ({type(exc).__name__}: {exc})")
+                for table, n in stored.items():
+                    new_rows[table] = new_rows.get(table, 0) + n
+            if total is None:
+                total = part
+            else:
+                merge_results(total.result, part.result)
+                total.per_source.update(part.per_source)
+        if not dry_run:
+            total.result.extra["new_rows"] = new_rows
+        return total
 
-    _run("packages", json_out, dry_run, work, extra)
+    _run("packages", json_out, dry_run, work, extra, store=False)
 
 
 @harvest_app.command("dataset")
