@@ -342,7 +342,6 @@ def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | 
     harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console,
                           validation_config=validation_config)
     labels: dict[str, str] = {}
-    done_packages: list[dict[str, Any]] = []
     for src in spec.packages:
         sstate = state.source(f"{PACKAGE_KIND}:{src.label}")
         if config.incremental and sstate.get("harvested") and sstate.get("filters") == [list(src.include), list(src.exclude)]:
@@ -363,7 +362,6 @@ def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | 
                                   f"(exclude {list(src.exclude)}) in {root}; fix the globs")
         for ref in harvester.result.sources[before:]:
             labels[ref.key] = src.label
-        done_packages.append(sstate)
         sstate.update({"harvested": True, "format": fmt, "licence": licence,
                        "filters": [list(src.include), list(src.exclude)]})
     result = harvester.finish()
