@@ -120,3 +120,19 @@ def test_decontaminate_and_export_verbs_report_the_removed(tmp_path, kernelbench
 def test_threshold_out_of_range_is_refused(threshold):
     with pytest.raises(ValueError, match="threshold"):
         EvalIndex([], threshold=threshold)
+
+
+def test_tritonbench_t_suites_are_checked_too_and_matches_name_their_file(kernelbench_l1):
+    """Several suites at once (KernelBench JSONL and TritonBench-T data, by path): a match names
+    the suite file it came from."""
+    from pathlib import Path
+
+    tb = Path(__file__).parent / "data" / "evaluation" / "tritonbench_t" / "TritonBench_T_sample.json"
+    index = EvalIndex([], threshold=0.8)
+    index.add(load_suite(kernelbench_l1), origin=str(kernelbench_l1))
+    index.add(load_suite(tb), origin=str(tb))
+    scaled_relu = next(p for p in load_suite(tb) if p.suite_id == "tritonbench-t/level1/scaled_relu")
+    copy = (scaled_relu.reference_source.replace("x2", "inp").replace("torch.randn(4, 8)", "torch.randn(64, 128)")
+            .replace('"""Rectified linear unit followed by a constant scale."""', "# relu then scale"))
+    (found,) = find_contaminated([Problem(copy, "my_scaled_relu")], index)
+    assert (found.suite_id, found.kind, found.origin) == ("tritonbench-t/level1/scaled_relu", "exact", str(tb))
