@@ -99,9 +99,14 @@ def test_dump_and_import_carry_every_row_with_its_lineage(built, tmp_path):
     path, _ = built
     dumped = one_json(invoke("--db", str(path), "db", "dump", "--out", str(tmp_path / "dump"), "--json"))
     assert dumped["tables"]["problems"] == 9 and dumped["tables"]["rejections"] == 1
+    assert not (tmp_path / "dump" / "harvest-state.json").exists()  # no harvest state beside this warehouse
+    (tmp_path / "build.duckdb.harvest-state.json").write_text('{"version": 1, "sources": {"pypi:timm==1.0.31": {"harvested": true}}, "seen": []}')
+    dumped = one_json(invoke("--db", str(path), "db", "dump", "--out", str(tmp_path / "dump"), "--json"))
+    assert dumped["harvest_state"] == "harvest-state.json"
     fresh = tmp_path / "fresh.duckdb"
     first = one_json(invoke("--db", str(fresh), "db", "import", str(tmp_path / "dump"), "--json"))
-    assert first["kind"] == "dump" and first["new_rows"] == dumped["tables"]
+    assert first["kind"] == "dump" and first.pop("new_rows") == {**dumped["tables"], "harvest_state": 1}
+    assert "timm==1.0.31" in (tmp_path / "fresh.duckdb.harvest-state.json").read_text()  # the next harvest skips it
     assert set(one_json(invoke("--db", str(fresh), "db", "import", str(tmp_path / "dump"), "--json"))["new_rows"].values()) == {0}
     before = one_json(invoke("--db", str(path), "db", "stats", "--json"))
     after = one_json(invoke("--db", str(fresh), "db", "stats", "--json"))

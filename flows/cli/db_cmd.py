@@ -8,6 +8,7 @@ error names that process.
 from __future__ import annotations
 
 import json
+import shutil
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ app.add_typer(db_app, name="db")
 # Adding an export is one entry here; `autotriton db export NAME` lists the names on error.
 Exporter = Callable[[Warehouse, Any], "tuple[list[dict[str, Any]], dict[str, Any]]"]
 EXPORTERS: dict[str, Exporter] = {**WAREHOUSE_EXPORTS, **TRAINING_EXPORTS}
+STATE_IN_DUMP = "harvest-state.json"  # the harvest's incremental state, carried in a `db dump`
 
 
 @contextmanager
@@ -173,8 +175,14 @@ def dump(
     build to another machine: `autotriton db import DIR` there."""
     from autotriton.warehouse.transfer import dump_warehouse
 
-    with open_warehouse(read_only=True) as (wh, _):
+    with open_warehouse(read_only=True) as (wh, cfg):
         manifest = dump_warehouse(wh, out_dir)
+    # The harvest's incremental state lives beside the warehouse: carried too, so the next machine
+    # skips the packages and files already harvested instead of reading them again.
+    state = Path(cfg.harvest.state_path)
+    if state.is_file():
+        shutil.copyfile(state, out_dir / STATE_IN_DUMP)
+        manifest["harvest_state"] = STATE_IN_DUMP
     if json_out:
         emit_json({"path": str(out_dir.resolve()), **manifest})
         return
@@ -195,6 +203,11 @@ def import_(
         if kind == "dump":
             new = import_dump(wh, path)
             run_id = None
+            carried, state = path / STATE_IN_DUMP, Path(cfg.harvest.state_path)
+            if carried.is_file() and not state.exists():  # a state already here is this machine's own: kept
+                state.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(carried, state)
+                new["harvest_state"] = 1
         else:
             run = wh.start_run("import", {"path": str(path.resolve()), "kind": kind})
             try:
