@@ -182,6 +182,23 @@ def _unpack(archive: Path, dest: Path) -> None:
         raise FetchError(f"{name}: unknown archive type")
 
 
+_KEPT_NAMES = {"PKG-INFO", "METADATA", "pyproject.toml", "setup.cfg", "setup.py"}
+
+
+def _keep_sources_only(root: Path) -> None:
+    """Delete what a harvest never reads (compiled libraries, data, docs): Python files, licence
+    files and packaging metadata stay. A cache of twelve packages then packs small enough to carry
+    to a machine without network (torchvision's wheel: 19 MB -> its Python files)."""
+    for path in sorted(root.rglob("*"), reverse=True):
+        if path.is_symlink() or path.is_file():
+            name = path.name
+            if not (name.endswith(".py") or name in _KEPT_NAMES or name.upper().startswith(("LICEN", "COPYING"))
+                    or "licenses" in path.parts):
+                path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
 def fetch_package(src: PackageSource, cache: str | Path, timeout_s: float = 600.0) -> tuple[Path, str]:
     """Unpacked sources of a package in `cache` -> (folder, "sdist" or "wheel"). A package already
     unpacked there is reused; an interrupted unpack never leaves a half folder behind."""
@@ -205,6 +222,7 @@ def fetch_package(src: PackageSource, cache: str | Path, timeout_s: float = 600.
                 errors.append(f"{kind}: {exc}")
                 continue
             # an sdist unpacks into one top folder (name-version/); a wheel into the package itself
+            _keep_sources_only(unpacked)
             entries = list(unpacked.iterdir())
             root = entries[0] if kind == "sdist" and len(entries) == 1 and entries[0].is_dir() else unpacked
             final = cache / f"{src.name}-{src.version}-{kind}"

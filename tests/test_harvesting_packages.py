@@ -63,7 +63,8 @@ class Flatten(nn.Module):
 '''
 
 
-def make_sdist(folder: Path, name: str = "tinytorch-pkg", version: str = "0.1", licence: str = MIT) -> Path:
+def make_sdist(folder: Path, name: str = "tinytorch-pkg", version: str = "0.1", licence: str = MIT,
+               extra: dict[str, str] | None = None) -> Path:
     """A real source distribution (setup.py, PKG-INFO, LICENSE, the package) in `folder`."""
     pkg = name.replace("-", "_")
     top = f"{pkg}-{version}"
@@ -76,6 +77,7 @@ def make_sdist(folder: Path, name: str = "tinytorch-pkg", version: str = "0.1", 
         f"{pkg}/layers.py": LAYERS,
         f"{pkg}/needs_einops.py": NEEDS_EINOPS,
         f"{pkg}/tests/test_layers.py": "import torch\nclass TestOnly(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
+        **(extra or {}),
     }
     folder.mkdir(parents=True, exist_ok=True)
     archive = folder / f"{pkg}-{version}.tar.gz"
@@ -209,3 +211,24 @@ def test_cli_verb_stores_and_reports_per_package(tmp_path, local_index, monkeypa
     assert json.loads(rows.stdout)["rows"] == [["pypi", "tinytorch-pkg", "0.1"]]
     none = CliRunner().invoke(app, ["--db", str(db), "harvest", "packages"])
     assert none.exit_code == 2 and "--sources" in none.stderr
+
+
+def test_fetch_only_fills_the_cache_with_sources_only(tmp_path, monkeypatch):
+    """`--fetch-only` on a machine with network, the harvest later on one without: the cache keeps
+    Python files, licences and metadata, nothing else."""
+    links = tmp_path / "links"
+    make_sdist(links, extra={"tinytorch_pkg/weights.bin": "\0" * 64, "docs/index.md": "# docs\n"})
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    sources = write_sources(tmp_path, '[[package]]\nname = "tinytorch-pkg"\nversion = "0.1"\n')
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "w.duckdb"), "--set", f"harvest.package_cache={tmp_path / 'cache'}",
+                                      "harvest", "packages", "--sources", str(sources), "--fetch-only", "--json"])
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["packages"]["tinytorch-pkg==0.1"]["format"] == "sdist" and summary["failed"] == 0
+    root = tmp_path / "cache" / "tinytorch-pkg-0.1-sdist"
+    kept = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert kept == ["LICENSE", "PKG-INFO", "setup.py", "tinytorch_pkg/__init__.py", "tinytorch_pkg/helpers.py",
+                    "tinytorch_pkg/layers.py", "tinytorch_pkg/needs_einops.py", "tinytorch_pkg/tests/test_layers.py"]
+    assert not (root / "docs").exists()  # emptied folders go too
+    assert not (tmp_path / "w.duckdb").exists()  # nothing harvested, nothing stored

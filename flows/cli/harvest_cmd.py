@@ -119,6 +119,8 @@ def packages(
     full: bool = typer.Option(False, "--full", help="ignore the incremental state and leave it as it is: re-harvest every package"),
     no_probe: bool = typer.Option(False, "--no-probe", help="do not run problems in the sandbox (trust the first input guess)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="harvest and report, but write nothing (no warehouse, no state)"),
+    fetch_only: bool = typer.Option(False, "--fetch-only", help="only download and unpack the packages into harvest.package_cache "
+                                    "(on a machine with network, for a harvest on one without)"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + " plus per_source figures"),
 ) -> None:
     """Harvest pinned PyPI packages (sources fetched with `pip download`, unpacked into
@@ -128,6 +130,9 @@ def packages(
     from autotriton.harvesting.packages import SourcesFile, harvest_packages, load_sources, merge_results
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
+    if fetch_only:
+        _fetch_only(sources, json_out, extra)
+        return
 
     def work(cfg: Any, out: Any) -> Any:
         files = [str(sources)] if sources is not None else list(cfg.harvest.sources_files)
@@ -161,6 +166,35 @@ def packages(
         return total
 
     _run("packages", json_out, dry_run, work, extra, store=False)
+
+
+def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) -> None:
+    from autotriton.harvesting import HarvestInputError
+    from autotriton.harvesting.packages import FetchError, fetch_package, load_sources
+
+    cfg, _ = load_config_or_fail(extra)
+    out = console(json_out)
+    files = [str(sources)] if sources is not None else list(cfg.harvest.sources_files)
+    try:
+        if not files:
+            raise HarvestInputError("no sources file: pass --sources FILE or set harvest.sources_files")
+        packages = [p for f in files for p in load_sources(f).packages]
+    except HarvestInputError as exc:
+        fail(str(exc))
+    fetched: dict[str, Any] = {}
+    for src in packages:
+        try:
+            root, fmt = fetch_package(src, cfg.harvest.package_cache)
+            fetched[src.label] = {"format": fmt, "path": str(root)}
+        except FetchError as exc:
+            fetched[src.label] = {"error": str(exc)}
+        out.print(f"{src.label}: {fetched[src.label].get('format') or fetched[src.label]['error']}")
+    summary = {"package_cache": str(Path(cfg.harvest.package_cache).expanduser()), "packages": fetched,
+               "failed": sum("error" in v for v in fetched.values())}
+    if json_out:
+        emit_json(summary)
+    if summary["failed"]:
+        raise typer.Exit(1)
 
 
 @harvest_app.command("dataset")
