@@ -19,7 +19,7 @@ from autotriton.tasks.distill import distill_problem, judge_candidates, judge_fi
 from autotriton.tasks.evaluate import evaluate_model, store_evaluation
 from autotriton.tasks.export import export_training_sets
 from autotriton.tasks.harvest import (
-    harvest_dataset_source, harvest_github_source, harvest_local_source, harvest_synthetic_source, store_harvest,
+    harvest_dataset_source, harvest_github_source, harvest_local_source, harvest_packages_source, harvest_synthetic_source, store_harvest,
 )
 from autotriton.tasks.runs import finish_run, start_run
 from autotriton.tasks.train import grpo, sft, store_checkpoint
@@ -54,6 +54,7 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         futures += [harvest_dataset_source.submit(p, h, v, envs) for p in h.dataset_paths]
         if h.synthetic_count:
             futures.append(harvest_synthetic_source.submit(h.synthetic_count, h.synthetic_seed, h, v))
+        futures += [harvest_packages_source.submit(p, h, v) for p in h.sources_files]
         if h.github:
             github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
             futures.append(github.submit(h, v, envs))
@@ -130,10 +131,10 @@ def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_exp
 
 
 def _export(wh: Any, name: str, key: str):
-    if key:
-        return wh.export(key)
-    found = wh.exports(name=name)
-    return found[-1] if found else None
+    """The given (or newest) export of `name`, checked to still be what its folder holds (a later
+    export of the same name replaces the folder; training must not read other rows than it records)."""
+    export = wh.export(key) if key else (wh.exports(name=name) or [None])[-1]
+    return wh.export_files(export) if export is not None else None
 
 
 @flow(name="evaluate")

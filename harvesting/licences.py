@@ -31,8 +31,9 @@ _SIGNATURES: list[tuple[str, tuple[str, ...]]] = [
     ("BSD-3-Clause", ("redistribution and use in source and binary forms", "neither the name")),
     ("BSD-3-Clause", ("redistribution and use in source and binary forms", "names of its contributors")),
     ("BSD-2-Clause", ("redistribution and use in source and binary forms",)),
-    ("MIT-0", ("permission is hereby granted, free of charge", "without restriction", "the software is provided \"as is\"")),
     ("MIT", ("permission is hereby granted, free of charge", "the above copyright notice and this permission notice shall be included")),
+    # MIT-0 is MIT without the notice condition: its phrases are all in MIT's text too, so it comes after
+    ("MIT-0", ("permission is hereby granted, free of charge", "without restriction", "the software is provided \"as is\"")),
     ("ISC", ("permission to use, copy, modify, and/or distribute this software for any purpose with or without fee is hereby granted",)),
     ("ISC", ("permission to use, copy, modify, and distribute this software for any purpose with or without fee is hereby granted",)),
     ("Zlib", ("this software is provided 'as-is', without any express or implied warranty", "altered source versions must be plainly marked")),

@@ -1,4 +1,5 @@
-"""Export task: the SFT and RL training sets, written to Parquet and recorded with content hashes."""
+"""Export task: the SFT and RL training sets, written as dataset folders and recorded with content
+hashes; evaluation problems (harvest.eval_suites) are left out and counted."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ def export_training_sets(db_path: str, run: Any, config: Any) -> dict[str, Any]:
     for name in ("sft", "rl"):
         export = out[name] = build_export(wh, run, config, name)
         if export is None:
-            rows_md.append({"export": name, "rows": 0, "key": "(skipped: no rows)", "splits": ""})
+            rows_md.append({"export": name, "rows": 0, "key": "(skipped: no rows)", "splits": "", "decontaminated": ""})
             continue
-        rows_md.append({"export": name, "rows": export.row_count, "key": export.key, "splits": export.splits})
+        removed = export.filter.get("decontamination", {}).get("problems_removed", 0)
+        rows_md.append({"export": name, "rows": export.row_count, "key": export.key, "splits": export.splits,
+                        "decontaminated": removed})
     publish_markdown("training-exports", "# Training exports\n\n" + markdown_table(rows_md), "SFT and RL exports")
     return out

@@ -33,6 +33,15 @@ def harvest_synthetic_source(count: int, seed: int, harvest_config: Any, validat
     return harvest_synthetic(count, seed, harvest_config, validation_config=validation_config)
 
 
+@task(name="harvest-packages", task_run_name="harvest-packages-{path}")
+def harvest_packages_source(path: str, harvest_config: Any, validation_config: Any):
+    """The packages and folders of one sources file (pip download is retried by the next refresh:
+    a failed fetch is recorded as a rejection and the package stays unharvested in the state)."""
+    from autotriton.harvesting.packages import harvest_packages
+
+    return harvest_packages(path, harvest_config, commit_state=False, validation_config=validation_config).result
+
+
 @task(name="harvest-github", retries=3, retry_delay_seconds=[10, 60, 300])
 def harvest_github_source(harvest_config: Any, validation_config: Any, environments: Any = None):
     """GitHub search + tree walk + blobs. Rate limits are waited out inside; other network

@@ -56,17 +56,110 @@ def store_distill_results(wh: Any, run: Any, results: Sequence[Any], extra_verdi
 # export
 
 
-def build_export(wh: Any, run: Any, config: Any, name: str) -> Any | None:
-    """Build and record the `sft` export (validated pairs) or the `rl` export (prompts chosen
-    for diversity) from the warehouse; None when it would have no rows."""
+def decontaminate(wh: Any, run: Any, config: Any) -> dict[str, Any]:
+    """Check every runnable problem against the evaluation suites of `harvest.eval_suites`
+    (exact model and MinHash near copies, harvesting/decontamination.py) and record each match
+    as a rejection (stage "decontamination", reason eval_exact / eval_near_duplicate, the suite
+    problem and file in the detail). Returns the report, with `keys`: the problem keys that
+    training exports must leave out. No suites configured: nothing is checked."""
+    from autotriton.evaluation import load_suite
+    from autotriton.harvesting.decontamination import EvalIndex, find_contaminated
+
+    suites = list(config.harvest.eval_suites)
+    report: dict[str, Any] = {"suites": suites, "suite_problems": 0, "checked": 0, "removed": 0,
+                              "by_suite_file": {}, "by_kind": {}, "examples": [], "keys": set()}
+    if not suites:
+        return report
+    index = EvalIndex([], config.harvest.decontamination_threshold)
+    for path in suites:
+        index.add(load_suite(path), origin=str(path))
+    problems = wh.problems(status="runnable")
+    found = find_contaminated(problems, index)
+    if found:
+        wh.put_rejections(run, [{"stage": "decontamination", "subject": c.problem_key, "reason": c.reason,
+                                 "detail": c.detail} for c in found])
+    by_file: dict[str, int] = {}
+    by_kind: dict[str, int] = {}
+    for c in found:
+        by_file[c.origin] = by_file.get(c.origin, 0) + 1
+        by_kind[c.kind] = by_kind.get(c.kind, 0) + 1
+    report.update(suite_problems=len(index), checked=len(problems), removed=len(found), by_suite_file=by_file,
+                  by_kind=by_kind, keys={c.problem_key for c in found},
+                  examples=[{"problem": c.problem_name, "problem_key": c.problem_key, "suite_id": c.suite_id,
+                             "kind": c.kind, "similarity": c.similarity} for c in found[:10]])
+    return report
+
+
+def export_rows(wh: Any, run: Any, config: Any, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(rows, filter) of a training export (`sft`, `rl`), evaluation problems and their near copies
+    left out (`decontaminate`); the filter records what was removed and from which suite files."""
     from autotriton.training.exports import TRAINING_EXPORTS
 
     if name not in TRAINING_EXPORTS:
         raise ValueError(f"export {name!r}: choose one of {', '.join(TRAINING_EXPORTS)}")
-    rows, filter_ = TRAINING_EXPORTS[name](wh, config)
+    report = decontaminate(wh, run, config)
+    rows, filter_ = TRAINING_EXPORTS[name](wh, config, exclude_keys=report["keys"])
+    filter_["decontamination"] = {"suites": report["suites"], "threshold": config.harvest.decontamination_threshold,
+                                  "problems_removed": report["removed"], "by_suite_file": report["by_suite_file"],
+                                  "by_kind": report["by_kind"]}
+    return rows, filter_
+
+
+def build_export(wh: Any, run: Any, config: Any, name: str) -> Any | None:
+    """Build and record the `sft` export (validated pairs) or the `rl` export (prompts chosen
+    for diversity) from the warehouse; None when it would have no rows."""
+    rows, filter_ = export_rows(wh, run, config, name)
     if not rows:
         return None
     return wh.export_parquet(name, rows, filter_, run)
+
+
+# ------------------------------------------------------------------------------------------------
+# release
+
+
+def build_release(wh: Any, run: Any, config: Any, out: Any, name: str = "autotriton-triton-kernels") -> dict[str, Any]:
+    """Write the released dataset (warehouse/release.py) from the warehouse: validated pairs and
+    runnable problems with provenance, op category and one split by near-duplicate cluster of the
+    problem (shared by both configs), leaving out held-out benchmark suites
+    (training.exclude_suites) and decontaminated problems. Returns release.json's manifest."""
+    import json
+
+    from autotriton.records import Problem
+    from autotriton.training.data import assign_splits, near_duplicate_clusters, primary_category, problem_tags
+    from autotriton.training.exports import held_out
+    from autotriton.warehouse.release import release_counts, release_rows, write_release
+
+    t = config.training
+    report = decontaminate(wh, run, config)
+    pairs, problems = release_rows(wh)
+
+    def kept(row: dict[str, Any]) -> bool:
+        probe = Problem(reference_source="", name="", suite=row["suite"])
+        return row["problem_key"] not in report["keys"] and not held_out(probe, t.exclude_suites)
+
+    pairs, problems = [r for r in pairs if kept(r)], [r for r in problems if kept(r)]
+    sources = {r["problem_key"]: r["reference_source"] for r in problems}
+    sources.update({r["problem_key"]: r["reference_source"] for r in pairs})
+    clusters = near_duplicate_clusters(sources, t.dedup_threshold, t.minhash_perm)
+    splits = assign_splits(clusters, t.val_fraction, t.seed)
+    tags: dict[str, list[str]] = {}
+    for r in [*problems, *pairs]:
+        if r["problem_key"] not in tags:
+            tags[r["problem_key"]] = problem_tags(Problem(reference_source=r["reference_source"], name="",
+                                                          op_tags=json.loads(r["op_tags"] or "[]")))
+    tag_counts: dict[str, int] = {}
+    for ts in tags.values():
+        for tag in ts:
+            tag_counts[tag] = tag_counts.get(tag, 0) + 1
+    for r in [*problems, *pairs]:
+        key = r["problem_key"]
+        r.update(op_category=primary_category(tags[key], tag_counts), split=splits[key], cluster=clusters[key])
+    decontamination = {"suites": report["suites"], "threshold": config.harvest.decontamination_threshold,
+                       "problems_removed": report["removed"], "by_suite_file": report["by_suite_file"],
+                       "by_kind": report["by_kind"]}
+    counts = release_counts(wh, pairs, problems, decontamination, config.harvest.licences)
+    return write_release(out, pairs, problems, counts, name=name)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -63,7 +63,9 @@ def test_sft_verb_exports_trains_and_registers_the_checkpoint(warehouse, tmp_pat
 def test_rl_export_keeps_benchmarks_out_and_mixes_unsolved_with_sft(warehouse):
     result = CliRunner().invoke(app, ["--db", str(warehouse), "db", "export", "rl", "--json"])
     summary = one_json(result)
-    rows = __import__("pyarrow.parquet", fromlist=["x"]).read_table(summary["path"]).to_pylist()
+    from autotriton.warehouse.layout import read_export
+
+    rows = read_export(summary["path"]).to_pylist()
     names = {r["name"] for r in rows}
     assert "bench" not in names
     assert {"cumsum", "neg"} <= names

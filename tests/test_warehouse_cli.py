@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -126,7 +127,7 @@ def test_check_verb_finds_orphans_and_missing_exports(filled, tmp_path):
 
         wh.put_candidates(run, [Candidate(problem_key="0000feed0000feed", code="x = 1")])
         wh.finish_run(run, "succeeded", {})
-    Path(exported["path"]).unlink()
+    shutil.rmtree(exported["path"])  # an export is a dataset folder
     result = invoke("--db", str(path), "db", "check", "--json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)
@@ -134,3 +135,23 @@ def test_check_verb_finds_orphans_and_missing_exports(filled, tmp_path):
     assert [m["key"] for m in report["missing_export_files"]] == [exported["key"]]
     human = invoke("--db", str(path), "db", "check")
     assert human.exit_code == 1 and "0000feed0000feed" in human.stdout and "autotriton db export pairs" in human.stdout
+
+
+def test_export_sft_as_hf_folder_loads_with_train_and_validation(tmp_path):
+    """Issue 18 point 6: `db export sft --format hf --out DIR` -> `datasets.load_dataset(DIR)`."""
+    import datasets
+
+    from warehouse_helpers import distinct_chain
+
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh:
+        store_chain(wh, wh.start_run("refresh", {}), distinct_chain(8))
+    out = tmp_path / "sft-dataset"
+    summary = one_json(invoke("--db", str(path), "db", "export", "sft", "--format", "hf", "--out", str(out), "--json"))
+    loaded = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
+    assert sorted(loaded) == ["train", "validation"]
+    assert sum(loaded.num_rows.values()) == summary["row_count"] and loaded.num_rows == summary["splits"]
+    assert summary["content_hash"] in (out / "README.md").read_text()
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["train-00000-of-00001.parquet", "validation-00000-of-00001.parquet"]
+    bad = invoke("--db", str(path), "db", "export", "sft", "--format", "csv")
+    assert bad.exit_code == 2 and "hf, parquet" in bad.stderr

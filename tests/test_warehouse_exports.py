@@ -29,12 +29,19 @@ def test_parquet_and_datasets_round_trip_with_splits(wh, tmp_path):
     run = wh.start_run("export", {})
     export = wh.export_parquet("sft", ROWS, {"min_reward": 0}, run, out_dir=tmp_path / "out")
     assert export.row_count == 20 and export.splits == {"train": 16, "validation": 4}
-    assert export.path.startswith(str(tmp_path / "out")) and export.path.endswith(f"sft-{export.content_hash}.parquet")
-    assert pq.read_table(export.path).to_pylist() == ROWS
-    assert [p.name for p in (tmp_path / "out").iterdir()] == [f"sft-{export.content_hash}.parquet"]  # no temp files left
+    # A Hugging Face dataset folder with a stable name; the content hash is in the metadata.
+    assert export.path == str((tmp_path / "out" / "sft").resolve())
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["sft"]  # no temp folders left
+    files = sorted(p.name for p in (tmp_path / "out" / "sft" / "data").iterdir())
+    assert files == ["train-00000-of-00001.parquet", "validation-00000-of-00001.parquet"]
+    train_file = tmp_path / "out" / "sft" / "data" / "train-00000-of-00001.parquet"
+    assert pq.read_table(train_file).to_pylist() == [r for r in ROWS if r["split"] == "train"]
+    assert pq.ParquetFile(train_file).metadata.row_group(0).column(0).compression == "ZSTD"
+    assert json.loads(pq.read_schema(train_file).metadata[b"autotriton"])["content_hash"] == export.content_hash
+    assert export.content_hash in (tmp_path / "out" / "sft" / "README.md").read_text()
     dataset = wh.to_hf_dataset(export)
     assert len(dataset) == 20 and dataset.column_names == ["prompt", "completion", "reward", "tags", "split"]
-    assert dataset.to_list() == ROWS
+    assert sorted(dataset.to_list(), key=lambda r: r["prompt"]) == sorted(ROWS, key=lambda r: r["prompt"])
     validation = wh.to_hf_dataset(export.key, split="validation")  # by key too
     assert validation.to_list() == [r for r in ROWS if r["split"] == "validation"]
     splits = wh.to_hf_dataset_dict(export)
@@ -67,12 +74,35 @@ def test_bad_rows_leave_no_file_and_no_record(wh, tmp_path):
         wh.export_parquet("../escape", ROWS, {}, run, out_dir=tmp_path)
 
 
-def test_missing_export_file_is_a_clear_error(wh, tmp_path):
+def test_missing_or_replaced_export_files_are_a_clear_error(wh, tmp_path):
     run = wh.start_run("export", {})
     export = wh.export_parquet("sft", ROWS, {}, run, out_dir=tmp_path)
-    (tmp_path / f"sft-{export.key}.parquet").unlink()
-    with pytest.raises(WarehouseError, match=r"is gone; re-create it with `autotriton db export sft`"):
+    newer = wh.export_parquet("sft", ROWS[:-1], {}, run, out_dir=tmp_path)  # same stable name: replaces the folder
+    assert newer.path == export.path and newer.key != export.key
+    with pytest.raises(WarehouseError, match=rf"now holds export {newer.key}, not {export.key}"):
         wh.to_hf_dataset(export)
+    assert len(wh.to_hf_dataset(newer)) == 19
+    import shutil
+
+    shutil.rmtree(newer.path)
+    with pytest.raises(WarehouseError, match=r"are gone; re-create them with `autotriton db export sft`"):
+        wh.to_hf_dataset(newer)
+
+
+def test_hf_folder_loads_with_datasets_load_dataset(wh, tmp_path):
+    """Issue 18: `load_dataset(FOLDER)` gives train and validation splits, nothing mixed."""
+    import datasets
+
+    run = wh.start_run("export", {})
+    export = wh.export_parquet("sft", ROWS, {}, run, path=tmp_path / "my-dataset")
+    loaded = datasets.load_dataset(str(tmp_path / "my-dataset"), cache_dir=str(tmp_path / "cache"))
+    assert sorted(loaded) == ["train", "validation"]
+    assert loaded.num_rows == {"train": 16, "validation": 4}
+    assert set(loaded["validation"]["split"]) == {"validation"}
+    # the single-file format keeps the split column in one stable file name
+    single = wh.export_parquet("sft", ROWS, {}, run, out_dir=tmp_path / "flat", format="parquet")
+    assert single.path.endswith("flat/sft.parquet") and single.key == export.key
+    assert pq.read_table(single.path).num_rows == 20
 
 
 def test_builtin_exports(wh, tmp_path):
@@ -90,6 +120,7 @@ def test_builtin_exports(wh, tmp_path):
     assert pair["reasoning"] == "scale by 0" and pair["instruction"] == "write a Triton kernel"
     rows, _ = verdict_rows(wh)
     assert sorted(r["status"] for r in rows) == ["correct"] * 4 + ["incorrect"] * 2
+    assert sorted((r["status"], r["reward"]) for r in rows) == [("correct", 1.0)] * 4 + [("incorrect", 0.0)] * 2
     export = wh.export_parquet("pairs", pair_rows(wh)[0], {}, run, out_dir=tmp_path)
     assert sorted(wh.to_hf_dataset(export)["candidate_key"]) == sorted(good)
 

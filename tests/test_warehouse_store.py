@@ -224,7 +224,7 @@ def test_exports_table_idempotent_by_content_hash(wh, tmp_path):
     assert first == second and first.splits == {"train": 6, "validation": 2}
     assert wh.exports() == [first]
     other = wh.export_parquet("pairs", rows[:-1], {"f": 1}, run, out_dir=tmp_path / "a")
-    assert other.key != first.key and len(wh.exports("pairs")) == 2
+    assert other.key != first.key and len(wh.exports("pairs")) == 2 and other.path == first.path  # stable name
     # The same content written elsewhere: still one row, pointing at the newest file.
     moved = wh.export_parquet("pairs", rows, {"f": 1}, run, out_dir=tmp_path / "b")
     assert moved.key == first.key and wh.export(first.key).path == moved.path

@@ -65,3 +65,26 @@ def make_evaluation(verdicts: list[Verdict], suite: str = "demo/eval") -> Evalua
     passed = sum(v.correct and v.rule_ok for v in verdicts)
     return Evaluation(suite=suite, generator="model:tiny", config={"samples": 1},
                       verdict_keys=[v.key for v in verdicts], metrics={"pass@1": passed / max(len(verdicts), 1)})
+
+
+DISTINCT_BODIES = [
+    "torch.relu(x)", "x.sum(dim=0, keepdim=True)", "torch.softmax(x, dim=-1)", "torch.tanh(x) * 2.0 + 1.0",
+    "x.cumsum(0).flip(0)", "torch.sigmoid(x) * x", "torch.nn.functional.gelu(x).mean()", "torch.clamp(x, -0.5, 0.5) ** 2",
+]
+
+
+def distinct_chain(n: int, tag: str = "d") -> Chain:
+    """Like make_chain, but every problem computes something different, so near-duplicate
+    clustering (and hence the train/validation split) sees n clusters."""
+    chain = make_chain(n, tag, bad_every=n + 1)
+    for i in range(n):
+        body = DISTINCT_BODIES[i % len(DISTINCT_BODIES)]
+        problem = chain.problems[i]
+        problem.reference_source = (f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return {body}\n"
+                                    f"\nN{i} = {i + 4}\ndef get_inputs():\n    return [torch.randn(N{i})]\n"
+                                    "def get_init_inputs():\n    return []\n")
+        cand = chain.candidates[i]
+        cand.problem_key = problem.key
+        verdict = chain.verdicts[i]
+        verdict.candidate_key, verdict.problem_key = cand.key, problem.key
+    return chain

@@ -1,7 +1,7 @@
 """A training recipe runnable under `accelerate launch` (several GPUs, DeepSpeed ZeRO).
 
     accelerate launch --config_file configs/accelerate/multi_gpu.yaml -m autotriton.training.launch \
-        sft --data exports/sft-<hash>.parquet --config training.json --result result.json
+        sft --data exports/sft --config training.json --result result.json
 
 Every rank runs the same trainer (trl and accelerate shard the batches); only rank 0 writes the
 result file. No warehouse access here: one process writes the warehouse, so the CLI exports

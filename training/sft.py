@@ -40,14 +40,18 @@ class TrainResult:
 
 def to_splits(data: Any) -> tuple[Any, Any]:
     """(train, validation or None) datasets from a datasets.Dataset / DatasetDict, a list of rows,
-    or a Parquet file; rows are split on their `split` column when they have one."""
+    a Hugging Face dataset folder (an export: one file per split) or a Parquet file; rows are
+    split on their `split` column when they have one."""
     import datasets
 
     if isinstance(data, (str, Path)):
         path = Path(data)
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such export file; run `autotriton db export` or pass an existing Parquet file.")
-        data = datasets.Dataset.from_parquet(str(path))
+        if path.is_dir():
+            data = datasets.load_dataset(str(path))  # the folder is a dataset: its card names the splits
+        elif path.is_file():
+            data = datasets.Dataset.from_parquet(str(path))
+        else:
+            raise FileNotFoundError(f"{path}: no such export; run `autotriton db export` or pass a dataset folder or Parquet file.")
     elif isinstance(data, list):
         if not data:
             raise ValueError("the training set is empty: the export holds no rows (are there validated pairs in the warehouse?)")

@@ -1,8 +1,8 @@
 """Built-in export row builders: functions of (warehouse, config) returning (rows, filter).
 
 `autotriton db export NAME` looks NAME up in flows/cli/db_cmd.py's EXPORTERS, which maps names to
-functions like these; `Warehouse.export_parquet(name, rows, filter, run)` writes and records the
-result. They read the stored columns with SQL rather than rebuilding records, so no content key is
+functions like these; `Warehouse.export_parquet(name, rows, filter, run)` writes (a Hugging Face
+dataset folder by default, warehouse/layout.py) and records the result. They read the stored columns with SQL rather than rebuilding records, so no content key is
 recomputed (each is an AST round trip). Nested values stay JSON text: every export has a flat,
 stable Parquet schema.
 """
@@ -36,8 +36,11 @@ WHERE v.correct AND v.rule_ok
 ORDER BY p.key, c.key
 """
 
+# `reward` is validation.rewards.combined_reward without a speedup bonus (AutoTriton's rule: 1
+# only when the candidate is both correct and rule-abiding), the figure GRPO and SFT select on.
 VERDICT_SQL = """
-SELECT key AS verdict_key, candidate_key, problem_key, status, correct, rule_ok, compiled,
+SELECT key AS verdict_key, candidate_key, problem_key, status,
+       CASE WHEN correct AND rule_ok THEN 1.0 ELSE 0.0 END AS reward, correct, rule_ok, compiled,
        violations::VARCHAR AS violations, error, max_abs_err, speedup, speedup_vs_compile, device,
        judge_config_hash, elapsed_s, aten_ops::VARCHAR AS aten_ops,
        triton_kernels_launched::VARCHAR AS triton_kernels_launched

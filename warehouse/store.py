@@ -32,7 +32,6 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from autotriton.hashing import content_key, stable_json
 from autotriton.records import (
@@ -715,7 +714,7 @@ class Warehouse:
         missing_files = [
             {"key": key, "name": name, "path": path}
             for key, name, path in self._con.execute("SELECT key, name, path FROM exports ORDER BY created_at").fetchall()
-            if not Path(path).is_file()
+            if not Path(path).exists()
         ]
         running = [r[0] for r in self._con.execute("SELECT run_id FROM runs WHERE status = 'running' ORDER BY started_at").fetchall()]
         return {"ok": not orphans and not missing_files, "orphans": orphans,
@@ -724,16 +723,24 @@ class Warehouse:
     # -- exports ------------------------------------------------------------------------------
     @_locked
     def export_parquet(self, name: str, rows: Sequence[Mapping[str, Any]], filter: Mapping[str, Any] | None,
-                       run: Run, out_dir: str | os.PathLike[str] | None = None) -> Export:
-        """Write rows to <out_dir>/<name>-<hash>.parquet atomically and record the export.
+                       run: Run, out_dir: str | os.PathLike[str] | None = None, *, format: str = "hf",
+                       path: str | os.PathLike[str] | None = None, card: str | None = None) -> Export:
+        """Write rows as export `name` atomically and record it (warehouse/layout.py).
 
-        The content hash covers the export name and the rows, independent of row order, so the
-        same data exported twice is one export (one row in `exports`). A `split` column, when
-        present, is counted into Export.splits.
+        format "hf": a Hugging Face dataset folder, one Parquet file per split (`datasets.load_dataset
+        (folder)` gives train/validation); "parquet": one file with the `split` column. The place is
+        `path` when given, else `<out_dir or export_dir>/<name>` (hf) or `/<name>.parquet`: a stable
+        name, replaced by the next export of that name. The content hash covers the export name and
+        the rows, independent of row order, so the same data exported twice is one export (one row
+        in `exports`); it is stored in the files' metadata, not in their names.
         """
+        from autotriton.warehouse.layout import FORMATS, write_export
+
         self._require_writable("export_parquet")
         if not _EXPORT_NAME.match(name or ""):
             raise ValueError(f"export_parquet: name {name!r} must be letters, digits, '_', '-' or '.'")
+        if format not in FORMATS:
+            raise ValueError(f"export format {format!r}: choose one of {', '.join(FORMATS)}")
         # Columns are the union over all rows (first-seen order); a row without one gets null there.
         # (pyarrow's from_pylist would silently drop columns the first row lacks.)
         columns = list(dict.fromkeys(col for r in rows for col in r))
@@ -744,22 +751,38 @@ class Warehouse:
             table = pa.Table.from_pydict({col: [r[col] for r in rows] for col in columns})
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise WarehouseError(f"export {name}: rows do not form one table ({exc}); every column needs one type in all rows.") from exc
+        if path is not None:
+            target = Path(path)
+        else:
+            directory = Path(out_dir) if out_dir is not None else self.export_dir
+            target = directory / (name if format == "hf" else f"{name}.parquet")
+        write_export(table, target, format, {"name": name, "content_hash": chash, "rows": len(rows),
+                                             "filter": dict(filter or {})}, card=card)
         splits = dict(sorted(Counter(str(r["split"]) for r in rows).items())) if "split" in columns else {}
-        directory = Path(out_dir) if out_dir is not None else self.export_dir
-        directory.mkdir(parents=True, exist_ok=True)
-        final = (directory / f"{name}-{chash}.parquet").resolve()
-        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                pq.write_table(table, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        finally:
-            tmp.unlink(missing_ok=True)
         export = Export(name=name, filter=dict(filter or {}), row_count=len(rows), content_hash=chash,
-                        path=str(final), splits=splits)
+                        path=str(target.resolve()), splits=splits)
         self._put(run, "exports", [export])
+        return export
+
+    def export_files(self, export: Export | str) -> Export:
+        """The export record, after checking that its path still holds this export (the files'
+        metadata names its content hash: a later export of the same name replaces them)."""
+        from autotriton.warehouse.layout import LayoutError, export_metadata
+
+        if isinstance(export, str):
+            export = self.export(export)
+        try:
+            found = export_metadata(export.path).get("content_hash")
+        except LayoutError as exc:
+            raise WarehouseError(
+                f"{exc}: the files of export {export.name} ({export.key}) are gone; "
+                f"re-create them with `autotriton db export {export.name}`."
+            ) from exc
+        if found != export.content_hash:
+            raise WarehouseError(
+                f"{export.path} now holds export {found}, not {export.key}: a later `{export.name}` export replaced it. "
+                f"Use the newer export, or write this one again with `autotriton db export {export.name}`."
+            )
         return export
 
     def to_hf_dataset(self, export: Export | str, split: str | None = None):
@@ -767,29 +790,18 @@ class Warehouse:
         import datasets
         from datasets.table import InMemoryTable
 
-        if isinstance(export, str):
-            export = self.export(export)
-        path = Path(export.path)
-        if not path.is_file():
-            raise WarehouseError(
-                f"{path}: the Parquet file of export {export.name} ({export.key}) is gone; "
-                f"re-create it with `autotriton db export {export.name}`."
-            )
-        table = pq.read_table(path)
-        if split is not None:
-            if "split" not in table.column_names:
-                raise WarehouseError(f"export {export.name} ({export.key}) has no split column; call without split=.")
-            import pyarrow.compute as pc
+        from autotriton.warehouse.layout import read_export
 
-            table = table.filter(pc.equal(table["split"], split))
-        return datasets.Dataset(InMemoryTable(table))
+        export = self.export_files(export)
+        if split is not None and not export.splits:
+            raise WarehouseError(f"export {export.name} ({export.key}) has no split column; call without split=.")
+        return datasets.Dataset(InMemoryTable(read_export(export.path, split)))
 
     def to_hf_dataset_dict(self, export: Export | str):
         """The export as a `datasets.DatasetDict` keyed by its split column (train, validation, ...)."""
         import datasets
 
-        if isinstance(export, str):
-            export = self.export(export)
+        export = self.export_files(export)
         if not export.splits:
             return datasets.DatasetDict({"train": self.to_hf_dataset(export)})
         return datasets.DatasetDict({s: self.to_hf_dataset(export, split=s) for s in export.splits})

@@ -8,6 +8,7 @@ error names that process.
 from __future__ import annotations
 
 import json
+import shutil
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
@@ -29,12 +30,13 @@ app.add_typer(db_app, name="db")
 # Adding an export is one entry here; `autotriton db export NAME` lists the names on error.
 Exporter = Callable[[Warehouse, Any], "tuple[list[dict[str, Any]], dict[str, Any]]"]
 EXPORTERS: dict[str, Exporter] = {**WAREHOUSE_EXPORTS, **TRAINING_EXPORTS}
+STATE_IN_DUMP = "harvest-state.json"  # the harvest's incremental state, carried in a `db dump`
 
 
 @contextmanager
-def open_warehouse(read_only: bool) -> Iterator[tuple[Warehouse, Any]]:
+def open_warehouse(read_only: bool, extra: dict[str, Any] | None = None) -> Iterator[tuple[Warehouse, Any]]:
     """The configured warehouse and config; every warehouse error becomes a clear exit-2 error."""
-    cfg, _ = load_config_or_fail()
+    cfg, _ = load_config_or_fail(extra)
     try:
         wh = Warehouse(cfg.warehouse.path, read_only=read_only, export_dir=cfg.warehouse.export_dir,
                        lock_wait_s=cfg.warehouse.lock_wait_s)
@@ -171,21 +173,41 @@ def sql(
 @db_app.command("export")
 def export(
     name: str = typer.Argument(..., help=f"what to export: one of {', '.join(EXPORTERS)}"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="directory of the Parquet file (default: config warehouse.export_dir)"),
+    out_path: Optional[Path] = typer.Option(None, "--out", help="where to write it: the dataset folder (hf) or the .parquet file "
+                                            "(default: <warehouse.export_dir>/NAME, or NAME.parquet)"),
+    fmt: str = typer.Option("hf", "--format", help="hf: a Hugging Face dataset folder, one Parquet file per split "
+                            "(datasets.load_dataset(FOLDER)); parquet: one file with a split column"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: the recorded export"),
 ) -> None:
-    """Write an export to Parquet (atomically) and record it, with its content hash, in `exports`."""
+    """Write an export (atomically, Parquet with zstd) and record it, with its content hash, in
+    `exports`. The file names are stable (a newer export of NAME replaces the older); the content
+    hash is in the files' metadata and in the folder's README.md."""
+    from autotriton.warehouse.layout import FORMATS
+
     if name not in EXPORTERS:
         fail(f"unknown export {name!r}; choose one of: {', '.join(sorted(EXPORTERS))}.")
+    if fmt not in FORMATS:
+        fail(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}.")
+    if out_path is not None and fmt == "parquet" and out_path.suffix != ".parquet":
+        out_path = out_path / f"{name}.parquet"
     out = console(json_out)
     with open_warehouse(read_only=False) as (wh, cfg):
         run = wh.start_run("export", cfg)
         try:
             with out.status(f"building the {name} export"):
-                rows, filter_ = EXPORTERS[name](wh, cfg)
-                result = wh.export_parquet(name, rows, filter_, run, out_dir=out_dir)
+                if name in TRAINING_EXPORTS:  # evaluation problems kept out (harvest.eval_suites)
+                    from autotriton.tasks.steps import export_rows
+
+                    rows, filter_ = export_rows(wh, run, cfg, name)
+                else:
+                    rows, filter_ = EXPORTERS[name](wh, cfg)
+                result = wh.export_parquet(name, rows, filter_, run, format=fmt, path=out_path)
         except BaseException as exc:
             wh.finish_run(run, "failed", {"export": name, "error": str(exc)})
+            from autotriton.evaluation.suites import SuiteError
+
+            if isinstance(exc, SuiteError):
+                fail(f"harvest.eval_suites: {exc}")
             raise
         summary = {"key": result.key, **result.to_dict(), "run_id": run.run_id}
         wh.finish_run(run, "succeeded", summary)
@@ -194,6 +216,133 @@ def export(
         return
     out.print(f"exported {result.row_count} {name} row(s) to {result.path} (key {result.key}"
               + (f", splits {result.splits}" if result.splits else "") + ")")
+
+
+@db_app.command("dump")
+def dump(
+    out_dir: Path = typer.Option(..., "--out", help="folder to write (replaced whole): one Parquet file per table and warehouse.json"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: schema version, rows per table"),
+) -> None:
+    """Write the whole warehouse (every table, lineage and runs included) as Parquet, to carry a
+    build to another machine: `autotriton db import DIR` there."""
+    from autotriton.warehouse.transfer import dump_warehouse
+
+    with open_warehouse(read_only=True) as (wh, cfg):
+        manifest = dump_warehouse(wh, out_dir)
+    # The harvest's incremental state lives beside the warehouse: carried too, so the next machine
+    # skips the packages and files already harvested instead of reading them again.
+    state = Path(cfg.harvest.state_path)
+    if state.is_file():
+        shutil.copyfile(state, out_dir / STATE_IN_DUMP)
+        manifest["harvest_state"] = STATE_IN_DUMP
+    if json_out:
+        emit_json({"path": str(out_dir.resolve()), **manifest})
+        return
+    console().print(f"dumped {sum(manifest['tables'].values())} row(s) of {len(manifest['tables'])} tables to {out_dir}")
+
+
+@db_app.command("import")
+def import_(
+    path: Path = typer.Argument(..., help="a folder written by `autotriton db dump` or `autotriton db release`"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: kind, new rows per table"),
+) -> None:
+    """Import a dump or a released dataset into the warehouse (created if needed), so a build
+    continues on this machine. Idempotent: rows whose key is already there are left as they are."""
+    from autotriton.warehouse.transfer import detect, import_dump, import_release
+
+    with open_warehouse(read_only=False) as (wh, cfg):
+        kind = detect(path)
+        if kind == "dump":
+            new = import_dump(wh, path)
+            run_id = None
+            carried, state = path / STATE_IN_DUMP, Path(cfg.harvest.state_path)
+            if carried.is_file() and not state.exists():  # a state already here is this machine's own: kept
+                state.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(carried, state)
+                new["harvest_state"] = 1
+        else:
+            run = wh.start_run("import", {"path": str(path.resolve()), "kind": kind})
+            try:
+                new = import_release(wh, run, path)
+            except BaseException as exc:
+                wh.finish_run(run, "failed", {"error": str(exc)[:500]})
+                raise
+            wh.finish_run(run, "succeeded", {"kind": kind, "new_rows": new})
+            run_id = run.run_id
+    summary = {"path": str(path.resolve()), "kind": kind, "new_rows": new, "run_id": run_id}
+    if json_out:
+        emit_json(summary)
+        return
+    console().print(f"imported {kind} {path}: new rows " + ", ".join(f"{t} {n}" for t, n in new.items()))
+
+
+@db_app.command("release")
+def release(
+    out_dir: Path = typer.Option(..., "--out", help="folder of the released dataset (pairs/, problems/, DATASET.md, release.json)"),
+    name: str = typer.Option("autotriton-triton-kernels", "--name", help="dataset name in the card"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: the release manifest"),
+) -> None:
+    """Write the released dataset: validated pairs and runnable problems with provenance, licence,
+    op category, teacher, verdict figures and split, as Parquet (zstd) in a Hugging Face folder,
+    with its card DATASET.md. Evaluation problems (harvest.eval_suites) and held-out suites are left out."""
+    from autotriton.evaluation.suites import SuiteError
+    from autotriton.tasks.steps import build_release
+
+    with open_warehouse(read_only=False) as (wh, cfg):
+        run = wh.start_run("release", cfg)
+        try:
+            manifest = build_release(wh, run, cfg, out_dir, name=name)
+        except SuiteError as exc:
+            wh.finish_run(run, "failed", {"error": str(exc)})
+            fail(f"harvest.eval_suites: {exc}")
+        except BaseException as exc:
+            wh.finish_run(run, "failed", {"error": str(exc)[:500]})
+            raise
+        wh.finish_run(run, "succeeded", {"path": str(out_dir.resolve()), "rows": manifest["counts"]["rows"]})
+    if json_out:
+        emit_json({"path": str(out_dir.resolve()), **manifest})
+        return
+    rows = manifest["counts"]["rows"]
+    console().print(f"released {rows['pairs']} pair(s) and {rows['problems']} problem(s) to {out_dir} (card: {out_dir / 'DATASET.md'})")
+
+
+@db_app.command("decontaminate")
+def decontaminate(
+    suites: list[Path] = typer.Option([], "--suite", help="an evaluation suite (KernelBench-format JSONL, TritonBench-T data); "
+                                      "repeatable (default: harvest.eval_suites)"),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="near-copy similarity [config: harvest.decontamination_threshold]"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: removed, by_suite_file, by_kind, examples"),
+) -> None:
+    """Check every runnable problem against evaluation suites (exact and near copies) and record
+    the matches as `decontamination` rejections. Training exports always leave the matches of
+    harvest.eval_suites out; this verb shows (and records) them ahead of an export."""
+    from autotriton.evaluation.suites import SuiteError
+    from autotriton.tasks.steps import decontaminate as run_decontamination
+
+    extra = {"harvest.eval_suites": [str(s) for s in suites] or None, "harvest.decontamination_threshold": threshold}
+    cfg, _ = load_config_or_fail(extra)
+    if not cfg.harvest.eval_suites:
+        fail("no evaluation suite to check against: pass --suite FILE (e.g. ../shared/benchmarks/kernelbench_level1.jsonl) "
+             "or set harvest.eval_suites.")
+    with open_warehouse(read_only=False, extra=extra) as (wh, _):
+        run = wh.start_run("decontaminate", cfg)
+        try:
+            report = run_decontamination(wh, run, cfg)
+        except SuiteError as exc:
+            wh.finish_run(run, "failed", {"error": str(exc)})
+            fail(str(exc))
+        report.pop("keys")
+        wh.finish_run(run, "succeeded", report)
+    if json_out:
+        emit_json(report)
+        return
+    out = console()
+    out.print(f"{report['checked']} runnable problem(s) checked against {report['suite_problems']} evaluation problem(s): "
+              f"{report['removed']} match (kept out of training exports)")
+    for origin, n in report["by_suite_file"].items():
+        out.print(f"  {origin}: {n}")
+    for ex in report["examples"]:
+        out.print(f"  {ex['problem']} ({ex['problem_key']}) ~ {ex['suite_id']}: {ex['kind']} {ex['similarity']:.2f}")
 
 
 def _tree(node: dict[str, Any], parent: Tree | None = None) -> Tree:

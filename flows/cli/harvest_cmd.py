@@ -35,22 +35,26 @@ def _store(cfg: Any, kind: str, result: Any) -> dict[str, int]:
     return new
 
 
-def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], Any], extra: dict[str, Any] | None = None) -> None:
+def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], Any], extra: dict[str, Any] | None = None,
+         store: bool = True) -> None:
     from github import GithubException
 
     from autotriton.harvesting import GitHubHarvestError, HarvestInputError, StateError
 
     cfg, _ = load_config_or_fail(extra)
     out = console(json_out)
+    per_source: dict[str, Any] | None = None
     try:
         result = work(cfg, out)
+        if hasattr(result, "per_source"):  # a sources-file harvest: figures per package too
+            result, per_source = result.result, result.per_source
     except (HarvestInputError, StateError, GitHubHarvestError) as exc:
         fail(str(exc))
     except GithubException as exc:
         fail(f"GitHub answered {exc.status} ({exc.data.get('message') if isinstance(exc.data, dict) else exc.data}); "
              "check GITHUB_TOKEN, --base-url and the query")
-    new: dict[str, int] | None = None
-    if not dry_run:
+    new: dict[str, int] | None = result.extra.pop("new_rows", None)  # stored by `work` itself
+    if not dry_run and store:
         try:
             new = _store(cfg, kind, result)
         except Exception as exc:  # the warehouse names the file and the holder of a lock
@@ -58,9 +62,20 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
     summary = result.summary()
     if new is not None:
         summary["new_rows"] = new
+    if per_source is not None:
+        summary["per_source"] = per_source
     if json_out:
         emit_json(summary)
         return
+    if per_source:
+        by_source = Table(title="per source")
+        for col in ("source", "modules", "runnable", "rejected (top reasons)", "missing modules"):
+            by_source.add_column(col)
+        for label, s in per_source.items():
+            top = ", ".join(f"{k} {v}" for k, v in list(s["rejected"].items())[:4])
+            missing = ", ".join(f"{k} {v}" for k, v in list(s["missing_modules"].items())[:4])
+            by_source.add_row(label, str(s["modules"]), str(s["runnable"]), top, missing)
+        out.print(by_source)
     table = Table(title=f"harvest {kind}")
     table.add_column("what", style="cyan")
     table.add_column("count", justify="right")
@@ -99,6 +114,91 @@ def local(
     _run("local", json_out, dry_run, lambda cfg, out: harvest_local(
         path, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation,
         environments=cfg.environments), extra)
+
+
+@harvest_app.command("packages")
+def packages(
+    sources: Optional[Path] = typer.Option(None, "--sources", help="TOML/YAML file listing [[package]] name/version "
+                                           "(include/exclude globs) and [[folder]] path entries (default: harvest.sources_files)"),
+    full: bool = typer.Option(False, "--full", help="ignore the incremental state and leave it as it is: re-harvest every package"),
+    no_probe: bool = typer.Option(False, "--no-probe", help="do not run problems in the sandbox (trust the first input guess)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="harvest and report, but write nothing (no warehouse, no state)"),
+    fetch_only: bool = typer.Option(False, "--fetch-only", help="only download and unpack the packages into harvest.package_cache "
+                                    "(on a machine with network, for a harvest on one without)"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + " plus per_source figures"),
+) -> None:
+    """Harvest pinned PyPI packages (sources fetched with `pip download`, unpacked into
+    harvest.package_cache) and folders named in a sources file; provenance keeps package, version,
+    path and licence. The shipped list: harvesting/sources/pytorch.toml."""
+    from autotriton.harvesting import HarvestInputError
+    from autotriton.harvesting.packages import SourcesFile, harvest_packages, load_sources, merge_results
+
+    extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
+    if fetch_only:
+        _fetch_only(sources, json_out, extra)
+        return
+
+    def work(cfg: Any, out: Any) -> Any:
+        files = [str(sources)] if sources is not None else list(cfg.harvest.sources_files)
+        if not files:
+            raise HarvestInputError("no sources file: pass --sources FILE (e.g. harvesting/sources/pytorch.toml) "
+                                    "or set harvest.sources_files")
+        specs = [load_sources(f) for f in files]  # every file is checked before anything is fetched
+        # One package (or folder) at a time, each stored (and its state committed) when done: a
+        # harvest cut off mid-way keeps every package it finished, and the next one skips them.
+        units = [SourcesFile(spec.path, packages=[p]) for spec in specs for p in spec.packages]
+        units += [SourcesFile(spec.path, folders=[f]) for spec in specs for f in spec.folders]
+        total: Any = None
+        new_rows: dict[str, int] = {}
+        for unit in units:
+            part = harvest_packages(unit, cfg.harvest, progress=True, commit_state=False, console=out,
+                                    validation_config=cfg.validation)
+            if not dry_run:
+                try:
+                    stored = _store(cfg, "packages", part.result)
+                except Exception as exc:  # the warehouse names the file and the holder of a lock
+                    fail(f"{cfg.warehouse.path}: could not store the harvest ({type(exc).__name__}: {exc})")
+                for table, n in stored.items():
+                    new_rows[table] = new_rows.get(table, 0) + n
+            if total is None:
+                total = part
+            else:
+                merge_results(total.result, part.result)
+                total.per_source.update(part.per_source)
+        if not dry_run:
+            total.result.extra["new_rows"] = new_rows
+        return total
+
+    _run("packages", json_out, dry_run, work, extra, store=False)
+
+
+def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) -> None:
+    from autotriton.harvesting import HarvestInputError
+    from autotriton.harvesting.packages import FetchError, fetch_package, load_sources
+
+    cfg, _ = load_config_or_fail(extra)
+    out = console(json_out)
+    files = [str(sources)] if sources is not None else list(cfg.harvest.sources_files)
+    try:
+        if not files:
+            raise HarvestInputError("no sources file: pass --sources FILE or set harvest.sources_files")
+        packages = [p for f in files for p in load_sources(f).packages]
+    except HarvestInputError as exc:
+        fail(str(exc))
+    fetched: dict[str, Any] = {}
+    for src in packages:
+        try:
+            root, fmt = fetch_package(src, cfg.harvest.package_cache)
+            fetched[src.label] = {"format": fmt, "path": str(root)}
+        except FetchError as exc:
+            fetched[src.label] = {"error": str(exc)}
+        out.print(f"{src.label}: {fetched[src.label].get('format') or fetched[src.label]['error']}")
+    summary = {"package_cache": str(Path(cfg.harvest.package_cache).expanduser()), "packages": fetched,
+               "failed": sum("error" in v for v in fetched.values())}
+    if json_out:
+        emit_json(summary)
+    if summary["failed"]:
+        raise typer.Exit(1)
 
 
 @harvest_app.command("dataset")

@@ -32,7 +32,7 @@ def _open(cfg):
 def _export(cfg, name: str, export_key: Optional[str], out):
     """(Export, Run) for a training verb: the recorded export named by --export, or a fresh one."""
     from autotriton.tasks.steps import build_export
-    from autotriton.warehouse import UnknownKeyError
+    from autotriton.warehouse import UnknownKeyError, WarehouseError
 
     with _open(cfg) as wh:
         run = wh.start_run(name if name == "sft" else "grpo", cfg)
@@ -45,9 +45,11 @@ def _export(cfg, name: str, export_key: Optional[str], out):
             if export.name != name:
                 wh.finish_run(run, "failed", {"error": "wrong export"})
                 fail(f"--export {export_key}: that is a {export.name!r} export; {name} training needs a {name!r} export.")
-            if not Path(export.path).is_file():
-                wh.finish_run(run, "failed", {"error": "export file missing"})
-                fail(f"--export {export_key}: its file {export.path} is gone; export again with `autotriton db export {name}`.")
+            try:
+                wh.export_files(export)  # its files still hold this export (a later one may replace them)
+            except WarehouseError as exc:
+                wh.finish_run(run, "failed", {"error": "export files missing or replaced"})
+                fail(f"--export {export_key}: {exc}")
             return export, run
         with out.status(f"building the {name} export from {cfg.warehouse.path}"):
             export = build_export(wh, run, cfg, name)
