@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 import typer
 from rich.table import Table
 
-from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+from autotriton.flows.cli.common import ERR, app, console, emit_json, fail, load_config_or_fail
 
 harvest_app = typer.Typer(help="Harvest PyTorch modules into runnable problems (GitHub, local folders, datasets).",
                           no_args_is_help=True)
@@ -94,7 +94,7 @@ def local(
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("local", json_out, dry_run, lambda cfg, out: harvest_local(
-        path, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation), extra)
+        path, cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation), extra)
 
 
 @harvest_app.command("dataset")
@@ -112,7 +112,7 @@ def dataset(
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("dataset", json_out, dry_run, lambda cfg, out: harvest_dataset(
-        file, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation, suite=suite), extra)
+        file, cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation, suite=suite), extra)
 
 
 @harvest_app.command("github")
@@ -135,4 +135,4 @@ def github(
              "harvest.pushed_after": pushed_after, "harvest.github_base_url": base_url,
              "harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("github", json_out, dry_run, lambda cfg, out: harvest_github(
-        cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation), extra)
+        cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation), extra)
