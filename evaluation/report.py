@@ -169,6 +169,14 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
              f"- samples per problem: {cfg.get('samples')}, temperature {cfg.get('temperature')}, top_p {cfg.get('top_p')}, "
              f"max new tokens {cfg.get('max_new_tokens')}, prompt {cfg.get('prompt_version')}",
              f"- judge: device `{cfg.get('judge_device', '')}`, config `{cfg.get('judge_config_hash', '')}`"]
+    in_suite = metrics.get("problems_in_suite")
+    if in_suite and in_suite > metrics.get("problems", 0):
+        lines.append(f"- **{metrics.get('problems')} of the suite's {in_suite} problems evaluated** (evaluation.max_problems)")
+    cap = metrics.get("completion_cap")
+    if cap and cap.get("shortest"):
+        verdict = "holds" if cap.get("holds") else "**cannot hold**"
+        lines.append(f"- max new tokens {cap['cap']} {verdict} the shortest validated kernel ({cap['shortest_name']}, "
+                     f"{cap['shortest']} tokens); {cap['fitting']} of the {cap['measured']} shortest fit")
     if timings:
         lines.append(f"- time: generation {timings.get('generate_s', 0):.1f} s, judging {timings.get('judge_s', 0):.1f} s")
     if metrics.get("reference_failures"):

@@ -162,7 +162,8 @@ def console(json_mode: bool = False) -> Console:
 PIPE_WIDTH = 400
 
 
-ERR = Console(stderr=True)
+# Messages are not wrapped at rich's assumed width (80 columns when piped): one message, one line, greppable.
+ERR = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -244,6 +244,13 @@ def eval_main(
                 generator = make_generator(ev, model_path=model_path, name=label)
             except (ValueError, RuntimeError) as exc:
                 fail(str(exc))
+        cap_check = None
+        if getattr(generator, "tokenizer", None) is not None:  # a local model: its cap is measurable here
+            from autotriton.tasks.steps import completion_cap_check
+
+            cap_check = completion_cap_check(wh, ev.max_new_tokens, "evaluation.max_new_tokens", tokenizer=generator.tokenizer)
+            if not cap_check.holds:
+                ERR.print(f"[bold yellow]warning:[/] {cap_check.message()}", highlight=False, soft_wrap=True)
         where = f"recorded verdicts from {judge.source}, judged on {judge.device}" if judge else f"judge device: {cfg.validation.device}"
         ERR.print(f"evaluating [bold]{generator.name}[/] on {len(problems)} problems x {ev.samples} samples ({where})",
                   highlight=False)
@@ -254,6 +261,9 @@ def eval_main(
             wh.finish_run(run, "failed", {"error": str(exc)})
             run = None
             fail(str(exc))
+        result.metrics["problems_in_suite"] = total_problems  # the same dict as the stored record's metrics
+        if cap_check is not None and cap_check.shortest is not None:
+            result.metrics["completion_cap"] = cap_check.to_dict()
         with wh.atomic():  # all of the evaluation's rows, or none
             new_rows = store_evaluation(wh, run, result)
         report = write_report(result, Path(ev.report_dir) / result.evaluation.key)
@@ -265,6 +275,8 @@ def eval_main(
         if run_kernels is not None:
             summary["kernels"] = {"run": str(kernels), "files": len(run_kernels), "unmatched": unmatched_kernels}
         summary["problems_in_suite"] = total_problems
+        if cap_check is not None and cap_check.shortest is not None:
+            summary["completion_cap"] = cap_check.to_dict()
         kernelbench_results = sorted(Path(report).parent.rglob("eval_results.json"))
         if kernelbench_results:
             summary["kernelbench_results"] = [str(p) for p in kernelbench_results]
