@@ -28,6 +28,8 @@ _LAZY = {
     "compare_markdown": "report", "compare_rows": "report", "write_report": "report",
     "SuiteEntry": "suites", "SuiteError": "suites", "filter_entries": "suites", "load_suite": "suites",
     "read_suite_jsonl": "suites", "shrink_suite_problem": "suites", "write_suite_jsonl": "suites",
+    "read_entries": "suites", "read_problems": "kernelbench", "read_run": "kernelbench", "write_problems": "kernelbench",
+    "write_results": "kernelbench",
     "ConversionError": "tritonbench", "ConversionResult": "tritonbench", "convert_tritonbench_t": "tritonbench",
 }
 

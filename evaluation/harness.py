@@ -56,7 +56,9 @@ class EvaluationResult:
             "fast_2": m["fast_2"],
             "geomean_speedup": m["geomean_speedup"],
             "status_counts": m["status_counts"],
+            "outcome_counts": m.get("outcome_counts", m["status_counts"]),
             "parse_error_rate": m["parse_error_rate"],
+            "truncated_rate": m.get("truncated_rate", 0.0),
             "reference_failures": m.get("reference_failures", []),
             "by_level": {name: {k: lv[k] for k in ("problems", "samples", "exec_accuracy", "hack_rate", "pass_at_k")}
                          for name, lv in m["by_level"].items()},

@@ -27,6 +27,11 @@ Definitions (one sample = one generated candidate and its verdict; a share is ov
   sizes (KernelBench's definition), and also at the judge's odd-size trial (general kernels).
 "Correct" in the other metrics means what `require` (`evaluation.require_sizes`) says: "own_sizes"
 (default, KernelBench-compatible) or "own_and_odd_sizes" (validation/rewards.py `correct_at`).
+* `outcome_counts`: the verdict status of each sample, except that a sample whose completion held no
+  code is counted apart, as `truncated` (cut off at the token cap: no closing fence, finish reason
+  `length`, or as many completion tokens as the cap) or `parse_error` (no usable code block). The
+  judge gives such a sample `rule_violation` (no kernel), which would hide why it failed.
+* `truncated_rate`: share of samples that hit the token cap, whatever came of them.
 The speed metrics need a GPU judge; without one they are None.
 * `timed_samples`: how many speedups went into `geomean_speedup`; `suspect_speedups`: samples whose
   speedup the judge flagged as suspect (over 10x), whatever their verdict.
@@ -101,6 +106,24 @@ def on_gpu(verdicts: Iterable[Verdict]) -> bool:
 
 _solved = solved
 _trusted_speedup = trusted_speedup
+OUTCOMES: tuple[str, ...] = (*VERDICT_STATUSES, "parse_error", "truncated")
+
+
+def truncated(candidate: Candidate) -> bool:
+    """The completion was cut off by the generation cap (the code block never closed, the endpoint
+    said `finish_reason: length`, or the model used every token it was allowed)."""
+    sampling, usage = candidate.sampling or {}, candidate.usage or {}
+    if sampling.get("finish_reason") == "length" or (candidate.parse_error or "").startswith("truncated"):
+        return True
+    cap, used = sampling.get("max_new_tokens") or sampling.get("max_tokens"), usage.get("completion_tokens")
+    return bool(cap and used and int(used) >= int(cap))
+
+
+def outcome(candidate: Candidate, verdict: Verdict) -> str:
+    """Why a sample ended as it did: its verdict status, or `truncated` / `parse_error` when no code came out."""
+    if candidate.parse_error or not (candidate.code or "").strip():
+        return "truncated" if truncated(candidate) else "parse_error"
+    return verdict.status
 
 
 def _share(count: int, total: int) -> float:
@@ -122,6 +145,7 @@ def summarize(groups: Sequence[tuple[Problem, Sequence[Candidate], Sequence[Verd
     total = len(verdicts)
     gpu = on_gpu(verdicts) if gpu is None else gpu
     status = Counter(v.status for v in verdicts)
+    outcomes = Counter(outcome(c, v) for _, cs, vs in groups for c, v in zip(cs, vs))
     n_min = min((len(vs) for _, _, vs in groups), default=0)
     pass_k: dict[str, float] = {}
     for k in sorted({int(k) for k in ks}):
@@ -149,6 +173,8 @@ def summarize(groups: Sequence[tuple[Problem, Sequence[Candidate], Sequence[Verd
         # Judged nowhere: GPU-only features on the CPU judge. No credit (a model cannot raise its
         # scores by using them), but counted apart so a report does not read them as its failures.
         "unsupported_here": status.get("unsupported_here", 0),
+        "outcome_counts": {s: outcomes.get(s, 0) for s in OUTCOMES if outcomes.get(s)},
+        "truncated_rate": _share(sum(truncated(c) for c in candidates), total),
     }
     if gpu:
         speeds_per_problem = [[s for s in (trusted_speedup(v) for v in vs) if s is not None] for _, _, vs in groups]
@@ -200,8 +226,10 @@ def compute_metrics(problems: Sequence[Problem], candidates: Sequence[Sequence[C
             "best_speedup": max((s for s in (trusted_speedup(v, require) for v in vs) if s is not None), default=None),
             "best_speedup_vs_compile": max((s for s in (trusted_speedup(v, require, "compile") for v in vs) if s is not None),
                                            default=None),
+            "outcomes": dict(Counter(outcome(c, v) for c, v in zip(cs, vs))),
+            "best_speedup": max((s for s in (trusted_speedup(v) for v in vs) if s is not None), default=None),
         }
-        for p, _, vs in groups
+        for p, cs, vs in groups
     ]
     # Problems whose reference did not run still count as failures above (conservative), but are
     # named here: a broken or oversized reference is the harness's problem, not the model's.

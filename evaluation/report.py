@@ -15,13 +15,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from autotriton.records import VERDICT_STATUSES, Evaluation
+from autotriton.records import Evaluation
 
 HEADLINE = ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate")
 STATUS_COLOURS = {
     "correct": "#2e7d32", "incorrect": "#ef6c00", "rule_violation": "#c62828", "compile_error": "#6a1b9a",
-    "runtime_error": "#1565c0", "timeout": "#5d4037", "crashed": "#424242", "unsupported_here": "#9e9e9e",
+    "runtime_error": "#1565c0", "timeout": "#5d4037", "crashed": "#424242", "unsupported_here": "#9e9e9e", "parse_error": "#f9a825",
+    "truncated": "#757575",
 }
+# What each sample outcome means, for the report (metrics.outcome).
+OUTCOME_MEANING = {
+    "correct": "outputs match and no rule is broken",
+    "incorrect": "ran, but the outputs do not match the reference",
+    "rule_violation": "code came out, but it breaks a rule (e.g. no Triton kernel launched, a PyTorch fallback)",
+    "compile_error": "a kernel did not compile for the target",
+    "runtime_error": "raised while running",
+    "timeout": "ran past the judge's time limit (or was never judged)",
+    "crashed": "the candidate's process died",
+    "parse_error": "the completion held no usable ```python block defining ModelNew",
+    "truncated": "the completion was cut off at the token cap before its code block closed: raise max_new_tokens",
+}
+
+
+def _counts(m: dict[str, Any]) -> dict[str, int]:
+    """Sample outcomes (parse errors and truncation apart); stored evaluations from before have only statuses."""
+    return m.get("outcome_counts") or m.get("status_counts") or {}
+
 
 
 def fmt(value: Any, pct: bool = False) -> str:
@@ -100,11 +119,13 @@ def _plot_status(metrics: dict[str, Any], path: Path) -> None:
     names = [n for n, _ in levels]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(names) + 2), 3.4))
     bottoms = [0.0] * len(names)
-    for status in VERDICT_STATUSES:
+    from autotriton.evaluation.metrics import OUTCOMES
+
+    for status in OUTCOMES:
         shares = []
         for _, lv in levels:
             total = lv.get("samples") or 0
-            shares.append(100 * (lv.get("status_counts") or {}).get(status, 0) / total if total else 0.0)
+            shares.append(100 * _counts(lv).get(status, 0) / total if total else 0.0)
         if not any(shares):
             continue
         ax.bar(range(len(names)), shares, 0.6, bottom=bottoms, label=status, color=STATUS_COLOURS.get(status))
@@ -112,7 +133,7 @@ def _plot_status(metrics: dict[str, Any], path: Path) -> None:
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("% of samples")
     ax.set_ylim(0, 100)
-    ax.set_title("Verdict status mix")
+    ax.set_title("Sample outcomes")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -149,6 +170,14 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
              f"- samples per problem: {cfg.get('samples')}, temperature {cfg.get('temperature')}, top_p {cfg.get('top_p')}, "
              f"max new tokens {cfg.get('max_new_tokens')}, prompt {cfg.get('prompt_version')}",
              f"- judge: device `{cfg.get('judge_device', '')}`, config `{cfg.get('judge_config_hash', '')}`"]
+    in_suite = metrics.get("problems_in_suite")
+    if in_suite and in_suite > metrics.get("problems", 0):
+        lines.append(f"- **{metrics.get('problems')} of the suite's {in_suite} problems evaluated** (evaluation.max_problems)")
+    cap = metrics.get("completion_cap")
+    if cap and cap.get("shortest"):
+        verdict = "holds" if cap.get("holds") else "**cannot hold**"
+        lines.append(f"- max new tokens {cap['cap']} {verdict} the shortest validated kernel ({cap['shortest_name']}, "
+                     f"{cap['shortest']} tokens); {cap['fitting']} of the {cap['measured']} shortest fit")
     if timings:
         lines.append(f"- time: generation {timings.get('generate_s', 0):.1f} s, judging {timings.get('judge_s', 0):.1f} s")
     if metrics.get("reference_failures"):
@@ -165,9 +194,13 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
     if len(metrics.get("by_suite", {})) > 1:
         lines += ["## Per benchmark", "", _table(["benchmark"] + _header(ks),
                                                  [[name] + _row_cells(m, ks) for name, m in metrics["by_suite"].items()]), ""]
-    counts = metrics.get("status_counts", {})
+    counts = _counts(metrics)
     if counts:
-        lines += ["## Verdict statuses", "", _table(["status", "samples"], [[s, str(n)] for s, n in counts.items()]), ""]
+        lines += ["## Sample outcomes", "", _table(["outcome", "samples", "meaning"],
+                                                   [[s, str(n), OUTCOME_MEANING.get(s, "")] for s, n in counts.items()]), ""]
+        if metrics.get("truncated_rate"):
+            lines += [f"{fmt(metrics['truncated_rate'], pct=True)} of the samples hit the token cap (max new tokens "
+                      f"{cfg.get('max_new_tokens')}).", ""]
     if metrics.get("unsupported_here"):
         lines += [f"{metrics['unsupported_here']} sample(s) could not be judged on this device (`unsupported_here`: GPU-only "
                   "features such as libdevice or inline assembly on the CPU judge). They earn no credit above; judge them "
@@ -179,9 +212,10 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
     per = metrics.get("per_problem") or []
     if per:
         lines += ["## Per problem", "",
-                  _table(["problem", "solved / n", "hacks", "statuses", "best speedup"],
+                  _table(["problem", "solved / n", "hacks", "outcomes", "best speedup"],
                          [[f"`{p['suite_id']}`", f"{p['solved']}/{p['n']}", str(p["hacks"]),
-                           ", ".join(f"{k} {v}" for k, v in sorted(p["statuses"].items())), fmt(p.get("best_speedup"))]
+                           ", ".join(f"{k} {v}" for k, v in sorted((p.get("outcomes") or p["statuses"]).items())),
+                           fmt(p.get("best_speedup"))]
                           for p in per[:per_problem_limit]])]
         if len(per) > per_problem_limit:
             lines.append(f"\n({len(per) - per_problem_limit} more problems in metrics.json)")
@@ -210,7 +244,8 @@ def write_report(result: Any, out_dir: str | Path) -> Path:
     if isinstance(result, Evaluation):
         speedups = [p["best_speedup"] for p in metrics.get("per_problem", []) if p.get("best_speedup")]
     else:
-        from autotriton.evaluation.metrics import trusted_speedup
+        from autotriton.evaluation.kernelbench import BENCHMARK, write_results
+        from autotriton.evaluation.metrics import outcome, trusted_speedup
 
         speedups = [s for s in (trusted_speedup(v, metrics.get("require_sizes", "own_sizes")) for v in result.all_verdicts)
                     if s is not None]
@@ -220,12 +255,15 @@ def write_report(result: Any, out_dir: str | Path) -> Path:
                     fh.write(json.dumps({
                         "suite_id": problem.suite_id or problem.name, "problem_key": problem.key, "sample": index,
                         "candidate_key": c.key, "verdict_key": v.key, "status": v.status, "correct": v.correct,
-                        "rule_ok": v.rule_ok, "compiled": v.compiled, "speedup": v.speedup,
+                        "outcome": outcome(c, v), "rule_ok": v.rule_ok, "compiled": v.compiled, "speedup": v.speedup,
                         "speedup_vs_compile": v.speedup_vs_compile, "correct_own_sizes": v.correct_own_sizes,
                         "odd_sizes_ok": v.odd_sizes_ok,
                         "violations": [x.rule for x in v.violations], "parse_error": c.parse_error,
                         "error": (v.error or "")[:500] or None,
                     }) + "\n")
+        # KernelBench's own result file too, so its tooling (and its users) can read the judge's answers.
+        if any((p.suite_id or "").startswith(BENCHMARK + "/") for p in result.problems):
+            write_results(result.problems, result.candidates, result.verdicts, out)
     if metrics.get("device") == "gpu" and speedups:
         _plot_speedups(speedups, out / "speedups.png")
         plots["speedups.png"] = "speedups"

@@ -1,6 +1,6 @@
-"""Benchmark suites as data: KernelBench-format JSONL, TritonBench-T, and the KernelBench hub dataset.
+"""Benchmark suites as data: KernelBench-format JSONL, KernelBench's own folders, TritonBench-T, and the KernelBench hub dataset.
 
-A suite file holds one problem a line (the form of `../shared/benchmarks/kernelbench_level1.jsonl`):
+A suite file holds one problem a line (what `autotriton suite convert KernelBench/level1 --out level1.jsonl` writes):
 
 | field | meaning |
 | --- | --- |
@@ -28,6 +28,8 @@ from autotriton.records import Problem
 T = TypeVar("T")
 
 HF_DATASET = "ScalingIntelligence/KernelBench"
+SUITE_FORMS = ("Pass KernelBench's folder or one of its level folders (KernelBench/level1), one KernelBench problem .py, "
+               "a suite JSONL (autotriton suite convert writes one), TritonBench-T data, or hf:level_N with --hub.")
 REQUIRED_FIELDS = ("id", "source")
 
 
@@ -112,8 +114,7 @@ def read_suite_jsonl(path: str | Path) -> list[SuiteEntry]:
     """Every line of a KernelBench-format JSONL suite file; duplicate ids are an error."""
     path = Path(path)
     if not path.is_file():
-        raise SuiteError(f"{path}: suite file not found. Pass a KernelBench-format JSONL file "
-                         "(e.g. ../shared/benchmarks/kernelbench_level1.jsonl) or a TritonBench-T data file.")
+        raise SuiteError(f"{path}: suite file not found. {SUITE_FORMS}")
     entries: list[SuiteEntry] = []
     seen: dict[str, int] = {}
     with path.open(encoding="utf-8") as fh:
@@ -180,7 +181,7 @@ def load_hub_entries(levels: Sequence[int] | None = None) -> list[SuiteEntry]:
             raise SuiteError(
                 f"could not load {HF_DATASET} split {split!r} from the Hugging Face hub ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else ''}). Without network access use a local suite file "
-                "(--suite ../shared/benchmarks/kernelbench_level1.jsonl); HF_HUB_OFFLINE=1 or HF_DATASETS_OFFLINE=1 also block the hub."
+                "(--suite KernelBench/level1, the level folder of a KernelBench clone); HF_HUB_OFFLINE=1 or HF_DATASETS_OFFLINE=1 also block the hub."
             ) from exc
         for row in ds:
             pid = row.get("problem_id")
@@ -224,40 +225,53 @@ def _looks_like_tritonbench(path: Path) -> bool:
     return False
 
 
+def read_entries(path: str | Path, *, hub: bool = False, levels: Sequence[int] | None = None) -> list[SuiteEntry]:
+    """The suite entries of any suite form `load_suite` takes, unfiltered (the format is detected)."""
+    text = str(path)
+    if text.startswith("hf:"):
+        if not hub:
+            raise SuiteError(f"{text}: loading from the Hugging Face hub is off. Pass --hub (evaluation.hub=true) when online, "
+                             "or use a local suite.")
+        spec = text[3:]
+        match = _LEVEL_IN_ID.search(spec)
+        hub_levels = [int(match.group(1))] if match else (list(levels) if levels else None)
+        return load_hub_entries(hub_levels)
+    p = Path(path)
+    if not p.exists():
+        raise SuiteError(f"{p}: suite not found. {SUITE_FORMS}")
+    from autotriton.evaluation import kernelbench
+
+    # KernelBench's files are checked first: its problems are .py files too, which the TritonBench-T
+    # reader would take for operator files without a test section.
+    if kernelbench.looks_like_problems(p):
+        return kernelbench.read_problems(p)
+    if kernelbench.looks_like_run(p):
+        raise SuiteError(f"{p}: a folder of generated kernels ({kernelbench.KERNEL_PATTERN}), not of problems. Judge them "
+                         f"with `autotriton eval --suite <KernelBench level folder> --kernels {p}`.")
+    if _looks_like_tritonbench(p):
+        from autotriton.evaluation.tritonbench import convert_tritonbench_t
+
+        converted = convert_tritonbench_t(p)
+        if not converted.entries:
+            detail = "; ".join(f"{e.record}: {e.message}" for e in converted.errors[:5])
+            raise SuiteError(f"{p}: neither KernelBench problems (class Model, get_inputs, get_init_inputs) nor TritonBench-T "
+                             f"operators that could be converted ({detail}).")
+        return converted.entries
+    return read_suite_jsonl(p)
+
+
 def load_suite(path: str | Path, *, levels: Sequence[int] | None = None, ids: Sequence[str] | None = None,
                name_glob: str | None = None, limit: int | None = None, shrink: bool = False, hub: bool = False) -> list[Problem]:
     """Load a benchmark suite as Problems (suite, suite_id and name set), filtered and optionally shrunk.
 
-    `path` is a KernelBench-format JSONL file, TritonBench-T data (its statistics JSON, its folder of
+    `path` is a KernelBench-format JSONL file, KernelBench's folder, a level folder of it or one problem
+    file (`autotriton.evaluation.kernelbench`), TritonBench-T data (its statistics JSON, its folder of
     operator files, or one operator file; converted with `convert_tritonbench_t`, records that cannot
     be converted are skipped, see `convert_tritonbench_t` for the per-record errors), or
     `hf:level_N` / `hf:kernelbench` to read KernelBench from the hub (only with `hub=True`).
     `shrink=True` applies `autotriton.validation.shrink_problem` so the CPU interpreter can run it.
     """
-    text = str(path)
-    if text.startswith("hf:"):
-        if not hub:
-            raise SuiteError(f"{text}: loading from the Hugging Face hub is off. Pass --hub (evaluation.hub=true) when online, "
-                             "or use a local suite file.")
-        spec = text[3:]
-        match = _LEVEL_IN_ID.search(spec)
-        hub_levels = [int(match.group(1))] if match else (list(levels) if levels else None)
-        entries = load_hub_entries(hub_levels)
-    else:
-        p = Path(path)
-        if not p.exists():
-            raise SuiteError(f"{p}: suite not found. Pass a KernelBench-format JSONL file (e.g. ../shared/benchmarks/kernelbench_level1.jsonl), "
-                             "TritonBench-T data, or hf:level_1 with --hub.")
-        if _looks_like_tritonbench(p):
-            from autotriton.evaluation.tritonbench import convert_tritonbench_t
-
-            converted = convert_tritonbench_t(p)
-            if not converted.entries:
-                detail = "; ".join(f"{e.record}: {e.message}" for e in converted.errors[:5])
-                raise SuiteError(f"{p}: no TritonBench-T record could be converted ({detail}).")
-            entries = converted.entries
-        else:
-            entries = read_suite_jsonl(p)
+    entries = read_entries(path, hub=hub, levels=levels)
     entries = filter_entries(entries, levels=levels, ids=ids, name_glob=name_glob, limit=limit)
     problems = [e.to_problem() for e in entries]
     if shrink:

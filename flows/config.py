@@ -59,10 +59,15 @@ PROFILES: dict[str, dict[str, Any]] = {
         "distill": {"teacher": "replay"},
         # Sized so `autotriton run` finishes in minutes on 2 CPU cores: it shows every stage
         # working, not a trained model (SmolLM2-135M steps take seconds each in fp32 on a CPU).
-        "training": {"model": "smollm2-135m", "sft_max_steps": 16, "grpo_max_steps": 3, "num_generations": 4, "rl_prompts": 8,
-                     "max_completion_length": 128, "max_length": 768, "batch_size": 2},
+        # The token caps still hold kernels: with SmolLM2's tokenizer the demo's validated kernels
+        # are 344-1737 tokens as a code block (prompt + kernel: 683-2127), so 512 completion tokens
+        # hold 10 of 16 and SFT rows of 1024 keep 12 of 16 whole; at 128/192/768 every GRPO and
+        # evaluation completion was cut off (reward std 0) and SFT taught cut-off kernels.
+        # A high SFT learning rate, so 16 steps leave GRPO a model that sometimes writes a kernel.
+        "training": {"model": "smollm2-135m", "sft_max_steps": 16, "sft_learning_rate": 1e-4, "grpo_max_steps": 3,
+                     "num_generations": 4, "rl_prompts": 8, "max_completion_length": 512, "max_length": 1024, "batch_size": 2},
         "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "temperature": 0.7, "top_p": 0.95, "max_problems": 8,
-                       "max_new_tokens": 192},
+                       "max_new_tokens": 512},
     },
     "gpu": {
         "validation": {"device": "cuda", "trials": 5, "time_kernels": True, "shrink_for_cpu": False},

@@ -12,6 +12,7 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from autotriton.capacity import require
 from autotriton.flows.config import PipelineConfig, load_config
 from autotriton.tasks import resources
 from autotriton.tasks.artifacts import Progress, markdown_table, publish_markdown
@@ -22,6 +23,7 @@ from autotriton.tasks.harvest import (
     harvest_dataset_source, harvest_github_source, harvest_local_source, harvest_packages_source, harvest_synthetic_source, store_harvest,
 )
 from autotriton.tasks.runs import finish_run, start_run
+from autotriton.tasks.steps import completion_cap_check
 from autotriton.tasks.train import grpo, sft, store_checkpoint
 
 
@@ -109,6 +111,12 @@ def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_exp
         sft_export = _export(wh, "sft", sft_export_key)
         rl_export = _export(wh, "rl", rl_export_key)
         out: dict[str, Any] = {"run_id": run.run_id}
+        # Before any training: a GRPO whose completions cannot hold a kernel has nothing to learn.
+        cap = require(completion_cap_check(wh, cfg.training.max_completion_length, "training.max_completion_length",
+                                           model=cfg.training.model, training_config=cfg.training))
+        if cap.shortest is not None:
+            get_run_logger().info(cap.message())
+            out["completion_cap"] = cap.to_dict()
         base_model = None
         if sft_export is not None:
             sft_result = sft(cfg.training, sft_export)

@@ -100,6 +100,9 @@ def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = N
         scan_candidates = paths
     else:
         scan_candidates = [p for p in paths if p.startswith(inside + "/")]
+    if not scan_candidates:  # a mistyped or empty folder must not look like a harvest that found nothing new
+        raise HarvestInputError(f"{path}: no .py files to harvest in this folder; pass a folder (or .py file) that "
+                                "holds PyTorch modules")
     commit, top = git_commit(root)
     repo_id = str(root)
     licence = directory_licence(root)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.assets import materialize
 
 from autotriton.tasks import resources
@@ -17,11 +17,30 @@ def evaluate_model(config: Any, model: str) -> Any:
     """Evaluate `model` (HF id, path or checkpoint dir) on config.evaluation.suite with the judge."""
     from autotriton.evaluation import evaluate, load_suite, make_generator
 
+    from autotriton.evaluation.suites import shrink_suite_problem
+    from autotriton.tasks.steps import completion_cap_check
+
     ev = config.evaluation
-    problems = load_suite(suite_path(config), levels=ev.levels or None, ids=ev.ids or None,
-                          name_glob=ev.name_glob or None, limit=ev.max_problems or None, shrink=ev.shrink)
+    logger = get_run_logger()
+    problems = load_suite(suite_path(config), levels=ev.levels or None, ids=ev.ids or None, name_glob=ev.name_glob or None)
+    in_suite = len(problems)
+    if ev.max_problems and in_suite > ev.max_problems:  # said, so a capped evaluation never passes for a whole suite
+        logger.warning(f"evaluating the first {ev.max_problems} of {in_suite} problems (evaluation.max_problems)")
+        problems = problems[: ev.max_problems]
+    if ev.shrink:
+        problems = [shrink_suite_problem(p) for p in problems]
     generator = make_generator(ev, model_path=model)
-    return evaluate(problems, generator, ev, config.validation, judge=resources.judge(config.validation))
+    cap = None
+    if getattr(generator, "tokenizer", None) is not None:
+        cap = completion_cap_check(resources.warehouse(config.warehouse.path), ev.max_new_tokens, "evaluation.max_new_tokens",
+                                   tokenizer=generator.tokenizer)
+        if not cap.holds:
+            logger.warning(cap.message())
+    result = evaluate(problems, generator, ev, config.validation, judge=resources.judge(config.validation))
+    result.metrics["problems_in_suite"] = in_suite
+    if cap is not None and cap.shortest is not None:
+        result.metrics["completion_cap"] = cap.to_dict()
+    return result
 
 
 def suite_path(config: Any) -> str:

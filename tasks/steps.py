@@ -213,3 +213,34 @@ def train_grpo(training_config: Any, validation_config: Any, export: Any, *, bas
 def store_checkpoint_result(wh: Any, run: Any, result: Any) -> int:
     """Register a TrainResult's final checkpoint (with the export it was trained on); new rows."""
     return wh.put_checkpoints(run, [result.checkpoint])
+
+
+# ------------------------------------------------------------------------------------------------
+# completion caps
+
+
+def load_tokenizer(model: str, training_config: Any = None) -> Any:
+    """The tokenizer of a model name as training resolves it (hub id, folder, .gguf, the special names)."""
+    from transformers import AutoTokenizer
+
+    from autotriton.training.models import resolve_model_path
+
+    path, gguf = resolve_model_path(model, gguf_file=getattr(training_config, "gguf_file", "") or "",
+                                    cache_dir=getattr(training_config, "model_cache_dir", "") or "")
+    return AutoTokenizer.from_pretrained(path, **({"gguf_file": gguf} if gguf else {}))
+
+
+def completion_cap_check(wh: Any, cap: int, setting: str, *, tokenizer: Any = None, model: str = "",
+                         training_config: Any = None) -> Any:
+    """`autotriton.capacity.CapCheck` of `cap` against the warehouse's validated kernels, measured with
+    `tokenizer` (or `model`'s, loaded only when there is something to measure)."""
+    from autotriton.capacity import CapCheck, check_cap
+
+    kernels = [(problem.name, candidate.code) for problem, candidate, _ in wh.validated_pairs()]
+    if not kernels:
+        return CapCheck(setting, int(cap), None)
+    if tokenizer is None:
+        tokenizer = load_tokenizer(model, training_config)
+    name = getattr(tokenizer, "name_or_path", "") or model
+    return check_cap(lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"]), kernels, cap, setting,
+                     tokenizer=str(name).rstrip("/").rsplit("/", 1)[-1])

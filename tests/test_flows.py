@@ -53,7 +53,8 @@ def _config(d: Path, suite: Path, replay: Path, **extra):
         "validation.trials": 1, "validation.workers": 1, "validation.timeout_s": 60.0,
         "training.model": "tiny", "training.output_dir": str(d / "runs"), "training.sft_max_steps": 2,
         "training.grpo_max_steps": 1, "training.num_generations": 2, "training.batch_size": 2,
-        "training.max_completion_length": 24, "training.max_length": 512,
+        # 256: room for the validated relu kernel (222 tokens with the tiny tokenizer); the train flow refuses less
+        "training.max_completion_length": 256, "training.max_length": 512,
         "evaluation.suite": str(suite), "evaluation.max_problems": 2, "evaluation.samples": 1,
         "evaluation.max_new_tokens": 24, "evaluation.report_dir": str(d / "eval"),
         "orchestration.max_workers": 2,

@@ -20,3 +20,8 @@ from autotriton.flows.cli import harvest_cmd  # noqa: F401,E402
 from autotriton.flows.cli import flow_cmd  # noqa: F401,E402
 from autotriton.flows.cli import validate_cmd  # noqa: F401,E402
 from autotriton.flows.cli import env_cmd  # noqa: F401,E402
+from autotriton.flows.cli import suite_cmd  # noqa: F401,E402
+
+from autotriton.flows.cli.common import accept_globals_after_verbs  # noqa: E402
+
+accept_globals_after_verbs(app)

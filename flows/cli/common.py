@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperOption
+from typer.models import ParameterInfo
 
 from autotriton.configuration import ConfigError, parse_overrides, known_paths
+
+# `-h` as well as `--help`, on every verb (sub-apps are given the same settings where they are made).
+CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
     name="autotriton",
@@ -20,7 +29,19 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
+    context_settings=CONTEXT,
 )
+
+_display_type_rich = TyperOption.display_type_rich
+
+
+def _flag_display(self: TyperOption, ctx: Any) -> str | None:
+    # typer 0.29 labels every option with its type in the rich help, flags too ("--json <bool>"),
+    # which reads as if the flag took a value (and `--json true` is then refused): flags get none.
+    return None if self.is_flag else _display_type_rich(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_display  # type: ignore[method-assign]
 
 
 @dataclass
@@ -46,23 +67,103 @@ class GlobalOptions:
 
 OPTIONS = GlobalOptions()
 
+DB_HELP = "DuckDB warehouse file [env: AUTOTRITON_DB] (default ./autotriton.duckdb)"
+CONFIG_HELP = "TOML config file (default ./autotriton.toml when present)"
+PROFILE_HELP = "config profile: demo (CPU) or gpu [env: AUTOTRITON_PROFILE]"
+SET_HELP = "override any config key, e.g. --set validation.trials=3 (repeatable)"
+GLOBAL_PANEL = "Global options (also accepted before the verb)"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from autotriton.versioning import code_version
+
+        sys.stdout.write(f"autotriton {code_version()}\n")
+        raise typer.Exit(0)
+
 
 @app.callback()
 def _global(
-    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB warehouse file [env: AUTOTRITON_DB] (default ./autotriton.duckdb)", show_default=False),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML config file (default ./autotriton.toml when present)", show_default=False),
-    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="config profile: demo (CPU) or gpu [env: AUTOTRITON_PROFILE]", show_default=False),
-    set_: list[str] = typer.Option([], "--set", "-s", help="override any config key, e.g. --set validation.trials=3 (repeatable)"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP, show_default=False),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, show_default=False),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP, show_default=False),
+    set_: list[str] = typer.Option([], "--set", "-s", help=SET_HELP),
+    version: bool = typer.Option(False, "--version", "-V", help="print the version (package and commit) and exit",
+                                 is_eager=True, callback=_version),
 ) -> None:
+    del version  # handled by its eager callback
     OPTIONS.db, OPTIONS.config_file, OPTIONS.profile, OPTIONS.overrides = db, config, profile, list(set_)
 
 
+def _global_after_verb(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with the global options added to its own (long names only; a verb's short names win),
+    so `autotriton db stats --db X` works like `autotriton --db X db stats` and each verb's help
+    lists them. A value given after the verb overrides the one given before it; --set adds to it."""
+    own = inspect.signature(fn)
+    taken = {name for p in own.parameters.values() if isinstance(p.default, ParameterInfo)
+             for name in (p.default.param_decls or ())}
+    extra = [
+        ("global_db", Optional[Path], "--db", DB_HELP, None),
+        ("global_config", Optional[Path], "--config", CONFIG_HELP, None),
+        ("global_profile", Optional[str], "--profile", PROFILE_HELP, None),
+        ("global_set", list[str], "--set", SET_HELP, []),
+    ]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                          default=typer.Option(default, flag, help=help_, show_default=False, rich_help_panel=GLOBAL_PANEL))
+        for name, annotation, flag, help_, default in extra if flag not in taken
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        db, config = kwargs.pop("global_db", None), kwargs.pop("global_config", None)
+        profile, overrides = kwargs.pop("global_profile", None), kwargs.pop("global_set", None) or []
+        OPTIONS.db = db or OPTIONS.db
+        OPTIONS.config_file = config or OPTIONS.config_file
+        OPTIONS.profile = profile or OPTIONS.profile
+        OPTIONS.overrides = [*OPTIONS.overrides, *overrides]
+        return fn(*args, **kwargs)
+
+    params = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    wrapper.__signature__ = own.replace(parameters=[*params, *added])  # type: ignore[attr-defined]
+    return wrapper
+
+
+def accept_globals_after_verbs(root: typer.Typer) -> None:
+    """Give every verb (and every verb group's own callback) the global options; idempotent."""
+    def apps(parent: typer.Typer) -> list[typer.Typer]:
+        return [parent, *(a for group in parent.registered_groups if group.typer_instance for a in apps(group.typer_instance))]
+
+    for typer_app in apps(root):
+        for command in typer_app.registered_commands:
+            if command.callback and not getattr(command.callback, "_autotriton_globals", False):
+                command.callback = _global_after_verb(command.callback)
+                command.callback._autotriton_globals = True  # type: ignore[attr-defined]
+                command.context_settings = {**CONTEXT, **(command.context_settings or {})}
+        info = typer_app.registered_callback
+        if typer_app is not root and info and info.callback and not getattr(info.callback, "_autotriton_globals", False):
+            info.callback = _global_after_verb(info.callback)
+            info.callback._autotriton_globals = True  # type: ignore[attr-defined]
+        if typer_app is not root:
+            typer_app.info.context_settings = {**CONTEXT, **(typer_app.info.context_settings or {})}
+
+
 def console(json_mode: bool = False) -> Console:
-    """Human output: stdout normally, stderr when stdout is reserved for --json."""
-    return Console(stderr=json_mode)
+    """Human output: stdout normally, stderr when stdout is reserved for --json.
+
+    Piped or redirected, rich would assume 80 columns and cut table cells ("validation.tolera…"):
+    a console that is not a terminal gets room for whole names (COLUMNS still wins when set)."""
+    probe = Console(stderr=json_mode)
+    if probe.is_terminal or os.environ.get("COLUMNS"):
+        return probe
+    return Console(stderr=json_mode, width=PIPE_WIDTH)
 
 
-ERR = Console(stderr=True)
+PIPE_WIDTH = 400
+
+
+# Messages are not wrapped at rich's assumed width (80 columns when piped): one message, one line, greppable.
+ERR = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -56,10 +56,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _cell(value: Any, width: int = 60) -> str:
+def _cell(value: Any, width: int | None = 60) -> str:
     text = "" if value is None else str(_plain(value))
     text = text.replace("\n", "⏎")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 @db_app.command("stats")
@@ -165,8 +165,9 @@ def sql(
     table = Table(caption=f"{len(result.rows)} row(s)" + (f", first {max_rows} shown" if len(result.rows) > max_rows else ""))
     for col in result.columns:
         table.add_column(col, overflow="fold")
+    cut = 60 if out.is_terminal else None  # piped or redirected: whole values, for whatever reads them
     for row in result.rows[:max_rows]:
-        table.add_row(*(_cell(v) for v in row))
+        table.add_row(*(_cell(v, cut) for v in row))
     out.print(table)
 
 

@@ -2,6 +2,7 @@
 
     autotriton eval --suite FILE [--model PATH|ID|CHECKPOINT_KEY | --endpoint URL --model NAME]
                     [--samples K] [--device cpu|cuda] [--max-problems N] [--json]
+    autotriton eval --suite KernelBench/level1 --kernels runs/RUN   (judge KernelBench's generated kernels as they are)
     autotriton eval compare REF_A REF_B ...      (evaluation keys or run ids, from the warehouse)
     autotriton eval report REF [--out DIR]       (rewrite the markdown report of a stored evaluation)
     autotriton eval convert-tritonbench PATH --out SUITE.jsonl
@@ -35,8 +36,8 @@ def _suite_path(configured: str) -> str:
         return configured
     if DEMO_SUITE.is_file():
         return str(DEMO_SUITE)
-    fail("no suite given: pass --suite FILE (e.g. ../shared/benchmarks/kernelbench_level1.jsonl); the demo suite "
-         f"{DEMO_SUITE} is not present in this install.")
+    fail("no suite given: pass --suite SUITE (KernelBench/level1, the level folder of a KernelBench clone, or a suite "
+         f"JSONL); the demo suite {DEMO_SUITE} is not present in this install.")
 
 
 def _require_files(option: str, paths: list[Path]) -> None:
@@ -70,25 +71,28 @@ def _headline_table(summary: dict[str, Any]) -> Table:
     table.add_column("value", justify="right")
     for key in ("problems", "samples"):
         table.add_row(key, str(summary[key]))
-    for key in ("rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "parse_error_rate"):
+    for key in ("rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "parse_error_rate", "truncated_rate"):
         table.add_row(key, fmt(summary[key], pct=True))
     for k, value in summary["pass_at_k"].items():
         table.add_row(f"pass@{k}", fmt(value, pct=True))
     table.add_row("fast_1", fmt(summary["fast_1"], pct=True))
     table.add_row("fast_2", fmt(summary["fast_2"], pct=True))
     table.add_row("geomean_speedup", fmt(summary["geomean_speedup"]))
-    table.add_row("statuses", ", ".join(f"{s} {n}" for s, n in summary["status_counts"].items()))
+    # Outcomes, not bare verdict statuses: a completion with no code is judged a rule_violation, but
+    # the user needs to know it was cut off (truncated) or unparseable (parse_error).
+    table.add_row("outcomes", ", ".join(f"{s} {n}" for s, n in summary["outcome_counts"].items()))
     return table
 
 
 @eval_app.callback(invoke_without_command=True)
 def eval_main(
     ctx: typer.Context,
-    suite: Optional[str] = typer.Option(None, "--suite", help="suite: KernelBench-format JSONL, TritonBench-T data (statistics JSON or folder), or hf:level_N with --hub [default: the demo suite]"),
+    suite: Optional[str] = typer.Option(None, "--suite", help="suite: KernelBench's folder, a level folder (KernelBench/level1) or one problem .py; a suite JSONL; TritonBench-T data (statistics JSON or folder); or hf:level_N with --hub [default: the demo suite]"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="local: HF model id, local path or warehouse checkpoint key; with --endpoint: the model name there [default: training.model]"),
     endpoint: Optional[str] = typer.Option(None, "--endpoint", help="base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (key from $OPENAI_API_KEY or evaluation.api_key_env)"),
     recorded: list[Path] = typer.Option([], "--recorded", help="score recorded candidates instead of generating: replay JSONL file(s) (distillation's format), e.g. a teacher's outputs (repeatable)"),
     stored: Optional[str] = typer.Option(None, "--stored", help="score candidates already in the warehouse whose generator starts with this (e.g. 'inductor', 'replay:inductor', 'openai:deepseek'): a teacher's upper bound"),
+    kernels: Optional[Path] = typer.Option(None, "--kernels", help="judge KernelBench's generated kernels as they are, instead of generating: a run folder (runs/<run_name>) of level_<L>_problem_<P>_sample_<S>_kernel.py; only the suite's problems that have kernels there are evaluated"),
     verdicts: list[Path] = typer.Option([], "--verdicts", help="with --recorded/--stored: take each sample's verdict from these JSONL files, written by an earlier judge run (e.g. benchmarks/inductor_l1.py validate on a GPU), instead of judging again; samples without one count as failures (repeatable)"),
     samples: Optional[int] = typer.Option(None, "--samples", "-k", min=1, help="samples per problem (n); pass@k for k in {1,5,10} <= n"),
     temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, help="sampling temperature (0 = greedy)"),
@@ -121,7 +125,23 @@ def eval_main(
     }
     if endpoint:
         extra["evaluation.generator"] = "openai"
-    cfg, _sources = load_config_or_fail(extra)
+    run_kernels = None
+    if kernels is not None:
+        from autotriton.evaluation.kernelbench import read_run
+        from autotriton.evaluation.suites import SuiteError as _SuiteError
+
+        if recorded or stored or endpoint:
+            fail("--kernels judges a KernelBench run folder's kernels; it cannot be combined with --recorded, --stored or --endpoint.")
+        try:
+            run_kernels = read_run(kernels)
+        except _SuiteError as exc:
+            fail(str(exc))
+        if samples is None:  # as many samples as the run holds per problem (KernelBench's num_samples_per_problem)
+            per_problem: dict[str, int] = {}
+            for k in run_kernels:
+                per_problem[k.suite_id] = per_problem.get(k.suite_id, 0) + 1
+            extra["evaluation.samples"] = max(per_problem.values())
+    cfg, sources = load_config_or_fail(extra)
     ev = cfg.evaluation
     out = console(json_mode=json_out)
 
@@ -137,15 +157,41 @@ def eval_main(
         if not torch.cuda.is_available():
             fail("--device cuda: torch sees no CUDA GPU on this machine (every sample would fail in the judge). "
                  "Use --device cpu here (Triton interpreter, shrunk shapes), or run on a GPU machine.")
+    if run_kernels is not None and not suite:
+        fail(f"--kernels {kernels}: pass --suite with the KernelBench problems these kernels answer (KernelBench/level1, "
+             "the level folder of a KernelBench clone, or a suite JSONL of it).")
     suite_path = _suite_path(ev.suite)
     try:
+        # Shrunk below, after the cap: shrinking checks that each shrunk problem still runs.
         problems = load_suite(suite_path, levels=ev.levels or None, ids=ev.ids or None, name_glob=ev.name_glob or None,
-                              limit=ev.max_problems or None, shrink=ev.shrink, hub=ev.hub)
+                              hub=ev.hub)
     except (SuiteError, ValueError) as exc:
         fail(str(exc))
     if not problems:
         fail(f"{suite_path}: no problem matches the filters (levels {ev.levels or 'all'}, ids {ev.ids or 'all'}, "
              f"name {ev.name_glob or '*'}); loosen them.")
+    unmatched_kernels: list[str] = []
+    if run_kernels is not None:
+        answered = {k.suite_id for k in run_kernels}
+        unmatched_kernels = sorted(k.path.name for k in run_kernels if k.suite_id not in {p.suite_id for p in problems})
+        problems = [p for p in problems if p.suite_id in answered]
+        if not problems:
+            fail(f"--kernels {kernels}: none of its kernels answers a problem of {suite_path} (kernels are matched as "
+                 f"kernelbench/level<L>/<P>; e.g. {unmatched_kernels[0]}). Pass the suite of the run's level.")
+    total_problems = len(problems)
+    if ev.max_problems and len(problems) > ev.max_problems:
+        # Said out loud: a capped evaluation must not pass for one of the whole suite.
+        layer = sources.get("evaluation.max_problems", "default")
+        ERR.print(f"[yellow]evaluating the first {ev.max_problems} of {len(problems)} problems "
+                  f"(evaluation.max_problems = {ev.max_problems}, from {layer}; --max-problems 0 for all)[/]", highlight=False)
+        problems = problems[: ev.max_problems]
+    if ev.shrink:
+        from autotriton.evaluation.suites import shrink_suite_problem
+
+        try:
+            problems = [shrink_suite_problem(p) for p in problems]
+        except (SuiteError, ValueError) as exc:
+            fail(str(exc))
     if endpoint and not ev.model:
         fail("--endpoint needs --model NAME: the model's name at the endpoint.")
 
@@ -168,7 +214,12 @@ def eval_main(
                 fail(str(exc))
             if not judge.by_key:
                 fail(f"--verdicts {', '.join(map(str, verdicts))}: no verdict records in these files.")
-        if stored:
+        if run_kernels is not None:
+            from autotriton.evaluation.kernelbench import run_candidates
+
+            cands, _ = run_candidates(run_kernels, problems, run_name=kernels.resolve().name)
+            generator = RecordedGenerator(cands, name=f"kernelbench-run:{kernels.resolve().name}", version=str(kernels.resolve()))
+        elif stored:
             keys = [p.key for p in problems]
             found = [c for c in wh.candidates(problem_keys=keys) if c.generator.startswith(stored)]
             if not found:
@@ -193,6 +244,13 @@ def eval_main(
                 generator = make_generator(ev, model_path=model_path, name=label)
             except (ValueError, RuntimeError) as exc:
                 fail(str(exc))
+        cap_check = None
+        if getattr(generator, "tokenizer", None) is not None:  # a local model: its cap is measurable here
+            from autotriton.tasks.steps import completion_cap_check
+
+            cap_check = completion_cap_check(wh, ev.max_new_tokens, "evaluation.max_new_tokens", tokenizer=generator.tokenizer)
+            if not cap_check.holds:
+                ERR.print(f"[bold yellow]warning:[/] {cap_check.message()}", highlight=False, soft_wrap=True)
         where = f"recorded verdicts from {judge.source}, judged on {judge.device}" if judge else f"judge device: {cfg.validation.device}"
         ERR.print(f"evaluating [bold]{generator.name}[/] on {len(problems)} problems x {ev.samples} samples ({where})",
                   highlight=False)
@@ -203,6 +261,9 @@ def eval_main(
             wh.finish_run(run, "failed", {"error": str(exc)})
             run = None
             fail(str(exc))
+        result.metrics["problems_in_suite"] = total_problems  # the same dict as the stored record's metrics
+        if cap_check is not None and cap_check.shortest is not None:
+            result.metrics["completion_cap"] = cap_check.to_dict()
         with wh.atomic():  # all of the evaluation's rows, or none
             new_rows = store_evaluation(wh, run, result)
         report = write_report(result, Path(ev.report_dir) / result.evaluation.key)
@@ -211,6 +272,14 @@ def eval_main(
                         "timings": {k: round(v, 2) for k, v in result.timings.items()}})
         if isinstance(generator, RecordedGenerator) and generator.misses:
             summary["recorded_misses"] = generator.misses
+        if run_kernels is not None:
+            summary["kernels"] = {"run": str(kernels), "files": len(run_kernels), "unmatched": unmatched_kernels}
+        summary["problems_in_suite"] = total_problems
+        if cap_check is not None and cap_check.shortest is not None:
+            summary["completion_cap"] = cap_check.to_dict()
+        kernelbench_results = sorted(Path(report).parent.rglob("eval_results.json"))
+        if kernelbench_results:
+            summary["kernelbench_results"] = [str(p) for p in kernelbench_results]
         if judge is not None:
             summary["recorded_verdicts"] = {"source": judge.source, "device": judge.device, "served": judge.served,
                                             "static_only": judge.static_only, "never_judged": judge.missing}
@@ -242,6 +311,17 @@ def eval_main(
                   f"(counted as failures): {', '.join(summary['reference_failures'][:10])}[/]")
     if summary.get("failed_requests"):
         out.print(f"[yellow]{summary['failed_requests']} endpoint requests failed after retries; their samples count as failures.[/]")
+    if summary["problems"] < summary["problems_in_suite"]:
+        out.print(f"[yellow]{summary['problems']} of the suite's {summary['problems_in_suite']} problems were evaluated "
+                  "(evaluation.max_problems).[/]", highlight=False)
+    if summary.get("truncated_rate"):
+        out.print(f"[yellow]{summary['truncated_rate']:.0%} of the samples were cut off at max_new_tokens: raise "
+                  "--max-new-tokens.[/]", highlight=False)
+    if summary.get("kernels", {}).get("unmatched"):
+        out.print(f"[yellow]kernels matching no problem of the suite (not judged): {', '.join(summary['kernels']['unmatched'][:10])}[/]",
+                  highlight=False)
+    for path in summary.get("kernelbench_results", []):
+        out.print(f"KernelBench results: {path}", highlight=False)
     out.print(f"report: {summary['report']}  (run {summary['run_id']}, evaluation {summary['evaluation_key']})")
 
 
@@ -286,7 +366,7 @@ def compare(
         out.write_text(markdown, encoding="utf-8")
     if json_out:
         keep = ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "pass_at_k",
-                "fast_1", "fast_2", "geomean_speedup", "status_counts", "by_level")
+                "fast_1", "fast_2", "geomean_speedup", "status_counts", "outcome_counts", "truncated_rate", "by_level")
         emit_json({"evaluations": [{"key": e.key, "suite": e.suite, "generator": e.generator,
                                     "metrics": {k: e.metrics.get(k) for k in keep}} for e in evaluations],
                    "markdown": str(out) if out else None})

@@ -31,7 +31,9 @@ def _run_flow(flow_fn, cfg, **params: Any) -> dict[str, Any]:
     except Exception as exc:  # the flow already recorded the failure in the warehouse
         from autotriton.warehouse import WarehouseError
 
-        if isinstance(exc, WarehouseError):
+        from autotriton.capacity import CapError
+
+        if isinstance(exc, (WarehouseError, CapError)):
             fail(str(exc))
         raise
 
@@ -112,9 +114,33 @@ def _print_report(report: dict[str, Any]) -> None:
                fmt(m.get("exec_accuracy")), fmt(m.get("hack_rate")),
                ", ".join(f"@{k}={v:.2f}" for k, v in (m.get("pass_at_k") or {}).items()))
     out.print(ev)
+    for line in _learned(t, m):
+        out.print(line, highlight=False)
     out.print(f"whole pipeline: {report['elapsed_s']} s\nreport: {e['report']}\nwarehouse: {report['warehouse']} (autotriton db stats)\n"
               "runs, task graphs, artifacts and asset events: `autotriton ui`, then open the URL it prints "
               "(Runs, Artifacts, and the Event feed for asset materialisations).")
+
+
+def _learned(train: dict[str, Any], metrics: dict[str, Any]) -> list[str]:
+    """What the run learned and why samples failed, in words (a zero reward std means GRPO had nothing to learn from)."""
+    lines = []
+    g = (train.get("grpo") or {}).get("metrics") or {}
+    if "max_reward_std" in g:
+        std = g["max_reward_std"]
+        line = (f"GRPO: mean reward {g.get('mean_reward', 0):.3f}, reward std up to {std:.3f}, "
+                f"completions without code at the end {g.get('final_judge_no_code', 0):.0%}")
+        if not std:
+            line = f"[yellow]{line}: no reward variance, so GRPO had nothing to learn from (every completion scored alike)[/]"
+        lines.append(line)
+    counts = metrics.get("outcome_counts") or {}
+    if counts:
+        lines.append("evaluation outcomes: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if metrics.get("truncated_rate"):
+        lines.append(f"[yellow]{metrics['truncated_rate']:.0%} of the evaluation's samples hit evaluation.max_new_tokens[/]")
+    in_suite = metrics.get("problems_in_suite")
+    if in_suite and in_suite > (metrics.get("problems") or 0):
+        lines.append(f"[yellow]evaluated {metrics.get('problems')} of the suite's {in_suite} problems (evaluation.max_problems)[/]")
+    return lines
 
 
 @app.command("serve")

@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 import typer
 from rich.table import Table
 
-from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+from autotriton.flows.cli.common import ERR, app, console, emit_json, fail, load_config_or_fail
 
 harvest_app = typer.Typer(help="Harvest PyTorch modules into runnable problems (GitHub, local folders, datasets, generated fused problems).",
                           no_args_is_help=True)
@@ -112,7 +112,7 @@ def local(
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("local", json_out, dry_run, lambda cfg, out: harvest_local(
-        path, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation,
+        path, cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation,
         environments=cfg.environments), extra)
 
 
@@ -151,7 +151,7 @@ def packages(
         total: Any = None
         new_rows: dict[str, int] = {}
         for unit in units:
-            part = harvest_packages(unit, cfg.harvest, progress=True, commit_state=False, console=out,
+            part = harvest_packages(unit, cfg.harvest, progress=True, commit_state=False, console=ERR,
                                     validation_config=cfg.validation)
             if not dry_run:
                 try:
@@ -216,7 +216,7 @@ def dataset(
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("dataset", json_out, dry_run, lambda cfg, out: harvest_dataset(
-        file, cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation, suite=suite,
+        file, cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation, suite=suite,
         environments=cfg.environments), extra)
 
 
@@ -240,7 +240,7 @@ def github(
              "harvest.pushed_after": pushed_after, "harvest.github_base_url": base_url,
              "harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     _run("github", json_out, dry_run, lambda cfg, out: harvest_github(
-        cfg.harvest, progress=True, commit_state=False, console=out, validation_config=cfg.validation,
+        cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation,
         environments=cfg.environments), extra)
 
 
@@ -260,4 +260,4 @@ def synthetic(
 
     extra = {"harvest.probe": False if no_probe else None}
     _run("synthetic", json_out, dry_run, lambda cfg, out: harvest_synthetic(
-        count, seed, cfg.harvest, start=start, progress=True, console=out, validation_config=cfg.validation), extra)
+        count, seed, cfg.harvest, start=start, progress=True, console=ERR, validation_config=cfg.validation), extra)

@@ -115,6 +115,27 @@ def _train_grpo(cfg, export_key, resume, base_model, out) -> dict[str, Any]:
         on_status=lambda msg: out.print(f"[dim]{msg}[/]")))
 
 
+def _check_grpo_cap(cfg, model: str, out) -> dict[str, Any] | None:
+    """Refuse, before anything is trained, a GRPO run whose max_completion_length cannot hold the
+    shortest validated kernel (measured with the model's tokenizer): its reward could not vary."""
+    from autotriton.capacity import CapError, require
+    from autotriton.tasks.steps import completion_cap_check
+
+    with _open(cfg) as wh:
+        try:
+            check = completion_cap_check(wh, cfg.training.max_completion_length, "training.max_completion_length",
+                                         model=model, training_config=cfg.training)
+        except Exception:  # noqa: BLE001  (no tokenizer: the trainer reports the model problem itself)
+            return None
+    try:
+        require(check)
+    except CapError as exc:
+        fail(f"grpo: {exc}")
+    if check.shortest is not None:
+        out.print(f"[dim]{check.message()}[/]", highlight=False)
+    return check.to_dict()
+
+
 def _table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"{summary['trainer']}: {summary['base_model']}", show_header=False)
     table.add_column("what", style="cyan")
@@ -182,7 +203,10 @@ def grpo_cmd(
     hacking completions per step. --model is usually the SFT checkpoint folder."""
     cfg = _config(model, "training.grpo_max_steps", max_steps, output_dir, gpus)
     out = console(json_out)
+    cap = _check_grpo_cap(cfg, cfg.training.model, out)
     summary = _train_grpo(cfg, export_key, resume, None, out)
+    if cap:
+        summary["completion_cap"] = cap
     if json_out:
         emit_json(summary)
         return
@@ -207,6 +231,7 @@ def train_cmd(
                              "training.output_dir": str(output_dir) if output_dir else None}
     cfg, _ = load_config_or_fail(extra)
     out = console(json_out)
+    cap = _check_grpo_cap(cfg, cfg.training.model, out)  # before SFT: a GRPO that cannot learn is refused first
     sft_dir = Path(cfg.training.output_dir) / "sft"
     sft_done = (sft_dir / "final" / "config.json").is_file() and (sft_dir / "metrics.json").is_file()
     if resume and sft_done and not _resume_needs_more(sft_dir, cfg.training.sft_max_steps):
@@ -220,6 +245,8 @@ def train_cmd(
         if not json_out:
             out.print(_table(sft))
     grpo = _train_grpo(cfg, None, resume, sft["checkpoint_path"], out)
+    if cap:
+        grpo["completion_cap"] = cap
     if json_out:
         emit_json({"sft": sft, "grpo": grpo})
         return
