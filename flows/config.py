@@ -58,7 +58,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         # Sized so `autotriton run` finishes in minutes on 2 CPU cores: it shows every stage
         # working, not a trained model (SmolLM2-135M steps take seconds each in fp32 on a CPU).
         "training": {"model": "smollm2-135m", "sft_max_steps": 16, "grpo_max_steps": 3, "num_generations": 4, "rl_prompts": 8,
-                     "max_completion_length": 128, "max_length": 768, "batch_size": 2},
+                     "max_completion_length": 128, "max_length": 768, "per_device_train_batch_size": 2},
         "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "temperature": 0.7, "top_p": 0.95, "max_problems": 8,
                        "max_new_tokens": 192},
     },
@@ -66,7 +66,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "validation": {"device": "cuda", "trials": 5, "time_kernels": True, "shrink_for_cpu": False},
         "distill": {"teacher": "inductor", "samples": 2},  # inductor: sample 2 = the symbolic-parameter variant (convolutions)
         "training": {"model": "Qwen/Qwen2.5-0.5B-Instruct", "max_length": 4096, "max_completion_length": 2048,
-                     "num_generations": 8, "grpo_max_steps": 200, "batch_size": 8, "sft_epochs": 2.0,
+                     "num_generations": 8, "grpo_max_steps": 200, "per_device_train_batch_size": 8, "sft_epochs": 2.0,
                      "reward_overlap": True},  # the GPU judge works while the next batch is generated (training/README.md)
         "evaluation": {"samples": 10, "temperature": 0.8, "top_p": 0.95, "max_new_tokens": 4096},
     },

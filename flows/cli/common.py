@@ -11,7 +11,7 @@ from typing import Any, NoReturn, Optional
 import typer
 from rich.console import Console
 
-from autotriton.configuration import ConfigError, parse_overrides, known_paths
+from autotriton.configuration import ConfigError, deprecated_paths, known_paths, parse_overrides
 
 app = typer.Typer(
     name="autotriton",
@@ -35,7 +35,7 @@ class GlobalOptions:
         """The effective PipelineConfig and the source of each value (CLI flags win)."""
         from autotriton.flows.config import PipelineConfig, load_config
 
-        cli: dict[str, Any] = parse_overrides(self.overrides, known_paths(PipelineConfig))
+        cli: dict[str, Any] = parse_overrides(self.overrides, known_paths(PipelineConfig), deprecated_paths(PipelineConfig))
         if self.profile:
             cli["profile"] = self.profile
         if self.db:
@@ -50,7 +50,7 @@ OPTIONS = GlobalOptions()
 @app.callback()
 def _global(
     db: Optional[Path] = typer.Option(None, "--db", help="DuckDB warehouse file [env: AUTOTRITON_DB] (default ./autotriton.duckdb)", show_default=False),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML config file (default ./autotriton.toml when present)", show_default=False),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML or YAML (.yaml/.yml) config file (default ./autotriton.toml, or ./autotriton.yaml, when present)", show_default=False),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help="config profile: demo (CPU) or gpu [env: AUTOTRITON_PROFILE]", show_default=False),
     set_: list[str] = typer.Option([], "--set", "-s", help="override any config key, e.g. --set validation.trials=3 (repeatable)"),
 ) -> None:
