@@ -155,6 +155,7 @@ def read_toml(path: Path) -> dict[str, Any]:
 ENV_NOT_CONFIG = frozenset({
     "AUTOTRITON_MODEL_CACHE",    # training/models.py: the converted-model cache when training.model_cache_dir is empty
     "AUTOTRITON_JUDGE_POOL_ID",  # validation/pool.py: marks the judge's own processes
+    "AUTOTRITON_JUDGE_SERVICE", "AUTOTRITON_JUDGE_SERVICE_KEY",  # training/judge_service.py: the shared judge's socket
 })
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from autotriton.records import Checkpoint
 from autotriton.training.config import TrainingConfig
 from autotriton.training.models import lora_config, load_model, resolve_device
-from autotriton.training.monitor import GRPO_CURVES, RichProgress, StepTimer, plot_curves
+from autotriton.training.monitor import GRPO_CURVES, RichProgress, StepTimer, plot_curves, step_breakdown
 from autotriton.training.rewards import BatchJudge, JudgeRewards
 from autotriton.training.trl_args import check_trl_args, write_model_card
 from autotriton.training.sft import (
@@ -168,6 +168,8 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     if timer.step_times:
         metrics["mean_step_s"] = sum(timer.step_times) / len(timer.step_times)
         metrics["steady_step_s"] = timer.steady_step_s()
+        # where a step's time goes (medians): generation, waiting for the judge, the update
+        metrics["step_breakdown"] = step_breakdown(history, timer.step_times)
     if rewards.judge_seconds:
         metrics["mean_judge_s"] = sum(rewards.judge_seconds) / len(rewards.judge_seconds)
     curves = None
