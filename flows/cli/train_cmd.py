@@ -24,7 +24,7 @@ def _open(cfg):
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     try:
-        return Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)
+        return Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir, hold=False)
     except (WarehouseError, MigrationError) as exc:
         fail(str(exc))
 
