@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any, Sequence
@@ -72,7 +73,7 @@ class JudgeService:
         while not self._closed:
             try:
                 conn = self._listener.accept()
-            except (OSError, EOFError):  # closed, or a client that failed the handshake
+            except (OSError, EOFError, AuthenticationError):  # closed, or a client that failed the handshake
                 if self._closed:
                     return
                 continue
@@ -112,12 +113,15 @@ class JudgeService:
             conn.close()
 
     def close(self) -> None:
+        if self._closed:
+            return
         self._closed = True
-        try:
-            # wake the accepting thread: it is blocked in accept()
-            Client(self.address, family="AF_UNIX", authkey=self._key).close()
-        except OSError:
-            pass
+        if self._accepter.is_alive():
+            try:
+                # wake the accepting thread: it is blocked in accept()
+                Client(self.address, family="AF_UNIX", authkey=self._key).close()
+            except (OSError, EOFError, AuthenticationError):
+                pass
         self._listener.close()
         self._accepter.join(timeout=5)
         shutil.rmtree(self._dir, ignore_errors=True)
