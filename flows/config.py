@@ -1,6 +1,6 @@
 """The pipeline config: every stage's config, composed, with the `demo` and `gpu` profiles.
 
-Precedence (lowest first): defaults < profile < autotriton.toml < AUTOTRITON_* env < CLI flags.
+Precedence (lowest first): defaults < profile < autotriton.toml or .yaml < AUTOTRITON_* env < CLI flags.
 """
 
 from __future__ import annotations
