@@ -1,6 +1,6 @@
 """The pipeline config: every stage's config, composed, with the `demo` and `gpu` profiles.
 
-Precedence (lowest first): defaults < profile < autotriton.toml < AUTOTRITON_* env < CLI flags.
+Precedence (lowest first): defaults < profile < autotriton.toml or .yaml < AUTOTRITON_* env < CLI flags.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         # evaluation completion was cut off (reward std 0) and SFT taught cut-off kernels.
         # A high SFT learning rate, so 16 steps leave GRPO a model that sometimes writes a kernel.
         "training": {"model": "smollm2-135m", "sft_max_steps": 16, "sft_learning_rate": 1e-4, "grpo_max_steps": 3,
-                     "num_generations": 4, "rl_prompts": 8, "max_completion_length": 512, "max_length": 1024, "batch_size": 2},
+                     "num_generations": 4, "rl_prompts": 8, "max_completion_length": 512, "max_length": 1024, "per_device_train_batch_size": 2},
         "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "temperature": 0.7, "top_p": 0.95, "max_problems": 8,
                        "max_new_tokens": 512},
     },
@@ -73,7 +73,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "validation": {"device": "cuda", "trials": 5, "time_kernels": True, "shrink_for_cpu": False},
         "distill": {"teacher": "inductor", "samples": 2},  # inductor: sample 2 = the symbolic-parameter variant (convolutions)
         "training": {"model": "Qwen/Qwen2.5-0.5B-Instruct", "max_length": 4096, "max_completion_length": 2048,
-                     "num_generations": 8, "grpo_max_steps": 200, "batch_size": 8, "sft_epochs": 2.0,
+                     "num_generations": 8, "grpo_max_steps": 200, "per_device_train_batch_size": 8, "sft_epochs": 2.0,
                      "reward_overlap": True},  # the GPU judge works while the next batch is generated (training/README.md)
         "evaluation": {"samples": 10, "temperature": 0.8, "top_p": 0.95, "max_new_tokens": 4096},
     },

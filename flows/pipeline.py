@@ -15,7 +15,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from autotriton.capacity import require
 from autotriton.flows.config import PipelineConfig, load_config
 from autotriton.tasks import resources
-from autotriton.tasks.artifacts import Progress, markdown_table, publish_markdown
+from autotriton.tasks.artifacts import Progress, markdown_table, on_warehouse, publish_markdown
 from autotriton.tasks.distill import distill_problem, judge_candidates, judge_fingerprint, store_distilled
 from autotriton.tasks.evaluate import evaluate_model, store_evaluation
 from autotriton.tasks.export import export_training_sets
@@ -60,7 +60,7 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         if h.github:
             github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
             futures.append(github.submit(h, v, envs))
-        harvested = store_harvest(db, run, [f.result() for f in futures])
+        harvested = on_warehouse(store_harvest, db)(db, run, [f.result() for f in futures])
 
         wh = resources.warehouse(db)
         problems = wh.problems(status="runnable")
@@ -81,8 +81,8 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         # Ready pairs imported from datasets (KernelBook) have candidates but no verdict yet.
         pending = unjudged_jobs(wh)
         extra = judge_candidates(pending, v, judge_version) if pending else []
-        distilled = store_distilled(db, run, results, extra)
-        exports = export_training_sets(db, run, cfg)
+        distilled = on_warehouse(store_distilled, db)(db, run, results, extra)
+        exports = on_warehouse(export_training_sets, db)(db, run, cfg)
         summary = {"run_id": run.run_id, "harvest": harvested, "distill": distilled,
                    "exports": {k: (e.key if e else None) for k, e in exports.items()}}
         finish_run(db, run, "succeeded", summary)
@@ -120,7 +120,7 @@ def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_exp
         base_model = None
         if sft_export is not None:
             sft_result = sft(cfg.training, sft_export)
-            out["sft_checkpoint"] = store_checkpoint(db, run, sft_result)
+            out["sft_checkpoint"] = on_warehouse(store_checkpoint, db)(db, run, sft_result)
             out["sft"] = {"path": sft_result.checkpoint.path, "steps": sft_result.steps, "metrics": sft_result.metrics}
             base_model = sft_result.checkpoint.path
         else:
@@ -128,7 +128,7 @@ def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_exp
         if rl_export is None:
             raise ValueError(f"{db}: no rl export; run the refresh-dataset flow (autotriton refresh) first")
         grpo_result = grpo(cfg.training, cfg.validation, rl_export, base_model)
-        out["grpo_checkpoint"] = store_checkpoint(db, run, grpo_result)
+        out["grpo_checkpoint"] = on_warehouse(store_checkpoint, db)(db, run, grpo_result)
         out["grpo"] = {"path": grpo_result.checkpoint.path, "steps": grpo_result.steps, "metrics": grpo_result.metrics}
         out["model"] = grpo_result.checkpoint.path
         finish_run(db, run, "succeeded", out)
@@ -156,7 +156,7 @@ def evaluate(config: PipelineConfig | None = None, model: str = "") -> dict[str,
             checkpoints = resources.warehouse(db).checkpoints()
             model = checkpoints[-1].path if checkpoints else (cfg.evaluation.model or cfg.training.model)
         result = evaluate_model(cfg, model)
-        stored = store_evaluation(db, run, result, cfg.evaluation.report_dir)
+        stored = on_warehouse(store_evaluation, db)(db, run, result, cfg.evaluation.report_dir)
         out = {"run_id": run.run_id, "model": model, **stored}
         finish_run(db, run, "succeeded", out)
         return out

@@ -1,8 +1,10 @@
 """Prefect artifacts and asset keys for the warehouse tables.
 
-Asset keys name warehouse tables (`duckdb://autotriton/<table>`); a materializing task
-declares the tables it writes and the upstream tables it read, so the event feed shows the
-lineage of every refresh. Artifact keys must be lowercase letters, digits and dashes.
+Asset keys name a warehouse and its table (`duckdb://<warehouse>/<table>`, the warehouse as
+`<file stem>-<hash of its resolved path>`), so two warehouses never share an asset; a
+materializing task declares the tables it writes and the upstream tables it read, so the event
+feed shows the lineage of every refresh. Tasks are declared with the placeholder warehouse
+`autotriton` and bound to the run's warehouse with `on_warehouse(task, db)`. Artifact keys must be lowercase letters, digits and dashes.
 """
 
 from __future__ import annotations
@@ -18,11 +20,35 @@ TABLES = (
 )
 
 
-def asset_key(table: str) -> str:
-    """The Prefect asset key of a warehouse table."""
+UNBOUND = "autotriton"  # the warehouse part of keys declared at import, before a warehouse is known
+
+
+def warehouse_id(db_path: str | Path) -> str:
+    """`<file stem>-<8 hex of the resolved path>`: readable, and distinct for two files of one name."""
+    import hashlib
+
+    if str(db_path) == ":memory:":
+        return "memory"
+    resolved = Path(db_path).expanduser().resolve()
+    stem = re.sub(r"[^a-z0-9-]+", "-", resolved.stem.lower()).strip("-") or "warehouse"
+    return f"{stem}-{hashlib.sha256(str(resolved).encode()).hexdigest()[:8]}"
+
+
+def asset_key(table: str, db_path: str | Path | None = None) -> str:
+    """The Prefect asset key of a warehouse table (of the warehouse at `db_path`)."""
     if table not in TABLES and not table.startswith("exports/"):
         raise ValueError(f"unknown warehouse table {table!r}")
-    return f"duckdb://autotriton/{table}"
+    return f"duckdb://{UNBOUND if db_path is None else warehouse_id(db_path)}/{table}"
+
+
+def on_warehouse(task: Any, db_path: str | Path) -> Any:
+    """A materializing task whose asset keys (and upstream keys) name the warehouse at `db_path`."""
+    prefix, bound = f"duckdb://{UNBOUND}/", f"duckdb://{warehouse_id(db_path)}/"
+
+    def rebind(assets):
+        return [a.key.replace(prefix, bound, 1) if a.key.startswith(prefix) else a for a in assets]
+
+    return task.with_options(assets=rebind(task.assets), asset_deps=rebind(task.asset_deps))
 
 
 def artifact_key(*parts: str) -> str:

@@ -1,8 +1,9 @@
 """Process-wide resources shared by the tasks of a flow run: the warehouse handle and the judge pool.
 
-DuckDB allows one writing process per file, so a flow process opens the warehouse once and
+DuckDB allows one writing process per file, so a flow process makes one Warehouse handle and
 every task running in that process (thread task runner, or tasks called directly from the
-flow) writes through the same handle. Compute-only tasks that may run elsewhere (Dask
+flow) writes through it; the handle opens the file only for each write (hold=False), so a
+long flow never keeps `db stats` or another command out while it computes. Compute-only tasks that may run elsewhere (Dask
 workers) never touch it: they return records, and a persisting task in the flow process
 writes them.
 """
@@ -27,7 +28,7 @@ def warehouse(path: str | Path):
     with _lock:
         wh = _warehouses.get(key)
         if wh is None:
-            wh = Warehouse(key)
+            wh = Warehouse(key, hold=False)  # the file is open only during each write (other processes read meanwhile)
             _warehouses[key] = wh
         return wh
 

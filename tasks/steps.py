@@ -189,25 +189,60 @@ def train_sft(training_config: Any, export: Any, *, resume: bool, console: Any =
                    on_status=on_status)
 
 
+def grpo_layout(training_config: Any, validation_config: Any) -> Any:
+    """The Layout GRPO runs with on this machine (training/layout.py); raises LayoutError."""
+    from autotriton.training.layout import choose_layout
+    from autotriton.training.models import resolve_device
+
+    device = resolve_device(training_config.device)
+    visible = 0
+    if device == "cuda":
+        import torch
+
+        visible = torch.cuda.device_count()
+    return choose_layout(training_config.layout, num_processes=training_config.num_processes, visible_gpus=visible,
+                         device=device, judge_gpus=list(validation_config.gpus))
+
+
 def train_grpo(training_config: Any, validation_config: Any, export: Any, *, base_model: str | None, resume: bool,
                judge_for: Callable[[Any], Any] | None = None, console: Any = None,
                on_status: Callable[[str], None] | None = None) -> Any:
     """GRPO on a recorded `rl` export with the judge as the reward -> TrainResult. The judge runs
     with `grpo_judge_config`; `judge_for(config)` supplies a warm pool that outlives the call
-    (the flows' shared one), else a JudgePool is opened for this run. On num_processes > 1 each
-    launched process builds its own judge."""
-    vcfg = grpo_judge_config(training_config, validation_config)
-    if training_config.num_processes > 1:
-        from autotriton.training.launch import run_launched
-
-        return run_launched("grpo", training_config, export.path, validation_config=vcfg, export_key=export.key,
-                            base_model=base_model or "", resume=resume)
-    from autotriton.training.grpo import run_grpo
+    (the flows' shared one), else a JudgePool is opened for this run. The layout
+    (training.layout) decides where: `single` trains in this process; `judge_on_own_gpu` and
+    `data_parallel` launch the trainers under accelerate on their GPUs while this process
+    serves them one judge pool."""
     from autotriton.validation import JudgePool
 
-    with (nullcontext(judge_for(vcfg)) if judge_for is not None else JudgePool(vcfg)) as judge:
-        return run_grpo(training_config, export.path, judge, export_key=export.key, base_model=base_model,
-                        resume=resume, console=console, on_status=on_status)
+    vcfg = grpo_judge_config(training_config, validation_config)
+    layout = grpo_layout(training_config, vcfg)
+    if on_status is not None:
+        on_status(layout.describe())
+    if layout.name == "single":
+        from autotriton.training.grpo import run_grpo
+
+        with (nullcontext(judge_for(vcfg)) if judge_for is not None else JudgePool(vcfg)) as judge:
+            result = run_grpo(training_config, export.path, judge, export_key=export.key, base_model=base_model,
+                              resume=resume, console=console, on_status=on_status)
+        result.metrics["layout"] = layout.name
+        return result
+
+    from autotriton.training.judge_service import JudgeService
+    from autotriton.training.launch import run_launched
+    from autotriton.training.layout import trainer_env
+
+    vcfg = vcfg.model_copy(update={"gpus": layout.judge_gpus})
+    tcfg = training_config.model_copy(update={"num_processes": layout.num_processes})
+    env = trainer_env(layout)
+    with (nullcontext(judge_for(vcfg)) if judge_for is not None else JudgePool(vcfg)) as judge, \
+            JudgeService(judge) as service:
+        env.update(service.env())
+        result = run_launched("grpo", tcfg, export.path, validation_config=vcfg, export_key=export.key,
+                              base_model=base_model or "", resume=resume, env=env)
+        result.metrics["layout"] = layout.name
+        result.metrics["judge_service"] = service.stats.to_dict()
+    return result
 
 
 def store_checkpoint_result(wh: Any, run: Any, result: Any) -> int:

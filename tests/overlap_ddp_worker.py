@@ -26,7 +26,7 @@ def main(tiny: str, out: str) -> None:
     problems = [elementwise_problem("relu", "torch.relu(x)", n=300 + k) for k in range(2)]
     rows = build_rl_rows(problems, val_fraction=0.0)
     cfg = TrainingConfig(model=tiny, output_dir=str(Path(out) / "run"), device="cpu", grpo_max_steps=3,
-                         num_generations=4, batch_size=4, max_completion_length=400, grpo_learning_rate=1e-3,
+                         num_generations=4, per_device_train_batch_size=4, max_completion_length=400, grpo_learning_rate=1e-3,
                          save_steps=100, reward_overlap=True)
     judge, log = TextJudge(0.5), {"generations": [], "trained": []}
 

@@ -99,3 +99,62 @@ def test_harvest_state_follows_the_warehouse(tmp_path, monkeypatch):
     assert sources["harvest.state_path"] == "derived:warehouse.path"
     cfg, sources = load_config(environ={}, cli={"harvest.state_path": "s.json"})
     assert cfg.harvest.state_path == "s.json" and sources["harvest.state_path"] == "cli"
+
+
+def test_dict_keys_settable_from_cli_file_and_environment(tmp_path, monkeypatch):
+    """validation.tolerances.float32 is listed by `config show`, so every layer can set it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "autotriton.toml").write_text("[validation.tolerances]\nfloat16 = 0.05\n")
+    cfg, sources = load_config(environ={"AUTOTRITON_VALIDATION__TOLERANCES__BFLOAT16": "0.02"},
+                               cli={"validation.tolerances.float32": 1e-3})
+    assert cfg.validation.tolerances == {"float32": 1e-3, "float64": 1e-4, "float16": 0.05, "bfloat16": 0.02}
+    assert sources["validation.tolerances.float32"] == "cli"
+    assert sources["validation.tolerances.float16"] == "file:autotriton.toml"
+    assert sources["validation.tolerances.bfloat16"] == "env:AUTOTRITON_VALIDATION__TOLERANCES__BFLOAT16"
+    assert sources["validation.tolerances.float64"] == "default"
+    from autotriton.flows.cli import app
+
+    result = CliRunner().invoke(app, ["--set", "validation.tolerances.float32=0.002", "config", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["values"]["validation.tolerances.float32"] == 0.002 and out["sources"]["validation.tolerances.float32"] == "cli"
+    bad = CliRunner().invoke(app, ["--set", "validation.trials.x=1", "config", "show"])  # not a dict: still refused
+    assert bad.exit_code == 2 and "validation.trials.x" in bad.output
+
+
+def test_unknown_environment_key_with_the_prefix_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="AUTOTRITON_VALIDATION__TRAILS: no config key 'validation.trails'"):
+        load_config(environ={"AUTOTRITON_VALIDATION__TRAILS": "3"})
+    with pytest.raises(ConfigError, match="AUTOTRITON_TRIALS.*AUTOTRITON_VALIDATION__TRIALS"):
+        load_config(environ={"AUTOTRITON_TRIALS": "3"})
+    # variables read elsewhere on purpose, and secrets named by *_env keys, are not config
+    load_config(environ={"AUTOTRITON_MODEL_CACHE": "/tmp/x", "AUTOTRITON_OPENAI_KEY": "sk-1"},
+                cli={"distill.api_key_env": "AUTOTRITON_OPENAI_KEY"})
+    from autotriton.flows.cli import app
+
+    monkeypatch.setenv("AUTOTRITON_VALIDATION__TRAILS", "3")
+    result = CliRunner().invoke(app, ["config", "show"])
+    assert result.exit_code == 2 and "AUTOTRITON_VALIDATION__TRAILS" in result.output
+
+
+def test_yaml_config_file_beside_toml(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.yaml").write_text("profile: gpu\nvalidation:\n  trials: 2\n  tolerances:\n    float32: 0.001\n"
+                                       "training:\n  report_to: [tensorboard]\n")
+    cfg, sources = load_config(tmp_path / "run.yaml", environ={})
+    assert cfg.profile == "gpu" and cfg.validation.trials == 2 and cfg.validation.tolerances["float32"] == 1e-3
+    assert cfg.training.report_to == ["tensorboard"] and sources["validation.trials"].endswith("run.yaml")
+    (tmp_path / "autotriton.yml").write_text("validation:\n  trials: 7\n")  # found by default, like autotriton.toml
+    cfg, sources = load_config(environ={})
+    assert cfg.validation.trials == 7 and sources["validation.trials"] == "file:autotriton.yml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("validation: [unclosed\n")
+    with pytest.raises(ConfigError, match="bad.yaml: not valid YAML"):
+        load_config(bad, environ={})
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="list.yaml: a config file holds a mapping"):
+        load_config(tmp_path / "list.yaml", environ={})
+    (tmp_path / "typo.yaml").write_text("validation:\n  trails: 2\n")
+    with pytest.raises(ConfigError, match="validation.trails"):
+        load_config(tmp_path / "typo.yaml", environ={})

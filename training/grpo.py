@@ -16,15 +16,16 @@ from typing import Any, Callable
 from autotriton.records import Checkpoint
 from autotriton.training.config import TrainingConfig
 from autotriton.training.models import lora_config, load_model, resolve_device
-from autotriton.training.monitor import GRPO_CURVES, RichProgress, StepTimer, plot_curves
+from autotriton.training.monitor import GRPO_CURVES, RichProgress, StepTimer, plot_curves, step_breakdown
 from autotriton.training.rewards import BatchJudge, JudgeRewards
+from autotriton.training.trl_args import check_trl_args, write_model_card
 from autotriton.training.sft import (
     TrainResult, last_checkpoint, precision_args, quiet_stdout, save_final, to_splits, trainer_config_summary,
 )
 
 GRPO_KEYS = ("model", "lora", "grpo_max_steps", "grpo_learning_rate", "num_generations", "max_completion_length",
              "temperature", "top_p", "beta", "loss_type", "num_iterations", "reward", "speedup_bonus", "speedup_cap",
-             "use_vllm", "vllm_mode", "reward_overlap", "batch_size", "gradient_accumulation_steps", "seed")
+             "use_vllm", "vllm_mode", "reward_overlap", "per_device_train_batch_size", "gradient_accumulation_steps", "seed", "grpo_trl")
 
 
 def make_grpo_trainer_class(reward_overlap: bool = False):
@@ -57,13 +58,17 @@ def make_grpo_trainer_class(reward_overlap: bool = False):
 
 
 def grpo_batch_size(cfg: TrainingConfig) -> int:
-    """Per-device completions per step: batch_size rounded up to a multiple of the group size."""
+    """Per-device completions per step: per_device_train_batch_size rounded up to a multiple of the group size."""
     g = cfg.num_generations
-    return max(g, -(-cfg.batch_size // g) * g)
+    return max(g, -(-cfg.per_device_train_batch_size // g) * g)
 
 
 def build_grpo_config(cfg: TrainingConfig, output_dir: Path, device: str, **overrides: Any):
+    """trl's GRPOConfig from the training config; `training.grpo_trl` (trl's own argument names)
+    wins over the keys above it, and `overrides` (callers' own) win over both."""
     from trl import GRPOConfig
+
+    from autotriton.training.trl_args import extra_trl_args, tracking_args
 
     kwargs: dict[str, Any] = dict(
         output_dir=str(output_dir),
@@ -88,7 +93,9 @@ def build_grpo_config(cfg: TrainingConfig, output_dir: Path, device: str, **over
         vllm_mode=cfg.vllm_mode,
         log_completions=False,
         **precision_args(device, cfg),
+        **tracking_args(cfg),
     )
+    kwargs.update(extra_trl_args(cfg, "grpo"))
     kwargs.update(overrides)
     return GRPOConfig(**kwargs)
 
@@ -125,6 +132,7 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     into GRPOConfig.
     """
     output_dir = Path(output_dir or Path(cfg.output_dir) / "grpo")
+    check_trl_args(cfg, ("grpo",))  # a misspelt trl argument fails before the model loads
     device = resolve_device(cfg.device)
     train, _val = to_splits(data)
     missing = {"prompt", "reference"} - set(train.column_names)
@@ -153,6 +161,7 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     resumed_from = last_checkpoint(output_dir) if resume else None
     trainer.train(resume_from_checkpoint=resumed_from)
     save_final(trainer, tokenizer, output_dir / "final")
+    write_model_card(trainer, base, output_dir / "final", "GRPO")
     trainer.save_state()
     history = list(trainer.state.log_history)
     metrics: dict[str, Any] = {"steps": trainer.state.global_step, "prompts": len(train),
@@ -160,6 +169,8 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     if timer.step_times:
         metrics["mean_step_s"] = sum(timer.step_times) / len(timer.step_times)
         metrics["steady_step_s"] = timer.steady_step_s()
+        # where a step's time goes (medians): generation, waiting for the judge, the update
+        metrics["step_breakdown"] = step_breakdown(history, timer.step_times)
     if rewards.judge_seconds:
         metrics["mean_judge_s"] = sum(rewards.judge_seconds) / len(rewards.judge_seconds)
     curves = None

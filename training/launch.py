@@ -26,6 +26,9 @@ def launch_command(trainer: str, *, num_processes: int, data: str, config_file: 
     cmd = [sys.executable, "-m", "accelerate.commands.launch"]
     if accelerate_config:
         cmd += ["--config_file", accelerate_config]
+    elif num_processes > 1:
+        # accelerate's own defaults: DDP over the processes (gloo on the CPU, with ACCELERATE_USE_CPU)
+        cmd += ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
     cmd += ["--num_processes", str(num_processes), "-m", "autotriton.training.launch", trainer, "--data", data,
             "--config", config_file, "--result", result_file]
     if export_key:
@@ -40,9 +43,11 @@ def launch_command(trainer: str, *, num_processes: int, data: str, config_file: 
 
 
 def run_launched(trainer: str, cfg, data: str, *, validation_config=None, export_key: str = "",
-                 base_model: str = "", resume: bool = False):
+                 base_model: str = "", resume: bool = False, env: dict[str, str] | None = None):
     """Run the recipe on `cfg.num_processes` processes under accelerate and return its TrainResult
-    (from the file rank 0 writes). Raises RuntimeError naming the log when a rank fails."""
+    (from the file rank 0 writes). `env`: variables added to the ranks' environment (the shared
+    judge's address, CUDA_VISIBLE_DEVICES of the layout). Raises RuntimeError naming the log when
+    a rank fails."""
     import subprocess
     import tempfile
 
@@ -63,8 +68,11 @@ def run_launched(trainer: str, cfg, data: str, *, validation_config=None, export
                              export_key=export_key, base_model=base_model, resume=resume,
                              validation_config_file=vfile)
         log = out / "launch.log"
+        child_env = dict(os.environ, **(env or {}))
+        if cfg.device == "cpu":
+            child_env["ACCELERATE_USE_CPU"] = "true"  # several CPU processes: DDP on gloo
         with open(log, "w") as fh:
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT)
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=child_env)
         if proc.returncode != 0 or not result_file.is_file():
             raise RuntimeError(f"`accelerate launch` of {trainer} exited with {proc.returncode}; see {log}")
         payload = json.loads(result_file.read_text())
@@ -103,11 +111,17 @@ def main(argv: list[str] | None = None) -> int:
         result = run_sft(cfg, args.data, export_key=args.export_key, resume=args.resume, progress=not quiet)
     else:
         from autotriton.training.grpo import run_grpo
+        from autotriton.training.judge_service import RemoteJudge
         from autotriton.validation import JudgePool, ValidationConfig
 
-        vcfg = ValidationConfig.model_validate(json.loads(Path(args.validation_config).read_text())) \
-            if args.validation_config else ValidationConfig()
-        with JudgePool(vcfg) as judge:  # one warm pool per rank: each rank judges its own completions
+        shared = RemoteJudge.from_env(rank=_rank())  # the launching process's one pool (training/layout.py)
+        if shared is not None:
+            judge_cm = shared
+        else:
+            vcfg = ValidationConfig.model_validate(json.loads(Path(args.validation_config).read_text())) \
+                if args.validation_config else ValidationConfig()
+            judge_cm = JudgePool(vcfg)  # one warm pool per rank: each rank judges its own completions
+        with judge_cm as judge:
             result = run_grpo(cfg, args.data, judge, export_key=args.export_key, base_model=args.base_model or None,
                               resume=args.resume, progress=not quiet)
     if not quiet:

@@ -79,6 +79,37 @@ class StepTimer(TrainerCallback):
         return statistics.median(rest) if rest else None
 
 
+def step_breakdown(log_history: Sequence[dict[str, Any]], step_times: Sequence[float]) -> dict[str, float]:
+    """Median seconds per GRPO step, split as the trainer spent them (first step left out: it
+    pays for warm-up): `generation_s`, `reward_wait_s` (the time the trainer waited for the
+    judge: all of the judge's time without reward_overlap), `update_s` (the rest of the step:
+    log-probs, loss, backward, optimizer) and `judge_s` (the judge's own wall time per batch,
+    in the background under reward_overlap). Empty when nothing was timed."""
+    import statistics
+
+    def median(values: list[float]) -> float | None:
+        rest = values[1:] or values
+        return statistics.median(rest) if rest else None
+
+    generation = series(log_history, "time/generation_s")[1]
+    judge = series(log_history, "time/reward_s")[1]
+    waits = series(log_history, "time/reward_wait_s")[1] or judge  # without overlap the trainer waits for all of it
+    step, gen, wait = median(list(step_times)), median(generation), median(waits)
+    out: dict[str, float] = {}
+    if step is None:
+        return out
+    out["step_s"] = step
+    if gen is not None:
+        out["generation_s"] = gen
+    if wait is not None:
+        out["reward_wait_s"] = wait
+        out["reward_wait_share"] = wait / step if step else 0.0
+    if judge:
+        out["judge_s"] = median(judge)
+    out["update_s"] = max(0.0, step - (gen or 0.0) - (wait or 0.0))
+    return out
+
+
 def series(log_history: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
     """(steps, values) of one logged metric, skipping entries without it or with NaN."""
     steps, values = [], []

@@ -18,6 +18,7 @@ from autotriton.records import Checkpoint
 from autotriton.training.config import TrainingConfig
 from autotriton.training.models import lora_config, load_model, resolve_device
 from autotriton.training.monitor import SFT_CURVES, RichProgress, StepTimer, plot_curves
+from autotriton.training.trl_args import check_trl_args, write_model_card
 
 
 # transformers 5.2x renames gradient_checkpointing to activation_checkpointing; trl's configs and
@@ -85,7 +86,6 @@ def precision_args(device: str, cfg: TrainingConfig) -> dict[str, Any]:
         "fp16": False,
         "use_cpu": not cuda,
         "gradient_checkpointing": cuda if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing,
-        "report_to": "none",
         "disable_tqdm": True,
     }
 
@@ -127,8 +127,42 @@ def trainer_config_summary(cfg: TrainingConfig, keys: tuple[str, ...]) -> dict[s
     return {k: dumped[k] for k in keys}
 
 
-SFT_KEYS = ("model", "lora", "max_length", "packing", "sft_epochs", "sft_max_steps", "sft_learning_rate", "batch_size",
-            "gradient_accumulation_steps", "seed")
+SFT_KEYS = ("model", "lora", "max_length", "packing", "sft_epochs", "sft_max_steps", "sft_learning_rate", "per_device_train_batch_size",
+            "gradient_accumulation_steps", "seed", "sft_trl")
+
+
+def build_sft_config(cfg: TrainingConfig, output_dir: Path, device: str, packing: bool = False):
+    """trl's SFTConfig from the training config; `training.sft_trl` (trl's own argument names) wins."""
+    from trl import SFTConfig
+
+    from autotriton.training.trl_args import extra_trl_args, tracking_args
+
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        max_length=cfg.max_length,
+        packing=packing,
+        completion_only_loss=True,
+        num_train_epochs=cfg.sft_epochs,
+        max_steps=cfg.sft_max_steps,
+        learning_rate=cfg.sft_learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=0,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        per_device_eval_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        logging_steps=cfg.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        eval_strategy="no",
+        seed=cfg.seed,
+        dataset_num_proc=None,
+        **precision_args(device, cfg),
+        **tracking_args(cfg),
+    )
+    kwargs.update(extra_trl_args(cfg, "sft"))
+    return SFTConfig(**kwargs)
 
 
 def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir: str | Path | None = None,
@@ -143,9 +177,10 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
     `<output_dir>/final`, the curves to `<output_dir>/curves.png`, and the returned Checkpoint
     record names the export it was trained on (`export_key`).
     """
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     output_dir = Path(output_dir or Path(cfg.output_dir) / "sft")
+    check_trl_args(cfg, ("sft",))  # a misspelt trl argument fails before the model loads
     device = resolve_device(cfg.device)
     train, val = to_splits(data)
     if len(train) == 0:
@@ -161,29 +196,7 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
         model, tokenizer = load_model(cfg.model, device=device, gguf_file=cfg.gguf_file, cache_dir=cfg.model_cache_dir,
                                       attn_implementation=cfg.attn_implementation, progress=on_status)
     packing = use_packing(cfg, model)
-    args = SFTConfig(
-        output_dir=str(output_dir),
-        max_length=cfg.max_length,
-        packing=packing,
-        completion_only_loss=True,
-        num_train_epochs=cfg.sft_epochs,
-        max_steps=cfg.sft_max_steps,
-        learning_rate=cfg.sft_learning_rate,
-        lr_scheduler_type="cosine",
-        warmup_steps=0,
-        per_device_train_batch_size=cfg.batch_size,
-        per_device_eval_batch_size=cfg.batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        logging_steps=cfg.logging_steps,
-        logging_first_step=True,
-        save_strategy="steps",
-        save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit,
-        eval_strategy="no",
-        seed=cfg.seed,
-        dataset_num_proc=None,
-        **precision_args(device, cfg),
-    )
+    args = build_sft_config(cfg, output_dir, device, packing)
     timer = StepTimer()
     trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=val, processing_class=tokenizer,
                          peft_config=lora_config(cfg), callbacks=[RichProgress("SFT", console, progress), timer])
@@ -191,6 +204,7 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
     resumed_from = last_checkpoint(output_dir) if resume else None
     result = trainer.train(resume_from_checkpoint=resumed_from)
     save_final(trainer, tokenizer, output_dir / "final")
+    write_model_card(trainer, cfg.model, output_dir / "final", "SFT")
     trainer.save_state()
     metrics: dict[str, Any] = {"train_loss": result.training_loss, "steps": trainer.state.global_step,
                                "train_rows": len(train), "val_rows": 0 if val is None else len(val), "packing": packing}

@@ -54,6 +54,10 @@ from autotriton.warehouse.migrations import (
 )
 from autotriton.warehouse.schema import LINEAGE_COLUMNS, TABLES, TableSpec, arrow_table, row_key
 
+# How long a Warehouse(hold=False) retries to open the file while another process writes it:
+# writers hold it only for one write, so this is a wait for that write, not for a command.
+TRANSIENT_WAIT_S = 30.0
+
 RUN_STATUSES = ("running", "succeeded", "failed", "cancelled", "crashed")
 _EXPORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -187,12 +191,20 @@ def _translate_open_error(path: str, exc: Exception) -> WarehouseError:
 def _locked(method):
     @functools.wraps(method)
     def wrapper(self: "Warehouse", *args: Any, **kwargs: Any):
-        with self._lock:
-            if self._con is None:
-                raise WarehouseError(f"{self.path}: the warehouse is closed; open a new Warehouse.")
+        with self._lock, self._connection():
             return method(self, *args, **kwargs)
 
     return wrapper
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def _q(name: str) -> str:
@@ -203,14 +215,23 @@ class Warehouse:
     """The DuckDB warehouse. Thread-safe within one process (calls are serialised)."""
 
     def __init__(self, path: str | os.PathLike[str] = "autotriton.duckdb", *, read_only: bool = False,
-                 export_dir: str | os.PathLike[str] | None = None, lock_wait_s: float = 0.0):
+                 export_dir: str | os.PathLike[str] | None = None, lock_wait_s: float = 0.0, hold: bool = True):
         """Open (and, unless read_only, create and migrate) the warehouse at `path`.
 
         lock_wait_s: while another process holds the file, keep retrying this long before raising
         WarehouseLockedError (0: fail at once).
+        hold: keep the file open until close() (one connection, the fastest for many small
+        calls). hold=False opens the file for each call (or atomic() block) and closes it
+        after, so a long command (an evaluation, a training run) never keeps other processes
+        out while it computes: DuckDB lets one process write a file, so readers (`db stats`)
+        and other writers only wait for a write in progress. Each open then retries for at
+        least TRANSIENT_WAIT_S.
         """
         self.path = os.path.expanduser(str(path))
         self.read_only = read_only
+        self.hold = hold
+        self._lock_wait_s = lock_wait_s if hold else max(lock_wait_s, TRANSIENT_WAIT_S)
+        self._closed = False
         self.applied_migrations: list[int] = []  # versions this open applied (writers only)
         self._lock = threading.RLock()
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -229,17 +250,7 @@ class Warehouse:
             )
         if not in_memory and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + max(lock_wait_s, 0.0)
-        while True:
-            try:
-                self._con = duckdb.connect(self.path, read_only=read_only)
-                break
-            except duckdb.Error as exc:
-                error = _translate_open_error(self.path, exc)
-                if isinstance(error, WarehouseLockedError) and time.monotonic() < deadline:
-                    time.sleep(min(0.5, max(deadline - time.monotonic(), 0.01)))
-                    continue
-                raise error from exc
+        self._con = self._connect(self._lock_wait_s)
         try:
             if read_only:
                 version = check_not_newer(self._con, self.path)
@@ -255,10 +266,46 @@ class Warehouse:
             self._con.close()
             self._con = None
             raise
+        if not hold and not in_memory:
+            self._con.close()
+            self._con = None
+        elif not hold:
+            self.hold = True  # an in-memory database lives only as long as its connection
+
+    def _connect(self, wait_s: float) -> duckdb.DuckDBPyConnection:
+        """A connection to the file, retrying for `wait_s` while another process holds it."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return duckdb.connect(self.path, read_only=self.read_only)
+            except duckdb.Error as exc:
+                error = _translate_open_error(self.path, exc)
+                if isinstance(error, WarehouseLockedError) and time.monotonic() < deadline:
+                    time.sleep(min(0.05, max(deadline - time.monotonic(), 0.01)))
+                    continue
+                raise error from exc
+
+    @contextmanager
+    def _connection(self) -> Iterator[None]:
+        """With self._lock held: self._con is open inside the block (opened for it, and closed
+        after it, when the Warehouse does not hold the file)."""
+        if self._closed:
+            raise WarehouseError(f"{self.path}: the warehouse is closed; open a new Warehouse.")
+        if self._con is not None:
+            yield
+            return
+        self._con = self._connect(self._lock_wait_s)
+        try:
+            yield
+        finally:
+            if self._tx_depth == 0 and self._con is not None:
+                self._con.close()
+                self._con = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._con is not None:
                 self._con.close()
                 self._con = None
@@ -271,7 +318,7 @@ class Warehouse:
 
     @property
     def schema_version(self) -> int:
-        with self._lock:
+        with self._lock, self._connection():
             return current_version(self._con)
 
     def _mark_crashed_runs(self) -> None:
@@ -280,10 +327,15 @@ class Warehouse:
         Only one process can hold the file for writing, so any other process's running run ended
         without finish_run (killed, power loss).
         """
-        self._con.execute(
-            "UPDATE runs SET status = 'crashed', finished_at = ? WHERE status = 'running' AND NOT (pid = ? AND host = ?)",
-            [_now(), os.getpid(), socket.gethostname()],
-        ).fetchall()
+        host = socket.gethostname()
+        running = self._con.execute("SELECT run_id, pid, host FROM runs WHERE status = 'running'").fetchall()
+        # Writers no longer hold the file for a whole command (hold=False), so a run of this host
+        # whose process is alive is still running; other hosts' runs cannot be checked.
+        gone = [run_id for run_id, pid, run_host in running
+                if run_host != host or pid is None or (pid != os.getpid() and not _pid_alive(int(pid)))]
+        for run_id in gone:
+            self._con.execute("UPDATE runs SET status = 'crashed', finished_at = ? WHERE run_id = ?",
+                              [_now(), run_id]).fetchall()
 
     @contextmanager
     def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -332,9 +384,7 @@ class Warehouse:
 
         Other threads' calls wait until the block ends. An exception rolls everything back.
         """
-        with self._lock:
-            if self._con is None:
-                raise WarehouseError(f"{self.path}: the warehouse is closed; open a new Warehouse.")
+        with self._lock, self._connection():
             self._require_writable("atomic()")
             with self._transaction():
                 yield self

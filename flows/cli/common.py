@@ -17,7 +17,7 @@ from rich.console import Console
 from typer.core import TyperOption
 from typer.models import ParameterInfo
 
-from autotriton.configuration import ConfigError, parse_overrides, known_paths
+from autotriton.configuration import ConfigError, deprecated_paths, known_paths, parse_overrides
 
 # `-h` as well as `--help`, on every verb (sub-apps are given the same settings where they are made).
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -56,7 +56,7 @@ class GlobalOptions:
         """The effective PipelineConfig and the source of each value (CLI flags win)."""
         from autotriton.flows.config import PipelineConfig, load_config
 
-        cli: dict[str, Any] = parse_overrides(self.overrides, known_paths(PipelineConfig))
+        cli: dict[str, Any] = parse_overrides(self.overrides, known_paths(PipelineConfig), deprecated_paths(PipelineConfig))
         if self.profile:
             cli["profile"] = self.profile
         if self.db:
@@ -68,7 +68,7 @@ class GlobalOptions:
 OPTIONS = GlobalOptions()
 
 DB_HELP = "DuckDB warehouse file [env: AUTOTRITON_DB] (default ./autotriton.duckdb)"
-CONFIG_HELP = "TOML config file (default ./autotriton.toml when present)"
+CONFIG_HELP = "TOML or YAML (.yaml/.yml) config file (default ./autotriton.toml, or ./autotriton.yaml, when present)"
 PROFILE_HELP = "config profile: demo (CPU) or gpu [env: AUTOTRITON_PROFILE]"
 SET_HELP = "override any config key, e.g. --set validation.trials=3 (repeatable)"
 GLOBAL_PANEL = "Global options (also accepted before the verb)"

@@ -38,8 +38,10 @@ def open_warehouse(read_only: bool, extra: dict[str, Any] | None = None) -> Iter
     """The configured warehouse and config; every warehouse error becomes a clear exit-2 error."""
     cfg, _ = load_config_or_fail(extra)
     try:
+        # hold=False: other commands hold the file only while they write, so a reader waits
+        # (briefly) for that write instead of failing, and holds the file only per query itself.
         wh = Warehouse(cfg.warehouse.path, read_only=read_only, export_dir=cfg.warehouse.export_dir,
-                       lock_wait_s=cfg.warehouse.lock_wait_s)
+                       lock_wait_s=cfg.warehouse.lock_wait_s, hold=False)
     except (WarehouseError, MigrationError) as exc:
         fail(str(exc))
     try:

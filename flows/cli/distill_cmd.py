@@ -50,7 +50,7 @@ def distill_cmd(
 
     out = console(json_out)
     try:
-        wh = Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)
+        wh = Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir, hold=False)  # open only while writing
     except (WarehouseError, MigrationError) as exc:
         fail(str(exc))
     with wh:

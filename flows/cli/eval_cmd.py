@@ -196,7 +196,7 @@ def eval_main(
         fail("--endpoint needs --model NAME: the model's name at the endpoint.")
 
     try:
-        wh = Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)
+        wh = Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir, hold=False)  # open only while writing
     except (WarehouseError, MigrationError) as exc:
         fail(str(exc))
     run = None

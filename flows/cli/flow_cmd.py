@@ -146,25 +146,62 @@ def _learned(train: dict[str, Any], metrics: dict[str, Any]) -> list[str]:
 @app.command("serve")
 def serve_cmd(
     cron: Optional[str] = typer.Option(None, "--cron", help="schedule of the dataset refresh [config: orchestration.refresh_cron]"),
+    temporary_server: bool = typer.Option(False, "--temporary-server", help=(
+        "without a Prefect server (PREFECT_API_URL unset), start one for as long as serve runs (its address is printed; "
+        "schedules and runs live only as long as it does)")),
+    port: int = typer.Option(4300, "--port", help="port of the temporary server (--temporary-server)"),
 ) -> None:
     """Serve the flows: the dataset refresh on its cron schedule, train / evaluate / retrain on demand
     (start them from the UI or `prefect deployment run`). Needs a Prefect server: run `autotriton ui`
-    in another terminal first (or set PREFECT_API_URL). Stops on Ctrl-C."""
-    from prefect import serve
-
-    from autotriton.flows.serving import build_deployments
+    in another terminal first (or set PREFECT_API_URL), or pass --temporary-server. For work pools
+    and workers instead, see prefect.yaml. Stops on Ctrl-C."""
+    import signal
+    from contextlib import nullcontext
 
     cfg, _ = load_config_or_fail({"orchestration.refresh_cron": cron})
     _prefect_env()
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    from autotriton.flows.serving import build_deployments
+
     try:
         deployments = build_deployments(cfg)
     except ValueError as exc:
         fail(str(exc))
+    api_url = get_current_settings().api.url
+    if not api_url and not temporary_server:
+        fail("serve needs a Prefect server, and PREFECT_API_URL is not set: run `autotriton ui` in another terminal "
+             "first (or set PREFECT_API_URL to your server), or pass --temporary-server to start one here.")
     out = console()
-    for d in deployments:
-        schedule = ", ".join(s.schedule.cron for s in (d.schedules or []) if hasattr(s.schedule, "cron")) or "on demand"
-        out.print(f"serving [bold]{d.name}[/] ({schedule})")
-    serve(*deployments)
+    if api_url:
+        out.print(f"Prefect server: {api_url}")
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    # Ctrl-C ends serve at once: no traceback, and the temporary server is stopped on the way out.
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        from autotriton.flows.ui import local_server
+
+        with (local_server(port=port, point_cli=False) if not api_url else nullcontext(None)) as ui_url:
+            settings = {PREFECT_API_URL: f"{ui_url}/api"} if ui_url else {}
+            if ui_url:
+                out.print(f"started a temporary Prefect server at {ui_url} (UI and API at {ui_url}/api); it stops with serve")
+            with temporary_settings(updates=settings):
+                from prefect import serve
+
+                for d in deployments:
+                    schedule = ", ".join(s.schedule.cron for s in (d.schedules or []) if hasattr(s.schedule, "cron")) or "on demand"
+                    out.print(f"serving [bold]{d.name}[/] ({schedule})")
+                serve(*deployments, print_starting_message=False)
+    except KeyboardInterrupt:
+        pass
+    except RuntimeError as exc:  # the temporary server did not start (port taken)
+        fail(str(exc))
+    console(True).print("serve stopped")
+    raise typer.Exit(0)
 
 
 @app.command("ui")

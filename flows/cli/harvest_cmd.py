@@ -24,7 +24,7 @@ def _store(cfg: Any, kind: str, result: Any) -> dict[str, int]:
     from autotriton.tasks.steps import store_harvest_results
     from autotriton.warehouse import Warehouse
 
-    with Warehouse(cfg.warehouse.path) as wh:
+    with Warehouse(cfg.warehouse.path, hold=False) as wh:  # open only while writing
         run = wh.start_run(f"harvest-{kind}", cfg)
         try:
             new = store_harvest_results(wh, run, [result])

@@ -24,7 +24,7 @@ def _open(cfg):
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     try:
-        return Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)
+        return Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir, hold=False)
     except (WarehouseError, MigrationError) as exc:
         fail(str(exc))
 
@@ -155,12 +155,23 @@ GPUS_HELP = ("training processes, one per GPU; above 1 runs the trainer under `a
              "training.accelerate_config [config: training.num_processes]")
 
 
-def _config(model, max_steps_key, max_steps, output_dir, gpus=None):
+def _config(model, max_steps_key, max_steps, output_dir, gpus=None, trainers=("sft", "grpo")):
     extra: dict[str, Any] = {"training.model": model, max_steps_key: max_steps,
                              "training.output_dir": str(output_dir) if output_dir else None,
                              "training.num_processes": gpus}
     cfg, _ = load_config_or_fail(extra)
+    _check_trl(cfg, trainers)
     return cfg
+
+
+def _check_trl(cfg, trainers) -> None:
+    """trl mappings and trackers checked before the export is built or a model loads."""
+    from autotriton.training.trl_args import check_trl_args
+
+    try:
+        check_trl_args(cfg.training, trainers)
+    except ValueError as exc:
+        fail(str(exc))
 
 
 @app.command("sft")
@@ -177,7 +188,7 @@ def sft_cmd(
 
     trl SFTTrainer, loss on the completion only; the export is recorded, the final model is
     registered as a checkpoint with the export it used, and the curves are drawn as a PNG."""
-    cfg = _config(model, "training.sft_max_steps", max_steps, output_dir, gpus)
+    cfg = _config(model, "training.sft_max_steps", max_steps, output_dir, gpus, ("sft",))
     out = console(json_out)
     summary = _train_sft(cfg, export_key, resume, out)
     if json_out:
@@ -201,7 +212,7 @@ def grpo_cmd(
     AutoTriton's reward: 1 only when correct AND rule-abiding, judged in parallel by warm judge
     workers; logs reward mean/std and the shares of correct, compiled, rule-violating and
     hacking completions per step. --model is usually the SFT checkpoint folder."""
-    cfg = _config(model, "training.grpo_max_steps", max_steps, output_dir, gpus)
+    cfg = _config(model, "training.grpo_max_steps", max_steps, output_dir, gpus, ("grpo",))
     out = console(json_out)
     cap = _check_grpo_cap(cfg, cfg.training.model, out)
     summary = _train_grpo(cfg, export_key, resume, None, out)
@@ -230,6 +241,7 @@ def train_cmd(
                              "training.grpo_max_steps": max_steps, "training.num_processes": gpus,
                              "training.output_dir": str(output_dir) if output_dir else None}
     cfg, _ = load_config_or_fail(extra)
+    _check_trl(cfg, ("sft", "grpo"))
     out = console(json_out)
     cap = _check_grpo_cap(cfg, cfg.training.model, out)  # before SFT: a GRPO that cannot learn is refused first
     sft_dir = Path(cfg.training.output_dir) / "sft"
