@@ -32,7 +32,7 @@ app = typer.Typer(
     context_settings=CONTEXT,
 )
 
-_display_type_rich = TyperOption.display_type_rich
+_display_type_rich = getattr(TyperOption, "display_type_rich", None)
 
 
 def _flag_display(self: TyperOption, ctx: Any) -> str | None:
@@ -41,7 +41,8 @@ def _flag_display(self: TyperOption, ctx: Any) -> str | None:
     return None if self.is_flag else _display_type_rich(self, ctx)
 
 
-TyperOption.display_type_rich = _flag_display  # type: ignore[method-assign]
+if _display_type_rich is not None:  # the typer this was written for (pyproject's range); others label flags as they do
+    TyperOption.display_type_rich = _flag_display  # type: ignore[method-assign]
 
 
 @dataclass
