@@ -9,8 +9,9 @@ Definitions (one sample = one generated candidate and its verdict; a share is ov
 * `compile_rate`: share of samples whose kernels all compiled for the target (`Verdict.compiled`);
   a sample that timed out, crashed or was not run did not show that, so it does not count.
 * `exec_accuracy`: share of samples that are correct AND rule-ok: the AutoTriton reward of 1.
-* `hack_rate`: share of samples whose outputs matched the reference but that broke a rule (e.g.
-  PyTorch fallback): the tests alone would have passed them.
+* `hack_rate`: share of samples whose outputs matched the reference but that broke a rule: the
+  tests alone would have passed them. A plain PyTorch fallback seldom counts here any more: the
+  judge's dispatch guard makes PyTorch compute inside `ModelNew.forward` fail, so it matches nothing.
 * `correct_rate`: share of samples whose outputs matched the reference, rules aside (`Verdict.correct`).
 * `parse_error_rate`: share of samples whose generation held no usable code (`Candidate.parse_error`).
 * `problems_solved`: number of problems with at least one correct, rule-ok sample.

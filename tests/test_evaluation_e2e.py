@@ -42,7 +42,8 @@ def workdir(tmp_path, monkeypatch):
 
 def _script():
     return {
-        # relu: correct, PyTorch fallback (passes the tests, breaks the rules), garbage -> c = 1
+        # relu: correct, PyTorch fallback (breaks the rules; the judge's dispatch guard makes its
+        # PyTorch compute fail, so it does not match the reference either), garbage -> c = 1
         "Tiny ReLU.": [completion(RELU_CORRECT), completion(RELU_CHEAT), GARBAGE],
         # affine: two correct kernels and a fallback -> c = 2
         "Tiny affine map": [completion(AFFINE_CORRECT), completion(AFFINE_CORRECT_32), completion(AFFINE_CHEAT)],
@@ -62,7 +63,8 @@ def test_eval_endpoint_end_to_end_metrics_warehouse_report_and_compare(workdir):
             "fast_2", "geomean_speedup"} <= set(summary)
     assert summary["problems"] == 2 and summary["samples"] == 6
     assert summary["exec_accuracy"] == pytest.approx(3 / 6)
-    assert summary["hack_rate"] == pytest.approx(2 / 6)  # the two fallbacks matched the reference
+    assert summary["hack_rate"] == 0.0  # the two fallbacks' PyTorch compute failed: no outputs to match
+    assert summary["status_counts"]["rule_violation"] == 3  # the two fallbacks and the garbage
     assert summary["rule_pass"] == pytest.approx(3 / 6)
     assert summary["compile_rate"] == pytest.approx(5 / 6)  # all but the garbage
     assert summary["parse_error_rate"] == pytest.approx(1 / 6)
@@ -95,8 +97,8 @@ def test_eval_endpoint_end_to_end_metrics_warehouse_report_and_compare(workdir):
 
     report = Path(summary["report"])
     text = report.read_text()
-    assert "| 2 | 6 | 50.0% | 83.3% | 50.0% | 33.3% | 50.0% | 83.3% | n/a | n/a | n/a |" in text
-    assert "`tiny/level1/1` | 1/3 | 1 |" in text
+    assert "| 2 | 6 | 50.0% | 83.3% | 50.0% | 0.0% | 50.0% | 83.3% | n/a | n/a | n/a | n/a | 50.0% | 50.0% |" in text
+    assert "`tiny/level1/1` | 1/3 | 0 |" in text
     for png in ("accuracy_by_level.png", "status_mix.png"):
         assert (report.parent / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (report.parent / "speedups.png").exists()  # no GPU, no speedups
@@ -107,7 +109,7 @@ def test_eval_endpoint_end_to_end_metrics_warehouse_report_and_compare(workdir):
     second = one_json(CliRunner().invoke(app, ["--db", str(db), *JUDGE, "eval", "--suite", "tiny.jsonl", "--stored",
                                                f"openai:{MODEL}", "--samples", "3", "--max-problems", "1", "--json"]))
     assert second["generator"] == f"stored:openai:{MODEL}" and second["samples"] == 3 and second["problems"] == 1
-    assert second["exec_accuracy"] == pytest.approx(1 / 3) and second["hack_rate"] == pytest.approx(1 / 3)
+    assert second["exec_accuracy"] == pytest.approx(1 / 3) and second["rule_pass"] == pytest.approx(1 / 3)
     nothing = CliRunner().invoke(app, ["--db", str(db), "eval", "--suite", "tiny.jsonl", "--stored", "inductor"])
     assert nothing.exit_code == 2 and "no candidates of a generator starting with 'inductor'" in nothing.output
 
@@ -171,6 +173,6 @@ def test_evaluate_library_with_a_warm_judge_pool(workdir):
     with JudgePool(vcfg) as pool:
         result = evaluate(problems, recorded, EvaluationConfig(samples=1), vcfg, judge=pool)
     assert [v.status for v in result.all_verdicts] == ["correct", "rule_violation"]
-    assert result.metrics["exec_accuracy"] == 0.5 and result.metrics["hack_rate"] == 0.5
+    assert result.metrics["exec_accuracy"] == 0.5 and result.metrics["rule_pass"] == 0.5
     assert result.evaluation.verdict_keys == [v.key for v in result.all_verdicts]
     assert result.evaluation.config["problem_count"] == 2 and result.evaluation.generator == "fixture"

@@ -169,6 +169,15 @@ CPU_EXPECTED = {
     "fast_1": None,
     "fast_2": None,
     "geomean_speedup": None,
+    # No verdict here carries the own-size/odd-size split, so both yields are exec_accuracy
+    # (the split itself: tests/test_validation_sizes.py).
+    "require_sizes": "own_sizes",
+    "own_sizes_yield": 3 / 12,
+    "general_yield": 3 / 12,
+    "unsupported_here": 0,
+    # the status of each sample, except JUNK (no code): parse_error rather than its rule_violation
+    "outcome_counts": {"correct": 3, "incorrect": 2, "rule_violation": 1, "timeout": 3, "crashed": 2, "parse_error": 1},
+    "truncated_rate": 0.0,  # no sample says it hit the token cap (tests/test_evaluation_outcomes.py)
 }
 
 _GPU = dict(device="NVIDIA H200")
@@ -194,6 +203,15 @@ GPU_EXPECTED = {
     "geomean_speedup": (1.5 * 4.0 * 0.5) ** (1 / 3),  # never the hack's 8.0 or the suspect 50.0
     "timed_samples": 3,
     "suspect_speedups": 1,
+    "require_sizes": "own_sizes",
+    "own_sizes_yield": 4 / 8,
+    "general_yield": 4 / 8,
+    "unsupported_here": 0,
+    "outcome_counts": {"correct": 4, "rule_violation": 1, "timeout": 1, "crashed": 2},
+    "truncated_rate": 0.0,
+    # no verdict was timed against torch.compile
+    "fast_compile_1": 0.0,
+    "geomean_speedup_vs_compile": None,
 }
 # What compute_metrics adds beside summarize's metrics (tested below, one by one).
 BREAKDOWNS = {"by_suite", "by_level", "per_problem", "reference_failures", "device"}

@@ -89,9 +89,12 @@ def test_reward_functions_judge_a_batch_once_and_zero_rule_breakers(judge):
     results = [f(prompts=None, completions=batch, reference=refs, log_metric=logged.__setitem__) for f in funcs]
     assert len(counting.jobs) == 1 and len(counting.jobs[0]) == 2  # one call; duplicates and unparsable skipped
     combined, exec_r, rule_r = results
-    assert combined == [1.0, 0.0, 0.0, 1.0]  # the torch-only answer passes the tests but breaks the rules: 0
-    assert exec_r == [1.0, 1.0, 0.0, 1.0] and rule_r == [1.0, 0.0, 0.0, 1.0]
+    # the torch-only answer breaks the rules: 0. The judge's dispatch guard makes PyTorch compute
+    # inside ModelNew.forward fail (validation/dispatch_guard.py), so it does not pass the tests either
+    assert combined == [1.0, 0.0, 0.0, 1.0]
+    assert exec_r == [1.0, 0.0, 0.0, 1.0] and rule_r == [1.0, 0.0, 0.0, 1.0]
     assert weights == [1.0, 0.0, 0.0]
-    assert logged["judge/hack"] == 0.25 and logged["judge/no_code"] == 0.25 and logged["judge/correct"] == 0.75
+    assert logged["judge/no_code"] == 0.25 and logged["judge/correct"] == 0.5 and logged["judge/hack"] == 0.0
+    assert rewards.verdicts(batch, refs)[1].status == "rule_violation"
     assert isinstance(rewards.verdicts(batch, refs)[0], Verdict)
     assert len(counting.jobs) == 1  # still cached for this batch

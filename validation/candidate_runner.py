@@ -208,6 +208,9 @@ def install_launch_hooks() -> None:
     """Wrap the two launch paths of Triton 3.x: compiled JITFunction and the CPU interpreter."""
     from triton.runtime.jit import JITFunction
 
+    global launch_record_from_call
+    from autotriton.validation.compile_check import launch_record_from_call  # bound before any candidate runs
+
     targets = [JITFunction]
     try:
         from triton.runtime.interpreter import InterpretedFunction
