@@ -407,12 +407,21 @@ class tf32_matmuls:
             return self
         import torch
 
-        for owner in tf32_backends():
-            # torch >= 2.9 reads fp32_precision ("none" | "ieee" | "tf32"; cuDNN's "none" is not
-            # TF32 for Inductor's conv template although allow_tf32 says True); older: allow_tf32
-            name, value = ("fp32_precision", "tf32") if hasattr(owner, "fp32_precision") else ("allow_tf32", True)
-            self._saved.append((owner, name, getattr(owner, name)))
-            setattr(owner, name, value)
+        matmul, cudnn = tf32_backends()
+        if hasattr(matmul, "fp32_precision"):
+            # torch >= 2.9 has two APIs whose states must agree: a legacy getter (Inductor's GEMM
+            # lowering reads `matmul.allow_tf32`) raises once the new fp32_precision says "tf32"
+            # while the legacy precision still says "highest". set_float32_matmul_precision sets
+            # both; cuDNN's conv template reads cudnn.fp32_precision ("none" is not TF32 there).
+            self._saved.append((torch, "set_float32_matmul_precision", torch.get_float32_matmul_precision()))
+            self._saved.append((matmul, "fp32_precision", matmul.fp32_precision))
+            self._saved.append((cudnn, "fp32_precision", cudnn.fp32_precision))
+            torch.set_float32_matmul_precision("high")
+            cudnn.fp32_precision = "tf32"
+        else:
+            for owner in (matmul, cudnn):
+                self._saved.append((owner, "allow_tf32", owner.allow_tf32))
+                owner.allow_tf32 = True
         try:
             from torch._inductor.template_heuristics.triton import MMTemplateConfigMixin
         except ImportError:  # older Inductor: the backend flag alone decides
@@ -425,8 +434,13 @@ class tf32_matmuls:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        # in reverse: the legacy precision first, then the new API's exact values over it
         for owner, name, value in reversed(self._saved):
-            setattr(owner, name, value)
+            if name == "set_float32_matmul_precision":
+                owner.set_float32_matmul_precision(value)
+        for owner, name, value in reversed(self._saved):
+            if name != "set_float32_matmul_precision":
+                setattr(owner, name, value)
         self._saved = []
 
 

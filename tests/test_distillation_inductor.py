@@ -422,10 +422,19 @@ def test_tf32_matmuls_turns_tensor_cores_on_for_templates_and_restores_everythin
     original = MMTemplateConfigMixin.__dict__.get("get_extra_kwargs") if MMTemplateConfigMixin else None
     with tf32_matmuls(False):
         assert tf32_state() == before
+    import torch
+
+    legacy = torch.get_float32_matmul_precision()
     with tf32_matmuls():
         assert all(state in ("tf32", True) for state in tf32_state()), tf32_state()
+        # the legacy getters Inductor's GEMM/conv lowering reads still answer (torch >= 2.9 raises
+        # "mix of the legacy and new APIs" when only the new fp32_precision was set: every GEMM
+        # and convolution capture failed on the H200 that way, 28 of 30 synthetic problems)
+        assert torch.backends.cuda.matmul.allow_tf32 is True
+        assert torch.get_float32_matmul_precision() == "high"
         if original is not None:
             assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is not original
     assert tf32_state() == before  # restored as it was ("none" stays "none", not "ieee")
+    assert torch.get_float32_matmul_precision() == legacy and torch.backends.cuda.matmul.allow_tf32 is False
     if original is not None:
         assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is original
