@@ -18,11 +18,12 @@ from typing import Any
 from autotriton.distillation.cache import REPLAY_FIELDS, ReplayFormatError, ResponseCache, read_records, replay_record
 from autotriton.distillation.config import DistillConfig
 from autotriton.distillation.describe import describe_problem
-from autotriton.distillation.pipeline import DistillResult, distill, format_feedback
+from autotriton.distillation.pipeline import DistillResult, combine_results, distill, format_feedback
 from autotriton.distillation.replay import ReplayTeacher
 from autotriton.distillation.teacher import RepairingTeacher, RepairRequest, Teacher, Turn, candidate_from_completion
 
 __all__ = [
+    "combine_results",
     "Teacher", "RepairingTeacher", "RepairRequest", "Turn", "candidate_from_completion",
     "ReplayTeacher", "OpenAITeacher", "InductorTeacher", "TeacherError", "make_teacher",
     "distill", "DistillResult", "format_feedback", "describe_problem",

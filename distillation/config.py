@@ -20,6 +20,7 @@ class DistillConfig(BaseModel):
     seed: int = Field(0, description="base sampling seed sent to the endpoint; sample i of a problem uses seed + i")
     concurrency: int = Field(4, ge=1, description="requests in flight at once")
     max_problems: int = Field(0, ge=0, description="distill at most this many problems (0 = all)")
+    batch_problems: int = Field(32, ge=0, description="`distill` verb: problems distilled and stored per batch, so a long run stopped half-way keeps every finished batch (0 = one batch; the inductor teacher compiles a batch's problems in parallel)")
     stream: bool = Field(False, description="stream completions (SSE); usage is then requested with stream_options.include_usage")
     request_timeout_s: float = Field(600.0, gt=0, description="client timeout of one request; a timed-out request is retried")
     max_retries: int = Field(5, ge=0, description="retries of one request on 429, 5xx, timeouts and connection errors")

@@ -331,6 +331,43 @@ def _add_usage(usage: Counter, cand: Candidate) -> None:
         usage["costed"] += 1
 
 
+def combine_results(results: Sequence[DistillResult], problems: Sequence[Problem]) -> DistillResult:
+    """One DistillResult for a run distilled in batches (`problems`: all of them, in order):
+    records concatenated, counts summed, yields and outcomes recomputed over everything. The
+    teacher's own running totals (tokens spent this run, counters) are the last batch's."""
+    if len(results) == 1:
+        return results[0]
+    if not results:
+        raise ValueError("combine_results needs at least one DistillResult")
+    candidates = [c for r in results for c in r.candidates]
+    verdicts = [v for r in results for v in r.verdicts]
+    pairs = [p for r in results for p in r.pairs]
+    first, last = results[0].stats, results[-1].stats
+    stats: dict[str, Any] = dict(last)
+    for key in ("candidates", "outputs", "malformed", "validated_pairs", "problems_solved"):
+        stats[key] = sum(int(r.stats.get(key, 0)) for r in results)
+    stats["teacher"], stats["teacher_version"] = first["teacher"], first["teacher_version"]
+    stats["problems"] = len(problems)
+    stats["verdicts"] = dict(sorted(sum((Counter(r.stats.get("verdicts", {})) for r in results), Counter()).items()))
+    stats["yield"] = round(stats["problems_solved"] / len(problems), 4) if problems else 0.0
+    rounds: list[dict[str, int]] = []
+    for r in results:
+        for i, row in enumerate(r.stats.get("rounds", [])):
+            if i == len(rounds):
+                rounds.append(Counter())
+            rounds[i].update(row)
+    stats["rounds"] = [dict(row) for row in rounds]
+    tokens = {k: sum(int(r.stats["tokens"].get(k, 0)) for r in results) for k in ("prompt", "completion", "total")}
+    stats["tokens"] = dict(tokens, spent_this_run=last["tokens"].get("spent_this_run", 0))
+    costs = [r.stats.get("cost_usd") for r in results if r.stats.get("cost_usd") is not None]
+    stats["cost_usd"] = round(sum(costs), 6) if costs else None
+    stats["batches"] = len(results)
+    solved = {p.key for p, _, _ in pairs}
+    stats.update(_outcomes(list(problems), candidates, verdicts, solved))
+    return DistillResult(candidates=candidates, verdicts=verdicts, stats=stats, pairs=pairs,
+                         rejections=[row for r in results for row in r.rejections])
+
+
 def _round_stats(batch: list[Candidate], rewards: dict[str, float]) -> dict[str, int]:
     return {
         "candidates": len(batch),

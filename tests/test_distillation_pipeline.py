@@ -358,3 +358,52 @@ def test_outcomes_give_both_yields_failure_classes_and_speed_of_solved_problems(
     assert out["failure_classes"] == {"odd_sizes_only": 1, "runtime_error": 1, "conversion_failed": 1}
     assert out["speed"]["timed_problems"] == 2 and out["speed"]["geomean_speedup_vs_eager"] == 1.0
     assert out["speed"]["geomean_speedup_vs_compile"] == 0.5
+
+
+def test_cli_distill_stores_each_batch_so_a_failed_run_keeps_what_it_finished(tmp_path, monkeypatch):
+    """`distill.batch_problems`: each batch is stored as it finishes; a teacher failure in a later
+    batch fails the run (exit 2, saying what was kept) but loses nothing from the earlier ones."""
+    import autotriton.distillation as distillation
+    from autotriton.distillation.openai_teacher import TeacherError
+    from autotriton.flows.cli import app
+    from autotriton.warehouse import Warehouse
+
+    db = tmp_path / "w.duckdb"
+    problems = [Problem(reference_source=RELU_PROBLEM.replace("torch.relu(x)", f"torch.relu(x) * {i + 1}.0" if i else "torch.relu(x)"),
+                        name=f"relu{i}") for i in range(3)]
+    with Warehouse(db) as wh:
+        run = wh.start_run("harvest", {})
+        wh.put_problems(run, problems)
+        wh.finish_run(run, "succeeded", {})
+    replay = tmp_path / "r.jsonl"
+    for p in problems:  # the same kernel for each: right for relu0 only
+        append_record(replay, record_from_candidate(p, Candidate(problem_key=p.key, code=RELU_KERNEL, generator="inductor")))
+    base = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=2", "--set", "validation.workers=1",
+            "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false", "--set", "distill.batch_problems=1",
+            "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
+
+    real, calls = distillation.distill, []
+
+    def failing_second_batch(batch, *args, **kwargs):
+        calls.append([p.key for p in batch])
+        if len(calls) == 2:
+            raise TeacherError("endpoint went away")
+        return real(batch, *args, **kwargs)
+
+    monkeypatch.setattr(distillation, "distill", failing_second_batch)
+    failed = CliRunner().invoke(app, base)
+    assert failed.exit_code == 2 and "the 1 finished batch(es) were stored" in failed.output, failed.output
+    assert [len(keys) for keys in calls] == [1, 1]
+    with Warehouse(db, read_only=True) as wh:
+        stored = wh.candidates()
+        assert [c.problem_key for c in stored] == calls[0]  # the first batch, judged and kept
+        assert len(wh.verdicts(candidate_keys=[c.key for c in stored])) == 1
+        [distill_run] = wh.runs(kind="distill")
+        assert distill_run["status"] == "failed"
+
+    monkeypatch.setattr(distillation, "distill", real)
+    summary = json.loads(CliRunner().invoke(app, base).stdout)
+    assert summary["batches"] == 3 and summary["problems"] == 3 and summary["candidates"] == 3
+    assert summary["validated_pairs"] == 1 and summary["verdicts"] == {"correct": 1, "incorrect": 2}
+    assert summary["new_candidates"] == 2  # the first batch's candidate was already stored
+    assert summary["yield"] == round(1 / 3, 4) and summary["failure_classes"] == {"incorrect": 2}

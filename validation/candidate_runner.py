@@ -579,12 +579,15 @@ def _as_cpu(device: Any) -> Any:
 def _preload() -> dict[str, Any]:
     """Everything of the judge that run_job needs later, imported before the candidate is, so that
     the judge's modules can leave sys.modules (and nothing re-imports them)."""
+    import functools
+
     from autotriton.validation import compile_check, timing
+    from autotriton.validation.judge import load_problem_module
 
     global launch_record_from_call
     launch_record_from_call = compile_check.launch_record_from_call
     return {"compile_launched": compile_check.compile_launched, "time_callable": timing.time_callable,
-            "full_size_setup": timing.full_size_setup}
+            "full_size_setup": functools.partial(timing.full_size_setup, load_problem=load_problem_module)}
 
 
 def _hide_judge_modules() -> None:
@@ -761,7 +764,8 @@ def timing_model_and_inputs(model_cls: Any, main_model: Any, job: dict[str, Any]
 def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str, main_inputs: list[Any] | None,
           judge: dict[str, Any]) -> dict[str, Any]:
     model, sets = timing_model_and_inputs(model_cls, main_model, job, device, main_inputs, judge)
-    out = judge["time_callable"](model, sets, job["timing"])
+    names = {info["name"] for info in STATE.kernel_info.values() if info.get("module") == CANDIDATE_MODULE}
+    out = judge["time_callable"](model, sets, job["timing"], names)
     if job["timing"].get("full_size"):
         out["full_size"] = True
     return out

@@ -92,16 +92,18 @@ def _on_device(inputs: list[Any], device: str = "cuda") -> list[Any]:
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
-def full_size_setup(full: dict[str, Any], device: str = "cuda") -> tuple[Any, list[Any], list[list[Any]]]:
+def full_size_setup(full: dict[str, Any], device: str = "cuda", load_problem: Callable[..., Any] | None = None,
+                    ) -> tuple[Any, list[Any], list[list[Any]]]:
     """(problem module, init inputs, input sets) at the problem's own sizes, from `full`
     ({"source", "init_seed", "seeds"}, judge.timing_plan). Inputs are made directly on `device`
     (factories under torch.device(device)) with torch.manual_seed(seed) per set, so the worker and
     the candidate process get the same values without sending them."""
     import torch
 
-    from autotriton.validation.judge import load_problem_module
+    if load_problem is None:  # the worker side; the candidate side binds it before candidate code runs
+        from autotriton.validation.judge import load_problem_module as load_problem
 
-    module = load_problem_module(full["source"], "", "fullsize")
+    module = load_problem(full["source"], "", "fullsize")
     torch.manual_seed(full["init_seed"])
     init_inputs = list(module.get_init_inputs())
     sets = []
@@ -113,28 +115,27 @@ def full_size_setup(full: dict[str, Any], device: str = "cuda") -> tuple[Any, li
     return module, init_inputs, sets
 
 
-def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any]) -> dict[str, Any]:
+def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any], kernel_names: set[str] | None = None,
+                  ) -> dict[str, Any]:
     """Candidate side: per input set, the median time of model(*inputs); plus the share of
-    CUDA time spent in Triton kernels (torch.profiler over one forward)."""
+    CUDA time spent in the candidate's Triton kernels `kernel_names` (torch.profiler over one forward)."""
     import torch
 
     start = time.perf_counter()
     sets = [_on_device(s) for s in input_sets[: job["input_sets"]]]
     out = {"sets": [bench(lambda s=s: model(*s), job["runs"]) for s in sets]}
-    out["triton_time_share"] = _triton_share(model, sets[0])
+    out["triton_time_share"] = _triton_share(model, sets[0], kernel_names or set())
     out["elapsed_s"] = time.perf_counter() - start
     del torch
     return out
 
 
-def _triton_share(model: Any, inputs: list[Any]) -> float | None:
-    """Fraction of the forward's GPU kernel time spent in Triton kernels launched by the candidate."""
+def _triton_share(model: Any, inputs: list[Any], names: set[str]) -> float | None:
+    """Fraction of the forward's GPU kernel time spent in the Triton kernels `names` (the
+    candidate's own; the caller knows them: the judge's modules are out of sys.modules by now,
+    and importing candidate_runner again would give a fresh module that saw no launch)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
-
-    from autotriton.validation.candidate_runner import STATE, CANDIDATE_MODULE
-
-    names = {info["name"] for info in STATE.kernel_info.values() if info.get("module") == CANDIDATE_MODULE}
     try:
         with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
             model(*inputs)

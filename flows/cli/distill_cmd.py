@@ -34,10 +34,11 @@ def distill_cmd(
     if replay:
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
 
-    from autotriton.distillation import GPUUnavailableError, ReplayFormatError, distill, make_explainer, make_teacher
+    from autotriton.distillation import (GPUUnavailableError, ReplayFormatError, combine_results, distill, make_explainer,
+                                         make_teacher)
     from autotriton.distillation.openai_teacher import TeacherError
     from autotriton.tasks.steps import store_distill_results
-    from autotriton.validation import JudgeError
+    from autotriton.validation import JudgeError, JudgePool
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     try:
@@ -62,6 +63,7 @@ def distill_cmd(
         if cfg.distill.max_problems:
             problems = problems[: cfg.distill.max_problems]
         run = wh.start_run("distill", cfg)
+        results: list[Any] = []
         out.print(f"distilling {len(problems)} problem(s) with teacher [bold]{chosen.name}[/] "
                   f"({cfg.distill.samples} sample(s), {cfg.distill.rounds} repair round(s)); judge on {cfg.validation.device}; run {run.run_id}")
         try:
@@ -70,12 +72,27 @@ def distill_cmd(
             envs, missing = environment_paths(problems, cfg.environments)  # the problems' own dependencies
             for key, why in list(missing.items())[:5]:
                 out.print(f"[yellow]problem {key}: no dependency environment ({why}); its reference will fail to import[/]")
-            result = distill(problems, chosen, cfg.distill, cfg.validation, explainer=explainer, progress=True, environments=envs)
-            new = store_distill_results(wh, run, [result])
+            step = cfg.distill.batch_problems or len(problems)
+            batches = [problems[i:i + step] for i in range(0, len(problems), step)]
+            new = {"new_candidates": 0, "new_verdicts": 0}
+            with JudgePool(cfg.validation) as judge:  # one warm judge for every batch
+                for number, batch in enumerate(batches, 1):
+                    if len(batches) > 1:
+                        out.print(f"batch {number}/{len(batches)}: {len(batch)} problem(s)")
+                    part = distill(batch, chosen, cfg.distill, cfg.validation, judge, explainer=explainer,
+                                   progress=True, environments=envs)
+                    results.append(part)
+                    stored = store_distill_results(wh, run, [part])  # kept even if a later batch fails
+                    new = {k: new[k] + stored[k] for k in new}
+                    if len(batches) > 1:
+                        out.print(f"  stored: {part.stats['validated_pairs']} validated pair(s), "
+                                  f"{stored['new_candidates']} new candidate(s)")
+            result = combine_results(results, problems)
         except (TeacherError, JudgeError) as exc:
             wh.finish_run(run, "failed", {"error": str(exc)})
             what = "the teacher" if isinstance(exc, TeacherError) else "the judge (validation.*)"
-            fail(f"{what} failed, nothing was stored: {exc}")
+            kept = f"the {len(results)} finished batch(es) were stored" if results else "nothing was stored"
+            fail(f"{what} failed, {kept}: {exc}")
         except BaseException as exc:
             wh.finish_run(run, "failed", {"error": f"{type(exc).__name__}: {exc}"})
             raise
