@@ -13,10 +13,18 @@ from autotriton.validation.rewards import combined_reward, correct_at, exec_rewa
 from validation_helpers import candidate, judge_config, problem
 
 
+# relu of strictly positive inputs: an element the baked kernel leaves unwritten (0) always differs
+# from the reference. With the plain relu problem (randn inputs, shrunk to 4 rows) the odd-size
+# trial's unwritten column is all <= 0 in the reference one time in 16 under the judge's secret
+# seeds, and the baked kernel then passes by chance.
+POSITIVE_RELU = problem("relu").replace("torch.randn(batch_size, dim)", "torch.rand(batch_size, dim) + 0.5")
+
+
 @pytest.fixture(scope="module")
 def verdicts():
+    assert POSITIVE_RELU != problem("relu")
     with JudgePool(judge_config(workers=1)) as pool:
-        return {name: pool.validate(problem("relu"), candidate(name)) for name in ("baked_size_relu", "correct_relu")}
+        return {name: pool.validate(POSITIVE_RELU, candidate(name)) for name in ("baked_size_relu", "correct_relu")}
 
 
 def test_a_kernel_with_a_baked_in_size_is_correct_at_its_own_sizes_only(verdicts):
