@@ -44,6 +44,7 @@ from torch.overrides import TorchFunctionMode
 from autotriton.validation import candidate_recorders as recorders
 from autotriton.validation.candidate_recorders import (STATE, AtenRecorder, install_autotuner_scope, install_concurrency_watch,
                                                        install_escape_watch, install_launch_hooks)
+from autotriton.validation.reference_problem import load_problem_module
 
 
 CANDIDATE_MODULE = "autotriton_candidate"
@@ -234,7 +235,6 @@ def _preload() -> dict[str, Any]:
     import functools
 
     from autotriton.validation import compile_check, timing
-    from autotriton.validation.judge import load_problem_module
 
     recorders.launch_record_from_call = compile_check.launch_record_from_call  # what the launch hook calls
     return {"compile_launched": compile_check.compile_launched, "time_callable": timing.time_callable,

@@ -24,38 +24,12 @@ import torch
 from autotriton.hashing import source_key
 from autotriton.validation import candidate_runner as cr
 from autotriton.validation import compare, shrink, wire
+from autotriton.validation.reference_problem import ProblemError, load_problem_module
 
 MAX_CACHED_PROBLEMS = 16
 # ...and at most this many bytes of their trial inputs and reference outputs (host memory): a
 # problem judged at its own sizes (max_trial_mb raised, answer files) can hold tens of GiB alone.
 MAX_CACHED_BYTES = 16 * 2**30
-
-
-class ProblemError(Exception):
-    """The reference problem itself does not run; not the candidate's fault."""
-
-
-def load_problem_module(source: str, directory: str, tag: str):
-    """Execute the reference problem as a module, from memory: no file a candidate could find."""
-    import linecache
-    import types
-
-    key = source_key(source)
-    name = f"autotriton_problem_{key}_{tag}"
-    filename = f"<reference problem {key}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)  # tracebacks
-    module = types.ModuleType(name)
-    module.__file__ = filename
-    sys.modules[name] = module
-    try:
-        exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 (the reference problem, not candidate code)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    for attr in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(module, attr):
-            raise ProblemError(f"the problem defines no {attr}")
-    return module
 
 
 def _clone(obj: Any) -> Any:

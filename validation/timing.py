@@ -15,7 +15,8 @@ Method (the same routine for reference and candidate):
   and earns no reward bonus: such numbers are far likelier to be a measurement or caching
   artefact than a real kernel.
 The worker times the reference before the candidate's job is sent (so the two never share the
-GPU), and caches those times per problem. torch, triton and the standard library only.
+GPU), and caches those times per problem. torch, triton and the standard library only
+(plus reference_problem, which loads the problem for full-size timing).
 
 Sizes: timing runs at the problem's own sizes. Usually the timed input sets are the first
 correctness trials' inputs. When correctness is judged at sizes shrunk for memory
@@ -30,6 +31,8 @@ from __future__ import annotations
 import statistics
 import time
 from typing import Any, Callable
+
+from autotriton.validation.reference_problem import load_problem_module
 
 L2_FLUSH_BYTES = 256 * 2**20
 WARMUP_CALLS = 3
@@ -101,7 +104,7 @@ def full_size_setup(full: dict[str, Any], device: str = "cuda", load_problem: Ca
     import torch
 
     if load_problem is None:  # the worker side; the candidate side binds it before candidate code runs
-        from autotriton.validation.judge import load_problem_module as load_problem
+        load_problem = load_problem_module
 
     module = load_problem(full["source"], "", "fullsize")
     torch.manual_seed(full["init_seed"])
