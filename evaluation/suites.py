@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from autotriton.describe import instruction_for
 from autotriton.records import Problem
 
 T = TypeVar("T")
@@ -57,6 +58,7 @@ class SuiteEntry:
             suite=suite_of_id(self.id),
             suite_id=self.id,
             shape_profile="gpu-full",
+            instruction=instruction_for(self.source),
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -291,4 +293,5 @@ def shrink_suite_problem(problem: Problem) -> Problem:
     if small == problem.reference_source:
         return problem
     return Problem(reference_source=small, name=problem.name, licence=problem.licence, suite=problem.suite,
-                   suite_id=problem.suite_id, shape_profile="cpu-small", op_tags=list(problem.op_tags))
+                   suite_id=problem.suite_id, shape_profile="cpu-small", op_tags=list(problem.op_tags),
+                   instruction=instruction_for(small))

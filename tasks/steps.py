@@ -192,7 +192,7 @@ def train_sft(training_config: Any, export: Any, *, resume: bool, console: Any =
 def grpo_layout(training_config: Any, validation_config: Any) -> Any:
     """The Layout GRPO runs with on this machine (training/layout.py); raises LayoutError."""
     from autotriton.training.layout import choose_layout
-    from autotriton.training.models import resolve_device
+    from autotriton.models import resolve_device
 
     device = resolve_device(training_config.device)
     visible = 0
@@ -258,7 +258,7 @@ def load_tokenizer(model: str, training_config: Any = None) -> Any:
     """The tokenizer of a model name as training resolves it (hub id, folder, .gguf, the special names)."""
     from transformers import AutoTokenizer
 
-    from autotriton.training.models import resolve_model_path
+    from autotriton.models import resolve_model_path
 
     path, gguf = resolve_model_path(model, gguf_file=getattr(training_config, "gguf_file", "") or "",
                                     cache_dir=getattr(training_config, "model_cache_dir", "") or "")
