@@ -8,7 +8,8 @@ Public API:
     evaluate(problems, generator, config, validation_config, judge=None) -> EvaluationResult
     pass_at_k(n, c, k), compute_metrics(...)
     write_report(result, out_dir), compare_markdown(evaluations)
-A plain library: no Prefect and no DuckDB here (the CLI verb stores results in the warehouse).
+A plain library: no Prefect and no warehouse here (tasks/steps.py `store_evaluation_result` stores an
+EvaluationResult, for the flow's task and the CLI verb).
 Names are imported on first use, so a bare GPU machine (torch, triton, numpy, rich, matplotlib; no
 pydantic) can use the suites, generators, evaluate and reports without the config models.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 _LAZY = {
     "EvaluationConfig": "config",
-    "EvaluationResult": "harness", "evaluate": "harness", "store_evaluation": "harness", "suite_label": "harness",
+    "EvaluationResult": "harness", "evaluate": "harness", "suite_label": "harness",
     "RecordedJudge": "recorded", "read_verdicts": "recorded",
     "Generator": "generators", "LocalModelGenerator": "generators", "OpenAIGenerator": "generators",
     "RecordedGenerator": "generators", "candidate_from_output": "generators", "default_instruction": "generators",

@@ -173,14 +173,3 @@ def evaluate(problems: Sequence[Problem], generator: Generator, config: Any = No
     timings = {"generate_s": generated - started, "judge_s": judged - generated, "total_s": judged - started}
     return EvaluationResult(problems=problems, candidates=list(candidates), verdicts=verdicts, metrics=metrics,
                             evaluation=evaluation, timings=timings)
-
-
-def store_evaluation(wh: Any, run: Any, result: EvaluationResult) -> dict[str, int]:
-    """Write the problems, every sample's candidate and verdict, and the Evaluation record (with its
-    per-sample verdict keys) to the warehouse; returns the number of new rows per table."""
-    return {
-        "problems": wh.put_problems(run, result.problems),
-        "candidates": wh.put_candidates(run, result.all_candidates),
-        "verdicts": wh.put_verdicts(run, result.all_verdicts),
-        "evaluations": wh.put_evaluations(run, [result.evaluation]),
-    }

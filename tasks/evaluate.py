@@ -54,11 +54,10 @@ def suite_path(config: Any) -> str:
     asset_deps=[asset_key("checkpoints")], name="store-evaluation", by="autotriton",
 )
 def store_evaluation(db_path: str, run: Any, result: Any, report_dir: str) -> dict[str, Any]:
-    from autotriton.evaluation import store_evaluation as store, write_report
+    from autotriton.evaluation import write_report
+    from autotriton.tasks.steps import store_evaluation_result
 
-    wh = resources.warehouse(db_path)
-    with wh.atomic():
-        new = store(wh, run, result)
+    new = store_evaluation_result(resources.warehouse(db_path), run, result)
     report = write_report(result, Path(report_dir) / result.evaluation.key)
     metrics = result.evaluation.metrics
     publish_markdown("evaluation", "# Evaluation\n\n" + markdown_table([_flat_metrics(result)]) +

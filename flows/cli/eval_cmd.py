@@ -146,9 +146,9 @@ def eval_main(
     out = console(json_mode=json_out)
 
     from autotriton.evaluation import (
-        RecordedGenerator, RecordedJudge, SuiteError, evaluate, load_suite, make_generator, store_evaluation,
-        write_report,
+        RecordedGenerator, RecordedJudge, SuiteError, evaluate, load_suite, make_generator, write_report,
     )
+    from autotriton.tasks.steps import store_evaluation_result
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     if "cuda" in (cfg.validation.device, ev.device):
@@ -264,8 +264,7 @@ def eval_main(
         result.metrics["problems_in_suite"] = total_problems  # the same dict as the stored record's metrics
         if cap_check is not None and cap_check.shortest is not None:
             result.metrics["completion_cap"] = cap_check.to_dict()
-        with wh.atomic():  # all of the evaluation's rows, or none
-            new_rows = store_evaluation(wh, run, result)
+        new_rows = store_evaluation_result(wh, run, result)  # all of the evaluation's rows, or none
         report = write_report(result, Path(ev.report_dir) / result.evaluation.key)
         summary = result.summary()
         summary.update({"report": str(report), "run_id": run.run_id, "new_rows": new_rows,
