@@ -7,6 +7,8 @@ Public API:
     RecordedJudge, read_verdicts (score candidates with verdicts an earlier judge run recorded, e.g. on a GPU)
     evaluate(problems, generator, config, validation_config, judge=None) -> EvaluationResult
     pass_at_k(n, c, k), compute_metrics(...)
+    Metric, METRICS, register_metric(metric), metrics_in(view)   the metrics registry (metrics.py): each metric once
+    flat_metrics(metrics), table_header(ks), table_cells(metrics, ks)   its views, for reports, tasks, flows and the CLI
     write_report(result, out_dir), compare_markdown(evaluations)
 A plain library: no Prefect and no warehouse here (tasks/steps.py `store_evaluation_result` stores an
 EvaluationResult, for the flow's task and the CLI verb).
@@ -26,6 +28,8 @@ _LAZY = {
     "RecordedGenerator": "generators", "candidate_from_output": "generators", "default_instruction": "generators",
     "make_generator": "generators",
     "compute_metrics": "metrics", "hacked": "metrics", "pass_at_k": "metrics", "solved": "metrics", "summarize": "metrics",
+    "Metric": "metrics", "METRICS": "metrics", "register_metric": "metrics", "metrics_in": "metrics",
+    "flat_metrics": "metrics", "table_header": "metrics", "table_cells": "metrics",
     "compare_markdown": "report", "compare_rows": "report", "write_report": "report",
     "SuiteEntry": "suites", "SuiteError": "suites", "filter_entries": "suites", "load_suite": "suites",
     "read_suite_jsonl": "suites", "shrink_suite_problem": "suites", "write_suite_jsonl": "suites",

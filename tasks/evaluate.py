@@ -68,13 +68,8 @@ def store_evaluation(db_path: str, run: Any, result: Any, report_dir: str) -> di
 
 
 def _flat_metrics(result: Any) -> dict[str, Any]:
+    """One row for the evaluation artifact: generator, suite and the registry's FLAT metrics."""
+    from autotriton.evaluation import flat_metrics
+
     m = result.evaluation.metrics
-    overall = m.get("overall", m)
-    out = {"generator": result.evaluation.generator, "suite": result.evaluation.suite}
-    for key in ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "geomean_speedup"):
-        if key in overall:
-            value = overall[key]
-            out[key] = f"{value:.3f}" if isinstance(value, float) else value
-    for k, v in (overall.get("pass_at_k") or {}).items():
-        out[f"pass@{k}"] = f"{v:.3f}" if isinstance(v, float) else v
-    return out
+    return {"generator": result.evaluation.generator, "suite": result.evaluation.suite, **flat_metrics(m.get("overall", m))}

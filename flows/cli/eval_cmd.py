@@ -64,20 +64,17 @@ def _resolve_checkpoint(wh: Any, model: str) -> tuple[str, str] | None:
 
 
 def _headline_table(summary: dict[str, Any]) -> Table:
-    from autotriton.evaluation.report import fmt
+    from autotriton.evaluation import metrics_in
 
     table = Table(title=f"evaluation {summary['evaluation_key']}: {summary['generator']} on {summary['suite']}")
     table.add_column("metric", style="cyan")
     table.add_column("value", justify="right")
-    for key in ("problems", "samples"):
-        table.add_row(key, str(summary[key]))
-    for key in ("rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "parse_error_rate", "truncated_rate"):
-        table.add_row(key, fmt(summary[key], pct=True))
-    for k, value in summary["pass_at_k"].items():
-        table.add_row(f"pass@{k}", fmt(value, pct=True))
-    table.add_row("fast_1", fmt(summary["fast_1"], pct=True))
-    table.add_row("fast_2", fmt(summary["fast_2"], pct=True))
-    table.add_row("geomean_speedup", fmt(summary["geomean_speedup"]))
+    for metric in metrics_in("summary"):  # the evaluation registry's headline metrics
+        if metric.shown == "per_k":
+            for k, value in (summary[metric.name] or {}).items():
+                table.add_row(f"pass@{k}", metric.cell(value))
+        elif metric.shown not in ("counts", "text"):
+            table.add_row(metric.name, metric.cell(summary[metric.name]))
     # Outcomes, not bare verdict statuses: a completion with no code is judged a rule_violation, but
     # the user needs to know it was cut off (truncated) or unparseable (parse_error).
     table.add_row("outcomes", ", ".join(f"{s} {n}" for s, n in summary["outcome_counts"].items()))
@@ -364,8 +361,9 @@ def compare(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(markdown, encoding="utf-8")
     if json_out:
-        keep = ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "pass_at_k",
-                "fast_1", "fast_2", "geomean_speedup", "status_counts", "outcome_counts", "truncated_rate", "by_level")
+        from autotriton.evaluation import metrics_in
+
+        keep = [metric.name for metric in metrics_in("summary")] + ["by_level"]  # the evaluation registry's headline
         emit_json({"evaluations": [{"key": e.key, "suite": e.suite, "generator": e.generator,
                                     "metrics": {k: e.metrics.get(k) for k in keep}} for e in evaluations],
                    "markdown": str(out) if out else None})
