@@ -291,7 +291,7 @@ class RecordedGenerator:
     def from_jsonl(cls, paths: Sequence[str | Path], *, name: str | None = None) -> "RecordedGenerator":
         """Replay JSONL (distillation's format: problem_key, problem_name, teacher, teacher_version,
         prompt_version, code, reasoning, instruction, usage, created), one or more files."""
-        from autotriton.evaluation.suites import parse_json_lines
+        from autotriton.evaluation.suite_entries import parse_json_lines
 
         names: dict[str, str] = {}
         teachers: set[str] = set()

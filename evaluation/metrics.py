@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autotriton.evaluation.suite_entries import benchmark_of, level_of
 from autotriton.records import VERDICT_STATUSES, Candidate, Problem, Verdict
 
 
@@ -342,8 +343,6 @@ def compute_metrics(problems: Sequence[Problem], candidates: Sequence[Sequence[C
 
     `candidates[i]` and `verdicts[i]` are the samples of `problems[i]`.
     """
-    from autotriton.evaluation.suites import benchmark_of, level_of
-
     if not (len(problems) == len(candidates) == len(verdicts)):
         raise ValueError(f"compute_metrics: {len(problems)} problems, {len(candidates)} candidate lists, {len(verdicts)} verdict lists")
     groups = list(zip(problems, candidates, verdicts))
