@@ -96,6 +96,10 @@ class Problem(Record):
     # and that set's key. Empty / None: the judge's own packages suffice.
     requirements: list[str] = field(default_factory=list)
     environment_key: str | None = None
+    # The task in words that prompts for it state (autotriton/describe.py `problem_instruction`),
+    # computed once when the problem is made and stored with it; not part of its key. Empty: not
+    # computed (a problem built by hand), so prompts compute it.
+    instruction: str = ""
 
     @property
     def key(self) -> str:

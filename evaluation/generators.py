@@ -25,29 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from autotriton.describe import default_instruction, problem_instruction
 from autotriton.prompting import PROMPT_VERSION, build_messages, parse_completion
 from autotriton.records import Candidate, Problem
 
 ProgressFn = Callable[[int], None]  # called with the number of problems just finished
-
-
-def default_instruction(problem: Problem) -> str:
-    """The task in words for a problem with no teacher-written instruction: the distillation stage's
-    `describe_problem`, what teachers were shown (training and evaluation must phrase it alike).
-
-    A problem that cannot be described is an error naming it: a generic sentence in its place would
-    silently train or evaluate on a different task statement.
-    """
-    from autotriton.distillation import describe_problem  # public API of the distillation stage
-
-    try:
-        instruction, _reasoning = describe_problem(problem.reference_source)
-    except Exception as exc:  # noqa: BLE001 (re-raised with the problem named)
-        raise ValueError(f"problem {problem.name!r} (key {problem.key}): describe_problem failed ({type(exc).__name__}: "
-                         f"{exc}); fix its reference source or give its candidate an instruction") from exc
-    if not instruction.strip():
-        raise ValueError(f"problem {problem.name!r} (key {problem.key}): describe_problem gave an empty instruction")
-    return instruction
 
 
 @runtime_checkable
@@ -89,38 +71,15 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def _training_loader():
-    """The training stage's `load_model` (public API): evaluation loads models exactly as training
-    does (same dtype rules, pad token, ChatML template when a model has none, GGUF, aliases)."""
-    try:
-        from autotriton.training import load_model  # type: ignore[attr-defined]
-    except ImportError:
-        try:
-            from autotriton.training.models import load_model  # type: ignore[no-redef]
-        except ImportError:
-            return None
-    return load_model
-
-
 def _load_local(model: str, device: str) -> tuple[Any, Any, str]:
     """(model, tokenizer, version) for a hub id, a local folder, a GGUF file or a training alias."""
-    path = Path(model)
-    loader = _training_loader()
-    if loader is not None:
-        try:
-            mdl, tok = loader(model, device=device)
-        except Exception as exc:  # ModelLoadError and friends: one clear message naming the model
-            raise ValueError(str(exc)) from exc
-    else:  # pragma: no cover - the training stage ships with autotriton
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    from autotriton.models import load_model  # core: evaluation loads models exactly as training does
 
-        try:
-            tok = AutoTokenizer.from_pretrained(model)
-            mdl = AutoModelForCausalLM.from_pretrained(model, dtype=torch.bfloat16 if device == "cuda" else torch.float32)
-        except OSError as exc:
-            raise ValueError(f"model {model!r} could not be loaded: {str(exc).splitlines()[0]}") from exc
-        mdl.to(device)
+    path = Path(model)
+    try:
+        mdl, tok = load_model(model, device=device)
+    except Exception as exc:  # ModelLoadError and friends: one clear message naming the model
+        raise ValueError(str(exc)) from exc
     version = model
     cfg_file = path / "config.json"
     if cfg_file.is_file():
@@ -137,7 +96,7 @@ class LocalModelGenerator:
 
     def __init__(self, model: str | Any, *, tokenizer: Any = None, name: str | None = None, device: str = "auto",
                  temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 1024, batch_size: int = 4, seed: int = 0,
-                 instruction_fn: Callable[[Problem], str] = default_instruction):
+                 instruction_fn: Callable[[Problem], str] = problem_instruction):
         self.device = resolve_device(device)
         if isinstance(model, (str, Path)):
             self.model, self.tokenizer, self.version = _load_local(str(model), self.device)
@@ -215,7 +174,7 @@ class OpenAIGenerator:
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", temperature: float = 0.0,
                  top_p: float = 1.0, max_tokens: int = 1024, timeout_s: float = 600.0, max_retries: int = 4,
-                 concurrency: int = 4, seed: int | None = None, instruction_fn: Callable[[Problem], str] = default_instruction):
+                 concurrency: int = 4, seed: int | None = None, instruction_fn: Callable[[Problem], str] = problem_instruction):
         import openai
 
         if not base_url:
@@ -332,7 +291,7 @@ class RecordedGenerator:
     def from_jsonl(cls, paths: Sequence[str | Path], *, name: str | None = None) -> "RecordedGenerator":
         """Replay JSONL (distillation's format: problem_key, problem_name, teacher, teacher_version,
         prompt_version, code, reasoning, instruction, usage, created), one or more files."""
-        from autotriton.evaluation.suites import parse_json_lines
+        from autotriton.evaluation.suite_entries import parse_json_lines
 
         names: dict[str, str] = {}
         teachers: set[str] = set()

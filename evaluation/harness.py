@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotriton.evaluation.generators import Generator
-from autotriton.evaluation.metrics import compute_metrics
+from autotriton.evaluation.metrics import LEVEL, SUMMARY, compute_metrics, metrics_in
 from autotriton.hashing import content_key
 from autotriton.prompting import PROMPT_VERSION
 from autotriton.records import Candidate, Evaluation, Problem, Verdict
@@ -39,30 +39,16 @@ class EvaluationResult:
         return [v for vs in self.verdicts for v in vs]
 
     def summary(self) -> dict[str, Any]:
-        """The CLI's --json object: the headline metrics (null speed metrics without a GPU)."""
+        """The CLI's --json object: the headline metrics (the registry's SUMMARY view, null speed
+        metrics without a GPU), the reference failures and the per-level breakdown (LEVEL view)."""
         m = self.metrics
-        return {
-            "evaluation_key": self.evaluation.key,
-            "suite": self.evaluation.suite,
-            "generator": self.evaluation.generator,
-            "problems": m["problems"],
-            "samples": m["samples"],
-            "rule_pass": m["rule_pass"],
-            "compile_rate": m["compile_rate"],
-            "exec_accuracy": m["exec_accuracy"],
-            "hack_rate": m["hack_rate"],
-            "pass_at_k": m["pass_at_k"],
-            "fast_1": m["fast_1"],
-            "fast_2": m["fast_2"],
-            "geomean_speedup": m["geomean_speedup"],
-            "status_counts": m["status_counts"],
-            "outcome_counts": m.get("outcome_counts", m["status_counts"]),
-            "parse_error_rate": m["parse_error_rate"],
-            "truncated_rate": m.get("truncated_rate", 0.0),
-            "reference_failures": m.get("reference_failures", []),
-            "by_level": {name: {k: lv[k] for k in ("problems", "samples", "exec_accuracy", "hack_rate", "pass_at_k")}
-                         for name, lv in m["by_level"].items()},
-        }
+        out: dict[str, Any] = {"evaluation_key": self.evaluation.key, "suite": self.evaluation.suite,
+                               "generator": self.evaluation.generator}
+        out.update({metric.name: m.get(metric.name) for metric in metrics_in(SUMMARY)})
+        out["reference_failures"] = m.get("reference_failures", [])
+        out["by_level"] = {name: {metric.name: lv.get(metric.name) for metric in metrics_in(LEVEL)}
+                           for name, lv in m["by_level"].items()}
+        return out
 
 
 def suite_label(problems: Sequence[Problem]) -> str:
@@ -173,14 +159,3 @@ def evaluate(problems: Sequence[Problem], generator: Generator, config: Any = No
     timings = {"generate_s": generated - started, "judge_s": judged - generated, "total_s": judged - started}
     return EvaluationResult(problems=problems, candidates=list(candidates), verdicts=verdicts, metrics=metrics,
                             evaluation=evaluation, timings=timings)
-
-
-def store_evaluation(wh: Any, run: Any, result: EvaluationResult) -> dict[str, int]:
-    """Write the problems, every sample's candidate and verdict, and the Evaluation record (with its
-    per-sample verdict keys) to the warehouse; returns the number of new rows per table."""
-    return {
-        "problems": wh.put_problems(run, result.problems),
-        "candidates": wh.put_candidates(run, result.all_candidates),
-        "verdicts": wh.put_verdicts(run, result.all_verdicts),
-        "evaluations": wh.put_evaluations(run, [result.evaluation]),
-    }

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autotriton.evaluation.suites import SuiteEntry, SuiteError
+from autotriton.evaluation.suite_entries import SuiteEntry, SuiteError
 from autotriton.records import Candidate, Problem, Verdict
 
 BENCHMARK = "kernelbench"

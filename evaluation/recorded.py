@@ -28,7 +28,7 @@ def read_verdicts(paths: Sequence[str | Path]) -> list[Verdict]:
     """Verdicts from JSONL files: each line a `Verdict.to_dict()` object, or an object whose
     `record` field holds one (the format of benchmarks/inductor_l1.py's verdicts.jsonl). Lines
     without a full record (e.g. `not_judged` placeholders) are skipped."""
-    from autotriton.evaluation.suites import parse_json_lines
+    from autotriton.evaluation.suite_entries import parse_json_lines
 
     def verdict(row: object) -> Verdict | None:
         record = row.get("record", row) if isinstance(row, dict) else None

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from autotriton.evaluation.metrics import fmt, table_cells, table_header
 from autotriton.records import Evaluation
 
-HEADLINE = ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate")
 STATUS_COLOURS = {
     "correct": "#2e7d32", "incorrect": "#ef6c00", "rule_violation": "#c62828", "compile_error": "#6a1b9a",
     "runtime_error": "#1565c0", "timeout": "#5d4037", "crashed": "#424242", "unsupported_here": "#9e9e9e", "parse_error": "#f9a825",
@@ -40,36 +40,6 @@ OUTCOME_MEANING = {
 def _counts(m: dict[str, Any]) -> dict[str, int]:
     """Sample outcomes (parse errors and truncation apart); stored evaluations from before have only statuses."""
     return m.get("outcome_counts") or m.get("status_counts") or {}
-
-
-
-def fmt(value: Any, pct: bool = False) -> str:
-    """A metric for a table cell: percentages for rates, 'n/a' for None (no GPU)."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "n/a"
-        return f"{100 * value:.1f}%" if pct else f"{value:.3g}"
-    return str(value)
-
-
-def _row_cells(m: dict[str, Any], ks: Sequence[str]) -> list[str]:
-    cells = [fmt(m.get("problems")), fmt(m.get("samples"))]
-    cells += [fmt(m.get(k), pct=True) for k in ("rule_pass", "compile_rate", "exec_accuracy", "hack_rate")]
-    cells += [fmt((m.get("pass_at_k") or {}).get(k), pct=True) for k in ks]
-    cells += [fmt(m.get("fast_1"), pct=True), fmt(m.get("fast_2"), pct=True), fmt(m.get("geomean_speedup"))]
-    cells += [fmt(m.get("geomean_speedup_vs_compile")), fmt(m.get("own_sizes_yield"), pct=True), fmt(m.get("general_yield"), pct=True)]
-    return cells
-
-
-def _header(ks: Sequence[str]) -> list[str]:
-    return (["problems", "samples", "rule pass", "compile", "exec acc", "hack rate"] + [f"pass@{k}" for k in ks]
-            + ["fast_1", "fast_2", "geomean speedup", "geomean vs compile", "yield own sizes", "yield own+odd sizes"])
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -188,12 +158,12 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
         lines.append("- fast_1, fast_2 and the speedup need a GPU judge: n/a here (CPU interpreter).")
     lines += ["", "Exec accuracy counts a sample only when it is correct AND breaks no rule (the AutoTriton reward); "
               "the hack rate is the share that matched the reference while breaking a rule (e.g. a PyTorch fallback).", "",
-              "## Overall", "", _table(_header(ks), [_row_cells(metrics, ks)]), ""]
-    lines += ["## Per level", "", _table(["level"] + _header(ks),
-                                          [[name] + _row_cells(m, ks) for name, m in metrics.get("by_level", {}).items()]), ""]
+              "## Overall", "", _table(table_header(ks), [table_cells(metrics, ks)]), ""]
+    lines += ["## Per level", "", _table(["level"] + table_header(ks),
+                                          [[name] + table_cells(m, ks) for name, m in metrics.get("by_level", {}).items()]), ""]
     if len(metrics.get("by_suite", {})) > 1:
-        lines += ["## Per benchmark", "", _table(["benchmark"] + _header(ks),
-                                                 [[name] + _row_cells(m, ks) for name, m in metrics["by_suite"].items()]), ""]
+        lines += ["## Per benchmark", "", _table(["benchmark"] + table_header(ks),
+                                                 [[name] + table_cells(m, ks) for name, m in metrics["by_suite"].items()]), ""]
     counts = _counts(metrics)
     if counts:
         lines += ["## Sample outcomes", "", _table(["outcome", "samples", "meaning"],
@@ -278,11 +248,11 @@ def write_report(result: Any, out_dir: str | Path) -> Path:
 def compare_rows(evaluations: Sequence[Evaluation], labels: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """(header, rows): one row per evaluation with its headline metrics, for tables and markdown."""
     ks = sorted({k for e in evaluations for k in (e.metrics.get("pass_at_k") or {})}, key=int)
-    header = ["evaluation", "generator", "suite"] + _header(ks)
+    header = ["evaluation", "generator", "suite"] + table_header(ks)
     rows = []
     for i, ev in enumerate(evaluations):
         label = labels[i] if labels and i < len(labels) else ev.key
-        rows.append([label, ev.generator, ev.suite] + _row_cells(ev.metrics, ks))
+        rows.append([label, ev.generator, ev.suite] + table_cells(ev.metrics, ks))
     return header, rows
 
 
@@ -296,9 +266,9 @@ def compare_markdown(evaluations: Sequence[Evaluation], labels: Sequence[str] | 
         if len(present) < 2:
             continue
         ks = sorted({k for _, e in present for k in (e.metrics["by_level"][level].get("pass_at_k") or {})}, key=int)
-        rows = [[(labels[i] if labels and i < len(labels) else e.key), e.generator] + _row_cells(e.metrics["by_level"][level], ks)
+        rows = [[(labels[i] if labels and i < len(labels) else e.key), e.generator] + table_cells(e.metrics["by_level"][level], ks)
                 for i, e in present]
-        parts += [f"## {level}", "", _table(["evaluation", "generator"] + _header(ks), rows), ""]
+        parts += [f"## {level}", "", _table(["evaluation", "generator"] + table_header(ks), rows), ""]
     return "\n".join(parts)
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autotriton.evaluation.suites import SuiteEntry
+from autotriton.evaluation.suite_entries import SuiteEntry, write_suite_jsonl
 
 BENCHMARK = "tritonbench-t"
 SEPARATOR = re.compile(r"^#{20,}\s*$", re.MULTILINE)  # TritonBench uses a line of 146 '#'
@@ -520,8 +520,6 @@ def convert_operator_file(text: str, *, file: Path | str = "<operator>", record:
 
 def convert_to_suite_file(path: str | Path, out: str | Path, *, probe: bool = False, validation_config: Any = None) -> ConversionResult:
     """Convert TritonBench-T data and write the converted problems as a suite JSONL file."""
-    from autotriton.evaluation.suites import write_suite_jsonl
-
     result = convert_tritonbench_t(path, probe=probe, validation_config=validation_config)
     write_suite_jsonl(result.entries, out)
     return result

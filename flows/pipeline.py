@@ -189,7 +189,8 @@ def retrain_markdown(report: dict[str, Any]) -> str:
         {"stage": "train", "result": f"sft {report['train'].get('sft', {}).get('steps', 0)} steps, grpo {report['train']['grpo']['steps']} steps",
          "new rows": f"model {report['train']['model']}"},
     ]
-    m = report["evaluate"]["metrics"]
-    ev = {k: m.get(k) for k in ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "pass_at_k")}
+    from autotriton.evaluation import flat_metrics
+
+    ev = flat_metrics(report["evaluate"]["metrics"])  # the evaluation registry's FLAT row
     return ("# retrain\n\n" + markdown_table(rows) + "\n\n## evaluation\n\n" + markdown_table([ev]) +
             f"\n\nReport: `{report['evaluate']['report']}`\n")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from autotriton.describe import with_instruction
 from autotriton.environments import DependencyError, EnvironmentCache, EnvironmentConfig, requirement_key
 from autotriton.harvesting.config import HarvestConfig
 from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
@@ -395,6 +396,8 @@ class Harvester:
                 with SandboxProbe(self.validation_config) as probe:
                     self._probe_rounds(probe)
         self.pending = []
+        for problem in self.result.problems:  # their sources are final now: the instruction is stored with them
+            with_instruction(problem)
         if self.state is not None:
             self.state.add_seen(self._new_keys)
         return self.result

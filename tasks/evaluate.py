@@ -54,11 +54,10 @@ def suite_path(config: Any) -> str:
     asset_deps=[asset_key("checkpoints")], name="store-evaluation", by="autotriton",
 )
 def store_evaluation(db_path: str, run: Any, result: Any, report_dir: str) -> dict[str, Any]:
-    from autotriton.evaluation import store_evaluation as store, write_report
+    from autotriton.evaluation import write_report
+    from autotriton.tasks.steps import store_evaluation_result
 
-    wh = resources.warehouse(db_path)
-    with wh.atomic():
-        new = store(wh, run, result)
+    new = store_evaluation_result(resources.warehouse(db_path), run, result)
     report = write_report(result, Path(report_dir) / result.evaluation.key)
     metrics = result.evaluation.metrics
     publish_markdown("evaluation", "# Evaluation\n\n" + markdown_table([_flat_metrics(result)]) +
@@ -69,13 +68,8 @@ def store_evaluation(db_path: str, run: Any, result: Any, report_dir: str) -> di
 
 
 def _flat_metrics(result: Any) -> dict[str, Any]:
+    """One row for the evaluation artifact: generator, suite and the registry's FLAT metrics."""
+    from autotriton.evaluation import flat_metrics
+
     m = result.evaluation.metrics
-    overall = m.get("overall", m)
-    out = {"generator": result.evaluation.generator, "suite": result.evaluation.suite}
-    for key in ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "geomean_speedup"):
-        if key in overall:
-            value = overall[key]
-            out[key] = f"{value:.3f}" if isinstance(value, float) else value
-    for k, v in (overall.get("pass_at_k") or {}).items():
-        out[f"pass@{k}"] = f"{v:.3f}" if isinstance(v, float) else v
-    return out
+    return {"generator": result.evaluation.generator, "suite": result.evaluation.suite, **flat_metrics(m.get("overall", m))}

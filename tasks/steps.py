@@ -1,8 +1,8 @@
 """Stage steps and their persistence as plain functions, shared by the Prefect tasks and the CLI.
 
-The Prefect tasks (tasks/harvest.py, distill.py, export.py, train.py) wrap these with caching,
+The Prefect tasks (tasks/harvest.py, distill.py, evaluate.py, export.py, train.py) wrap these with caching,
 retries, assets and artifacts; the single-stage CLI verbs (`autotriton harvest|distill|sft|grpo|
-train`) call them directly with a Warehouse they opened. So each stage's results reach the
+train|eval`) call them directly with a Warehouse they opened. So each stage's results reach the
 warehouse through one piece of code, whichever way it was run.
 
 No Prefect import here (the CLI stays quick to start and runs without a Prefect server). The
@@ -53,6 +53,23 @@ def store_distill_results(wh: Any, run: Any, results: Sequence[Any], extra_verdi
 
 
 # ------------------------------------------------------------------------------------------------
+# evaluate
+
+
+def store_evaluation_result(wh: Any, run: Any, result: Any) -> dict[str, int]:
+    """Write the problems, every sample's candidate and verdict, and the Evaluation record (with its
+    per-sample verdict keys) of an `EvaluationResult` to the warehouse, in one transaction (all of
+    the evaluation's rows, or none); returns the number of new rows per table."""
+    with wh.atomic():
+        return {
+            "problems": wh.put_problems(run, result.problems),
+            "candidates": wh.put_candidates(run, result.all_candidates),
+            "verdicts": wh.put_verdicts(run, result.all_verdicts),
+            "evaluations": wh.put_evaluations(run, [result.evaluation]),
+        }
+
+
+# ------------------------------------------------------------------------------------------------
 # export
 
 
@@ -90,6 +107,21 @@ def decontaminate(wh: Any, run: Any, config: Any) -> dict[str, Any]:
     return report
 
 
+def export_records(wh: Any, name: str, training_config: Any, exclude_keys: Any = ()) -> Any:
+    """The records training export `name` is built from, read from the warehouse: the validated
+    pairs, and for an export that needs pass rates (`rl`) the runnable problems it may use with
+    their candidates and those candidates' latest verdicts."""
+    from autotriton.training.exports import TRAINING_EXPORTS, ExportRecords, training_problems
+
+    pairs = wh.validated_pairs(require=training_config.require_sizes)
+    if not TRAINING_EXPORTS[name].pass_rates:
+        return ExportRecords(pairs)
+    problems = training_problems(wh.problems(status="runnable"), training_config, exclude_keys)
+    candidates = wh.candidates(problem_keys=[p.key for p in problems]) if problems else []
+    verdicts = wh.latest_verdicts(candidate_keys=[c.key for c in candidates]) if candidates else []
+    return ExportRecords(pairs, problems, candidates, verdicts)
+
+
 def export_rows(wh: Any, run: Any, config: Any, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(rows, filter) of a training export (`sft`, `rl`), evaluation problems and their near copies
     left out (`decontaminate`); the filter records what was removed and from which suite files."""
@@ -98,7 +130,8 @@ def export_rows(wh: Any, run: Any, config: Any, name: str) -> tuple[list[dict[st
     if name not in TRAINING_EXPORTS:
         raise ValueError(f"export {name!r}: choose one of {', '.join(TRAINING_EXPORTS)}")
     report = decontaminate(wh, run, config)
-    rows, filter_ = TRAINING_EXPORTS[name](wh, config, exclude_keys=report["keys"])
+    records = export_records(wh, name, config.training, report["keys"])
+    rows, filter_ = TRAINING_EXPORTS[name].build(records, config.training, report["keys"])
     filter_["decontamination"] = {"suites": report["suites"], "threshold": config.harvest.decontamination_threshold,
                                   "problems_removed": report["removed"], "by_suite_file": report["by_suite_file"],
                                   "by_kind": report["by_kind"]}
@@ -192,7 +225,7 @@ def train_sft(training_config: Any, export: Any, *, resume: bool, console: Any =
 def grpo_layout(training_config: Any, validation_config: Any) -> Any:
     """The Layout GRPO runs with on this machine (training/layout.py); raises LayoutError."""
     from autotriton.training.layout import choose_layout
-    from autotriton.training.models import resolve_device
+    from autotriton.models import resolve_device
 
     device = resolve_device(training_config.device)
     visible = 0
@@ -258,7 +291,7 @@ def load_tokenizer(model: str, training_config: Any = None) -> Any:
     """The tokenizer of a model name as training resolves it (hub id, folder, .gguf, the special names)."""
     from transformers import AutoTokenizer
 
-    from autotriton.training.models import resolve_model_path
+    from autotriton.models import resolve_model_path
 
     path, gguf = resolve_model_path(model, gguf_file=getattr(training_config, "gguf_file", "") or "",
                                     cache_dir=getattr(training_config, "model_cache_dir", "") or "")

@@ -252,6 +252,8 @@ def test_default_instruction_is_the_description_and_a_failure_to_describe_is_an_
         raise RuntimeError("the describer broke")
 
     # No generic prompt in its place: the problem is named and the cause kept.
-    monkeypatch.setattr(distillation, "describe_problem", broken)
+    import autotriton.describe as describe  # where describe_problem lives now (core)
+
+    monkeypatch.setattr(describe, "describe_problem", broken)
     with pytest.raises(ValueError, match=r"'relu'.*describe_problem failed \(RuntimeError: the describer broke\)"):
         default_instruction(relu)

@@ -7,7 +7,7 @@ import socket
 import pytest
 import torch
 
-from autotriton.training.models import (
+from autotriton.models import (
     ModelLoadError, _TINY_CORPUS_CODE, load_model, make_tiny_model, resolve_model_path, write_gguf,
 )
 

@@ -8,6 +8,8 @@
   source), so no problem, and no near-copy of a problem, straddles the split.
 
 Plain records in, plain dicts out: the warehouse writes them to Parquet (`wh.export_parquet`).
+A prompt states the problem's stored instruction (`Problem.instruction`, autotriton/describe.py),
+so training and evaluation phrase a problem alike.
 """
 
 from __future__ import annotations
@@ -24,31 +26,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotriton.describe import default_instruction, problem_instruction  # noqa: F401 (default_instruction: training's public name)
 from autotriton.prompting import PROMPT_VERSION, build_messages, format_completion
 from autotriton.records import Candidate, Problem, Verdict
-
-# --------------------------------------------------------------------------------------------
-# Instructions
-
-
-def default_instruction(problem: Problem) -> str:
-    """The task in words for a problem with no teacher-written instruction: the distillation stage's
-    `describe_problem`, what teachers were shown (training and evaluation must phrase it alike).
-
-    A problem that cannot be described is an error naming it: a generic sentence in its place would
-    silently train or evaluate on a different task statement.
-    """
-    from autotriton.distillation import describe_problem  # public API of the distillation stage
-
-    try:
-        instruction, _reasoning = describe_problem(problem.reference_source)
-    except Exception as exc:  # noqa: BLE001 (re-raised with the problem named)
-        raise ValueError(f"problem {problem.name!r} (key {problem.key}): describe_problem failed ({type(exc).__name__}: "
-                         f"{exc}); fix its reference source or give its candidate an instruction") from exc
-    if not instruction.strip():
-        raise ValueError(f"problem {problem.name!r} (key {problem.key}): describe_problem gave an empty instruction")
-    return instruction
-
 
 # --------------------------------------------------------------------------------------------
 # Op categories: Problem.op_tags, or a light AST pass over the reference
@@ -243,7 +223,7 @@ def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, val_f
         if candidate.key in seen:
             continue
         seen.add(candidate.key)
-        instruction = candidate.instruction.strip() or default_instruction(problem)
+        instruction = candidate.instruction.strip() or problem_instruction(problem)
         rows.append({
             "prompt": build_messages(problem.reference_source, instruction),
             "completion": _completion_message(format_completion(candidate.reasoning, candidate.code)),
@@ -434,7 +414,7 @@ def build_rl_rows(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Ca
         p = problems[it.key]
         s = stats.get(it.key)
         rows.append({
-            "prompt": build_messages(p.reference_source, default_instruction(p)),
+            "prompt": build_messages(p.reference_source, problem_instruction(p)),
             "reference": p.reference_source,
             "problem_key": p.key,
             "name": p.name,

@@ -1,18 +1,33 @@
-"""The `sft` and `rl` exports: training rows built from what a warehouse holds.
+"""The `sft` and `rl` exports: training rows built from the records a warehouse holds.
 
-Each function takes a warehouse (anything with the read API of `autotriton.warehouse.Warehouse`:
-`validated_pairs()`, `problems()`, `candidates()`, `latest_verdicts()`) and the pipeline config,
-and returns `(rows, filter)` for `wh.export_parquet(name, rows, filter, run)`; they are the
-`sft` and `rl` entries of `autotriton db export`. No database code here: the warehouse owns it.
+Each export takes the records it is built from (`ExportRecords`: validated pairs, and for `rl`
+the runnable problems with their candidates and latest verdicts, read by the caller:
+tasks/steps.py `export_records`) and the training config, and returns `(rows, filter)` for
+`wh.export_parquet(name, rows, filter, run)`; they are the `sft` and `rl` entries of
+`autotriton db export`. No warehouse here: records in, rows out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
-from typing import Any, Collection
+from typing import Any
 
-from autotriton.records import Problem
+from autotriton.records import Candidate, Problem, Verdict
 from autotriton.training.data import build_rl_rows, build_sft_rows, pass_stats
+
+Rows = list[dict[str, Any]]
+
+
+@dataclass
+class ExportRecords:
+    """What a training export is built from."""
+
+    pairs: list[tuple[Problem, Candidate, Verdict]]  # validated pairs (reward 1 at training.require_sizes)
+    problems: list[Problem] = field(default_factory=list)  # runnable problems (rl)
+    candidates: list[Candidate] = field(default_factory=list)  # their candidates (rl: teacher and model pass rates)
+    verdicts: list[Verdict] = field(default_factory=list)  # the candidates' latest verdicts (rl)
 
 
 def held_out(problem: Problem, globs: list[str]) -> bool:
@@ -20,12 +35,23 @@ def held_out(problem: Problem, globs: list[str]) -> bool:
     return bool(problem.suite) and any(fnmatch(problem.suite, g) for g in globs)
 
 
-def sft_export(wh: Any, cfg: Any, exclude_keys: Collection[str] = ()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def training_problems(problems: list[Problem], training_config: Any, exclude_keys: Collection[str] = ()) -> list[Problem]:
+    """The problems a training export may use: no held-out benchmark, none of `exclude_keys`."""
+    excluded = set(exclude_keys)
+    return [p for p in problems if not held_out(p, training_config.exclude_suites) and p.key not in excluded]
+
+
+def _training_pairs(pairs: list[tuple[Problem, Candidate, Verdict]], training_config: Any,
+                    exclude_keys: Collection[str]) -> list[tuple[Problem, Candidate, Verdict]]:
+    excluded = set(exclude_keys)
+    return [trip for trip in pairs if not held_out(trip[0], training_config.exclude_suites) and trip[0].key not in excluded]
+
+
+def sft_export(records: ExportRecords, training_config: Any, exclude_keys: Collection[str] = ()) -> tuple[Rows, dict[str, Any]]:
     """Rows of every validated pair (reward 1) whose problem is not a held-out benchmark, nor one
     of `exclude_keys` (problems found to copy an evaluation problem: decontamination)."""
-    t = cfg.training
-    excluded = set(exclude_keys)
-    pairs = [trip for trip in wh.validated_pairs(require=t.require_sizes) if not held_out(trip[0], t.exclude_suites) and trip[0].key not in excluded]
+    t = training_config
+    pairs = _training_pairs(records.pairs, t, exclude_keys)
     rows = build_sft_rows(pairs, val_fraction=t.val_fraction, dedup_threshold=t.dedup_threshold,
                           num_perm=t.minhash_perm, seed=t.seed)
     filter_ = {"verdict": "correct and rule_ok (latest)", "require_sizes": t.require_sizes, "exclude_suites": t.exclude_suites,
@@ -33,16 +59,15 @@ def sft_export(wh: Any, cfg: Any, exclude_keys: Collection[str] = ()) -> tuple[l
     return rows, filter_
 
 
-def rl_export(wh: Any, cfg: Any, exclude_keys: Collection[str] = ()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def rl_export(records: ExportRecords, training_config: Any, exclude_keys: Collection[str] = ()) -> tuple[Rows, dict[str, Any]]:
     """RL prompts: runnable problems no teacher solved plus a share of the SFT problems, sampled
     for diversity with difficulty from teacher and model pass rates (`exclude_keys` left out)."""
-    t = cfg.training
-    excluded = set(exclude_keys)
-    problems = [p for p in wh.problems(status="runnable") if not held_out(p, t.exclude_suites) and p.key not in excluded]
-    pairs = [trip for trip in wh.validated_pairs(require=t.require_sizes) if not held_out(trip[0], t.exclude_suites) and trip[0].key not in excluded]
-    candidates = wh.candidates(problem_keys=[p.key for p in problems]) if problems else []
-    verdicts = wh.latest_verdicts(candidate_keys=[c.key for c in candidates]) if candidates else []
-    stats = pass_stats(candidates, verdicts)
+    t = training_config
+    problems = training_problems(records.problems, t, exclude_keys)
+    pairs = _training_pairs(records.pairs, t, exclude_keys)
+    kept = {p.key for p in problems}
+    candidates = [c for c in records.candidates if c.problem_key in kept]
+    stats = pass_stats(candidates, records.verdicts)
     rows = build_rl_rows(problems, pairs, stats, n_prompts=t.rl_prompts, sft_share=t.rl_sft_share,
                          unsolved_weight=t.rl_unsolved_weight, difficulty_floor=t.rl_difficulty_floor,
                          val_fraction=t.val_fraction, dedup_threshold=t.dedup_threshold, num_perm=t.minhash_perm,
@@ -53,8 +78,16 @@ def rl_export(wh: Any, cfg: Any, exclude_keys: Collection[str] = ()) -> tuple[li
     return rows, filter_
 
 
+@dataclass(frozen=True)
+class TrainingExport:
+    """A training export: its row builder, and whether it needs more than the validated pairs."""
+
+    build: Callable[[ExportRecords, Any, Collection[str]], tuple[Rows, dict[str, Any]]]
+    pass_rates: bool = False  # also the runnable problems, their candidates and latest verdicts
+
+
 # The training exports by name: `autotriton db export <name>` and the flows' export step.
 TRAINING_EXPORTS = {
-    "sft": sft_export,  # training rows of validated pairs, split by near-duplicate cluster
-    "rl": rl_export,  # GRPO prompts: unsolved + a share of SFT problems, sampled for diversity
+    "sft": TrainingExport(sft_export),  # training rows of validated pairs, split by near-duplicate cluster
+    "rl": TrainingExport(rl_export, pass_rates=True),  # GRPO prompts: unsolved + a share of SFT problems, sampled for diversity
 }

@@ -139,7 +139,7 @@ class JudgeRewards:
     def _shaped(self, v: Verdict | None) -> float:
         if v is None:
             return 0.0
-        from autotriton.validation.rewards import combined_reward, exec_reward
+        from autotriton.validation import combined_reward, exec_reward  # the judge's public rewards
 
         if self.reward == "exec":
             return float(exec_reward(v, self.require_sizes))

@@ -1,4 +1,4 @@
-"""Versioned schema migrations: an ordered list of (version, name, SQL), applied in order.
+"""Versioned schema migrations: an ordered list of (version, name, SQL or a Python step), applied in order.
 
 Rules: never edit a migration that has shipped; add a new one at the end. Each migration runs in
 its own transaction together with its row in `schema_migrations`, so a crash leaves the database
@@ -8,6 +8,7 @@ version this list does not know) is refused with a clear error instead of being 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from autotriton.versioning import code_version
@@ -205,11 +206,41 @@ SELECT * EXCLUDE (rn) FROM (
 ) WHERE rn = 1;
 """
 
-MIGRATIONS: list[tuple[int, str, str]] = [
+# The problems' own columns at version 5, in table order: what a problem row's payload hash covers
+# (warehouse/schema.py TableSpec.to_row). Fixed here: a later column must not change this step.
+_V5_PROBLEM_COLUMNS = (
+    "reference_source", "name", "module_key", "source_key", "init_spec", "input_spec", "shape_profile", "op_tags",
+    "status", "reject_reason", "licence", "suite", "suite_id", "requirements", "environment_key", "instruction",
+)
+
+
+def _v5_problem_instructions(con: Any) -> None:
+    """Problem instructions (issue 16): the task in words, computed once when a problem is made
+    (autotriton/describe.py). Older rows are backfilled with what prompts computed from their
+    reference until now, and their payload hash is recomputed with it, so putting the same problem
+    again stays a no-op."""
+    from autotriton.describe import instruction_for
+    from autotriton.hashing import content_key
+
+    con.execute("ALTER TABLE problems ADD COLUMN instruction VARCHAR DEFAULT ''").fetchall()
+    cols = ", ".join(f'"{c}"' for c in _V5_PROBLEM_COLUMNS)
+    rows = con.execute(f"SELECT key, {cols} FROM problems").fetchall()
+    updates = []
+    for key, *values in rows:
+        row = dict(zip(_V5_PROBLEM_COLUMNS, values))
+        row["instruction"] = instruction_for(row["reference_source"])
+        updates.append([row["instruction"], content_key("payload", row), key])
+    if updates:
+        con.executemany("UPDATE problems SET instruction = ?, payload_hash = ? WHERE key = ?", updates)
+
+
+# A migration is SQL, or a function of the connection for a step SQL cannot compute.
+MIGRATIONS: list[tuple[int, str, str | Callable[[Any], None]]] = [
     (1, "record tables with lineage columns", _V1),
     (2, "latest_verdicts view", _V2),
     (3, "problem dependency environments (requirements, environment_key)", _V3_PROBLEM_ENVIRONMENTS),
     (4, "verdict sizes: correct_own_sizes and odd_sizes_ok", _V4_VERDICT_SIZES),
+    (5, "problem instructions, backfilled from the reference", _v5_problem_instructions),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -260,7 +291,10 @@ def apply_migrations(con: Any, path: str = "warehouse") -> list[int]:
             continue
         con.execute("BEGIN TRANSACTION").fetchall()
         try:
-            con.execute(sql).fetchall()
+            if callable(sql):
+                sql(con)
+            else:
+                con.execute(sql).fetchall()
             con.execute(
                 "INSERT INTO schema_migrations (version, name, code_version) VALUES (?, ?, ?)",
                 [version, name, code_version()],

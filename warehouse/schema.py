@@ -153,7 +153,7 @@ TABLES: dict[str, TableSpec] = {
          ("source_key", "VARCHAR"), ("init_spec", "JSON"), ("input_spec", "JSON"),
          ("shape_profile", "VARCHAR"), ("op_tags", "JSON"), ("status", "VARCHAR"),
          ("reject_reason", "VARCHAR"), ("licence", "VARCHAR"), ("suite", "VARCHAR"), ("suite_id", "VARCHAR"),
-         ("requirements", "JSON"), ("environment_key", "VARCHAR")),
+         ("requirements", "JSON"), ("environment_key", "VARCHAR"), ("instruction", "VARCHAR")),
         parents={"module_key": "modules", "source_key": "sources"},
         policy="newest_wins",
     ),

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from autotriton.describe import instruction_for
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef, Verdict, Violation
 from autotriton.warehouse.layout import read_export
 from autotriton.warehouse.migrations import LATEST_VERSION
@@ -119,7 +120,8 @@ def _records(row: dict[str, Any]) -> tuple[SourceRef | None, HarvestedModule | N
                       source_key=row["source_key"] if source is not None else None,
                       init_spec=_json(row["init_spec"], []), input_spec=_json(row["input_spec"], []),
                       shape_profile=row["shape_profile"], op_tags=_json(row["op_tags"], []), status="runnable",
-                      licence=row["licence"], suite=row["suite"], suite_id=row["suite_id"])
+                      licence=row["licence"], suite=row["suite"], suite_id=row["suite_id"],
+                      instruction=instruction_for(row["reference_source"]))
     return source, module, problem
 
 

@@ -26,10 +26,11 @@ from autotriton.training.exports import TRAINING_EXPORTS
 db_app = typer.Typer(help="Inspect, query, export and migrate the warehouse (DuckDB).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-# name -> function(warehouse, config) returning (rows: list[dict], filter: dict).
+# name -> function(warehouse, config) returning (rows: list[dict], filter: dict); the training
+# exports (built from records, tasks/steps.py export_rows) are listed under their names too.
 # Adding an export is one entry here; `autotriton db export NAME` lists the names on error.
 Exporter = Callable[[Warehouse, Any], "tuple[list[dict[str, Any]], dict[str, Any]]"]
-EXPORTERS: dict[str, Exporter] = {**WAREHOUSE_EXPORTS, **TRAINING_EXPORTS}
+EXPORTERS: dict[str, Any] = {**WAREHOUSE_EXPORTS, **TRAINING_EXPORTS}
 STATE_IN_DUMP = "harvest-state.json"  # the harvest's incremental state, carried in a `db dump`
 
 

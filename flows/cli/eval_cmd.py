@@ -64,20 +64,17 @@ def _resolve_checkpoint(wh: Any, model: str) -> tuple[str, str] | None:
 
 
 def _headline_table(summary: dict[str, Any]) -> Table:
-    from autotriton.evaluation.report import fmt
+    from autotriton.evaluation import metrics_in
 
     table = Table(title=f"evaluation {summary['evaluation_key']}: {summary['generator']} on {summary['suite']}")
     table.add_column("metric", style="cyan")
     table.add_column("value", justify="right")
-    for key in ("problems", "samples"):
-        table.add_row(key, str(summary[key]))
-    for key in ("rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "parse_error_rate", "truncated_rate"):
-        table.add_row(key, fmt(summary[key], pct=True))
-    for k, value in summary["pass_at_k"].items():
-        table.add_row(f"pass@{k}", fmt(value, pct=True))
-    table.add_row("fast_1", fmt(summary["fast_1"], pct=True))
-    table.add_row("fast_2", fmt(summary["fast_2"], pct=True))
-    table.add_row("geomean_speedup", fmt(summary["geomean_speedup"]))
+    for metric in metrics_in("summary"):  # the evaluation registry's headline metrics
+        if metric.shown == "per_k":
+            for k, value in (summary[metric.name] or {}).items():
+                table.add_row(f"pass@{k}", metric.cell(value))
+        elif metric.shown not in ("counts", "text"):
+            table.add_row(metric.name, metric.cell(summary[metric.name]))
     # Outcomes, not bare verdict statuses: a completion with no code is judged a rule_violation, but
     # the user needs to know it was cut off (truncated) or unparseable (parse_error).
     table.add_row("outcomes", ", ".join(f"{s} {n}" for s, n in summary["outcome_counts"].items()))
@@ -146,9 +143,9 @@ def eval_main(
     out = console(json_mode=json_out)
 
     from autotriton.evaluation import (
-        RecordedGenerator, RecordedJudge, SuiteError, evaluate, load_suite, make_generator, store_evaluation,
-        write_report,
+        RecordedGenerator, RecordedJudge, SuiteError, evaluate, load_suite, make_generator, write_report,
     )
+    from autotriton.tasks.steps import store_evaluation_result
     from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     if "cuda" in (cfg.validation.device, ev.device):
@@ -264,8 +261,7 @@ def eval_main(
         result.metrics["problems_in_suite"] = total_problems  # the same dict as the stored record's metrics
         if cap_check is not None and cap_check.shortest is not None:
             result.metrics["completion_cap"] = cap_check.to_dict()
-        with wh.atomic():  # all of the evaluation's rows, or none
-            new_rows = store_evaluation(wh, run, result)
+        new_rows = store_evaluation_result(wh, run, result)  # all of the evaluation's rows, or none
         report = write_report(result, Path(ev.report_dir) / result.evaluation.key)
         summary = result.summary()
         summary.update({"report": str(report), "run_id": run.run_id, "new_rows": new_rows,
@@ -365,8 +361,9 @@ def compare(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(markdown, encoding="utf-8")
     if json_out:
-        keep = ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "pass_at_k",
-                "fast_1", "fast_2", "geomean_speedup", "status_counts", "outcome_counts", "truncated_rate", "by_level")
+        from autotriton.evaluation import metrics_in
+
+        keep = [metric.name for metric in metrics_in("summary")] + ["by_level"]  # the evaluation registry's headline
         emit_json({"evaluations": [{"key": e.key, "suite": e.suite, "generator": e.generator,
                                     "metrics": {k: e.metrics.get(k) for k in keep}} for e in evaluations],
                    "markdown": str(out) if out else None})

@@ -105,14 +105,16 @@ def _print_report(report: dict[str, Any]) -> None:
             models.add_row(stage, t[stage]["path"], str(t[stage]["steps"]),
                            ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
     out.print(models)
+    from autotriton.evaluation import metrics_in
+
     m = e["metrics"]
     ev = Table(title=f"evaluation of {e['model']}")
-    for col in ("problems", "samples", "rule_pass", "compile_rate", "exec_accuracy", "hack_rate", "pass@k"):
-        ev.add_column(col)
+    shown = metrics_in("flat")  # the evaluation registry's flat row
+    for metric in shown:
+        ev.add_column("pass@k" if metric.shown == "per_k" else metric.name)
     fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else str(v)  # noqa: E731
-    ev.add_row(str(m.get("problems")), str(m.get("samples")), fmt(m.get("rule_pass")), fmt(m.get("compile_rate")),
-               fmt(m.get("exec_accuracy")), fmt(m.get("hack_rate")),
-               ", ".join(f"@{k}={v:.2f}" for k, v in (m.get("pass_at_k") or {}).items()))
+    ev.add_row(*[", ".join(f"@{k}={v:.2f}" for k, v in (m.get(metric.name) or {}).items()) if metric.shown == "per_k"
+                 else fmt(m.get(metric.name)) for metric in shown])
     out.print(ev)
     for line in _learned(t, m):
         out.print(line, highlight=False)
