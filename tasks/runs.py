@@ -68,10 +68,11 @@ class RunScope:
 
 
 @contextmanager
-def run_scope(wh: Warehouse, kind: str, config: Any, *, as_tasks: bool = False) -> Iterator[RunScope]:
+def run_scope(wh: Warehouse, kind: str, config: Any, *, as_tasks: bool = False,
+              on_interrupt: str = "failed") -> Iterator[RunScope]:
     """Start a run, yield its RunScope, and finish it: with `scope.status` and `scope.summary`
     when the block ends, or "failed" with the summary and the error (`error_summary`) when it
-    raises (anything, KeyboardInterrupt included), re-raising.
+    raises (anything; a KeyboardInterrupt marks it `on_interrupt`), re-raising.
 
     `as_tasks`: inside a Prefect flow, start and finish are the `start-run` and
     `finish-run` task runs.
@@ -87,6 +88,7 @@ def run_scope(wh: Warehouse, kind: str, config: Any, *, as_tasks: bool = False) 
     try:
         yield scope
     except BaseException as exc:
-        finish(wh, scope.run, "failed", {**scope.summary, **error_summary(exc)})
+        status = on_interrupt if isinstance(exc, KeyboardInterrupt) else "failed"
+        finish(wh, scope.run, status, {**scope.summary, **error_summary(exc)})
         raise
     finish(wh, scope.run, scope.status, scope.summary)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -180,6 +181,29 @@ class ReadsMixin:
     def evaluations(self, suite: str | None = None) -> list[Evaluation]:
         where, params = (["suite = ?"], [suite]) if suite else ([], [])
         return self._records("evaluations", where, params)
+
+    @_locked
+    def checkpoints_by_key_prefix(self, key: str) -> list[tuple[str, str]]:
+        """(key, path) of the checkpoints whose key is `key` or starts with it, newest first."""
+        return [tuple(row) for row in self._con.execute(
+            "SELECT key, path FROM checkpoints WHERE key = ? OR starts_with(key, ?) ORDER BY created_at DESC",
+            [key, key]).fetchall()]
+
+    @_locked
+    def evaluation_keys(self, ref: str) -> tuple[list[str], bool]:
+        """The keys of the evaluations `ref` names (a key, a key prefix or a run id), in write
+        order, and whether `ref` is the run id of one."""
+        rows = self._con.execute("SELECT key FROM evaluations WHERE key = ? OR run_id = ? OR starts_with(key, ?) "
+                                 "ORDER BY created_at", [ref, ref, ref]).fetchall()
+        is_run = bool(self._con.execute("SELECT 1 FROM evaluations WHERE run_id = ?", [ref]).fetchall())
+        return list(dict.fromkeys(r[0] for r in rows)), is_run
+
+    @_locked
+    def requirement_sets(self) -> list[list[str]]:
+        """The distinct requirement sets recorded with the problems (none: [])."""
+        rows = self._con.execute("SELECT DISTINCT CAST(requirements AS VARCHAR) AS r FROM problems "
+                                 "WHERE requirements IS NOT NULL AND CAST(requirements AS VARCHAR) <> '[]' ORDER BY r").fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     @_locked
     def sql(self, query: str, params: Sequence[Any] | None = None) -> QueryResult:
