@@ -112,6 +112,12 @@ class Resources:
     def __reduce__(self):
         return (_unpickled, (self.token, self.db_path))
 
+    def __copy__(self) -> Self:  # a handle: a copy in this process is the same Resources
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self
+
 
 def _resolved(db_path: str | Path | None) -> str | None:
     """The resolved path: a flow's warehouse and its asset keys name the same file, whatever the cwd."""
