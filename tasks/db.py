@@ -24,6 +24,7 @@ from autotriton.warehouse.exports import WAREHOUSE_EXPORTS
 from autotriton.warehouse.layout import FORMATS as EXPORT_FORMATS
 
 if TYPE_CHECKING:
+    from autotriton.flows.config import PipelineConfig  # the composed config (type only: tasks never import flows)
     from autotriton.records import Candidate, Evaluation, Export, Problem
 
 __all__ = [
@@ -80,7 +81,7 @@ def run_sql(wh: Warehouse, query: str) -> QueryResult:
     return wh.sql(query)
 
 
-def build_named_export(wh: Warehouse, run: Run, config: Any, name: str, *, format: str = "hf",
+def build_named_export(wh: Warehouse, run: Run, config: PipelineConfig, name: str, *, format: str = "hf",
                        path: str | os.PathLike[str] | None = None) -> Export:
     """`db export NAME`: the rows of EXPORTERS[name] written and recorded; training exports leave
     evaluation problems out (harvest.eval_suites, tasks/steps.py `export_rows`)."""
