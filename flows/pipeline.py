@@ -14,17 +14,18 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from autotriton.capacity import require
 from autotriton.flows.config import PipelineConfig, load_config
-from autotriton.tasks import resources
 from autotriton.tasks.artifacts import Progress, markdown_table, on_warehouse, publish_markdown
-from autotriton.tasks.distill import distill_problem, judge_candidates, judge_fingerprint, store_distilled
-from autotriton.tasks.evaluate import evaluate_model, store_evaluation
+from autotriton.tasks.distill import (
+    distill_problem, judge_candidates, judge_fingerprint, runnable_problems, store_distilled, teacher_version, unjudged_jobs,
+)
+from autotriton.tasks.evaluate import evaluate_model, model_to_evaluate, store_evaluation
 from autotriton.tasks.export import export_training_sets
 from autotriton.tasks.harvest import (
     harvest_dataset_source, harvest_github_source, harvest_local_source, harvest_packages_source, harvest_synthetic_source, store_harvest,
 )
-from autotriton.tasks.runs import finish_run, start_run
-from autotriton.tasks.steps import completion_cap_check
-from autotriton.tasks.train import grpo, sft, store_checkpoint
+from autotriton.tasks.resources import flow_resources
+from autotriton.tasks.runs import run_scope
+from autotriton.tasks.train import grpo, sft, store_checkpoint, training_completion_cap, training_export
 
 
 def _config(config: PipelineConfig | None) -> PipelineConfig:
@@ -48,8 +49,8 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
     """harvest -> extract -> dedup -> distill -> validate -> store -> export."""
     cfg = _config(config)
     db = cfg.warehouse.path
-    run = start_run(db, "refresh", cfg)
-    try:
+    with flow_resources(db) as res, run_scope(res.warehouse, "refresh", cfg, as_tasks=True) as scope:
+        run = scope.run
         h, v, orch = cfg.harvest, cfg.validation, cfg.orchestration
         envs = cfg.environments
         futures = [harvest_local_source.submit(p, h, v, envs) for p in h.local_paths]
@@ -60,13 +61,9 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         if h.github:
             github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
             futures.append(github.submit(h, v, envs))
-        harvested = on_warehouse(store_harvest, db)(db, run, [f.result() for f in futures])
+        harvested = on_warehouse(store_harvest, db)(res, run, [f.result() for f in futures])
 
-        wh = resources.warehouse(db)
-        problems = wh.problems(status="runnable")
-        if cfg.distill.max_problems:
-            problems = problems[: cfg.distill.max_problems]
-        teacher = resources.teacher(cfg.distill)
+        problems = runnable_problems(res, cfg.distill.max_problems)
         judge_version = judge_fingerprint(v)
         distill_task = distill_problem
         if cfg.distill.teacher == "openai":
@@ -74,30 +71,18 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         progress = Progress("distill-progress", f"{len(problems)} problems")
         results = []
         for done, future in enumerate(as_completed(distill_task.map(
-                problems, unmapped(cfg.distill), unmapped(v), unmapped(teacher.version), unmapped(judge_version),
-                unmapped(cfg.environments))), 1):
+                unmapped(res), problems, unmapped(cfg.distill), unmapped(v), unmapped(teacher_version(res, cfg.distill)),
+                unmapped(judge_version), unmapped(cfg.environments))), 1):
             results.append(future.result())
             progress.update(done / max(1, len(problems)))
         # Ready pairs imported from datasets (KernelBook) have candidates but no verdict yet.
-        pending = unjudged_jobs(wh)
-        extra = judge_candidates(pending, v, judge_version) if pending else []
-        distilled = on_warehouse(store_distilled, db)(db, run, results, extra)
-        exports = on_warehouse(export_training_sets, db)(db, run, cfg)
-        summary = {"run_id": run.run_id, "harvest": harvested, "distill": distilled,
-                   "exports": {k: (e.key if e else None) for k, e in exports.items()}}
-        finish_run(db, run, "succeeded", summary)
-        return {**summary, "export_records": exports}
-    except BaseException as exc:
-        finish_run(db, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:2000]})
-        raise
-
-
-def unjudged_jobs(wh: Any) -> list[tuple[str, str]]:
-    """(problem source, code) of stored candidates with code and no verdict yet."""
-    problems = {p.key: p for p in wh.problems(status="runnable")}
-    candidates = [c for c in wh.candidates(problem_keys=list(problems)) if c.code] if problems else []
-    judged = {v.candidate_key for v in wh.verdicts(candidate_keys=[c.key for c in candidates])} if candidates else set()
-    return [(problems[c.problem_key].reference_source, c.code) for c in candidates if c.key not in judged]
+        pending = unjudged_jobs(res)
+        extra = judge_candidates(res, pending, v, judge_version) if pending else []
+        distilled = on_warehouse(store_distilled, db)(res, run, results, extra)
+        exports = on_warehouse(export_training_sets, db)(res, run, cfg)
+        scope.summary = {"run_id": run.run_id, "harvest": harvested, "distill": distilled,
+                         "exports": {k: (e.key if e else None) for k, e in exports.items()}}
+    return {**scope.summary, "export_records": exports}
 
 
 @flow(name="train")
@@ -105,44 +90,32 @@ def train(config: PipelineConfig | None = None, sft_export_key: str = "", rl_exp
     """SFT on the newest (or given) `sft` export, then GRPO from the SFT model on the `rl` export."""
     cfg = _config(config)
     db = cfg.warehouse.path
-    run = start_run(db, "train", cfg)
-    try:
-        wh = resources.warehouse(db)
-        sft_export = _export(wh, "sft", sft_export_key)
-        rl_export = _export(wh, "rl", rl_export_key)
+    with flow_resources(db) as res, run_scope(res.warehouse, "train", cfg, as_tasks=True) as scope:
+        run = scope.run
+        sft_export = training_export(res, "sft", sft_export_key)
+        rl_export = training_export(res, "rl", rl_export_key)
         out: dict[str, Any] = {"run_id": run.run_id}
         # Before any training: a GRPO whose completions cannot hold a kernel has nothing to learn.
-        cap = require(completion_cap_check(wh, cfg.training.max_completion_length, "training.max_completion_length",
-                                           model=cfg.training.model, training_config=cfg.training))
+        cap = require(training_completion_cap(res, cfg.training))
         if cap.shortest is not None:
             get_run_logger().info(cap.message())
             out["completion_cap"] = cap.to_dict()
         base_model = None
         if sft_export is not None:
             sft_result = sft(cfg.training, sft_export)
-            out["sft_checkpoint"] = on_warehouse(store_checkpoint, db)(db, run, sft_result)
+            out["sft_checkpoint"] = on_warehouse(store_checkpoint, db)(res, run, sft_result)
             out["sft"] = {"path": sft_result.checkpoint.path, "steps": sft_result.steps, "metrics": sft_result.metrics}
             base_model = sft_result.checkpoint.path
         else:
             get_run_logger().warning("no sft export (nothing validated yet): GRPO starts from the base model")
         if rl_export is None:
             raise ValueError(f"{db}: no rl export; run the refresh-dataset flow (autotriton refresh) first")
-        grpo_result = grpo(cfg.training, cfg.validation, rl_export, base_model)
-        out["grpo_checkpoint"] = on_warehouse(store_checkpoint, db)(db, run, grpo_result)
+        grpo_result = grpo(res, cfg.training, cfg.validation, rl_export, base_model)
+        out["grpo_checkpoint"] = on_warehouse(store_checkpoint, db)(res, run, grpo_result)
         out["grpo"] = {"path": grpo_result.checkpoint.path, "steps": grpo_result.steps, "metrics": grpo_result.metrics}
         out["model"] = grpo_result.checkpoint.path
-        finish_run(db, run, "succeeded", out)
-        return out
-    except BaseException as exc:
-        finish_run(db, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:2000]})
-        raise
-
-
-def _export(wh: Any, name: str, key: str):
-    """The given (or newest) export of `name`, checked to still be what its folder holds (a later
-    export of the same name replaces the folder; training must not read other rows than it records)."""
-    export = wh.export(key) if key else (wh.exports(name=name) or [None])[-1]
-    return wh.export_files(export) if export is not None else None
+        scope.summary = out
+    return out
 
 
 @flow(name="evaluate")
@@ -150,28 +123,22 @@ def evaluate(config: PipelineConfig | None = None, model: str = "") -> dict[str,
     """Evaluate a model (default: the newest checkpoint in the warehouse) on evaluation.suite."""
     cfg = _config(config)
     db = cfg.warehouse.path
-    run = start_run(db, "evaluate", cfg)
-    try:
-        if not model:
-            checkpoints = resources.warehouse(db).checkpoints()
-            model = checkpoints[-1].path if checkpoints else (cfg.evaluation.model or cfg.training.model)
-        result = evaluate_model(cfg, model)
-        stored = on_warehouse(store_evaluation, db)(db, run, result, cfg.evaluation.report_dir)
-        out = {"run_id": run.run_id, "model": model, **stored}
-        finish_run(db, run, "succeeded", out)
-        return out
-    except BaseException as exc:
-        finish_run(db, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:2000]})
-        raise
+    with flow_resources(db) as res, run_scope(res.warehouse, "evaluate", cfg, as_tasks=True) as scope:
+        model = model_to_evaluate(res, cfg, model)
+        result = evaluate_model(res, cfg, model)
+        stored = on_warehouse(store_evaluation, db)(res, scope.run, result, cfg.evaluation.report_dir)
+        scope.summary = {"run_id": scope.run.run_id, "model": model, **stored}
+    return scope.summary
 
 
 @flow(name="retrain")
 def retrain(config: PipelineConfig | None = None) -> dict[str, Any]:
     """refresh-dataset -> train -> evaluate: the whole pipeline, end to end."""
     cfg = _config(config)
-    refreshed = refresh_dataset(cfg)
-    trained = train(cfg)
-    evaluated = evaluate(cfg, trained["model"])
+    with flow_resources(cfg.warehouse.path):  # the three subflows share its warehouse handle and warm judges
+        refreshed = refresh_dataset(cfg)
+        trained = train(cfg)
+        evaluated = evaluate(cfg, trained["model"])
     report = {"refresh": {k: v for k, v in refreshed.items() if k != "export_records"}, "train": trained, "evaluate": evaluated}
     publish_markdown("retrain-report", retrain_markdown(report), "rows per stage, models trained, evaluation")
     return report

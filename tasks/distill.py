@@ -7,18 +7,29 @@ or re-judged, and a run killed mid-way resumes from the problems already done.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.assets import materialize
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
-from autotriton.tasks import resources
+from autotriton.environments import EnvironmentConfig
+from autotriton.records import Problem, Verdict
 from autotriton.tasks.artifacts import asset_key, markdown_table, publish_markdown, publish_table
+from autotriton.tasks.resources import Resources
 from autotriton.tasks.steps import store_distill_results
+from autotriton.warehouse import Run
+
+if TYPE_CHECKING:
+    from autotriton.distillation import DistillConfig, DistillResult
+    from autotriton.validation import ValidationConfig
+
+# The per-problem tasks are cached on their inputs, less the Resources they are handed: those
+# are this flow run's handles, not something a result depends on.
+CACHED_ON_INPUTS = (INPUTS - "resources") + TASK_SOURCE
 
 
-def judge_fingerprint(validation_config: Any) -> str:
+def judge_fingerprint(validation_config: ValidationConfig) -> str:
     """What a verdict depends on besides the candidate: the judge config and the judge's code."""
     from autotriton.hashing import content_key
     from autotriton.versioning import package_fingerprint
@@ -26,14 +37,32 @@ def judge_fingerprint(validation_config: Any) -> str:
     return content_key("judge", validation_config.model_dump(mode="json"), package_fingerprint("autotriton.validation"))
 
 
+def teacher_version(resources: Resources, distill_config: DistillConfig) -> str:
+    """The version of the teacher `distill_config` names (a cache-key input of distill_problem)."""
+    return resources.teacher(distill_config).version
+
+
+@task(name="load-problems", cache_policy=NO_CACHE)
+def runnable_problems(resources: Resources, limit: int = 0) -> list[Problem]:
+    """The warehouse's runnable problems (the first `limit`; 0: all), to distil."""
+    return resources.warehouse.problems(status="runnable", limit=limit or None)
+
+
+@task(name="find-unjudged", cache_policy=NO_CACHE)
+def unjudged_jobs(resources: Resources) -> list[tuple[str, str]]:
+    """(problem source, code) of stored candidates with code and no verdict yet (e.g. dataset pairs)."""
+    return [(problem.reference_source, candidate.code) for problem, candidate in resources.warehouse.unjudged_pairs()]
+
+
 @task(
     name="distill-problem",
     task_run_name="distill-{problem.name}",
-    cache_policy=INPUTS + TASK_SOURCE,
+    cache_policy=CACHED_ON_INPUTS,
     persist_result=True,
 )
-def distill_problem(problem: Any, distill_config: Any, validation_config: Any, teacher_version: str, judge_version: str,
-                    environments: Any = None):
+def distill_problem(resources: Resources, problem: Problem, distill_config: DistillConfig,
+                    validation_config: ValidationConfig, teacher_version: str, judge_version: str,
+                    environments: EnvironmentConfig | None = None) -> DistillResult:
     """Candidates (with repairs) and verdicts for one problem. `teacher_version` and
     `judge_version` are cache-key inputs: new teacher data or judge code means new work.
     `environments` (EnvironmentConfig): the problem is judged with its dependency environment."""
@@ -45,8 +74,9 @@ def distill_problem(problem: Any, distill_config: Any, validation_config: Any, t
                    judge=resources.judge(validation_config), explainer=make_explainer(distill_config), environments=paths)
 
 
-@task(name="judge-candidates", cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
-def judge_candidates(jobs: list[tuple[str, str]], validation_config: Any, judge_version: str):
+@task(name="judge-candidates", cache_policy=CACHED_ON_INPUTS, persist_result=True)
+def judge_candidates(resources: Resources, jobs: list[tuple[str, str]], validation_config: ValidationConfig,
+                     judge_version: str) -> list[Verdict]:
     """Verdicts for (problem source, candidate code) pairs that have none yet (e.g. dataset pairs)."""
     return resources.judge(validation_config).validate_many(jobs)
 
@@ -55,12 +85,12 @@ def judge_candidates(jobs: list[tuple[str, str]], validation_config: Any, judge_
     asset_key("candidates"), asset_key("verdicts"),
     asset_deps=[asset_key("problems")], name="store-distilled", by="autotriton",
 )
-def store_distilled(db_path: str, run: Any, results: list[Any], extra_verdicts: list[Any]) -> dict[str, Any]:
+def store_distilled(resources: Resources, run: Run, results: list[DistillResult], extra_verdicts: list[Verdict]) -> dict[str, Any]:
     """Store every candidate and verdict (`store_distill_results`, one transaction); publish the
     yield and verdict mix."""
     candidates = [c for r in results for c in r.candidates]
     verdicts = [v for r in results for v in r.verdicts] + list(extra_verdicts)
-    new = store_distill_results(resources.warehouse(db_path), run, results, extra_verdicts)
+    new = store_distill_results(resources.warehouse, run, results, extra_verdicts)
     new_candidates, new_verdicts = new["new_candidates"], new["new_verdicts"]
     mix: dict[str, int] = {}
     for v in verdicts:

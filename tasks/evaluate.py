@@ -3,21 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import get_run_logger, task
 from prefect.assets import materialize
+from prefect.cache_policies import NO_CACHE
 
-from autotriton.tasks import resources
 from autotriton.tasks.artifacts import asset_key, markdown_table, publish_image, publish_markdown
+from autotriton.tasks.resources import Resources
+from autotriton.warehouse import Run
+
+if TYPE_CHECKING:
+    from autotriton.evaluation import EvaluationResult
+    from autotriton.flows.config import PipelineConfig  # the composed config (type only: tasks never import flows)
+
+
+@task(name="choose-model", cache_policy=NO_CACHE)
+def model_to_evaluate(resources: Resources, config: PipelineConfig, model: str = "") -> str:
+    """`model` when given, else the newest checkpoint in the warehouse, else the configured model."""
+    if model:
+        return model
+    checkpoints = resources.warehouse.checkpoints()
+    return checkpoints[-1].path if checkpoints else (config.evaluation.model or config.training.model)
 
 
 @task(name="evaluate-model", task_run_name="evaluate-{model}")
-def evaluate_model(config: Any, model: str) -> Any:
+def evaluate_model(resources: Resources, config: PipelineConfig, model: str) -> EvaluationResult:
     """Evaluate `model` (HF id, path or checkpoint dir) on config.evaluation.suite with the judge."""
-    from autotriton.evaluation import evaluate, load_suite, make_generator
-
-    from autotriton.evaluation.suites import shrink_suite_problem
+    from autotriton.evaluation import evaluate, load_suite, make_generator, shrink_suite_problem
     from autotriton.tasks.steps import completion_cap_check
 
     ev = config.evaluation
@@ -32,7 +45,7 @@ def evaluate_model(config: Any, model: str) -> Any:
     generator = make_generator(ev, model_path=model)
     cap = None
     if getattr(generator, "tokenizer", None) is not None:
-        cap = completion_cap_check(resources.warehouse(config.warehouse.path), ev.max_new_tokens, "evaluation.max_new_tokens",
+        cap = completion_cap_check(resources.warehouse, ev.max_new_tokens, "evaluation.max_new_tokens",
                                    tokenizer=generator.tokenizer)
         if not cap.holds:
             logger.warning(cap.message())
@@ -43,7 +56,7 @@ def evaluate_model(config: Any, model: str) -> Any:
     return result
 
 
-def suite_path(config: Any) -> str:
+def suite_path(config: PipelineConfig) -> str:
     from autotriton.paths import DEMO_EVAL_SUITE
 
     return config.evaluation.suite or str(DEMO_EVAL_SUITE)
@@ -53,11 +66,11 @@ def suite_path(config: Any) -> str:
     asset_key("evaluations"), asset_key("verdicts"),
     asset_deps=[asset_key("checkpoints")], name="store-evaluation", by="autotriton",
 )
-def store_evaluation(db_path: str, run: Any, result: Any, report_dir: str) -> dict[str, Any]:
+def store_evaluation(resources: Resources, run: Run, result: EvaluationResult, report_dir: str) -> dict[str, Any]:
     from autotriton.evaluation import write_report
     from autotriton.tasks.steps import store_evaluation_result
 
-    new = store_evaluation_result(resources.warehouse(db_path), run, result)
+    new = store_evaluation_result(resources.warehouse, run, result)  # all of the evaluation's rows, or none
     report = write_report(result, Path(report_dir) / result.evaluation.key)
     metrics = result.evaluation.metrics
     publish_markdown("evaluation", "# Evaluation\n\n" + markdown_table([_flat_metrics(result)]) +
@@ -67,7 +80,7 @@ def store_evaluation(db_path: str, run: Any, result: Any, report_dir: str) -> di
     return {"evaluation_key": result.evaluation.key, "new_rows": new, "report": str(report), "metrics": metrics}
 
 
-def _flat_metrics(result: Any) -> dict[str, Any]:
+def _flat_metrics(result: EvaluationResult) -> dict[str, Any]:
     """One row for the evaluation artifact: generator, suite and the registry's FLAT metrics."""
     from autotriton.evaluation import flat_metrics
 

@@ -3,13 +3,17 @@ hashes; evaluation problems (harvest.eval_suites) are left out and counted."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect.assets import materialize
 
-from autotriton.tasks import resources
 from autotriton.tasks.artifacts import asset_key, markdown_table, publish_markdown
+from autotriton.tasks.resources import Resources
 from autotriton.tasks.steps import build_export
+from autotriton.warehouse import Run
+
+if TYPE_CHECKING:
+    from autotriton.flows.config import PipelineConfig
 
 
 @materialize(
@@ -17,10 +21,10 @@ from autotriton.tasks.steps import build_export
     asset_deps=[asset_key("problems"), asset_key("candidates"), asset_key("verdicts")],
     name="export-training-sets", by="autotriton",
 )
-def export_training_sets(db_path: str, run: Any, config: Any) -> dict[str, Any]:
+def export_training_sets(resources: Resources, run: Run, config: PipelineConfig) -> dict[str, Any]:
     """Build the `sft` export (validated pairs) and the `rl` export (prompts chosen for diversity).
     An export with no rows is skipped and reported (e.g. nothing validated yet)."""
-    wh = resources.warehouse(db_path)
+    wh = resources.warehouse
     out: dict[str, Any] = {}
     rows_md = []
     for name in ("sft", "rl"):

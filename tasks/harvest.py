@@ -2,39 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.assets import materialize
 
-from autotriton.tasks import resources
+from autotriton.environments import EnvironmentConfig
 from autotriton.tasks.artifacts import asset_key, publish_table
+from autotriton.tasks.resources import Resources
 from autotriton.tasks.steps import store_harvest_results
+from autotriton.warehouse import Run
+
+if TYPE_CHECKING:
+    from autotriton.harvesting import HarvestConfig, HarvestResult
+    from autotriton.validation import ValidationConfig
 
 
 @task(name="harvest-local", task_run_name="harvest-local-{path}")
-def harvest_local_source(path: str, harvest_config: Any, validation_config: Any, environments: Any = None):
+def harvest_local_source(path: str, harvest_config: HarvestConfig, validation_config: ValidationConfig,
+                        environments: EnvironmentConfig | None = None) -> HarvestResult:
     from autotriton.harvesting import harvest_local
 
     return harvest_local(path, harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
 
 
 @task(name="harvest-dataset", task_run_name="harvest-dataset-{path}")
-def harvest_dataset_source(path: str, harvest_config: Any, validation_config: Any, environments: Any = None):
+def harvest_dataset_source(path: str, harvest_config: HarvestConfig, validation_config: ValidationConfig,
+                        environments: EnvironmentConfig | None = None) -> HarvestResult:
     from autotriton.harvesting import harvest_dataset
 
     return harvest_dataset(path, harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
 
 
 @task(name="harvest-synthetic", task_run_name="harvest-synthetic-{count}-seed-{seed}")
-def harvest_synthetic_source(count: int, seed: int, harvest_config: Any, validation_config: Any):
+def harvest_synthetic_source(count: int, seed: int, harvest_config: HarvestConfig,
+                             validation_config: ValidationConfig) -> HarvestResult:
     from autotriton.harvesting.synthetic import harvest_synthetic
 
     return harvest_synthetic(count, seed, harvest_config, validation_config=validation_config)
 
 
 @task(name="harvest-packages", task_run_name="harvest-packages-{path}")
-def harvest_packages_source(path: str, harvest_config: Any, validation_config: Any):
+def harvest_packages_source(path: str, harvest_config: HarvestConfig, validation_config: ValidationConfig) -> HarvestResult:
     """The packages and folders of one sources file (pip download is retried by the next refresh:
     a failed fetch is recorded as a rejection and the package stays unharvested in the state)."""
     from autotriton.harvesting.packages import harvest_packages
@@ -43,7 +52,8 @@ def harvest_packages_source(path: str, harvest_config: Any, validation_config: A
 
 
 @task(name="harvest-github", retries=3, retry_delay_seconds=[10, 60, 300])
-def harvest_github_source(harvest_config: Any, validation_config: Any, environments: Any = None):
+def harvest_github_source(harvest_config: HarvestConfig, validation_config: ValidationConfig,
+                        environments: EnvironmentConfig | None = None) -> HarvestResult:
     """GitHub search + tree walk + blobs. Rate limits are waited out inside; other network
     failures are retried by Prefect (the incremental state makes a retry cheap)."""
     from autotriton.harvesting import harvest_github
@@ -55,10 +65,10 @@ def harvest_github_source(harvest_config: Any, validation_config: Any, environme
     asset_key("sources"), asset_key("modules"), asset_key("problems"), asset_key("rejections"),
     name="store-harvest", by="autotriton",
 )
-def store_harvest(db_path: str, run: Any, results: list[Any]) -> dict[str, Any]:
+def store_harvest(resources: Resources, run: Run, results: list[HarvestResult]) -> dict[str, Any]:
     """Store every harvest result (`store_harvest_results`: one transaction, then the sources'
     incremental state) and publish the yield. Returns new rows per table and stats."""
-    new = store_harvest_results(resources.warehouse(db_path), run, results)
+    new = store_harvest_results(resources.warehouse, run, results)
     totals = harvest_totals(results)
     publish_table("harvest-yield", [
         {"source": r.sources[0].repo if r.sources else "?", "files": r.stats.get("files", 0), "modules": r.stats.get("modules", 0),
@@ -69,7 +79,7 @@ def store_harvest(db_path: str, run: Any, results: list[Any]) -> dict[str, Any]:
     return {"new_rows": new, **totals}
 
 
-def harvest_totals(results: list[Any]) -> dict[str, Any]:
+def harvest_totals(results: list[HarvestResult]) -> dict[str, Any]:
     out: dict[str, Any] = {"files": 0, "modules": 0, "runnable": 0, "duplicates": 0, "rejected": {}}
     for r in results:
         s = r.summary()

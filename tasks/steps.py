@@ -12,13 +12,22 @@ warehouse `wh` and `run` are an open `autotriton.warehouse.Warehouse` and a Run 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from autotriton.capacity import CapCheck
+    from autotriton.distillation import DistillResult
+    from autotriton.harvesting import HarvestResult
+    from autotriton.records import Export, Verdict
+    from autotriton.training import TrainingConfig, TrainResult
+    from autotriton.validation import JudgePool, ValidationConfig
+    from autotriton.warehouse import Run, Warehouse
 
 # ------------------------------------------------------------------------------------------------
 # harvest
 
 
-def store_harvest_results(wh: Any, run: Any, results: Sequence[Any]) -> dict[str, int]:
+def store_harvest_results(wh: Warehouse, run: Run, results: Sequence[HarvestResult]) -> dict[str, int]:
     """Write sources, modules, problems (with the problems of dataset pairs), rejections and
     the pairs' candidates of every HarvestResult in one transaction, then commit each result's
     incremental state, so a failed write never marks files as harvested. Returns new rows per table."""
@@ -41,7 +50,8 @@ def store_harvest_results(wh: Any, run: Any, results: Sequence[Any]) -> dict[str
 # distill
 
 
-def store_distill_results(wh: Any, run: Any, results: Sequence[Any], extra_verdicts: Sequence[Any] = ()) -> dict[str, int]:
+def store_distill_results(wh: Warehouse, run: Run, results: Sequence[DistillResult],
+                          extra_verdicts: Sequence[Verdict] = ()) -> dict[str, int]:
     """Write the candidates, verdicts and rejections (why a problem gave no pair) of every
     DistillResult, plus verdicts judged apart (`extra_verdicts`), in one transaction.
     Returns {"new_candidates": n, "new_verdicts": n}."""
@@ -199,7 +209,7 @@ def build_release(wh: Any, run: Any, config: Any, out: Any, name: str = "autotri
 # train
 
 
-def grpo_judge_config(training_config: Any, validation_config: Any) -> Any:
+def grpo_judge_config(training_config: TrainingConfig, validation_config: ValidationConfig) -> ValidationConfig:
     """The judge's config for GRPO rewards: kernel timing only when the reward uses speedups
     (training.speedup_bonus > 0). Timing a batch of candidates costs more than judging them,
     and the default reward ignores it. The given config is never changed."""
@@ -208,8 +218,8 @@ def grpo_judge_config(training_config: Any, validation_config: Any) -> Any:
     return validation_config.model_copy(update={"time_kernels": False})
 
 
-def train_sft(training_config: Any, export: Any, *, resume: bool, console: Any = None,
-              on_status: Callable[[str], None] | None = None) -> Any:
+def train_sft(training_config: TrainingConfig, export: Export, *, resume: bool, console: Any = None,
+              on_status: Callable[[str], None] | None = None) -> TrainResult:
     """SFT on a recorded `sft` export -> TrainResult; on training.num_processes > 1 processes
     under `accelerate launch`, else in this process."""
     if training_config.num_processes > 1:
@@ -222,7 +232,7 @@ def train_sft(training_config: Any, export: Any, *, resume: bool, console: Any =
                    on_status=on_status)
 
 
-def grpo_layout(training_config: Any, validation_config: Any) -> Any:
+def grpo_layout(training_config: TrainingConfig, validation_config: ValidationConfig) -> Any:
     """The Layout GRPO runs with on this machine (training/layout.py); raises LayoutError."""
     from autotriton.training.layout import choose_layout
     from autotriton.models import resolve_device
@@ -237,9 +247,9 @@ def grpo_layout(training_config: Any, validation_config: Any) -> Any:
                          device=device, judge_gpus=list(validation_config.gpus))
 
 
-def train_grpo(training_config: Any, validation_config: Any, export: Any, *, base_model: str | None, resume: bool,
-               judge_for: Callable[[Any], Any] | None = None, console: Any = None,
-               on_status: Callable[[str], None] | None = None) -> Any:
+def train_grpo(training_config: TrainingConfig, validation_config: ValidationConfig, export: Export, *,
+               base_model: str | None, resume: bool, judge_for: Callable[[ValidationConfig], JudgePool] | None = None,
+               console: Any = None, on_status: Callable[[str], None] | None = None) -> TrainResult:
     """GRPO on a recorded `rl` export with the judge as the reward -> TrainResult. The judge runs
     with `grpo_judge_config`; `judge_for(config)` supplies a warm pool that outlives the call
     (the flows' shared one), else a JudgePool is opened for this run. The layout
@@ -278,7 +288,7 @@ def train_grpo(training_config: Any, validation_config: Any, export: Any, *, bas
     return result
 
 
-def store_checkpoint_result(wh: Any, run: Any, result: Any) -> int:
+def store_checkpoint_result(wh: Warehouse, run: Run, result: TrainResult) -> int:
     """Register a TrainResult's final checkpoint (with the export it was trained on); new rows."""
     return wh.put_checkpoints(run, [result.checkpoint])
 
@@ -287,7 +297,7 @@ def store_checkpoint_result(wh: Any, run: Any, result: Any) -> int:
 # completion caps
 
 
-def load_tokenizer(model: str, training_config: Any = None) -> Any:
+def load_tokenizer(model: str, training_config: TrainingConfig | None = None) -> Any:
     """The tokenizer of a model name as training resolves it (hub id, folder, .gguf, the special names)."""
     from transformers import AutoTokenizer
 
@@ -298,8 +308,8 @@ def load_tokenizer(model: str, training_config: Any = None) -> Any:
     return AutoTokenizer.from_pretrained(path, **({"gguf_file": gguf} if gguf else {}))
 
 
-def completion_cap_check(wh: Any, cap: int, setting: str, *, tokenizer: Any = None, model: str = "",
-                         training_config: Any = None) -> Any:
+def completion_cap_check(wh: Warehouse, cap: int, setting: str, *, tokenizer: Any = None, model: str = "",
+                         training_config: TrainingConfig | None = None) -> CapCheck:
     """`autotriton.capacity.CapCheck` of `cap` against the warehouse's validated kernels, measured with
     `tokenizer` (or `model`'s, loaded only when there is something to measure)."""
     from autotriton.capacity import CapCheck, check_cap

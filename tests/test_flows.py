@@ -83,10 +83,9 @@ def _task_runs(flow_run_id):
 
 
 def _read_db(cfg, query):
-    from autotriton.tasks import resources
     from autotriton.warehouse import Warehouse
 
-    resources.close_warehouse(cfg.warehouse.path)  # the flow process's handle; DuckDB allows one writer
+    # (a flow closes its warehouse handle when it ends: tasks/resources.py)
     with Warehouse(cfg.warehouse.path) as wh:
         return wh.sql(query).rows
 

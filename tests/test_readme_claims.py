@@ -55,9 +55,9 @@ wh.close()
 def test_db_verbs_name_the_holder_or_wait_when_asked(tmp_path, monkeypatch):
     """README: `db` verbs wait for a write in progress (30 s; 1 s here), or up to warehouse.lock_wait_s
     when longer, then name the holder (PID and command)."""
-    from autotriton.warehouse import store
+    from autotriton.warehouse import connection
 
-    monkeypatch.setattr(store, "TRANSIENT_WAIT_S", 1.0)
+    monkeypatch.setattr(connection, "TRANSIENT_WAIT_S", 1.0)
     db = tmp_path / "w.duckdb"
     assert CliRunner().invoke(app, ["--db", str(db), "db", "migrate"]).exit_code == 0
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db), "6"], stdout=subprocess.PIPE, text=True)

@@ -41,6 +41,7 @@ def test_rows_written_in_a_flow_and_its_tasks_carry_the_flow_run_id(tmp_path, pr
     from prefect import flow, task
     from prefect.runtime import flow_run
 
+    from autotriton.tasks.runs import start_run
     from autotriton.warehouse import Warehouse
 
     chain = make_chain(3)
@@ -52,7 +53,7 @@ def test_rows_written_in_a_flow_and_its_tasks_carry_the_flow_run_id(tmp_path, pr
     @flow
     def refresh(path: str):
         with Warehouse(path) as wh:
-            run = wh.start_run("refresh", {"flow": True})
+            run = start_run(wh, "refresh", {"flow": True})  # tasks/runs.py passes Prefect's flow-run id
             wh.put_modules(run, chain.modules)
             stored = store_problems.submit(wh, run).result()  # a task on the thread runner, same handle
             wh.finish_run(run, "succeeded", {"problems": stored})

@@ -81,8 +81,10 @@ def test_run_config_hash_matches_pipeline_config_hash(wh):
 
 
 def test_flow_run_id_recorded_from_prefect_environment(wh, monkeypatch):
+    from autotriton.tasks.runs import start_run  # the caller passes the flow-run id: the warehouse knows no Prefect
+
     monkeypatch.setenv("PREFECT__FLOW_RUN_ID", "0f6e2c1a-1111-2222-3333-444455556666")
-    run = wh.start_run("refresh", {})
+    run = start_run(wh, "refresh", {})
     wh.put_problems(run, make_chain(1).problems)
     assert run.flow_run_id == "0f6e2c1a-1111-2222-3333-444455556666"
     assert wh.sql("SELECT DISTINCT flow_run_id FROM problems").rows == [(run.flow_run_id,)]

@@ -4,7 +4,7 @@ Public API (see warehouse/README.md):
     Warehouse(path, *, read_only=False, export_dir=None)   context manager, close()
     start_run / finish_run, put_* (idempotent, Arrow, one transaction each), reads returning
     records, validated_pairs, export_parquet / to_hf_dataset, lineage, sql, stats
-No Prefect here: the flow-run id is read lazily when Prefect is already loaded.
+No Prefect here: the caller passes the flow-run id to start_run (tasks/runs.py reads Prefect's).
 """
 
 from autotriton.warehouse.migrations import LATEST_VERSION, MIGRATIONS, MigrationError
@@ -16,10 +16,9 @@ from autotriton.warehouse.store import (
     WarehouseError,
     WarehouseLockedError,
     WarehouseQueryError,
-    current_flow_run_id,
 )
 
 __all__ = [
     "Warehouse", "Run", "QueryResult", "WarehouseError", "WarehouseLockedError", "WarehouseQueryError",
-    "UnknownKeyError", "MigrationError", "MIGRATIONS", "LATEST_VERSION", "current_flow_run_id",
+    "UnknownKeyError", "MigrationError", "MIGRATIONS", "LATEST_VERSION"
 ]

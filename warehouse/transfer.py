@@ -27,7 +27,8 @@ from autotriton.warehouse.layout import read_export
 from autotriton.warehouse.migrations import LATEST_VERSION
 from autotriton.warehouse.release import RELEASE_FORMAT
 from autotriton.warehouse.schema import TABLES
-from autotriton.warehouse.store import Run, Warehouse, WarehouseError, _q
+from autotriton.warehouse.connection import WarehouseError, _q
+from autotriton.warehouse.store import Run, Warehouse
 
 DUMP_FORMAT = "autotriton-warehouse"
 DUMP_MANIFEST = "warehouse.json"

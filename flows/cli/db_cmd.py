@@ -12,25 +12,20 @@ import shutil
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 from rich.table import Table
 from rich.tree import Tree
 
 from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
-from autotriton.warehouse import MigrationError, UnknownKeyError, Warehouse, WarehouseError, WarehouseQueryError
-from autotriton.warehouse.exports import WAREHOUSE_EXPORTS
-from autotriton.training.exports import TRAINING_EXPORTS
+from autotriton.tasks import db as store
+from autotriton.tasks.db import EXPORTERS, OPEN_ERRORS, UnknownKeyError, Warehouse, WarehouseQueryError
+from autotriton.tasks.runs import run_scope
 
 db_app = typer.Typer(help="Inspect, query, export and migrate the warehouse (DuckDB).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-# name -> function(warehouse, config) returning (rows: list[dict], filter: dict); the training
-# exports (built from records, tasks/steps.py export_rows) are listed under their names too.
-# Adding an export is one entry here; `autotriton db export NAME` lists the names on error.
-Exporter = Callable[[Warehouse, Any], "tuple[list[dict[str, Any]], dict[str, Any]]"]
-EXPORTERS: dict[str, Any] = {**WAREHOUSE_EXPORTS, **TRAINING_EXPORTS}
 STATE_IN_DUMP = "harvest-state.json"  # the harvest's incremental state, carried in a `db dump`
 
 
@@ -41,16 +36,15 @@ def open_warehouse(read_only: bool, extra: dict[str, Any] | None = None) -> Iter
     try:
         # hold=False: other commands hold the file only while they write, so a reader waits
         # (briefly) for that write instead of failing, and holds the file only per query itself.
-        wh = Warehouse(cfg.warehouse.path, read_only=read_only, export_dir=cfg.warehouse.export_dir,
-                       lock_wait_s=cfg.warehouse.lock_wait_s, hold=False)
-    except (WarehouseError, MigrationError) as exc:
+        wh = store.open_warehouse(cfg.warehouse.path, read_only=read_only, export_dir=cfg.warehouse.export_dir,
+                                  lock_wait_s=cfg.warehouse.lock_wait_s, hold=False)
+    except OPEN_ERRORS as exc:
         fail(str(exc))
-    try:
-        yield wh, cfg
-    except (WarehouseError, MigrationError) as exc:
-        fail(str(exc))
-    finally:
-        wh.close()
+    with wh:
+        try:
+            yield wh, cfg
+        except OPEN_ERRORS as exc:
+            fail(str(exc))
 
 
 def _plain(value: Any) -> Any:
@@ -69,11 +63,8 @@ def _cell(value: Any, width: int | None = 60) -> str:
 def stats(json_out: bool = typer.Option(False, "--json", help="print one JSON object: tables, runs, schema version, "
                                         "rejections: {stage: {reason: {count, example}}}")) -> None:
     """Row counts per table, verdict mix, rejections by reason (with an example) and the last runs."""
-    from autotriton.warehouse.reports import rejection_counts
-
     with open_warehouse(read_only=True) as (wh, _):
-        summary = wh.stats()
-        summary["rejections"] = rejection_counts(wh)
+        summary = store.warehouse_stats(wh)
     if json_out:
         emit_json(summary)
         return
@@ -116,10 +107,8 @@ def report(
     """What lost problems, and what to do about it: the packages harvested modules needed most
     (install them and harvest again) and the Inductor converter's most frequent failure kinds
     (file them, with the example)."""
-    from autotriton.warehouse.reports import loss_report
-
     with open_warehouse(read_only=True) as (wh, _):
-        summary = loss_report(wh, top)
+        summary = store.loss_report(wh, top)
     if json_out:
         emit_json(summary)
         return
@@ -153,7 +142,7 @@ def sql(
     """Run SQL against the warehouse (read-only unless --write)."""
     with open_warehouse(read_only=not write) as (wh, _):
         try:
-            result = wh.sql(query)
+            result = store.run_sql(wh, query)
         except WarehouseQueryError as exc:
             hint = ("add --write to change data" if "read-only" in str(exc)
                     else "fix the query (tables: `autotriton db stats`)")
@@ -186,35 +175,24 @@ def export(
     """Write an export (atomically, Parquet with zstd) and record it, with its content hash, in
     `exports`. The file names are stable (a newer export of NAME replaces the older); the content
     hash is in the files' metadata and in the folder's README.md."""
-    from autotriton.warehouse.layout import FORMATS
+    from autotriton.evaluation import SuiteError
 
     if name not in EXPORTERS:
         fail(f"unknown export {name!r}; choose one of: {', '.join(sorted(EXPORTERS))}.")
-    if fmt not in FORMATS:
-        fail(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}.")
+    if fmt not in store.EXPORT_FORMATS:
+        fail(f"--format {fmt!r}: choose one of {', '.join(store.EXPORT_FORMATS)}.")
     if out_path is not None and fmt == "parquet" and out_path.suffix != ".parquet":
         out_path = out_path / f"{name}.parquet"
     out = console(json_out)
     with open_warehouse(read_only=False) as (wh, cfg):
-        run = wh.start_run("export", cfg)
         try:
-            with out.status(f"building the {name} export"):
-                if name in TRAINING_EXPORTS:  # evaluation problems kept out (harvest.eval_suites)
-                    from autotriton.tasks.steps import export_rows
-
-                    rows, filter_ = export_rows(wh, run, cfg, name)
-                else:
-                    rows, filter_ = EXPORTERS[name](wh, cfg)
-                result = wh.export_parquet(name, rows, filter_, run, format=fmt, path=out_path)
-        except BaseException as exc:
-            wh.finish_run(run, "failed", {"export": name, "error": str(exc)})
-            from autotriton.evaluation.suites import SuiteError
-
-            if isinstance(exc, SuiteError):
-                fail(f"harvest.eval_suites: {exc}")
-            raise
-        summary = {"key": result.key, **result.to_dict(), "run_id": run.run_id}
-        wh.finish_run(run, "succeeded", summary)
+            with run_scope(wh, "export", cfg) as scope:
+                scope.summary = {"export": name}  # what a failed run keeps, with the error
+                with out.status(f"building the {name} export"):  # training exports: evaluation problems kept out
+                    result = store.build_named_export(wh, scope.run, cfg, name, format=fmt, path=out_path)
+                summary = scope.summary = {"key": result.key, **result.to_dict(), "run_id": scope.run.run_id}
+        except SuiteError as exc:
+            fail(f"harvest.eval_suites: {exc}")
     if json_out:
         emit_json(summary)
         return
@@ -229,10 +207,8 @@ def dump(
 ) -> None:
     """Write the whole warehouse (every table, lineage and runs included) as Parquet, to carry a
     build to another machine: `autotriton db import DIR` there."""
-    from autotriton.warehouse.transfer import dump_warehouse
-
     with open_warehouse(read_only=True) as (wh, cfg):
-        manifest = dump_warehouse(wh, out_dir)
+        manifest = store.dump_warehouse(wh, out_dir)
     # The harvest's incremental state lives beside the warehouse: carried too, so the next machine
     # skips the packages and files already harvested instead of reading them again.
     state = Path(cfg.harvest.state_path)
@@ -252,12 +228,10 @@ def import_(
 ) -> None:
     """Import a dump or a released dataset into the warehouse (created if needed), so a build
     continues on this machine. Idempotent: rows whose key is already there are left as they are."""
-    from autotriton.warehouse.transfer import detect, import_dump, import_release
-
     with open_warehouse(read_only=False) as (wh, cfg):
-        kind = detect(path)
+        kind = store.detect_import(path)
         if kind == "dump":
-            new = import_dump(wh, path)
+            new = store.import_dump(wh, path)
             run_id = None
             carried, state = path / STATE_IN_DUMP, Path(cfg.harvest.state_path)
             if carried.is_file() and not state.exists():  # a state already here is this machine's own: kept
@@ -265,14 +239,10 @@ def import_(
                 shutil.copyfile(carried, state)
                 new["harvest_state"] = 1
         else:
-            run = wh.start_run("import", {"path": str(path.resolve()), "kind": kind})
-            try:
-                new = import_release(wh, run, path)
-            except BaseException as exc:
-                wh.finish_run(run, "failed", {"error": str(exc)[:500]})
-                raise
-            wh.finish_run(run, "succeeded", {"kind": kind, "new_rows": new})
-            run_id = run.run_id
+            with run_scope(wh, "import", {"path": str(path.resolve()), "kind": kind}) as scope:
+                new = store.import_release(wh, scope.run, path)
+                scope.summary = {"kind": kind, "new_rows": new}
+            run_id = scope.run.run_id
     summary = {"path": str(path.resolve()), "kind": kind, "new_rows": new, "run_id": run_id}
     if json_out:
         emit_json(summary)
@@ -289,20 +259,16 @@ def release(
     """Write the released dataset: validated pairs and runnable problems with provenance, licence,
     op category, teacher, verdict figures and split, as Parquet (zstd) in a Hugging Face folder,
     with its card DATASET.md. Evaluation problems (harvest.eval_suites) and held-out suites are left out."""
-    from autotriton.evaluation.suites import SuiteError
+    from autotriton.evaluation import SuiteError
     from autotriton.tasks.steps import build_release
 
     with open_warehouse(read_only=False) as (wh, cfg):
-        run = wh.start_run("release", cfg)
         try:
-            manifest = build_release(wh, run, cfg, out_dir, name=name)
+            with run_scope(wh, "release", cfg) as scope:
+                manifest = build_release(wh, scope.run, cfg, out_dir, name=name)
+                scope.summary = {"path": str(out_dir.resolve()), "rows": manifest["counts"]["rows"]}
         except SuiteError as exc:
-            wh.finish_run(run, "failed", {"error": str(exc)})
             fail(f"harvest.eval_suites: {exc}")
-        except BaseException as exc:
-            wh.finish_run(run, "failed", {"error": str(exc)[:500]})
-            raise
-        wh.finish_run(run, "succeeded", {"path": str(out_dir.resolve()), "rows": manifest["counts"]["rows"]})
     if json_out:
         emit_json({"path": str(out_dir.resolve()), **manifest})
         return
@@ -320,7 +286,7 @@ def decontaminate(
     """Check every runnable problem against evaluation suites (exact and near copies) and record
     the matches as `decontamination` rejections. Training exports always leave the matches of
     harvest.eval_suites out; this verb shows (and records) them ahead of an export."""
-    from autotriton.evaluation.suites import SuiteError
+    from autotriton.evaluation import SuiteError
     from autotriton.tasks.steps import decontaminate as run_decontamination
 
     extra = {"harvest.eval_suites": [str(s) for s in suites] or None, "harvest.decontamination_threshold": threshold}
@@ -329,14 +295,13 @@ def decontaminate(
         fail("no evaluation suite to check against: pass --suite FILE (e.g. ../shared/benchmarks/kernelbench_level1.jsonl) "
              "or set harvest.eval_suites.")
     with open_warehouse(read_only=False, extra=extra) as (wh, _):
-        run = wh.start_run("decontaminate", cfg)
         try:
-            report = run_decontamination(wh, run, cfg)
+            with run_scope(wh, "decontaminate", cfg) as scope:
+                report = run_decontamination(wh, scope.run, cfg)
+                report.pop("keys")
+                scope.summary = report
         except SuiteError as exc:
-            wh.finish_run(run, "failed", {"error": str(exc)})
             fail(str(exc))
-        report.pop("keys")
-        wh.finish_run(run, "succeeded", report)
     if json_out:
         emit_json(report)
         return
@@ -374,7 +339,7 @@ def lineage(
     """Where a row came from: its run (and Prefect flow run) and its parents, down to the source."""
     with open_warehouse(read_only=True) as (wh, _):
         try:
-            result = wh.lineage(key, max_children=max_children)
+            result = store.lineage(wh, key, max_children=max_children)
         except UnknownKeyError as exc:
             fail(str(exc))
     if json_out:
@@ -397,7 +362,7 @@ def check(json_out: bool = typer.Option(False, "--json", help="print one JSON ob
     """Check consistency: parent keys that point nowhere, export files that are gone, runs still
     running. Exit code 1 when something is wrong (details printed), 0 when all is well."""
     with open_warehouse(read_only=True) as (wh, _):
-        report = wh.check()
+        report = store.check(wh)
     if json_out:
         emit_json(report)
     else:
@@ -420,7 +385,7 @@ def check(json_out: bool = typer.Option(False, "--json", help="print one JSON ob
 def migrate(json_out: bool = typer.Option(False, "--json", help="print one JSON object: applied versions, schema version")) -> None:
     """Bring the warehouse schema up to date (creates the file if needed); a no-op when current."""
     with open_warehouse(read_only=False) as (wh, cfg):
-        summary = {"path": cfg.warehouse.path, "applied": wh.applied_migrations, "schema_version": wh.schema_version}
+        summary = {**store.migration_summary(wh), "path": cfg.warehouse.path}
     if json_out:
         emit_json(summary)
         return

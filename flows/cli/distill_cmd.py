@@ -34,12 +34,12 @@ def distill_cmd(
     if replay:
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
 
-    from autotriton.distillation import (GPUUnavailableError, ReplayFormatError, combine_results, distill, make_explainer,
-                                         make_teacher)
-    from autotriton.distillation.openai_teacher import TeacherError
+    from autotriton.distillation import (GPUUnavailableError, ReplayFormatError, TeacherError, combine_results, distill,
+                                         make_explainer, make_teacher)
+    from autotriton.tasks.db import OPEN_ERRORS, open_warehouse, runnable_problems
+    from autotriton.tasks.runs import run_scope
     from autotriton.tasks.steps import store_distill_results
     from autotriton.validation import JudgeError, JudgePool
-    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     try:
         chosen = make_teacher(cfg.distill)
@@ -51,56 +51,52 @@ def distill_cmd(
 
     out = console(json_out)
     try:
-        wh = Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir, hold=False)  # open only while writing
-    except (WarehouseError, MigrationError) as exc:
+        wh = open_warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)  # open only while writing
+    except OPEN_ERRORS as exc:
         fail(str(exc))
     with wh:
-        problems = wh.problems(status="runnable", suite=suite)
+        problems = runnable_problems(wh, suite=suite)
         if not problems:
             where = f" of suite {suite!r}" if suite else ""
             fail(f"{cfg.warehouse.path}: no runnable problems{where} in the warehouse. "
                  "Harvest some first (`autotriton harvest ...`), or pass --db pointing at another warehouse.")
         if cfg.distill.max_problems:
             problems = problems[: cfg.distill.max_problems]
-        run = wh.start_run("distill", cfg)
         results: list[Any] = []
-        out.print(f"distilling {len(problems)} problem(s) with teacher [bold]{chosen.name}[/] "
-                  f"({cfg.distill.samples} sample(s), {cfg.distill.rounds} repair round(s)); judge on {cfg.validation.device}; run {run.run_id}")
         try:
-            from autotriton.environments import environment_paths
+            with run_scope(wh, "distill", cfg) as scope:
+                run = scope.run
+                out.print(f"distilling {len(problems)} problem(s) with teacher [bold]{chosen.name}[/] "
+                          f"({cfg.distill.samples} sample(s), {cfg.distill.rounds} repair round(s)); judge on {cfg.validation.device}; run {run.run_id}")
+                from autotriton.environments import environment_paths
 
-            envs, missing = environment_paths(problems, cfg.environments)  # the problems' own dependencies
-            for key, why in list(missing.items())[:5]:
-                out.print(f"[yellow]problem {key}: no dependency environment ({why}); its reference will fail to import[/]")
-            step = cfg.distill.batch_problems or len(problems)
-            batches = [problems[i:i + step] for i in range(0, len(problems), step)]
-            new = {"new_candidates": 0, "new_verdicts": 0}
-            with JudgePool(cfg.validation) as judge:  # one warm judge for every batch
-                for number, batch in enumerate(batches, 1):
-                    if len(batches) > 1:
-                        out.print(f"batch {number}/{len(batches)}: {len(batch)} problem(s)")
-                    part = distill(batch, chosen, cfg.distill, cfg.validation, judge, explainer=explainer,
-                                   progress=True, environments=envs)
-                    results.append(part)
-                    stored = store_distill_results(wh, run, [part])  # kept even if a later batch fails
-                    new = {k: new[k] + stored[k] for k in new}
-                    if len(batches) > 1:
-                        out.print(f"  stored: {part.stats['validated_pairs']} validated pair(s), "
-                                  f"{stored['new_candidates']} new candidate(s)")
-            result = combine_results(results, problems)
-        except (TeacherError, JudgeError) as exc:
-            wh.finish_run(run, "failed", {"error": str(exc)})
+                envs, missing = environment_paths(problems, cfg.environments)  # the problems' own dependencies
+                for key, why in list(missing.items())[:5]:
+                    out.print(f"[yellow]problem {key}: no dependency environment ({why}); its reference will fail to import[/]")
+                step = cfg.distill.batch_problems or len(problems)
+                batches = [problems[i:i + step] for i in range(0, len(problems), step)]
+                new = {"new_candidates": 0, "new_verdicts": 0}
+                with JudgePool(cfg.validation) as judge:  # one warm judge for every batch
+                    for number, batch in enumerate(batches, 1):
+                        if len(batches) > 1:
+                            out.print(f"batch {number}/{len(batches)}: {len(batch)} problem(s)")
+                        part = distill(batch, chosen, cfg.distill, cfg.validation, judge, explainer=explainer,
+                                       progress=True, environments=envs)
+                        results.append(part)
+                        stored = store_distill_results(wh, run, [part])  # kept even if a later batch fails
+                        new = {k: new[k] + stored[k] for k in new}
+                        if len(batches) > 1:
+                            out.print(f"  stored: {part.stats['validated_pairs']} validated pair(s), "
+                                      f"{stored['new_candidates']} new candidate(s)")
+                result = combine_results(results, problems)
+                reasons: dict[str, int] = {}
+                for row in result.rejections:
+                    reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+                summary = scope.summary = dict(result.stats, run_id=run.run_id, **new, unsolved=dict(sorted(reasons.items())))
+        except (TeacherError, JudgeError) as exc:  # recorded on the run (failed), then said plainly
             what = "the teacher" if isinstance(exc, TeacherError) else "the judge (validation.*)"
             kept = f"the {len(results)} finished batch(es) were stored" if results else "nothing was stored"
             fail(f"{what} failed, {kept}: {exc}")
-        except BaseException as exc:
-            wh.finish_run(run, "failed", {"error": f"{type(exc).__name__}: {exc}"})
-            raise
-        reasons: dict[str, int] = {}
-        for row in result.rejections:
-            reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
-        summary = dict(result.stats, run_id=run.run_id, **new, unsolved=dict(sorted(reasons.items())))
-        wh.finish_run(run, "succeeded", summary)
 
     if json_out:
         emit_json(summary)

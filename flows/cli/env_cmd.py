@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,14 +18,12 @@ app.add_typer(env_app, name="env")
 
 def _recorded_sets(db_path: str) -> list[list[str]]:
     """The distinct requirement sets recorded with the warehouse's problems."""
-    from autotriton.warehouse import Warehouse
+    from autotriton.tasks.db import requirement_sets
 
-    if db_path != ":memory:" and not Path(db_path).exists():
+    try:
+        return requirement_sets(db_path)
+    except FileNotFoundError:
         fail(f"{db_path}: no such warehouse; harvest first (`autotriton harvest local PATH`) or pass --db")
-    with Warehouse(db_path) as wh:
-        rows = wh.sql("SELECT DISTINCT CAST(requirements AS VARCHAR) AS r FROM problems "
-                      "WHERE requirements IS NOT NULL AND CAST(requirements AS VARCHAR) <> '[]' ORDER BY r").rows
-    return [json.loads(r[0] if isinstance(r, (list, tuple)) else r["r"]) for r in rows]
 
 
 @env_app.command("list")

@@ -51,8 +51,9 @@ def _resolve_checkpoint(wh: Any, model: str) -> tuple[str, str] | None:
     # Keys are hex content hashes; anything else (a path, a hub id, an alias) is not a key.
     if not model or Path(model).exists() or len(model) < 6 or any(ch not in "0123456789abcdef" for ch in model):
         return None
-    rows = wh.sql("SELECT key, path FROM checkpoints WHERE key = ? OR starts_with(key, ?) ORDER BY created_at DESC",
-                  [model, model]).rows
+    from autotriton.tasks.db import checkpoint_by_key
+
+    rows = checkpoint_by_key(wh, model)
     if not rows:
         return None
     if len({r[0] for r in rows}) > 1 and not any(r[0] == model for r in rows):
@@ -124,8 +125,7 @@ def eval_main(
         extra["evaluation.generator"] = "openai"
     run_kernels = None
     if kernels is not None:
-        from autotriton.evaluation.kernelbench import read_run
-        from autotriton.evaluation.suites import SuiteError as _SuiteError
+        from autotriton.evaluation import SuiteError as _SuiteError, read_run
 
         if recorded or stored or endpoint:
             fail("--kernels judges a KernelBench run folder's kernels; it cannot be combined with --recorded, --stored or --endpoint.")
@@ -145,8 +145,9 @@ def eval_main(
     from autotriton.evaluation import (
         RecordedGenerator, RecordedJudge, SuiteError, evaluate, load_suite, make_generator, write_report,
     )
+    from autotriton.tasks.db import OPEN_ERRORS, candidates_of, open_warehouse
+    from autotriton.tasks.runs import run_scope
     from autotriton.tasks.steps import store_evaluation_result
-    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
 
     if "cuda" in (cfg.validation.device, ev.device):
         import torch
@@ -183,7 +184,7 @@ def eval_main(
                   f"(evaluation.max_problems = {ev.max_problems}, from {layer}; --max-problems 0 for all)[/]", highlight=False)
         problems = problems[: ev.max_problems]
     if ev.shrink:
-        from autotriton.evaluation.suites import shrink_suite_problem
+        from autotriton.evaluation import shrink_suite_problem
 
         try:
             problems = [shrink_suite_problem(p) for p in problems]
@@ -193,10 +194,10 @@ def eval_main(
         fail("--endpoint needs --model NAME: the model's name at the endpoint.")
 
     try:
-        wh = Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir, hold=False)  # open only while writing
-    except (WarehouseError, MigrationError) as exc:
+        wh = open_warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)  # open only while writing
+    except OPEN_ERRORS as exc:
         fail(str(exc))
-    run = None
+    evaluating = False
     try:
         if recorded and stored:
             fail("--recorded and --stored both choose the candidates to score; pass one.")
@@ -212,13 +213,12 @@ def eval_main(
             if not judge.by_key:
                 fail(f"--verdicts {', '.join(map(str, verdicts))}: no verdict records in these files.")
         if run_kernels is not None:
-            from autotriton.evaluation.kernelbench import run_candidates
+            from autotriton.tasks.stage_calls import kernelbench_run_candidates
 
-            cands, _ = run_candidates(run_kernels, problems, run_name=kernels.resolve().name)
+            cands, _ = kernelbench_run_candidates(run_kernels, problems, run_name=kernels.resolve().name)
             generator = RecordedGenerator(cands, name=f"kernelbench-run:{kernels.resolve().name}", version=str(kernels.resolve()))
         elif stored:
-            keys = [p.key for p in problems]
-            found = [c for c in wh.candidates(problem_keys=keys) if c.generator.startswith(stored)]
+            found = candidates_of(wh, problems, generator_prefix=stored)
             if not found:
                 fail(f"--stored {stored}: the warehouse holds no candidates of a generator starting with {stored!r} for these "
                      "problems. See `autotriton db sql \"SELECT generator, count(*) FROM candidates GROUP BY 1\"`.")
@@ -251,51 +251,43 @@ def eval_main(
         where = f"recorded verdicts from {judge.source}, judged on {judge.device}" if judge else f"judge device: {cfg.validation.device}"
         ERR.print(f"evaluating [bold]{generator.name}[/] on {len(problems)} problems x {ev.samples} samples ({where})",
                   highlight=False)
-        run = wh.start_run("evaluate", cfg)
-        try:
+        with run_scope(wh, "evaluate", cfg, on_interrupt="cancelled") as scope:  # failed (or cancelled) on any error
+            run = scope.run
+            evaluating = True
             result = evaluate(problems, generator, ev, cfg.validation, judge=judge, progress=True)
-        except RuntimeError as exc:
-            wh.finish_run(run, "failed", {"error": str(exc)})
-            run = None
-            fail(str(exc))
-        result.metrics["problems_in_suite"] = total_problems  # the same dict as the stored record's metrics
-        if cap_check is not None and cap_check.shortest is not None:
-            result.metrics["completion_cap"] = cap_check.to_dict()
-        new_rows = store_evaluation_result(wh, run, result)  # all of the evaluation's rows, or none
-        report = write_report(result, Path(ev.report_dir) / result.evaluation.key)
-        summary = result.summary()
-        summary.update({"report": str(report), "run_id": run.run_id, "new_rows": new_rows,
-                        "timings": {k: round(v, 2) for k, v in result.timings.items()}})
-        if isinstance(generator, RecordedGenerator) and generator.misses:
-            summary["recorded_misses"] = generator.misses
-        if run_kernels is not None:
-            summary["kernels"] = {"run": str(kernels), "files": len(run_kernels), "unmatched": unmatched_kernels}
-        summary["problems_in_suite"] = total_problems
-        if cap_check is not None and cap_check.shortest is not None:
-            summary["completion_cap"] = cap_check.to_dict()
-        kernelbench_results = sorted(Path(report).parent.rglob("eval_results.json"))
-        if kernelbench_results:
-            summary["kernelbench_results"] = [str(p) for p in kernelbench_results]
-        if judge is not None:
-            summary["recorded_verdicts"] = {"source": judge.source, "device": judge.device, "served": judge.served,
-                                            "static_only": judge.static_only, "never_judged": judge.missing}
-        failed_requests = getattr(generator, "failed_requests", 0)
-        if failed_requests:
-            summary["failed_requests"] = failed_requests
-        wh.finish_run(run, "succeeded", {k: v for k, v in summary.items() if k != "by_level"})
-        run = None
-    except KeyboardInterrupt:
-        if run is not None:
-            wh.finish_run(run, "cancelled", {})
-        raise
-    except (WarehouseError, MigrationError) as exc:
+            evaluating = False
+            result.metrics["problems_in_suite"] = total_problems  # the same dict as the stored record's metrics
+            if cap_check is not None and cap_check.shortest is not None:
+                result.metrics["completion_cap"] = cap_check.to_dict()
+            new_rows = store_evaluation_result(wh, run, result)  # all of the evaluation's rows, or none
+            report = write_report(result, Path(ev.report_dir) / result.evaluation.key)
+            summary = result.summary()
+            summary.update({"report": str(report), "run_id": run.run_id, "new_rows": new_rows,
+                            "timings": {k: round(v, 2) for k, v in result.timings.items()}})
+            if isinstance(generator, RecordedGenerator) and generator.misses:
+                summary["recorded_misses"] = generator.misses
+            if run_kernels is not None:
+                summary["kernels"] = {"run": str(kernels), "files": len(run_kernels), "unmatched": unmatched_kernels}
+            summary["problems_in_suite"] = total_problems
+            if cap_check is not None and cap_check.shortest is not None:
+                summary["completion_cap"] = cap_check.to_dict()
+            kernelbench_results = sorted(Path(report).parent.rglob("eval_results.json"))
+            if kernelbench_results:
+                summary["kernelbench_results"] = [str(p) for p in kernelbench_results]
+            if judge is not None:
+                summary["recorded_verdicts"] = {"source": judge.source, "device": judge.device, "served": judge.served,
+                                                "static_only": judge.static_only, "never_judged": judge.missing}
+            failed_requests = getattr(generator, "failed_requests", 0)
+            if failed_requests:
+                summary["failed_requests"] = failed_requests
+            scope.summary = {k: v for k, v in summary.items() if k != "by_level"}
+    except OPEN_ERRORS as exc:
+        fail(str(exc))
+    except RuntimeError as exc:  # the judge or the generator failed: recorded on the run, said plainly
+        if not evaluating:
+            raise
         fail(str(exc))
     finally:
-        if run is not None:  # an unexpected error: the run is marked failed, nothing half-claimed
-            try:
-                wh.finish_run(run, "failed", {})
-            except Exception:  # noqa: BLE001
-                pass
         wh.close()
 
     if json_out:
@@ -323,17 +315,17 @@ def eval_main(
 
 def _find_evaluations(wh: Any, refs: list[str]) -> list[Any]:
     """Evaluation records for keys, key prefixes or run ids, in the order given."""
+    from autotriton.tasks import db as store
+
     found = []
-    all_evals = {e.key: e for e in wh.evaluations()}
+    all_evals = store.evaluations(wh)
     for ref in refs:
-        rows = wh.sql("SELECT key FROM evaluations WHERE key = ? OR run_id = ? OR starts_with(key, ?) ORDER BY created_at",
-                      [ref, ref, ref]).rows
-        keys = list(dict.fromkeys(r[0] for r in rows))
+        keys, is_run = store.evaluation_keys(wh, ref)
         if not keys:
             fail(f"{ref}: no evaluation with that key or run id in {wh.path}. List them with "
                  "`autotriton db sql \"SELECT key, run_id, suite, generator FROM evaluations\"`.")
         exact = [k for k in keys if k == ref]
-        if len(keys) > 1 and not exact and not wh.sql("SELECT 1 FROM evaluations WHERE run_id = ?", [ref]).rows:
+        if len(keys) > 1 and not exact and not is_run:
             fail(f"{ref}: the prefix matches several evaluations ({', '.join(keys)}); give more characters.")
         for key in exact or keys:
             found.append(all_evals[key])
@@ -347,14 +339,14 @@ def compare(
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: {evaluations: [{key, suite, generator, metrics}]}"),
 ) -> None:
     """Put stored evaluations side by side: headline metrics, then per level where they share levels."""
-    from autotriton.evaluation.report import compare_markdown, compare_rows
-    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
+    from autotriton.evaluation import compare_markdown, compare_rows
+    from autotriton.tasks.db import OPEN_ERRORS, open_warehouse
 
     cfg, _ = load_config_or_fail()
     try:
-        with Warehouse(cfg.warehouse.path, read_only=True) as wh:
+        with open_warehouse(cfg.warehouse.path, read_only=True, hold=True) as wh:
             evaluations = _find_evaluations(wh, refs)
-    except (WarehouseError, MigrationError) as exc:
+    except OPEN_ERRORS as exc:
         fail(str(exc))
     markdown = compare_markdown(evaluations)
     if out:
@@ -388,14 +380,14 @@ def report(
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: {evaluation_key, report}"),
 ) -> None:
     """Rewrite the markdown report (tables and plots) of a stored evaluation from the warehouse."""
-    from autotriton.evaluation.report import write_report
-    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
+    from autotriton.evaluation import write_report
+    from autotriton.tasks.db import OPEN_ERRORS, open_warehouse
 
     cfg, _ = load_config_or_fail()
     try:
-        with Warehouse(cfg.warehouse.path, read_only=True) as wh:
+        with open_warehouse(cfg.warehouse.path, read_only=True, hold=True) as wh:
             evaluations = _find_evaluations(wh, [ref])
-    except (WarehouseError, MigrationError) as exc:
+    except OPEN_ERRORS as exc:
         fail(str(exc))
     if len(evaluations) != 1:
         fail(f"{ref}: names {len(evaluations)} evaluations; pass one evaluation key.")
@@ -416,7 +408,7 @@ def convert_tritonbench(
 ) -> None:
     """Convert TritonBench-T operators into KernelBench-format problems (Model wrapping the torch
     reference, get_inputs from one of its test cases); records that cannot be converted are listed."""
-    from autotriton.evaluation.tritonbench import convert_to_suite_file
+    from autotriton.tasks.stage_calls import convert_to_suite_file
 
     cfg, _ = load_config_or_fail()
     try:

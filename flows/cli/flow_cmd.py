@@ -29,9 +29,8 @@ def _run_flow(flow_fn, cfg, **params: Any) -> dict[str, Any]:
     try:
         return flow_fn.with_options(task_runner=task_runner(cfg))(cfg, **params)
     except Exception as exc:  # the flow already recorded the failure in the warehouse
-        from autotriton.warehouse import WarehouseError
-
         from autotriton.capacity import CapError
+        from autotriton.tasks.db import WarehouseError
 
         if isinstance(exc, (WarehouseError, CapError)):
             fail(str(exc))

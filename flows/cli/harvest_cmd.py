@@ -21,17 +21,13 @@ JSON_HELP = ("print one JSON object: {files, modules, runnable, rejected: {reaso
 def _store(cfg: Any, kind: str, result: Any) -> dict[str, int]:
     """Store the harvest under a run of its own (`store_harvest_results`: one transaction, then
     the incremental state, so a failed write never marks files as harvested)."""
+    from autotriton.tasks.db import open_warehouse
+    from autotriton.tasks.runs import run_scope
     from autotriton.tasks.steps import store_harvest_results
-    from autotriton.warehouse import Warehouse
 
-    with Warehouse(cfg.warehouse.path, hold=False) as wh:  # open only while writing
-        run = wh.start_run(f"harvest-{kind}", cfg)
-        try:
-            new = store_harvest_results(wh, run, [result])
-        except BaseException as exc:
-            wh.finish_run(run, "failed", {"error": str(exc)[:500]})
-            raise
-        wh.finish_run(run, "succeeded", {**result.summary(), "new_rows": new})
+    with open_warehouse(cfg.warehouse.path) as wh, run_scope(wh, f"harvest-{kind}", cfg) as scope:  # open only while writing
+        new = store_harvest_results(wh, scope.run, [result])
+        scope.summary = {**result.summary(), "new_rows": new}
     return new
 
 
@@ -131,7 +127,7 @@ def packages(
     harvest.package_cache) and folders named in a sources file; provenance keeps package, version,
     path and licence. The shipped list: harvesting/sources/pytorch.toml."""
     from autotriton.harvesting import HarvestInputError
-    from autotriton.harvesting.packages import SourcesFile, harvest_packages, load_sources, merge_results
+    from autotriton.tasks.stage_calls import harvest_packages, merge_harvest_results, sources_file_units
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     if fetch_only:
@@ -143,11 +139,12 @@ def packages(
         if not files:
             raise HarvestInputError("no sources file: pass --sources FILE (e.g. harvesting/sources/pytorch.toml) "
                                     "or set harvest.sources_files")
-        specs = [load_sources(f) for f in files]  # every file is checked before anything is fetched
-        # One package (or folder) at a time, each stored (and its state committed) when done: a
-        # harvest cut off mid-way keeps every package it finished, and the next one skips them.
-        units = [SourcesFile(spec.path, packages=[p]) for spec in specs for p in spec.packages]
-        units += [SourcesFile(spec.path, folders=[f]) for spec in specs for f in spec.folders]
+        # Every file is checked before anything is fetched. One package (or folder) at a time, each
+        # stored (and its state committed) when done: a harvest cut off mid-way keeps every
+        # package it finished, and the next one skips them.
+        per_file = [sources_file_units(f) for f in files]
+        units = [u for file_units in per_file for u in file_units if u.packages]
+        units += [u for file_units in per_file for u in file_units if u.folders]
         total: Any = None
         new_rows: dict[str, int] = {}
         for unit in units:
@@ -163,7 +160,7 @@ def packages(
             if total is None:
                 total = part
             else:
-                merge_results(total.result, part.result)
+                merge_harvest_results(total.result, part.result)
                 total.per_source.update(part.per_source)
         if not dry_run:
             total.result.extra["new_rows"] = new_rows
@@ -174,7 +171,7 @@ def packages(
 
 def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) -> None:
     from autotriton.harvesting import HarvestInputError
-    from autotriton.harvesting.packages import FetchError, fetch_package, load_sources
+    from autotriton.tasks.stage_calls import fetch_error, fetch_package, source_packages
 
     cfg, _ = load_config_or_fail(extra)
     out = console(json_out)
@@ -182,7 +179,7 @@ def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) 
     try:
         if not files:
             raise HarvestInputError("no sources file: pass --sources FILE or set harvest.sources_files")
-        packages = [p for f in files for p in load_sources(f).packages]
+        packages = [p for f in files for p in source_packages(f)]
     except HarvestInputError as exc:
         fail(str(exc))
     fetched: dict[str, Any] = {}
@@ -190,7 +187,7 @@ def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) 
         try:
             root, fmt = fetch_package(src, cfg.harvest.package_cache)
             fetched[src.label] = {"format": fmt, "path": str(root)}
-        except FetchError as exc:
+        except fetch_error() as exc:
             fetched[src.label] = {"error": str(exc)}
         out.print(f"{src.label}: {fetched[src.label].get('format') or fetched[src.label]['error']}")
     summary = {"package_cache": str(Path(cfg.harvest.package_cache).expanduser()), "packages": fetched,
@@ -256,7 +253,7 @@ def synthetic(
     """Generate KernelBench-level-2-style fused problems (2-6 operators: GEMM, bmm, Conv and
     ConvTranspose 1-3D, pooling, norms, activations, reductions, softmax, residual adds, scaling)
     at realistic sizes, deterministically from --seed (harvesting/synthetic.py)."""
-    from autotriton.harvesting.synthetic import harvest_synthetic
+    from autotriton.tasks.stage_calls import harvest_synthetic
 
     extra = {"harvest.probe": False if no_probe else None}
     _run("synthetic", json_out, dry_run, lambda cfg, out: harvest_synthetic(

@@ -30,16 +30,14 @@ def convert(
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: {source, out, format, converted, errors: [{record, file, line, message}], files}"),
 ) -> None:
     """Convert a benchmark suite; nothing is written when the source cannot be read."""
-    from autotriton.evaluation import kernelbench
-    from autotriton.evaluation.suites import SuiteError, _looks_like_tritonbench, read_entries, write_suite_jsonl
-    from autotriton.evaluation.tritonbench import convert_tritonbench_t
+    from autotriton.evaluation import SuiteError, convert_tritonbench_t, read_entries, write_problems, write_suite_jsonl
+    from autotriton.tasks.stage_calls import looks_like_tritonbench
 
     cfg, _ = load_config_or_fail()
     path = Path(source)
     errors = []
     try:
-        if path.exists() and not kernelbench.looks_like_problems(path) and not kernelbench.looks_like_run(path) \
-                and _looks_like_tritonbench(path):
+        if path.exists() and looks_like_tritonbench(path):
             result = convert_tritonbench_t(path, probe=probe, validation_config=cfg.validation)
             entries, errors = result.entries, result.errors
             if not entries:
@@ -51,7 +49,7 @@ def convert(
             write_suite_jsonl(entries, out)
             form, files = "jsonl", [str(out)]
         else:
-            form, files = "kernelbench", [str(p) for p in kernelbench.write_problems(entries, out)]
+            form, files = "kernelbench", [str(p) for p in write_problems(entries, out)]
     except (SuiteError, ValueError, OSError) as exc:
         fail(str(exc))
     rows = [{"record": e.record, "file": e.file, "line": e.line, "message": e.message} for e in errors]

@@ -20,83 +20,77 @@ MODEL_HELP = ("HF model id, local folder, .gguf file, 'smollm2-135m' (demo: Smol
               "wheel) or 'tiny' (random test model) [config: training.model]")
 
 
+class _VerbError(Exception):
+    """An input a user can fix: the run is recorded failed with it, then the verb exits 2."""
+
+
 def _open(cfg):
-    from autotriton.warehouse import MigrationError, Warehouse, WarehouseError
+    from autotriton.tasks.db import OPEN_ERRORS, open_warehouse
 
     try:
-        return Warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir, hold=False)
-    except (WarehouseError, MigrationError) as exc:
+        return open_warehouse(cfg.warehouse.path, export_dir=cfg.warehouse.export_dir)  # open only per write
+    except OPEN_ERRORS as exc:
         fail(str(exc))
 
 
-def _export(cfg, name: str, export_key: Optional[str], out):
-    """(Export, Run) for a training verb: the recorded export named by --export, or a fresh one."""
+def _export(wh, run, cfg, name: str, export_key: Optional[str], out):
+    """The Export a training verb trains on: the recorded export named by --export, or a fresh one."""
+    from autotriton.tasks.db import UnknownKeyError, WarehouseError, recorded_export
     from autotriton.tasks.steps import build_export
-    from autotriton.warehouse import UnknownKeyError, WarehouseError
 
-    with _open(cfg) as wh:
-        run = wh.start_run(name if name == "sft" else "grpo", cfg)
-        if export_key:
-            try:
-                export = wh.export(export_key)
-            except UnknownKeyError as exc:
-                wh.finish_run(run, "failed", {"error": str(exc)})
-                fail(f"--export {export_key}: {exc}")
-            if export.name != name:
-                wh.finish_run(run, "failed", {"error": "wrong export"})
-                fail(f"--export {export_key}: that is a {export.name!r} export; {name} training needs a {name!r} export.")
-            try:
-                wh.export_files(export)  # its files still hold this export (a later one may replace them)
-            except WarehouseError as exc:
-                wh.finish_run(run, "failed", {"error": "export files missing or replaced"})
-                fail(f"--export {export_key}: {exc}")
-            return export, run
-        with out.status(f"building the {name} export from {cfg.warehouse.path}"):
-            export = build_export(wh, run, cfg, name)
-        if export is None:
-            wh.finish_run(run, "failed", {"error": f"empty {name} export"})
-            what = ("no validated pairs (reward 1): run `autotriton distill` first" if name == "sft"
-                    else "no runnable problems: run `autotriton harvest` first")
-            fail(f"{cfg.warehouse.path}: {what}.")
-        out.print(f"{name} export {export.key}: {export.row_count} rows {export.splits} -> {export.path}")
-        return export, run
+    if export_key:
+        try:
+            export = recorded_export(wh, export_key)  # its files still hold this export (a later one may replace them)
+        except UnknownKeyError as exc:
+            raise _VerbError(f"--export {export_key}: {exc}") from exc
+        except WarehouseError as exc:
+            raise _VerbError(f"--export {export_key}: {exc}") from exc
+        if export.name != name:
+            raise _VerbError(f"--export {export_key}: that is a {export.name!r} export; {name} training needs a {name!r} export.")
+        return export
+    with out.status(f"building the {name} export from {cfg.warehouse.path}"):
+        export = build_export(wh, run, cfg, name)
+    if export is None:
+        what = ("no validated pairs (reward 1): run `autotriton distill` first" if name == "sft"
+                else "no runnable problems: run `autotriton harvest` first")
+        raise _VerbError(f"{cfg.warehouse.path}: {what}.")
+    out.print(f"{name} export {export.key}: {export.row_count} rows {export.splits} -> {export.path}")
+    return export
 
 
-def _record(cfg, run, result=None, error: BaseException | None = None) -> dict[str, Any]:
-    from autotriton.tasks.steps import store_checkpoint_result
-
-    with _open(cfg) as wh:
-        if error is not None:
-            wh.finish_run(run, "failed", {"error": f"{type(error).__name__}: {error}"})
-            return {}
-        ck = result.checkpoint
-        new = store_checkpoint_result(wh, run, result)
-        summary = {"trainer": ck.trainer, "checkpoint_key": ck.key, "checkpoint_path": ck.path,
-                   "base_model": ck.base_model, "export_key": ck.export_key, "steps": result.steps,
-                   "resumed_from": result.resumed_from, "curves_png": result.curves_png, "output_dir": result.output_dir,
-                   "metrics": result.metrics, "new_checkpoints": new, "run_id": run.run_id}
-        wh.finish_run(run, "succeeded", summary)
-        return summary
+def _summary(run, result, new: int) -> dict[str, Any]:
+    ck = result.checkpoint
+    return {"trainer": ck.trainer, "checkpoint_key": ck.key, "checkpoint_path": ck.path,
+            "base_model": ck.base_model, "export_key": ck.export_key, "steps": result.steps,
+            "resumed_from": result.resumed_from, "curves_png": result.curves_png, "output_dir": result.output_dir,
+            "metrics": result.metrics, "new_checkpoints": new, "run_id": run.run_id}
 
 
 def _train(cfg, trainer: str, export_name: str, export_key, out, step) -> dict[str, Any]:
     """Export (or reuse --export), run `step(export)` -> TrainResult, record the checkpoint; a
     failure is recorded on the run, and the errors a user can fix end the verb with exit 2."""
-    from autotriton.training.models import ModelLoadError
+    from autotriton.tasks.runs import run_scope
+    from autotriton.tasks.steps import store_checkpoint_result
+    from autotriton.training import ModelLoadError
 
-    export, run = _export(cfg, export_name, export_key, out)
+    training = False
     try:
-        if cfg.training.num_processes > 1:
-            out.print(f"launching {trainer.upper()} on {cfg.training.num_processes} processes (accelerate); log in "
-                      f"{Path(cfg.training.output_dir) / trainer / 'launch.log'}")
-        result = step(export)
+        with _open(cfg) as wh, run_scope(wh, trainer, cfg) as scope:
+            export = _export(wh, scope.run, cfg, export_name, export_key, out)
+            if cfg.training.num_processes > 1:
+                out.print(f"launching {trainer.upper()} on {cfg.training.num_processes} processes (accelerate); log in "
+                          f"{Path(cfg.training.output_dir) / trainer / 'launch.log'}")
+            training = True
+            result = step(export)
+            training = False
+            scope.summary = _summary(scope.run, result, store_checkpoint_result(wh, scope.run, result))
+    except _VerbError as exc:
+        fail(str(exc))
     except (ModelLoadError, ValueError, FileNotFoundError, RuntimeError) as exc:
-        _record(cfg, run, error=exc)
+        if not training:
+            raise
         fail(f"{trainer}: {exc}")
-    except BaseException as exc:
-        _record(cfg, run, error=exc)
-        raise
-    return _record(cfg, run, result)
+    return scope.summary
 
 
 def _train_sft(cfg, export_key, resume, out) -> dict[str, Any]:
@@ -166,7 +160,7 @@ def _config(model, max_steps_key, max_steps, output_dir, gpus=None, trainers=("s
 
 def _check_trl(cfg, trainers) -> None:
     """trl mappings and trackers checked before the export is built or a model loads."""
-    from autotriton.training.trl_args import check_trl_args
+    from autotriton.tasks.stage_calls import check_trl_args
 
     try:
         check_trl_args(cfg.training, trainers)

@@ -46,7 +46,7 @@ def _finite(x: Any) -> Any:
 
 def verdict_summary(v: Any) -> dict[str, Any]:
     """The JSON object of `autotriton validate --json` (issue 3, item 10), plus details."""
-    from autotriton.validation.rewards import combined_reward, exec_reward, rule_reward
+    from autotriton.validation import combined_reward, exec_reward, rule_reward
 
     return {
         "status": v.status, "correct": v.correct, "rule_ok": v.rule_ok,

@@ -1,0 +1,174 @@
+"""The warehouse as the command line reaches it: opening it, the errors it raises, and one plain
+function per thing a verb asks of it (`autotriton db ...`, and the queries of the stage verbs).
+
+flows/ never imports the warehouse: the verbs call these, so every query stays in `warehouse/`
+and every verb reaches it through one place. No Prefect import here (the CLI stays quick).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from autotriton.warehouse import (
+    MigrationError,
+    QueryResult,
+    Run,
+    UnknownKeyError,
+    Warehouse,
+    WarehouseError,
+    WarehouseQueryError,
+)
+from autotriton.warehouse.exports import WAREHOUSE_EXPORTS
+from autotriton.warehouse.layout import FORMATS as EXPORT_FORMATS
+
+if TYPE_CHECKING:
+    from autotriton.flows.config import PipelineConfig  # the composed config (type only: tasks never import flows)
+    from autotriton.records import Candidate, Evaluation, Export, Problem
+
+__all__ = [
+    "Warehouse", "Run", "QueryResult", "WarehouseError", "MigrationError", "UnknownKeyError", "WarehouseQueryError",
+    "OPEN_ERRORS", "EXPORTERS", "EXPORT_FORMATS", "open_warehouse", "warehouse_stats", "loss_report", "run_sql",
+    "build_named_export", "dump_warehouse", "detect_import", "import_dump", "import_release", "lineage", "check",
+    "migration_summary", "runnable_problems", "candidates_of", "checkpoint_by_key", "evaluation_keys", "evaluations",
+    "requirement_sets", "recorded_export",
+]
+
+# What opening (or using) a warehouse raises for a wrong file, a lock, or an old schema.
+OPEN_ERRORS = (WarehouseError, MigrationError)
+
+
+def _training_exports() -> dict[str, Callable[..., Any]]:
+    from autotriton.training.exports import TRAINING_EXPORTS
+
+    return TRAINING_EXPORTS
+
+
+# name -> function(warehouse, config) returning (rows: list[dict], filter: dict).
+# Adding an export is one entry in its table (warehouse/exports.py, training/exports.py);
+# `autotriton db export NAME` lists the names on error.
+EXPORTERS: dict[str, Callable[..., Any]] = {**WAREHOUSE_EXPORTS, **_training_exports()}
+
+
+def open_warehouse(path: str | os.PathLike[str], *, read_only: bool = False,
+                   export_dir: str | os.PathLike[str] | None = None, lock_wait_s: float = 0.0,
+                   hold: bool = False) -> Warehouse:
+    """The warehouse at `path`. hold=False (the default here): the file is open only per query
+    or write, so a long verb never keeps other commands out; raises one of OPEN_ERRORS."""
+    return Warehouse(path, read_only=read_only, export_dir=export_dir, lock_wait_s=lock_wait_s, hold=hold)
+
+
+# -- db verbs -------------------------------------------------------------------------------------
+def warehouse_stats(wh: Warehouse) -> dict[str, Any]:
+    """`db stats`: row counts, runs, verdict mix, and rejections by stage and reason."""
+    from autotriton.warehouse.reports import rejection_counts
+
+    summary = wh.stats()
+    summary["rejections"] = rejection_counts(wh)
+    return summary
+
+
+def loss_report(wh: Warehouse, top: int = 10) -> dict[str, Any]:
+    """`db report`: the packages missing most and the converter's most frequent failure kinds."""
+    from autotriton.warehouse.reports import loss_report as report
+
+    return report(wh, top)
+
+
+def run_sql(wh: Warehouse, query: str) -> QueryResult:
+    """`db sql`: the user's query (raises WarehouseQueryError)."""
+    return wh.sql(query)
+
+
+def build_named_export(wh: Warehouse, run: Run, config: PipelineConfig, name: str, *, format: str = "hf",
+                       path: str | os.PathLike[str] | None = None) -> Export:
+    """`db export NAME`: the rows of EXPORTERS[name] written and recorded; training exports leave
+    evaluation problems out (harvest.eval_suites, tasks/steps.py `export_rows`)."""
+    if name in _training_exports():
+        from autotriton.tasks.steps import export_rows
+
+        rows, filter_ = export_rows(wh, run, config, name)
+    else:
+        rows, filter_ = EXPORTERS[name](wh, config)
+    return wh.export_parquet(name, rows, filter_, run, format=format, path=path)
+
+
+def recorded_export(wh: Warehouse, key: str) -> Export:
+    """The recorded export `key` (raises UnknownKeyError), its files checked to still hold it
+    (raises WarehouseError)."""
+    return wh.export_files(wh.export(key))
+
+
+def dump_warehouse(wh: Warehouse, out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    from autotriton.warehouse.transfer import dump_warehouse as dump
+
+    return dump(wh, out_dir)
+
+
+def detect_import(path: str | os.PathLike[str]) -> str:
+    """'dump' or 'release': what `db import PATH` was given."""
+    from autotriton.warehouse.transfer import detect
+
+    return detect(path)
+
+
+def import_dump(wh: Warehouse, path: str | os.PathLike[str]) -> dict[str, int]:
+    from autotriton.warehouse.transfer import import_dump as load
+
+    return load(wh, path)
+
+
+def import_release(wh: Warehouse, run: Run, path: str | os.PathLike[str]) -> dict[str, int]:
+    from autotriton.warehouse.transfer import import_release as load
+
+    return load(wh, run, path)
+
+
+def lineage(wh: Warehouse, key: str, max_children: int = 20) -> dict[str, Any]:
+    return wh.lineage(key, max_children=max_children)
+
+
+def check(wh: Warehouse) -> dict[str, Any]:
+    return wh.check()
+
+
+def migration_summary(wh: Warehouse) -> dict[str, Any]:
+    """`db migrate`: the migrations this open applied and the schema version now."""
+    return {"path": wh.path, "applied": wh.applied_migrations, "schema_version": wh.schema_version}
+
+
+# -- the stage verbs' queries ---------------------------------------------------------------------
+def runnable_problems(wh: Warehouse, suite: str | None = None, limit: int = 0) -> list[Problem]:
+    """The runnable problems (of `suite`; the first `limit`, 0: all)."""
+    return wh.problems(status="runnable", suite=suite, limit=limit or None)
+
+
+def candidates_of(wh: Warehouse, problems: list[Problem], generator_prefix: str = "") -> list[Candidate]:
+    """The stored candidates of these problems (of generators whose name starts with the prefix)."""
+    return [c for c in wh.candidates(problem_keys=[p.key for p in problems]) if c.generator.startswith(generator_prefix)]
+
+
+def checkpoint_by_key(wh: Warehouse, key: str) -> list[tuple[str, str]]:
+    """(key, path) of the checkpoints whose key is `key` or starts with it, newest first."""
+    return wh.checkpoints_by_key_prefix(key)
+
+
+def evaluations(wh: Warehouse) -> dict[str, Evaluation]:
+    """Every stored evaluation by key."""
+    return {e.key: e for e in wh.evaluations()}
+
+
+def evaluation_keys(wh: Warehouse, ref: str) -> tuple[list[str], bool]:
+    """The keys of the evaluations `ref` names (a key, a unique key prefix or a run id), in
+    write order, and whether `ref` is a run id."""
+    return wh.evaluation_keys(ref)
+
+
+def requirement_sets(db_path: str | os.PathLike[str]) -> list[list[str]]:
+    """The distinct requirement sets recorded with the warehouse's problems (raises
+    FileNotFoundError when there is no warehouse at `db_path`)."""
+    if str(db_path) != ":memory:" and not Path(db_path).exists():
+        raise FileNotFoundError(db_path)
+    with Warehouse(db_path) as wh:
+        return wh.requirement_sets()

@@ -1,0 +1,141 @@
+"""Writes: the put_* methods of the Warehouse. Each is idempotent on the records' content keys,
+goes through Arrow (one INSERT ... SELECT per put, never row by row) and runs in one
+transaction, so an exception or a killed process leaves no partial rows."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Iterable, Mapping
+
+import duckdb
+
+from autotriton.records import Candidate, Checkpoint, Evaluation, Export, HarvestedModule, Problem, SourceRef, Verdict
+from autotriton.warehouse.connection import WarehouseError, _locked, _q
+from autotriton.warehouse.runs import Run
+from autotriton.warehouse.schema import TABLES, TableSpec, arrow_table, row_key
+
+
+class WritesMixin:
+    """put_sources, put_modules, put_problems, ... : records in, number of new rows out."""
+
+    def _insert(self, con: duckdb.DuckDBPyConnection, spec: TableSpec, rows: list[dict[str, Any]],
+                lineage: dict[str, Any]) -> int:
+        """Insert rows into spec.table in the caller's transaction; returns how many keys were new."""
+        if not rows:
+            return 0
+        key = spec.key_column
+        unique: dict[str, dict[str, Any]] = {}
+        for row in rows:  # within one put the last occurrence of a key wins
+            unique[row[key]] = {**row, **lineage}
+        incoming = arrow_table(spec, list(unique.values()))
+        view = f"_incoming_{spec.table}_{uuid.uuid4().hex[:8]}"
+        con.register(view, incoming)
+        try:
+            new = con.execute(
+                f"SELECT count(*) FROM {view} i ANTI JOIN {_q(spec.table)} t ON t.{_q(key)} = i.{_q(key)}"
+            ).fetchall()[0][0]
+            cols = ", ".join(_q(c) for c, _ in spec.all_columns)
+            sql = f"INSERT INTO {_q(spec.table)} ({cols}) SELECT {cols} FROM {view}"
+            if spec.policy == "newest_wins":
+                updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c, _ in spec.all_columns if c != key)
+                sql += (f" ON CONFLICT ({_q(key)}) DO UPDATE SET {updates} "
+                        f"WHERE {_q(spec.table)}.payload_hash <> excluded.payload_hash")
+            else:
+                sql += " ON CONFLICT DO NOTHING"
+            con.execute(sql).fetchall()
+        except duckdb.Error as exc:
+            raise WarehouseError(f"{self.path}: writing {len(unique)} row(s) to {spec.table} failed: {exc}") from exc
+        finally:
+            try:
+                con.unregister(view)
+            except duckdb.Error:  # the transaction is aborted; unregister after the rollback
+                self._stale_views.append(view)
+        return int(new)
+
+    def _put(self, run: Run, table: str, records: Iterable[Any]) -> int:
+        self._require_writable(f"put into {table}")
+        spec = TABLES[table]
+        rows = [spec.to_row(r) for r in records]
+        lineage = self._lineage_values(run)
+        with self._transaction() as con:
+            return self._insert(con, spec, rows, lineage)
+
+    @_locked
+    def put_sources(self, run: Run, refs: Iterable[SourceRef]) -> int:
+        return self._put(run, "sources", refs)
+
+    @_locked
+    def put_modules(self, run: Run, modules: Iterable[HarvestedModule]) -> int:
+        """Modules and, in the same transaction, their SourceRefs. Returns the number of new modules."""
+        self._require_writable("put_modules")
+        modules = list(modules)
+        sources = [TABLES["sources"].to_row(m.source) for m in modules]
+        rows = [TABLES["modules"].to_row(m) for m in modules]
+        lineage = self._lineage_values(run)
+        with self._transaction() as con:
+            self._insert(con, TABLES["sources"], sources, lineage)
+            return self._insert(con, TABLES["modules"], rows, lineage)
+
+    @_locked
+    def put_problems(self, run: Run, problems: Iterable[Problem]) -> int:
+        return self._put(run, "problems", problems)
+
+    @_locked
+    def put_rejections(self, run: Run, rows: Iterable[Any]) -> int:
+        """Rejections: mappings or objects with stage, subject (a file path or a key), reason, detail."""
+        clean = []
+        for i, item in enumerate(rows):
+            get = item.get if isinstance(item, Mapping) else (lambda name, default=None, _o=item: getattr(_o, name, default))
+            row = {f: get(f, None) for f in ("stage", "subject", "reason", "detail")}
+            missing = [f for f in ("stage", "subject", "reason") if not row[f]]
+            if missing:
+                raise ValueError(f"put_rejections: row {i} lacks {', '.join(missing)} (got {row})")
+            row = {k: (str(v) if v is not None else None) for k, v in row.items()}
+            clean.append(row)
+        spec = TABLES["rejections"]
+        for row in clean:
+            row["key"] = row_key("rejections", row)
+        self._require_writable("put_rejections")
+        lineage = self._lineage_values(run)
+        with self._transaction() as con:
+            return self._insert(con, spec, clean, lineage)
+
+    @_locked
+    def put_candidates(self, run: Run, candidates: Iterable[Candidate]) -> int:
+        return self._put(run, "candidates", candidates)
+
+    @_locked
+    def put_verdicts(self, run: Run, verdicts: Iterable[Verdict]) -> int:
+        """A verdict whose key exists with different content (re-judged) replaces it: newest wins."""
+        return self._put(run, "verdicts", verdicts)
+
+    @_locked
+    def put_exports(self, run: Run, exports: Iterable[Export]) -> int:
+        return self._put(run, "exports", exports)
+
+    @_locked
+    def put_checkpoints(self, run: Run, checkpoints: Iterable[Checkpoint]) -> int:
+        return self._put(run, "checkpoints", checkpoints)
+
+    @_locked
+    def put_evaluations(self, run: Run, evaluations: Iterable[Evaluation]) -> int:
+        """Evaluations and their per-sample links to verdicts (evaluation_samples), in one transaction."""
+        self._require_writable("put_evaluations")
+        evaluations = list(evaluations)
+        spec = TABLES["evaluations"]
+        rows = [spec.to_row(e) for e in evaluations]
+        samples = []
+        for ev in evaluations:
+            for position, vkey in enumerate(ev.verdict_keys):
+                sample = {"evaluation_key": ev.key, "verdict_key": vkey, "position": position}
+                sample["key"] = row_key("evaluation_samples", sample)
+                samples.append(sample)
+        lineage = self._lineage_values(run)
+        with self._transaction() as con:
+            new = self._insert(con, spec, rows, lineage)
+            keys = sorted({ev.key for ev in evaluations})
+            if keys:  # a re-run evaluation replaces its sample links
+                con.execute("DELETE FROM evaluation_samples WHERE evaluation_key IN (SELECT unnest(?::VARCHAR[]))", [keys]).fetchall()
+            self._insert(con, TABLES["evaluation_samples"], samples, lineage)
+            return new
+
