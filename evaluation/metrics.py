@@ -48,7 +48,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def solved(verdict: Verdict, require: str = "own_sizes") -> bool:
     """The AutoTriton criterion: correct (at the sizes `require` names) and rule-ok."""
-    from autotriton.validation.rewards import correct_at
+    from autotriton.validation import correct_at
 
     return bool(correct_at(verdict, require) and verdict.rule_ok)
 

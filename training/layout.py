@@ -104,7 +104,7 @@ def trainer_env(layout: Layout, environ=None) -> dict[str, str]:
     launching process names them (its own CUDA_VISIBLE_DEVICES entries when it has them)."""
     import os
 
-    from autotriton.validation.pool import visible_gpu_ids
+    from autotriton.validation import visible_gpu_ids
 
     if not layout.train_gpus:
         return {}

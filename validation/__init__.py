@@ -7,7 +7,8 @@ Public API (see README, "The judge"):
 - `probe_problem(source, config=None) -> ProbeResult`, `probe_many(sources, config=None)`.
 - `shrink_problem(source, max_dim=32) -> str` (pure), `shrink_and_check(source, config)` (shrunk only
   if it still runs in the sandbox), `perturb_sizes(source)`.
-- `rewards.exec_reward / rule_reward / combined_reward`.
+- `rewards.exec_reward / rule_reward / combined_reward`, and `correct_at(verdict, require)` (which sizes count as solved).
+- `visible_gpu_ids(n)`: the GPUs the judge would see (CUDA_VISIBLE_DEVICES honoured), for layouts that share GPUs with it.
 - `static_rules(candidate_source)` (the rules as the judge applies them), `rules.check_rules(candidate_source)`, `compile_check.compile_check(candidate_source, target)`.
 
 Importing this package is cheap: torch and pydantic are only imported by the parts that need them.
@@ -22,13 +23,14 @@ from autotriton.validation.shrink import perturb_sizes, shrink_problem
 __all__ = [
     "ValidationConfig", "JudgePool", "JudgeError", "ProbeResult", "validate_many", "validate_candidate", "probe_problem",
     "probe_many", "static_rules", "shrink_problem", "shrink_and_check", "perturb_sizes", "exec_reward", "rule_reward", "combined_reward",
+    "correct_at", "visible_gpu_ids",
 ]
 
 if TYPE_CHECKING:
     from autotriton.validation.config import ValidationConfig
     from autotriton.validation.pool import (JudgeError, JudgePool, ProbeResult, probe_many, probe_problem, shrink_and_check,
-                                            static_rules, validate_candidate, validate_many)
-    from autotriton.validation.rewards import combined_reward, exec_reward, rule_reward
+                                            static_rules, validate_candidate, validate_many, visible_gpu_ids)
+    from autotriton.validation.rewards import combined_reward, correct_at, exec_reward, rule_reward
 
 # Lazy, so that judge workers (torch + triton + stdlib only; pydantic may be absent on a bare
 # GPU machine) can import the package's worker-side modules.
@@ -36,6 +38,7 @@ _LAZY = {
     "ValidationConfig": "config",
     "JudgePool": "pool", "JudgeError": "pool", "ProbeResult": "pool", "validate_many": "pool", "validate_candidate": "pool",
     "probe_problem": "pool", "probe_many": "pool", "shrink_and_check": "pool", "static_rules": "pool", "exec_reward": "rewards", "rule_reward": "rewards", "combined_reward": "rewards",
+    "correct_at": "rewards", "visible_gpu_ids": "pool",
 }
 
 
