@@ -21,6 +21,7 @@ from autotriton.distillation.inductor_kernels import _Kernel, _inline_math
 from autotriton.distillation.inductor_module import ConversionError
 
 
+# ---------------------------------------------------------------- launch configs
 def _next_pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
@@ -69,6 +70,7 @@ def _fallback_config(kernel: _Kernel, numels: dict[str, int | None]) -> dict[str
     return {"kwargs": kwargs, "num_warps": int(num_warps), "num_stages": int(num_stages), "recorded": False}
 
 
+# ---------------------------------------------------------------- call() -> forward()
 _SKIP_CALLS = {"assert_size_stride", "assert_alignment", "torch.cuda.set_device", "args.clear", "get_raw_stream"}
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from autotriton.distillation.inductor_module import ConversionError
 
 
+# ---------------------------------------------------------------- math and helper rewrites
 # tl equivalents of libdevice / tl_math functions (the interpreter has no libdevice).
 _TL_MATH = {
     "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt",
@@ -181,6 +182,7 @@ def _is_pure(value: ast.expr) -> bool:
     return True
 
 
+# ---------------------------------------------------------------- kernel names
 _KERNEL_NAME = re.compile(r"^triton_(?P<kind>poi|red|per|tem|sca|for|mix)_(?:fused_)?(?P<ops>.*?)_?(?P<index>\d+)$")
 
 
@@ -239,6 +241,7 @@ def _split_ops(words: str) -> list[str]:
     return out
 
 
+# ---------------------------------------------------------------- parsing the output module
 @dataclass
 class _Kernel:
     inductor_name: str
