@@ -23,7 +23,7 @@ from autotriton.distillation.pipeline import DistillResult, combine_results, dis
 from autotriton.distillation.replay import ReplayTeacher
 from autotriton.distillation.teacher import RepairingTeacher, RepairRequest, Teacher, Turn, candidate_from_completion
 from autotriton.distillation.teachers import (TEACHERS, GPUUnavailableError, TeacherSpec, make_explainer, make_teacher,
-                                              register_teacher, teacher_names, teacher_spec)
+                                              register_teacher, teacher_spec)
 
 __all__ = [
     "combine_results",
@@ -32,7 +32,7 @@ __all__ = [
     "distill", "DistillResult", "format_feedback", "describe_problem",
     "ResponseCache", "ReplayFormatError", "read_records", "replay_record", "REPLAY_FIELDS", "DistillConfig",
     "GPUUnavailableError", "make_explainer",
-    "TEACHERS", "TeacherSpec", "register_teacher", "teacher_spec", "teacher_names",
+    "TEACHERS", "TeacherSpec", "register_teacher", "teacher_spec",
 ]
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from autotriton.distillation.openai_teacher import OpenAITeacher
 
 __all__ = [
-    "TEACHERS", "TeacherSpec", "register_teacher", "teacher_spec", "teacher_names", "teacher_settings",
+    "TEACHERS", "TeacherSpec", "register_teacher", "teacher_spec", "teacher_settings",
     "make_teacher", "make_explainer", "GPUUnavailableError",
 ]
 
@@ -47,10 +47,6 @@ def register_teacher(spec: TeacherSpec, *, replace: bool = False) -> TeacherSpec
                          "pick another name or pass replace=True")
     TEACHERS[spec.name] = spec
     return spec
-
-
-def teacher_names() -> list[str]:
-    return list(TEACHERS)
 
 
 def teacher_spec(name: str) -> TeacherSpec:

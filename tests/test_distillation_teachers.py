@@ -36,11 +36,10 @@ ECHO = TeacherSpec(name="echo", description="a test teacher that answers nothing
 
 
 @pytest.fixture
-def echo_registered(monkeypatch):
-    monkeypatch.delitem(TEACHERS, "echo", raising=False)
-    register_teacher(ECHO)
+def echo_registered():
+    register_teacher(ECHO)  # what a teacher's file and its registration line do, here in the test
     yield ECHO
-    TEACHERS.pop("echo", None)
+    del TEACHERS["echo"]
 
 
 def test_the_registry_lists_exactly_the_three_teachers():
