@@ -35,12 +35,15 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
+
+from pydantic import BaseModel, Field
 
 from autotriton.distillation.inductor_convert import ConversionResult, convert_capture
+from autotriton.distillation.teacher import GPUUnavailableError, TeacherSpec
 from autotriton.records import Candidate, Problem
 
-__all__ = ["InductorTeacher", "capture_in_subprocess"]
+__all__ = ["InductorTeacher", "InductorSettings", "TEACHER", "capture_in_subprocess"]
 
 _ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -186,3 +189,30 @@ class InductorTeacher:
             raw_output=attempt.get("output_code") or "",
             parse_error=None if result.ok else f"inductor conversion failed ({result.reason}): {result.detail}",
         )
+
+
+class InductorSettings(BaseModel):
+    """The inductor teacher's `distill.*` fields."""
+
+    inductor_jobs: int = Field(0, ge=0, description="inductor teacher: problems compiled at once, each in its own process (0 = half the CPU cores, at most 8)")
+    inductor_timeout_s: float = Field(600.0, gt=0, description="inductor teacher: wall-clock limit for compiling one problem (its process is killed)")
+    inductor_dynamic: bool = Field(True, description="inductor teacher: compile with dynamic shapes so kernels take sizes as arguments (static only when that fails)")
+    inductor_decompose_convolution: bool = Field(True, description="inductor teacher: rewrite transposed/1-D/grouped convolutions as gathers + Triton matmul (Inductor has no Triton template for them)")
+    inductor_max_mm_configs: Optional[int] = Field(None, ge=1, description="inductor teacher: at most this many GEMM/conv template configs autotuned per op (None = Inductor's own list; benchmarks/inductor_l1.py uses 4 to fit a device call)")
+    inductor_dynamic_parameters: bool = Field(False, description="inductor teacher: trace every convolution as gathers + matmul so channel counts taken from weights stay kernel arguments (Inductor's conv lowering bakes them in) in the FIRST capture; samples >= 2 adds that capture as a second candidate anyway (H200: 9 of L1's 11 baked-channel convolutions then validate, slower)")
+
+
+def build_inductor_teacher(config: Any) -> InductorTeacher:
+    """The teacher from `config`; GPUUnavailableError without a CUDA GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise GPUUnavailableError(
+            "the inductor teacher runs torch.compile on a CUDA GPU and this machine has none. "
+            "Use --teacher replay (its recorded outputs, re-validated here) or --teacher openai, or run on a GPU machine."
+        )
+    return InductorTeacher(config)
+
+
+TEACHER = TeacherSpec(name="inductor", description="torch.compile, needs a CUDA GPU",
+                      build=build_inductor_teacher, settings=InductorSettings)

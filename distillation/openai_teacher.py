@@ -23,19 +23,24 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import openai
-from openai import AsyncOpenAI
+from pydantic import BaseModel, Field
 
 from autotriton.distillation.cache import ResponseCache, replay_record, request_key
-from autotriton.distillation.config import DistillConfig
 from autotriton.distillation.describe import describe_problem
-from autotriton.distillation.teacher import RepairRequest, candidate_from_completion
+from autotriton.distillation.teacher import RepairRequest, TeacherSpec, candidate_from_completion
 from autotriton.prompting import PROMPT_VERSION, build_messages
 from autotriton.records import Candidate, Problem
 
-__all__ = ["OpenAITeacher", "TeacherError", "repair_messages", "EXPLAIN_PROMPT_VERSION"]
+if TYPE_CHECKING:
+    # The openai client is imported on first request (the registry imports this file whenever a
+    # config is read); config.py composes DistillConfig from the teachers' settings.
+    from openai import AsyncOpenAI
+
+    from autotriton.distillation.config import DistillConfig
+
+__all__ = ["OpenAITeacher", "OpenAISettings", "TEACHER", "TeacherError", "repair_messages", "EXPLAIN_PROMPT_VERSION"]
 
 EXPLAIN_PROMPT_VERSION = "explain-v1"
 _T = TypeVar("_T")
@@ -90,6 +95,8 @@ def _retry_after_s(exc: Exception) -> float | None:
 
 
 def _retryable(exc: Exception) -> bool:
+    import openai
+
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)):
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -99,6 +106,8 @@ def _retryable(exc: Exception) -> bool:
 
 def _fatal(exc: Exception) -> bool:
     """Errors that every further request would repeat: stop instead of failing each one."""
+    import openai
+
     return isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError))
 
 
@@ -140,7 +149,11 @@ class OpenAITeacher:
     """Distils with an LLM behind an OpenAI-compatible `/v1/chat/completions` endpoint."""
 
     def __init__(self, config: DistillConfig | None = None, *, api_key: str | None = None, progress: Callable[[int], None] | None = None):
-        self.config = config or DistillConfig(teacher="openai")
+        if config is None:
+            from autotriton.distillation.config import DistillConfig
+
+            config = DistillConfig(teacher="openai")
+        self.config = config
         self.name = f"openai:{self.config.model}"
         self.version = self.config.model
         self.counters: Counter = Counter()
@@ -185,6 +198,8 @@ class OpenAITeacher:
         return {"temperature": c.temperature, "top_p": c.top_p, "max_tokens": c.max_tokens, "seed": c.seed + sample, "sample": sample}
 
     def _client(self) -> AsyncOpenAI:
+        from openai import AsyncOpenAI
+
         key = self._api_key if self._api_key is not None else os.environ.get(self.config.api_key_env, "")
         # Local servers (vLLM, Ollama) accept any key; the client insists on a non-empty one.
         return AsyncOpenAI(base_url=self.config.base_url, api_key=key or "EMPTY", timeout=self.config.request_timeout_s, max_retries=0)
@@ -360,3 +375,29 @@ def parse_explanation(text: str) -> tuple[str, str] | None:
             return None
         found[name] = match.group(1).strip()
     return found["instruction"], found["reasoning"]
+
+
+class OpenAISettings(BaseModel):
+    """The openai teacher's `distill.*` fields (also the endpoint of `distill.explain_with_llm`)."""
+
+    base_url: str = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint (openai teacher)")
+    model: str = Field("deepseek-reasoner", description="model name at the endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the endpoint's key (never stored)")
+    temperature: float = Field(0.6, ge=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    max_tokens: int = Field(8192, ge=1)
+    seed: int = Field(0, description="base sampling seed sent to the endpoint; sample i of a problem uses seed + i")
+    concurrency: int = Field(4, ge=1, description="requests in flight at once")
+    stream: bool = Field(False, description="stream completions (SSE); usage is then requested with stream_options.include_usage")
+    request_timeout_s: float = Field(600.0, gt=0, description="client timeout of one request; a timed-out request is retried")
+    max_retries: int = Field(5, ge=0, description="retries of one request on 429, 5xx, timeouts and connection errors")
+    backoff_base_s: float = Field(1.0, ge=0, description="first retry waits about this long, doubling each retry (plus jitter), unless the server sends Retry-After")
+    backoff_max_s: float = Field(60.0, ge=0, description="longest wait between retries (also caps Retry-After)")
+    price_prompt_per_m: float = Field(0.0, ge=0, description="USD per 1M prompt tokens (0 = cost unknown)")
+    price_completion_per_m: float = Field(0.0, ge=0, description="USD per 1M completion tokens (0 = cost unknown)")
+    cache_dir: str = Field(".autotriton/teacher_cache", description="response cache (JSONL, one file per teacher/model); reruns with the same prompts cost nothing")
+    use_cache: bool = Field(True, description="read and write the response cache")
+
+
+TEACHER = TeacherSpec(name="openai", description="any OpenAI-compatible endpoint (distill.base_url, distill.model, key in $OPENAI_API_KEY)",
+                      build=OpenAITeacher, settings=OpenAISettings, network=True, writes_words=True)

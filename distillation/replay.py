@@ -15,15 +15,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
 
 from autotriton.distillation.cache import read_records
-from autotriton.distillation.config import DistillConfig
 from autotriton.distillation.describe import fill_descriptions
+from autotriton.distillation.teacher import TeacherSpec
 from autotriton.hashing import content_key, normalize_source
 from autotriton.records import Candidate, Problem
 
-__all__ = ["ReplayTeacher", "SHIPPED_REPLAY_DIR", "replay_files", "record_from_candidate", "write_replay"]
+if TYPE_CHECKING:  # config.py composes DistillConfig from the teachers' settings: imported lazily
+    from autotriton.distillation.config import DistillConfig
+
+__all__ = ["ReplayTeacher", "ReplaySettings", "TEACHER", "SHIPPED_REPLAY_DIR", "replay_files", "record_from_candidate",
+           "write_replay"]
 
 SHIPPED_REPLAY_DIR = Path(__file__).resolve().parent / "data" / "replay"
 
@@ -52,7 +58,10 @@ class ReplayTeacher:
 
     def __init__(self, config: DistillConfig | None = None, *, paths: Iterable[str | Path] = (), shipped: bool | None = None,
                  describe: bool = True):
-        config = config or DistillConfig()
+        if config is None:
+            from autotriton.distillation.config import DistillConfig
+
+            config = DistillConfig()
         shipped = config.replay_shipped if shipped is None else shipped
         self.files = replay_files([*config.replay_paths, *paths], shipped=shipped)
         self.describe = describe  # False: leave empty words for the caller (e.g. an LLM explainer in distill)
@@ -142,3 +151,20 @@ def write_replay(path: str | Path, pairs: Iterable[tuple[Problem, Candidate]]) -
             append_record(path, record_from_candidate(problem, candidate))
             count += 1
     return count
+
+
+class ReplaySettings(BaseModel):
+    """The replay teacher's `distill.*` fields."""
+
+    replay_paths: list[str] = Field(default_factory=list, description="extra replay JSONL files or cache dirs served by the replay teacher, besides the shipped data")
+    replay_shipped: bool = Field(True, description="replay teacher also serves the data shipped in autotriton/distillation/data/replay")
+
+
+def build_replay_teacher(config: DistillConfig) -> ReplayTeacher:
+    # With an LLM explainer configured, distill() has it write the words of validated pairs;
+    # the replay teacher then leaves them empty instead of describing them itself.
+    return ReplayTeacher(config, describe=not config.explain_with_llm)
+
+
+TEACHER = TeacherSpec(name="replay", description="recorded teacher outputs shipped with autotriton, offline",
+                      build=build_replay_teacher, settings=ReplaySettings)

@@ -9,6 +9,8 @@ Three teachers implement the protocol: `ReplayTeacher` (recorded outputs, offlin
 `InductorTeacher` (torch.compile on a GPU) and `OpenAITeacher` (any OpenAI-compatible endpoint).
 A teacher that can also fix its mistakes implements `RepairingTeacher.repair`: the pipeline then
 sends it the validator's errors for up to `rounds` rounds, as a multi-turn conversation.
+Each teacher describes itself to the registry (teachers.py) with a `TeacherSpec`, defined here so a
+teacher's file can declare its spec without importing the registry.
 
 Malformed output (no code block, no `class ModelNew`, a cut-off block) is never an exception:
 it becomes a Candidate with `code == ""`, `parse_error` saying what was wrong and the full text
@@ -19,13 +21,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
+
+from pydantic import BaseModel
 
 from autotriton.prompting import PROMPT_VERSION, parse_completion
 from autotriton.records import Candidate, Problem, Verdict
 
 __all__ = [
     "Teacher", "RepairingTeacher", "RepairRequest", "Turn", "candidate_from_completion", "PROMPT_VERSION",
+    "TeacherSpec", "GPUUnavailableError",
 ]
 
 
@@ -77,6 +82,29 @@ class RepairingTeacher(Teacher, Protocol):
     def repair(self, requests: list[RepairRequest]) -> list[Candidate]:
         """One new candidate per request (same order), with repair_round and parent_key set."""
         ...
+
+
+class GPUUnavailableError(RuntimeError):
+    """The chosen teacher needs a CUDA GPU and this machine has none."""
+
+
+@dataclass(frozen=True)
+class TeacherSpec:
+    """One teacher as the registry (teachers.py) knows it: what `distill.teacher = name` builds.
+
+    The teacher's version is not part of the spec: it depends on what the built teacher serves
+    (the replayed records, the torch/triton/capture versions, the model), so it is the built
+    teacher's `version`, which every candidate's lineage and the flow's task cache carry.
+    """
+
+    name: str  # the `distill.teacher` / `--teacher` value
+    description: str  # one line, shown by `--teacher` help and `config show`
+    build: Callable[[Any], Teacher]  # DistillConfig -> the teacher (may raise GPUUnavailableError)
+    # The teacher's own `distill.*` fields (flat keys, e.g. distill.inductor_jobs), composed into
+    # DistillConfig (distillation/config.py); None when it only reads the shared fields.
+    settings: Optional[type[BaseModel]] = None
+    network: bool = False  # calls an endpoint: the flows retry its tasks (orchestration.network_retries)
+    writes_words: bool = False  # writes its own instruction/reasoning, so `explain_with_llm` adds no explainer
 
 
 def candidate_from_completion(

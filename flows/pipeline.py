@@ -13,6 +13,7 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from autotriton.capacity import require
+from autotriton.distillation import teacher_spec
 from autotriton.flows.config import PipelineConfig, load_config
 from autotriton.tasks.artifacts import Progress, markdown_table, on_warehouse, publish_markdown
 from autotriton.tasks.distill import (
@@ -66,7 +67,7 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         problems = runnable_problems(res, cfg.distill.max_problems)
         judge_version = judge_fingerprint(v)
         distill_task = distill_problem
-        if cfg.distill.teacher == "openai":
+        if teacher_spec(cfg.distill.teacher).network:  # an endpoint: its tasks are retried
             distill_task = distill_problem.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
         progress = Progress("distill-progress", f"{len(problems)} problems")
         results = []

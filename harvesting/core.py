@@ -26,9 +26,9 @@ from autotriton.harvesting.extract import (
 from autotriton.harvesting.requirements import module_requirements
 from autotriton.harvesting.state import HarvestState
 from autotriton.hashing import source_key
-from autotriton.harvesting.synthesis import (
-    Attempt, SynthesisError, problem_source, random_calls, repair_attempt, synthesize,
-)
+from autotriton.harvesting.input_repair import repair_attempt
+from autotriton.harvesting.randomness import random_calls
+from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
 # Probe reasons that another input guess cannot fix.

@@ -5,6 +5,8 @@ docstrings ("shape (B, C, H, W)"), and the first layer applied to each input (nn
 in_features, nn.Conv2d's in_channels, nn.Embedding's vocabulary, ...). Each guess becomes an
 `Attempt`; the harvester runs attempts in the validation sandbox, best guess first, until one
 runs. Shapes are small (the `cpu-small` profile): the Triton interpreter must run them quickly.
+An attempt that fails with a torch shape error is reshaped by input_repair.py; a forward that
+draws random numbers is found by randomness.py.
 """
 
 from __future__ import annotations
@@ -559,115 +561,3 @@ def problem_source(standalone_model: str, attempt: Attempt) -> str:
         future, _, standalone_model = standalone_model.partition("\n")
         future += "\n"
     return f"{future}{prefix}{standalone_model.rstrip()}\n\n\n{attempt.functions()}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Error-driven repair: torch's own shape errors say what the input should have been.
-
-_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
-_CHANNELS = re.compile(r"expected input\[[\d, ]+\] to have (\d+) channels, but got (\d+) channels")
-_NORMALIZED = re.compile(r"expected input with shape \[\*, ([\d, ]+)\], but got input of size\s*\[([\d, ]+)\]")
-_RANK = re.compile(r"[Ee]xpected (\d)D (?:\(unbatched\) or (\d)D \(batched\) )?input(?: to conv\dd)?(?:,| \(got)")
-
-
-def _tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
-    dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
-    if spec.get("dtype") == "int64":
-        return f"torch.randint(0, {spec.get('high', 10)}, ({dims}))"
-    return f"torch.randn({dims})"
-
-
-def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
-    """A new attempt whose tensor inputs are reshaped as a torch shape error asks, or None."""
-    def reshape(fn) -> Attempt | None:
-        codes, specs, changed = [], [], False
-        for code, spec in zip(attempt.input_code, attempt.input_spec):
-            if isinstance(spec, dict) and spec.get("kind") == "tensor" and spec.get("dtype") != "int64":
-                new_shape = fn(list(spec["shape"]))
-                if new_shape and new_shape != spec["shape"] and all(0 < d <= 4096 for d in new_shape):
-                    spec = {**spec, "shape": new_shape}
-                    code = _tensor_code(new_shape, spec)
-                    changed = True
-            codes.append(code)
-            specs.append(spec)
-        if not changed:
-            return None
-        return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
-
-    m = _MATMUL.search(detail)
-    if m:
-        got, want = int(m.group(2)), int(m.group(3))
-        return reshape(lambda s: s[:-1] + [want] if s and s[-1] == got else None)
-    m = _CHANNELS.search(detail)
-    if m:
-        want, got = int(m.group(1)), int(m.group(2))
-        return reshape(lambda s: [s[0], want, *s[2:]] if len(s) > 1 and s[1] == got else None)
-    m = _NORMALIZED.search(detail)
-    if m:
-        want = [int(x) for x in m.group(1).split(",") if x.strip()]
-        return reshape(lambda s: s[: len(s) - len(want)] + want if len(s) >= len(want) else None)
-    m = _RANK.search(detail)
-    if m:
-        rank = int(m.group(2) or m.group(1))
-
-        def to_rank(s: list[int]) -> list[int] | None:
-            if len(s) < rank:
-                return s[:2] + [8] * (rank - len(s)) + s[2:] if len(s) >= 2 else None
-            if len(s) > rank:
-                return s[:rank]
-            return None
-        return reshape(to_rank)
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Randomness in forward: the sandbox reseeds before each run, so a forward that draws random
-# numbers looks deterministic there, yet no Triton rewrite can reproduce torch's RNG stream.
-
-_RANDOM_CALLS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
-                 "randperm", "poisson", "normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_",
-                 "cauchy_", "log_normal_"}
-
-
-def random_calls(source: str) -> list[str]:
-    """Random-number calls that forward can reach (e.g. `torch.rand_like(x)`), as `name (line N)`;
-    dropout only when forced on with `training=True`. Reachability follows calls by name from
-    every `forward`; functions that consult `training` (drop-path, noise injection) end the walk,
-    since problems run in eval mode, and initialisers (`*init*`, `*reset*`) are never reached."""
-    tree = ast.parse(source)
-    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.setdefault(fn.name, []).append(fn)
-
-    def gated(fn: ast.AST) -> bool:
-        return any((isinstance(n, ast.Name) and n.id == "training") or (isinstance(n, ast.Attribute) and n.attr == "training")
-                   for n in ast.walk(fn))
-
-    todo = list(functions.get("forward", [])) + list(functions.get("__call__", []))
-    reached: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-    seen: set[int] = set()
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen or "init" in fn.name or "reset" in fn.name or gated(fn):
-            continue
-        seen.add(id(fn))
-        reached.append(fn)
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Call):
-                callee = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
-                todo.extend(functions.get(callee, []))
-    found: list[str] = []
-    for fn in sorted(reached, key=lambda f: f.lineno):
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Call):
-                continue
-            dotted = ast.unparse(node.func)
-            last = dotted.split(".")[-1]
-            forced_dropout = "dropout" in last and any(
-                kw.arg == "training" and isinstance(kw.value, ast.Constant) and kw.value.value is True for kw in node.keywords)
-            if last in _RANDOM_CALLS or forced_dropout or dotted.startswith(("np.random.", "numpy.random.", "random.")):
-                entry = f"{dotted} (line {node.lineno})"
-                if entry not in found:
-                    found.append(entry)
-    return found

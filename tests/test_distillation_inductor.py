@@ -12,6 +12,8 @@ import ast
 import copy
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -438,3 +440,22 @@ def test_tf32_matmuls_turns_tensor_cores_on_for_templates_and_restores_everythin
     assert torch.get_float32_matmul_precision() == legacy and torch.backends.cuda.matmul.allow_tf32 is False
     if original is not None:
         assert MMTemplateConfigMixin.__dict__["get_extra_kwargs"] is original
+
+
+def test_the_converter_loads_from_its_file_without_the_package(tmp_path):
+    """A bare GPU image cannot import autotriton.distillation (benchmarks/inductor_l1.py loads the
+    converter's file): its steps (inductor_kernels, inductor_forward) must load the same way."""
+    script = tmp_path / "bare.py"
+    script.write_text(
+        "import importlib.util, json, sys\n"
+        "from pathlib import Path\n"
+        "sys.modules['autotriton.distillation'] = None  # importing the package fails\n"
+        f"root = Path({str(Path(__file__).resolve().parent.parent)!r})\n"
+        "spec = importlib.util.spec_from_file_location('autotriton.distillation.inductor_convert',"
+        " root / 'distillation' / 'inductor_convert.py')\n"
+        "mod = importlib.util.module_from_spec(spec); sys.modules[spec.name] = mod; spec.loader.exec_module(mod)\n"
+        "r = mod.convert_capture(json.loads((root / 'tests/data/inductor/pointwise_relu.json').read_text()))\n"
+        "print(json.dumps([r.ok, r.kernels]))\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [True, ["relu_kernel"]]

@@ -270,7 +270,8 @@ def test_states_saved_by_separate_harvests_merge(tmp_path):
     ("ValueError: expected 4D input (got 3D input)", [2, 8, 32], [2, 8, 8, 32]),
 ])
 def test_torch_shape_errors_steer_the_next_input_guess(message, shape, expected):
-    from autotriton.harvesting.synthesis import Attempt, repair_attempt
+    from autotriton.harvesting.input_repair import repair_attempt
+    from autotriton.harvesting.synthesis import Attempt
 
     attempt = Attempt(["16"], [{"name": "dim", "value": 16}], ["torch.randn(...)"], [{"kind": "tensor", "shape": shape, "dtype": "float32"}])
     fixed = repair_attempt(attempt, message)
@@ -280,7 +281,7 @@ def test_torch_shape_errors_steer_the_next_input_guess(message, shape, expected)
 
 
 def test_randomness_outside_init_is_found_unless_gated_on_training():
-    from autotriton.harvesting.synthesis import random_calls
+    from autotriton.harvesting.randomness import random_calls
 
     noisy = "import torch\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = torch.nn.Parameter(torch.randn(3))\n    def forward(self, x):\n        return x + torch.rand_like(x)\n"
     assert random_calls(noisy) == ["torch.rand_like (line 7)"]

@@ -8,14 +8,15 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
+from autotriton.distillation import TEACHERS
 from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
 
-TEACHERS = ("replay", "inductor", "openai")
+TEACHER_HELP = ", ".join(f"{s.name} ({s.description})" for s in TEACHERS.values())
 
 
 @app.command("distill")
 def distill_cmd(
-    teacher: Optional[str] = typer.Option(None, "--teacher", "-t", help="replay (recorded outputs, offline), inductor (torch.compile, needs a GPU) or openai (any OpenAI-compatible endpoint: distill.base_url, distill.model, key in $OPENAI_API_KEY) [config: distill.teacher]", show_default=False),
+    teacher: Optional[str] = typer.Option(None, "--teacher", "-t", help=f"one of: {TEACHER_HELP} [config: distill.teacher]", show_default=False),
     samples: Optional[int] = typer.Option(None, "--samples", "-k", min=1, help="candidates per problem [config: distill.samples]", show_default=False),
     rounds: Optional[int] = typer.Option(None, "--rounds", "-r", min=0, help="repair rounds: the validator's errors go back to the LLM teacher [config: distill.rounds]", show_default=False),
     max_problems: Optional[int] = typer.Option(None, "--max-problems", "-n", min=0, help="distill at most this many problems, 0 = all [config: distill.max_problems]", show_default=False),
@@ -45,7 +46,7 @@ def distill_cmd(
         chosen = make_teacher(cfg.distill)
         explainer = make_explainer(cfg.distill)
     except GPUUnavailableError as exc:
-        fail(f"--teacher inductor: {exc}")
+        fail(f"--teacher {cfg.distill.teacher}: {exc}")
     except (ReplayFormatError, FileNotFoundError) as exc:
         fail(str(exc))
 

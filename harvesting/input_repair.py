@@ -1,0 +1,67 @@
+"""Error-driven repair of input guesses: torch's own shape errors say what the input should
+have been (`mat1 and mat2 shapes cannot be multiplied`, channel counts, normalized shapes,
+ranks), so the harvester can try a reshaped `Attempt` instead of giving up on a module.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from autotriton.harvesting.synthesis import Attempt
+
+
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+_CHANNELS = re.compile(r"expected input\[[\d, ]+\] to have (\d+) channels, but got (\d+) channels")
+_NORMALIZED = re.compile(r"expected input with shape \[\*, ([\d, ]+)\], but got input of size\s*\[([\d, ]+)\]")
+_RANK = re.compile(r"[Ee]xpected (\d)D (?:\(unbatched\) or (\d)D \(batched\) )?input(?: to conv\dd)?(?:,| \(got)")
+
+
+def _tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
+    dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+    if spec.get("dtype") == "int64":
+        return f"torch.randint(0, {spec.get('high', 10)}, ({dims}))"
+    return f"torch.randn({dims})"
+
+
+def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
+    """A new attempt whose tensor inputs are reshaped as a torch shape error asks, or None."""
+    def reshape(fn) -> Attempt | None:
+        codes, specs, changed = [], [], False
+        for code, spec in zip(attempt.input_code, attempt.input_spec):
+            if isinstance(spec, dict) and spec.get("kind") == "tensor" and spec.get("dtype") != "int64":
+                new_shape = fn(list(spec["shape"]))
+                if new_shape and new_shape != spec["shape"] and all(0 < d <= 4096 for d in new_shape):
+                    spec = {**spec, "shape": new_shape}
+                    code = _tensor_code(new_shape, spec)
+                    changed = True
+            codes.append(code)
+            specs.append(spec)
+        if not changed:
+            return None
+        return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
+
+    m = _MATMUL.search(detail)
+    if m:
+        got, want = int(m.group(2)), int(m.group(3))
+        return reshape(lambda s: s[:-1] + [want] if s and s[-1] == got else None)
+    m = _CHANNELS.search(detail)
+    if m:
+        want, got = int(m.group(1)), int(m.group(2))
+        return reshape(lambda s: [s[0], want, *s[2:]] if len(s) > 1 and s[1] == got else None)
+    m = _NORMALIZED.search(detail)
+    if m:
+        want = [int(x) for x in m.group(1).split(",") if x.strip()]
+        return reshape(lambda s: s[: len(s) - len(want)] + want if len(s) >= len(want) else None)
+    m = _RANK.search(detail)
+    if m:
+        rank = int(m.group(2) or m.group(1))
+
+        def to_rank(s: list[int]) -> list[int] | None:
+            if len(s) < rank:
+                return s[:2] + [8] * (rank - len(s)) + s[2:] if len(s) >= 2 else None
+            if len(s) > rank:
+                return s[:rank]
+            return None
+        return reshape(to_rank)
+    return None

@@ -1,0 +1,144 @@
+"""Finding the classes to extract: which classes of a repository are torch.nn.Module subclasses,
+through local bases, imports of the repository's own files, class aliases and torch's own classes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from autotriton.harvesting.parsing import ParsedFile, _dotted
+from autotriton.harvesting.repository import Repository, _follow
+
+
+@functools.lru_cache(maxsize=4096)
+def _torch_module_class(qualified: str) -> bool | None:
+    """True when `qualified` (e.g. "torch.nn.Conv2d") names a torch.nn.Module subclass."""
+    if not qualified.startswith("torch."):
+        return None
+    import torch
+
+    obj: object = torch
+    for part in qualified.split(".")[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return False
+    return isinstance(obj, type) and issubclass(obj, torch.nn.Module)
+
+
+def _base_qualified(parsed: ParsedFile, expr: cst.BaseExpression) -> tuple[str, str]:
+    """(head name, qualified dotted name through the file's imports) of a base-class expression."""
+    dotted = _dotted(expr)
+    if not dotted:
+        return "", ""
+    head, _, rest = dotted.partition(".")
+    for bindings in parsed.imports.values():
+        for b in bindings:
+            if b.level:
+                continue
+            if b.asname == dotted or (rest and dotted.startswith(b.asname + ".")):
+                tail = dotted[len(b.asname):]
+                return head, b.qualified + tail
+            if b.asname == head:
+                return head, b.qualified + ("." + rest if rest else "")
+    return head, dotted
+
+
+class ModuleClassIndex:
+    """Decides, with memo, whether a class of the repository is an nn.Module subclass."""
+
+    def __init__(self, repo: Repository):
+        self.repo = repo
+        self._memo: dict[tuple[str, str], bool] = {}
+
+    def is_module(self, path: str, class_name: str, depth: int = 0) -> bool:
+        key = (path, class_name)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = False  # cycle guard
+        result = self._decide(path, class_name, depth)
+        self._memo[key] = result
+        return result
+
+    def torch_base(self, path: str, class_name: str, depth: int = 0) -> str | None:
+        """The qualified torch base class reached through the class's bases, if any."""
+        parsed = self.repo.parsed(path)
+        if parsed is None or class_name not in parsed.classes or depth > 8:
+            return None
+        node = parsed.statements[parsed.classes[class_name]]
+        assert isinstance(node, cst.ClassDef)
+        for arg in node.bases:
+            head, qual = _base_qualified(parsed, arg.value)
+            if _torch_module_class(qual):
+                return qual
+            target = self._locate(parsed, head, qual)
+            if target is not None:
+                found = self.torch_base(target[0], target[1], depth + 1)
+                if found:
+                    return found
+        return None
+
+    def _locate(self, parsed: ParsedFile, head: str, qual: str) -> tuple[str, str] | None:
+        if "." not in _dotted_tail(qual, head) and (head in parsed.classes or head in _assign_aliases(parsed)):
+            return (parsed.path, head)
+        for idx, bindings in parsed.imports.items():
+            for b in bindings:
+                if b.asname == head and b.name is not None:
+                    resolved = self.repo.resolve_import(parsed.path, b)
+                    if isinstance(resolved, tuple) and resolved[0]:
+                        return _follow(self.repo, resolved[0], resolved[1])
+        return None
+
+    def _decide(self, path: str, class_name: str, depth: int) -> bool:
+        parsed = self.repo.parsed(path)
+        if parsed is None or depth > 8:
+            return False
+        if class_name not in parsed.classes:
+            # `Module = torch.nn.Module` style aliases (kornia.core and others)
+            value = _assign_aliases(parsed).get(class_name)
+            if value is None:
+                return False
+            head, qual = _base_qualified(parsed, value)
+            if _torch_module_class(qual):
+                return True
+            target = self._locate(parsed, head, qual)
+            return target is not None and target != (path, class_name) and self.is_module(target[0], target[1], depth + 1)
+        node = parsed.statements[parsed.classes[class_name]]
+        assert isinstance(node, cst.ClassDef)
+        for arg in node.bases:
+            if arg.keyword is not None:
+                continue
+            head, qual = _base_qualified(parsed, arg.value)
+            known = _torch_module_class(qual)
+            if known:
+                return True
+            target = self._locate(parsed, head, qual)
+            if target is not None and self.is_module(target[0], target[1], depth + 1):
+                return True
+        return False
+
+    def module_classes(self, path: str) -> list[str]:
+        parsed = self.repo.parsed(path)
+        if parsed is None:
+            return []
+        return [name for name in parsed.classes if self.is_module(path, name)]
+
+
+def _assign_aliases(parsed: ParsedFile) -> dict[str, cst.BaseExpression]:
+    """Top-level `Name = dotted.name` assignments of a file (class aliases)."""
+    cached = getattr(parsed, "_aliases", None)
+    if cached is not None:
+        return cached
+    out: dict[str, cst.BaseExpression] = {}
+    for stmt in parsed.statements:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+            assign = stmt.body[0]
+            if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) and _dotted(assign.value):
+                out[assign.targets[0].target.value] = assign.value
+    object.__setattr__(parsed, "_aliases", out)
+    return out
+
+
+def _dotted_tail(qual: str, head: str) -> str:
+    return qual[len(head):] if qual.startswith(head) else qual

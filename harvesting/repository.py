@@ -1,0 +1,183 @@
+"""The repository view of extraction: a repository's files by posix path, decoded and parsed
+lazily, with module-path resolution (which file and name an import of the repository points to).
+
+`Repository` is what every harvest source builds (local folders, GitHub, packages, datasets);
+`_follow` finds the file that finally defines a name through re-exports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import posixpath
+import sys
+from typing import Callable, Iterable
+
+import libcst as cst
+
+from autotriton.harvesting.parsing import ImportBinding, ParsedFile, _dotted, decode_source, parse_file
+
+
+class Repository:
+    """The files of one repository (or directory), addressed by posix paths relative to its root.
+
+    `read(path)` returns the file's bytes or None; it may fetch lazily (GitHub blobs). Files that
+    cannot be decoded or parsed are remembered in `errors` (path -> (reason, detail)).
+    """
+
+    def __init__(self, paths: Iterable[str], read: Callable[[str], bytes | str | None], max_bytes: int = 1_000_000):
+        self.paths = set(paths)
+        self._read = read
+        self.max_bytes = max_bytes
+        # Whether an external package may be imported by an extracted module: installed here, by
+        # default; the harvest sets it to "any" when it installs each module's dependencies into
+        # an environment of its own (autotriton/environments.py), which then decides.
+        self.external_ok: Callable[[str], bool] = package_available
+        self._texts: dict[str, str | None] = {}
+        self._parsed: dict[str, ParsedFile | None] = {}
+        self.errors: dict[str, tuple[str, str]] = {}
+        self._roots = self._package_roots()
+
+    def overlay(self, texts: dict[str, str]) -> "Repository":
+        """The same repository with some files' texts replaced (parses of the others are shared)."""
+        other = Repository(self.paths, lambda p: texts[p].encode() if p in texts else self._read(p), self.max_bytes)
+        other._texts = {k: v for k, v in self._texts.items() if k not in texts}
+        other._parsed = {k: v for k, v in self._parsed.items() if k not in texts}
+        other.errors = dict(self.errors)
+        other.external_ok = self.external_ok
+        return other
+
+    def text(self, path: str) -> str | None:
+        if path not in self._texts:
+            data = self._read(path) if path in self.paths else None
+            if isinstance(data, str):
+                data = data.encode("utf-8", errors="surrogatepass")
+            if data is None:
+                self._texts[path] = None
+                self.errors.setdefault(path, ("unreadable", "the file could not be read"))
+            else:
+                text, reason, detail = decode_source(data, self.max_bytes)
+                self._texts[path] = text
+                if text is None:
+                    self.errors[path] = (reason, detail)
+        return self._texts[path]
+
+    def _package_roots(self) -> list[str]:
+        roots = {""}
+        for p in self.paths:
+            parts = p.split("/")
+            if "src" in parts[:-1]:
+                roots.add("/".join(parts[: parts.index("src") + 1]))
+        return sorted(roots, key=len)
+
+    def parsed(self, path: str) -> ParsedFile | None:
+        if path not in self._parsed:
+            text = self.text(path) if path in self.paths else None
+            try:
+                self._parsed[path] = parse_file(path, text) if text is not None else None
+            except cst.ParserSyntaxError as exc:
+                self._parsed[path] = None
+                detail = f"line {exc.raw_line}, column {exc.raw_column}: {exc.message}"
+                try:  # CPython's parser names the line a reader would fix
+                    compile(text or "", path, "exec", flags=0x400, dont_inherit=True)  # PyCF_ONLY_AST
+                except SyntaxError as py_exc:
+                    detail = f"line {py_exc.lineno}, column {py_exc.offset}: {py_exc.msg}"
+                except (ValueError, RecursionError, MemoryError):
+                    pass
+                self.errors[path] = ("syntax_error", detail)
+            except (RecursionError, ValueError) as exc:
+                self._parsed[path] = None
+                self.errors[path] = ("unparseable", f"{type(exc).__name__}: {exc}"[:300])
+        return self._parsed[path]
+
+    def module_file(self, dotted: str, base_dir: str | None) -> str | None:
+        """File of a module: relative to base_dir when given, else absolute under a package root."""
+        rel = dotted.replace(".", "/") if dotted else ""
+        bases = [base_dir] if base_dir is not None else self._roots
+        for base in bases:
+            stem = posixpath.join(base, rel) if rel else base
+            for candidate in (f"{stem}.py", posixpath.join(stem, "__init__.py")):
+                candidate = candidate.lstrip("/")
+                if candidate in self.paths:
+                    return candidate
+        return None
+
+    def resolve_import(self, from_path: str, binding: ImportBinding) -> tuple[str, str] | str | None:
+        """Where an import of this repository points: (file, name), a module file (str) for a
+        module object, or None when the import is external."""
+        if binding.level > 0:
+            base = posixpath.dirname(from_path)
+            for _ in range(binding.level - 1):
+                base = posixpath.dirname(base)
+            target = self.module_file(binding.module, base)
+            if binding.name is None:
+                return target
+            sub = self.module_file(f"{binding.module}.{binding.name}" if binding.module else binding.name, base)
+            if target is not None:
+                parsed = self.parsed(target)
+                if parsed is not None and (binding.name in parsed.defines or parsed.star_imports) and not (
+                    sub is not None and binding.name not in parsed.defines
+                ):
+                    return (target, binding.name)
+            if sub is not None:
+                return sub
+            return (target, binding.name) if target is not None else ("", binding.name)
+        if not binding.module:
+            return None
+        if binding.module.split(".")[0] in sys.stdlib_module_names:
+            return None  # `from typing import ...` is the standard library even beside a typing.py
+        if binding.name is None:
+            target = self.module_file(binding.module, None)
+            return target
+        target = self.module_file(binding.module, None)
+        if target is None:
+            return None
+        sub = self.module_file(f"{binding.module}.{binding.name}", None)
+        parsed = self.parsed(target)
+        if sub is not None and (parsed is None or binding.name not in parsed.defines):
+            return sub
+        return (target, binding.name)
+
+
+def _follow(repo: Repository, path: str, name: str, depth: int = 0) -> tuple[str, str] | None:
+    """The file and name that finally define `name` as seen from `path` (through re-exports)."""
+    parsed = repo.parsed(path)
+    if parsed is None or depth > 10:
+        return None
+    for idx in parsed.defines.get(name, []):
+        bindings = parsed.imports.get(idx)
+        if bindings is None:
+            return (path, name)
+        for b in bindings:
+            if b.asname == name:
+                resolved = repo.resolve_import(path, b)
+                if resolved is None:
+                    return (path, name)  # external import: defined here as far as the repo knows
+                if isinstance(resolved, tuple) and resolved[0]:
+                    return _follow(repo, resolved[0], resolved[1], depth + 1)
+                return None
+        return (path, name)
+    for idx in parsed.star_imports:
+        stmt = parsed.statements[idx]
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        small = stmt.body[0]
+        assert isinstance(small, cst.ImportFrom)
+        binding = ImportBinding(_dotted(small.module) if small.module else "", len(small.relative), None, "*")
+        target = repo.resolve_import(path, binding) if binding.level else repo.module_file(binding.module, None)
+        if isinstance(target, str) and target:
+            found = _follow(repo, target, name, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+_package_cache: dict[str, bool] = {}
+
+
+def package_available(top: str) -> bool:
+    if top not in _package_cache:
+        try:
+            _package_cache[top] = importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            _package_cache[top] = False
+    return _package_cache[top]
