@@ -139,7 +139,7 @@ def format_feedback(verdict: Verdict | None, parse_error: str | None = None) -> 
 
 
 def _reward(verdict: Verdict) -> float:
-    from autotriton.validation.rewards import combined_reward
+    from autotriton.validation import combined_reward
 
     return float(combined_reward(verdict))
 
@@ -419,7 +419,7 @@ def _outcomes(problems: list[Problem], candidates: list[Candidate], verdicts: li
     over problems against eager and against torch.compile (GPU judges only; None otherwise)."""
     import math
 
-    from autotriton.validation.rewards import correct_at
+    from autotriton.validation import correct_at
 
     by_candidate = {v.candidate_key: v for v in verdicts}
     per_problem: dict[str, list[Verdict]] = {}

@@ -147,8 +147,7 @@ class SandboxProbe:
     """The validation sandbox's probe, with its workers kept warm across synthesis rounds."""
 
     def __init__(self, validation_config: Any = None):
-        from autotriton.validation import JudgePool
-        from autotriton.validation.config import ValidationConfig
+        from autotriton.validation import JudgePool, ValidationConfig
 
         cfg = (validation_config or ValidationConfig()).model_copy(update={"device": "cpu"})
         self.pool = JudgePool(cfg)

@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotriton.validation.shrink import shrink_value
+from autotriton.validation import shrink_value
 
 GENERATOR_VERSION = "synthetic-fused-v2"
 REPO = "autotriton/synthetic"

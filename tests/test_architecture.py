@@ -142,19 +142,7 @@ def test_stage_rule_catches_what_it_forbids():
     assert "public API" in _stage_violation("training", Import("x.py", 1, "autotriton.validation", ("load_problem_module",)))
 
 
-# Stages whose files other engineers of issue 16 are changing (the stage-side fixes land on their
-# branches); the lead removes these marks after merging them.
-def _stage_side(why: str):
-    return pytest.mark.xfail(strict=True, reason=f"stage-side fix of issue 16 on another branch: {why}")
-
-
-@pytest.mark.parametrize("stage", [
-    pytest.param("harvesting", marks=_stage_side("validation.config, validation.shrink.shrink_value")),
-    pytest.param("distillation", marks=_stage_side("validation.rewards (combined_reward, correct_at)")),
-    "validation",
-    "training",
-    "evaluation",
-])
+@pytest.mark.parametrize("stage", ["harvesting", "distillation", "validation", "training", "evaluation"])
 def test_stage_imports_only_core_its_own_package_and_the_judges_api(stage):
     found = _stage_violations((stage,))
     assert not found, "\n".join(found)

@@ -6,7 +6,7 @@ Public API (see README, "The judge"):
 - `JudgePool(config)`: warm workers kept across calls, same `.validate_many(jobs)` and `.probe_many(sources)`.
 - `probe_problem(source, config=None) -> ProbeResult`, `probe_many(sources, config=None)`.
 - `shrink_problem(source, max_dim=32) -> str` (pure), `shrink_and_check(source, config)` (shrunk only
-  if it still runs in the sandbox), `perturb_sizes(source)`.
+  if it still runs in the sandbox), `perturb_sizes(source)`, `shrink_value(value, max_dim)` (the rule for one size).
 - `rewards.exec_reward / rule_reward / combined_reward`, and `correct_at(verdict, require)` (which sizes count as solved).
 - `visible_gpu_ids(n)`: the GPUs the judge would see (CUDA_VISIBLE_DEVICES honoured), for layouts that share GPUs with it.
 - `static_rules(candidate_source)` (the rules as the judge applies them), `rules.check_rules(candidate_source)`, `compile_check.compile_check(candidate_source, target)`.
@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from autotriton.validation.shrink import perturb_sizes, shrink_problem
+from autotriton.validation.shrink import perturb_sizes, shrink_problem, shrink_value
 
 __all__ = [
     "ValidationConfig", "JudgePool", "JudgeError", "ProbeResult", "validate_many", "validate_candidate", "probe_problem",
     "probe_many", "static_rules", "shrink_problem", "shrink_and_check", "perturb_sizes", "exec_reward", "rule_reward", "combined_reward",
-    "correct_at", "visible_gpu_ids",
+    "correct_at", "visible_gpu_ids", "shrink_value",
 ]
 
 if TYPE_CHECKING:
