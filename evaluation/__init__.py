@@ -33,6 +33,8 @@ _LAZY = {
     "compare_markdown": "report", "compare_rows": "report", "write_report": "report",
     "SuiteEntry": "suite_entries", "SuiteError": "suite_entries", "filter_entries": "suites", "load_suite": "suites",
     "read_suite_jsonl": "suite_entries", "shrink_suite_problem": "suites", "write_suite_jsonl": "suite_entries",
+    "looks_like_tritonbench": "suites", "kernelbench_run_candidates": "kernelbench:run_candidates",
+    "convert_to_suite_file": "tritonbench",
     "read_entries": "suites", "read_problems": "kernelbench", "read_run": "kernelbench", "write_problems": "kernelbench",
     "write_results": "kernelbench",
     "ConversionError": "tritonbench", "ConversionResult": "tritonbench", "convert_tritonbench_t": "tritonbench",
@@ -45,7 +47,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f"autotriton.evaluation.{_LAZY[name]}"), name)
+        module, _, attr = _LAZY[name].partition(":")  # "module" or "module:name" (exported under another name)
+        return getattr(importlib.import_module(f"autotriton.evaluation.{module}"), attr or name)
     raise AttributeError(f"module 'autotriton.evaluation' has no attribute {name!r}")
 
 

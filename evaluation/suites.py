@@ -73,6 +73,15 @@ def filter_entries(entries: Sequence[SuiteEntry], *, levels: Sequence[int] | Non
     return out
 
 
+def looks_like_tritonbench(path: str | Path) -> bool:
+    """Whether an existing path is TritonBench-T data rather than KernelBench problems, a
+    KernelBench run or a suite file."""
+    from autotriton.evaluation import kernelbench
+
+    p = Path(path)
+    return not kernelbench.looks_like_problems(p) and not kernelbench.looks_like_run(p) and _looks_like_tritonbench(p)
+
+
 def _looks_like_tritonbench(path: Path) -> bool:
     if path.is_dir():
         return any(path.glob("*.py")) or any(path.glob("TritonBench_T*"))

@@ -410,3 +410,10 @@ def merge_results(into: HarvestResult, other: HarvestResult) -> None:
     into.unchanged += other.unchanged
     into.details.update(other.details)
 
+
+def sources_file_units(path: str | Path) -> list[SourcesFile]:
+    """A sources file (checked whole) as one SourcesFile per package and per folder, so a
+    harvest can store each when it is done (a harvest cut off at a time limit keeps them)."""
+    spec = load_sources(path)
+    return ([SourcesFile(spec.path, packages=[p]) for p in spec.packages]
+            + [SourcesFile(spec.path, folders=[f]) for f in spec.folders])

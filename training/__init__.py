@@ -9,6 +9,7 @@ Public API:
     run_sft(config, data) / run_grpo(config, data, judge) -> TrainResult (sft.py, grpo.py)
     JudgeRewards(judge)                                           GRPO reward functions (rewards.py)
     TrainingConfig                                                (config.py)
+    check_trl_args(config)                                        trl mappings and trackers checked before training (trl_args.py)
 
 trl, transformers and torch are imported on first use of a trainer or model, so importing this
 package (e.g. for the config or the row builders) stays light.
@@ -28,12 +29,13 @@ __all__ = [
     "TrainingConfig", "PassStats", "assign_splits", "build_rl_rows", "build_sft_rows", "default_instruction",
     "diversity_sample", "infer_op_tags", "near_duplicate_clusters", "pass_stats",
     "load_model", "make_tiny_model", "fetch_smollm2", "write_gguf", "ModelLoadError",
-    "run_sft", "run_grpo", "TrainResult", "JudgeRewards",
+    "run_sft", "run_grpo", "TrainResult", "JudgeRewards", "check_trl_args",
 ]
 
 _LAZY = {
     "load_model": "models", "make_tiny_model": "models", "fetch_smollm2": "models", "write_gguf": "models",
     "ModelLoadError": "models", "run_sft": "sft", "TrainResult": "sft", "run_grpo": "grpo", "JudgeRewards": "rewards",
+    "check_trl_args": "trl_args",
 }
 
 

@@ -213,7 +213,7 @@ def eval_main(
             if not judge.by_key:
                 fail(f"--verdicts {', '.join(map(str, verdicts))}: no verdict records in these files.")
         if run_kernels is not None:
-            from autotriton.tasks.stage_calls import kernelbench_run_candidates
+            from autotriton.evaluation import kernelbench_run_candidates
 
             cands, _ = kernelbench_run_candidates(run_kernels, problems, run_name=kernels.resolve().name)
             generator = RecordedGenerator(cands, name=f"kernelbench-run:{kernels.resolve().name}", version=str(kernels.resolve()))
@@ -408,7 +408,7 @@ def convert_tritonbench(
 ) -> None:
     """Convert TritonBench-T operators into KernelBench-format problems (Model wrapping the torch
     reference, get_inputs from one of its test cases); records that cannot be converted are listed."""
-    from autotriton.tasks.stage_calls import convert_to_suite_file
+    from autotriton.evaluation import convert_to_suite_file
 
     cfg, _ = load_config_or_fail()
     try:

@@ -127,7 +127,7 @@ def packages(
     harvest.package_cache) and folders named in a sources file; provenance keeps package, version,
     path and licence. The shipped list: harvesting/sources/pytorch.toml."""
     from autotriton.harvesting import HarvestInputError
-    from autotriton.tasks.stage_calls import harvest_packages, merge_harvest_results, sources_file_units
+    from autotriton.harvesting import harvest_packages, merge_results as merge_harvest_results, sources_file_units
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
     if fetch_only:
@@ -171,7 +171,7 @@ def packages(
 
 def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) -> None:
     from autotriton.harvesting import HarvestInputError
-    from autotriton.tasks.stage_calls import fetch_error, fetch_package, source_packages
+    from autotriton.harvesting import FetchError, fetch_package, load_sources
 
     cfg, _ = load_config_or_fail(extra)
     out = console(json_out)
@@ -179,7 +179,7 @@ def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) 
     try:
         if not files:
             raise HarvestInputError("no sources file: pass --sources FILE or set harvest.sources_files")
-        packages = [p for f in files for p in source_packages(f)]
+        packages = [p for f in files for p in load_sources(f).packages]
     except HarvestInputError as exc:
         fail(str(exc))
     fetched: dict[str, Any] = {}
@@ -187,7 +187,7 @@ def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) 
         try:
             root, fmt = fetch_package(src, cfg.harvest.package_cache)
             fetched[src.label] = {"format": fmt, "path": str(root)}
-        except fetch_error() as exc:
+        except FetchError as exc:
             fetched[src.label] = {"error": str(exc)}
         out.print(f"{src.label}: {fetched[src.label].get('format') or fetched[src.label]['error']}")
     summary = {"package_cache": str(Path(cfg.harvest.package_cache).expanduser()), "packages": fetched,
@@ -253,7 +253,7 @@ def synthetic(
     """Generate KernelBench-level-2-style fused problems (2-6 operators: GEMM, bmm, Conv and
     ConvTranspose 1-3D, pooling, norms, activations, reductions, softmax, residual adds, scaling)
     at realistic sizes, deterministically from --seed (harvesting/synthetic.py)."""
-    from autotriton.tasks.stage_calls import harvest_synthetic
+    from autotriton.harvesting import harvest_synthetic
 
     extra = {"harvest.probe": False if no_probe else None}
     _run("synthetic", json_out, dry_run, lambda cfg, out: harvest_synthetic(

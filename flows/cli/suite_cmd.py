@@ -31,7 +31,7 @@ def convert(
 ) -> None:
     """Convert a benchmark suite; nothing is written when the source cannot be read."""
     from autotriton.evaluation import SuiteError, convert_tritonbench_t, read_entries, write_problems, write_suite_jsonl
-    from autotriton.tasks.stage_calls import looks_like_tritonbench
+    from autotriton.evaluation import looks_like_tritonbench
 
     cfg, _ = load_config_or_fail()
     path = Path(source)

@@ -160,7 +160,7 @@ def _config(model, max_steps_key, max_steps, output_dir, gpus=None, trainers=("s
 
 def _check_trl(cfg, trainers) -> None:
     """trl mappings and trackers checked before the export is built or a model loads."""
-    from autotriton.tasks.stage_calls import check_trl_args
+    from autotriton.training import check_trl_args
 
     try:
         check_trl_args(cfg.training, trainers)
