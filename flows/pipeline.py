@@ -58,7 +58,7 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         futures += [harvest_dataset_source.submit(p, h, v, envs) for p in h.dataset_paths]
         if h.synthetic_count:
             futures.append(harvest_synthetic_source.submit(h.synthetic_count, h.synthetic_seed, h, v))
-        futures += [harvest_packages_source.submit(p, h, v) for p in h.sources_files]
+        futures += [harvest_packages_source.submit(p, h, v, envs) for p in h.sources_files]
         if h.github:
             github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
             futures.append(github.submit(h, v, envs))

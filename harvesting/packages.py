@@ -35,11 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autotriton.environments import EnvironmentConfig
 from autotriton.harvesting.config import HarvestConfig
 from autotriton.harvesting.core import Harvester, HarvestResult, ProbeFn
 from autotriton.harvesting.extract import Repository
 from autotriton.harvesting.licences import detect_licence_text, directory_licence, normalize_spdx, spdx_header
 from autotriton.harvesting.local import HarvestInputError, harvest_local, python_files
+from autotriton.harvesting.requirements import declared_in_package
 from autotriton.harvesting.state import HarvestState
 from autotriton.records import SourceRef
 
@@ -288,7 +290,9 @@ def missing_module(detail: str) -> str | None:
 
 
 def harvest_package_root(harvester: Harvester, src: PackageSource, root: Path, licence: str | None, fmt: str) -> int:
-    """Scan the selected .py files of an unpacked package with `harvester`; returns files scanned."""
+    """Scan the selected .py files of an unpacked package with `harvester`; returns files scanned.
+    The package's declared requirements (its metadata's Requires-Dist, pyproject, setup.py) give
+    the modules' requirement sets their version specifiers (dependency environments)."""
     paths = python_files(root)
     scan = [p for p in paths if _selected(p, src)]
 
@@ -307,7 +311,7 @@ def harvest_package_root(harvester: Harvester, src: PackageSource, root: Path, l
                          licence=spdx_header(text) or licence,
                          url=f"https://pypi.org/project/{src.name}/{src.version}/#{fmt}:{rel}")
 
-    harvester.scan_repository(repo, scan, ref_for, label=src.label)
+    harvester.scan_repository(repo, scan, ref_for, label=src.label, declared=declared_in_package(root))
     return len(scan)
 
 
@@ -346,19 +350,22 @@ def per_source_stats(result: HarvestResult, labels: dict[str, str]) -> dict[str,
 
 def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | None = None, *,
                      probe: ProbeFn | None = None, progress: bool = False, commit_state: bool = True,
-                     console: Any = None, validation_config: Any = None, fetch_timeout_s: float = 600.0) -> PackagesHarvest:
+                     console: Any = None, validation_config: Any = None, fetch_timeout_s: float = 600.0,
+                     environments: EnvironmentConfig | None = None) -> PackagesHarvest:
     """Harvest every package and folder of a sources file (one harvester: duplicates are found
     across packages, and one warm probe pool serves them all).
 
     A package whose fetch fails or whose licence is not allowed is recorded as a file rejection
     (subject "name==version") and the rest go on. With `config.incremental`, a pinned package
     harvested before (state) is skipped; folders go through `harvest_local`'s file hashes.
+    `environments`: install each module's own dependencies (einops, timm, ...) into a cached
+    environment that the probe uses (autotriton/environments.py); None: the judge's packages only.
     """
     config = config or HarvestConfig()
     spec = sources if isinstance(sources, SourcesFile) else load_sources(sources)
     state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
     harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console,
-                          validation_config=validation_config)
+                          validation_config=validation_config, environments=environments)
     labels: dict[str, str] = {}
     for src in spec.packages:
         sstate = state.source(f"{PACKAGE_KIND}:{src.label}")
@@ -387,7 +394,7 @@ def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | 
         labels.setdefault(ref.key, f"{ref.repo}=={ref.commit}" if ref.kind == PACKAGE_KIND else ref.repo)
     for folder in spec.folders:
         sub = harvest_local(folder.path, config, probe=probe, progress=progress, commit_state=False, state=state,
-                            console=console, validation_config=validation_config)
+                            console=console, validation_config=validation_config, environments=environments)
         for ref in sub.sources:
             labels[ref.key] = folder.path
         merge_results(result, sub)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import sys
 import tomllib
 from importlib import metadata
@@ -160,6 +161,31 @@ def declared_in_folder(root: Path) -> dict[str, str]:
 
     paths = [p.relative_to(root).as_posix() for p in [*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]]
     return declared_requirements(read, paths)
+
+
+def _requires_dist(text: str) -> list[str]:
+    """`Requires-Dist:` headers of a core-metadata file (a wheel's METADATA, an sdist's PKG-INFO),
+    markers dropped: extras and platform conditions decide nothing here, since only the
+    distributions a module really imports enter its requirement set."""
+    headers = text.split("\n\n", 1)[0]  # the body is the long description
+    return [m.group(1).split(";", 1)[0].strip() for m in re.finditer(r"^Requires-Dist:\s*(.+)$", headers, re.M)]
+
+
+def declared_in_package(root: Path) -> dict[str, str]:
+    """declared_requirements of unpacked package sources (harvesting/packages.py): an sdist's
+    pyproject.toml / setup.py / requirements files and PKG-INFO, or a wheel's `*.dist-info/METADATA`;
+    what the folder itself declares wins over the metadata."""
+    found: dict[str, str] = {}
+    for meta in [root / "PKG-INFO", *sorted(root.glob("*.dist-info/METADATA"))]:
+        try:
+            text = meta.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for spec in _requires_dist(text):
+            name = _spec_name(spec)
+            if name:
+                found.setdefault(name, spec)
+    return {**found, **declared_in_folder(root)}
 
 
 def imported_modules(source: str) -> list[str]:

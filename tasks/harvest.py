@@ -37,18 +37,21 @@ def harvest_dataset_source(path: str, harvest_config: HarvestConfig, validation_
 @task(name="harvest-synthetic", task_run_name="harvest-synthetic-{count}-seed-{seed}")
 def harvest_synthetic_source(count: int, seed: int, harvest_config: HarvestConfig,
                              validation_config: ValidationConfig) -> HarvestResult:
-    from autotriton.harvesting.synthetic import harvest_synthetic
+    from autotriton.harvesting import harvest_synthetic
 
     return harvest_synthetic(count, seed, harvest_config, validation_config=validation_config)
 
 
 @task(name="harvest-packages", task_run_name="harvest-packages-{path}")
-def harvest_packages_source(path: str, harvest_config: HarvestConfig, validation_config: ValidationConfig) -> HarvestResult:
+def harvest_packages_source(path: str, harvest_config: HarvestConfig, validation_config: ValidationConfig,
+                            environments: EnvironmentConfig | None = None) -> HarvestResult:
     """The packages and folders of one sources file (pip download is retried by the next refresh:
-    a failed fetch is recorded as a rejection and the package stays unharvested in the state)."""
-    from autotriton.harvesting.packages import harvest_packages
+    a failed fetch is recorded as a rejection and the package stays unharvested in the state),
+    each module probed with its own dependencies (`environments`)."""
+    from autotriton.harvesting import harvest_packages
 
-    return harvest_packages(path, harvest_config, commit_state=False, validation_config=validation_config).result
+    return harvest_packages(path, harvest_config, commit_state=False, validation_config=validation_config,
+                            environments=environments).result
 
 
 @task(name="harvest-github", retries=3, retry_delay_seconds=[10, 60, 300])

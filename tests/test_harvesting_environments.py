@@ -315,3 +315,49 @@ def test_the_inductor_teacher_captures_the_reference_with_its_environment(world)
     assert with_env["ok"], with_env.get("error")
     without = capture_in_subprocess(p.reference_source, name=p.name, timeout_s=300, device="cpu", max_autotune=False)
     assert not without["ok"] and "einops" in str(without.get("error"))
+
+
+def test_a_package_harvest_installs_what_the_packages_metadata_declares(world, tmp_path):
+    """`harvest packages`: the unpacked wheel declares einops in its METADATA (Requires-Dist, with
+    an extra that the module never imports); the module becomes runnable with einops installed,
+    its requirement set taking the package's specifier. The environment built above is reused."""
+    from autotriton.harvesting import harvest_packages
+    from autotriton.harvesting.packages import PackageSource, SourcesFile
+
+    cache = tmp_path / "pkgcache"
+    root = cache / "einwheel-0.3-wheel"  # as fetch_package leaves an unpacked wheel: reused, no pip run
+    (root / "einwheel").mkdir(parents=True)
+    (root / "einwheel" / "__init__.py").write_text("")
+    (root / "einwheel" / "blocks.py").write_text(BLOCKS)
+    info = root / "einwheel-0.3.dist-info"
+    info.mkdir()
+    (info / "LICENSE").write_text(MIT)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: einwheel\nVersion: 0.3\nLicense: MIT\n"
+                                   "Requires-Dist: einops>=0.6\nRequires-Dist: torch>=2\n"
+                                   "Requires-Dist: matplotlib; extra == 'plots'\n\nRequires-Dist: not-a-header\n")
+    spec = SourcesFile(tmp_path / "sources.toml", packages=[PackageSource("einwheel", "0.3", include=("einwheel",))])
+    cfg = HarvestConfig(incremental=False, package_cache=str(cache))
+
+    def probe(sources, environments=None):
+        return world["pool"].probe_many(sources, environments=environments)
+
+    without = harvest_packages(spec, cfg, probe=probe).result
+    with_envs = harvest_packages(spec, cfg, probe=probe, environments=world["envs"]).result
+    (before,) = [p for p in without.problems if p.name == "ChannelsLastScale"]
+    (after,) = [p for p in with_envs.problems if p.name == "ChannelsLastScale"]
+    assert before.status == "rejected" and before.reject_reason == "missing_dependency"
+    assert after.status == "runnable", with_envs.details.get(after.key)
+    assert after.requirements == ["einops>=0.6"] and after.environment_key == requirement_key(["einops>=0.6"])
+    assert with_envs.stats["environments"]["reused"] == 1 and with_envs.stats["environments"]["built"] == 0
+
+
+def test_declared_requirements_of_unpacked_packages_read_their_metadata(tmp_path):
+    from autotriton.harvesting.requirements import declared_in_package
+
+    sdist = tmp_path / "sdist"
+    sdist.mkdir()
+    (sdist / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: x\nRequires-Dist: einops>=0.7\n"
+                                    "Requires-Dist: timm; python_version >= '3.9'\n\nlong description\nRequires-Dist: nope\n")
+    (sdist / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["einops>=0.8"]\n')
+    # the folder's own pyproject wins over the metadata; markers are dropped; the body is not read
+    assert declared_in_package(sdist) == {"einops": "einops>=0.8", "timm": "timm"}

@@ -149,7 +149,7 @@ def packages(
         new_rows: dict[str, int] = {}
         for unit in units:
             part = harvest_packages(unit, cfg.harvest, progress=True, commit_state=False, console=ERR,
-                                    validation_config=cfg.validation)
+                                    validation_config=cfg.validation, environments=cfg.environments)
             if not dry_run:
                 try:
                     stored = _store(cfg, "packages", part.result)
