@@ -31,6 +31,11 @@ class OrchestrationConfig(BaseModel):
     timezone: str = Field("UTC")
     network_retries: int = Field(3, ge=0, description="retries of tasks that call GitHub or an LLM endpoint")
     network_timeout_s: float = Field(3600.0, gt=0, description="timeout of tasks that call GitHub or an LLM endpoint")
+    verbs_as_flows: Literal["auto", "always", "never"] = Field(
+        "auto", description="single-stage verbs that write rows (harvest, distill, sft, grpo, train, eval, db export/import/"
+        "release/decontaminate) run as a Prefect flow run, so the UI shows them and their rows carry its id: auto = when a "
+        "Prefect server is configured (PREFECT_API_URL, which `autotriton ui` sets while it runs); always = also on Prefect's "
+        "ephemeral server when none is (6-13 s more per verb); never = plain")
 
 
 class PipelineConfig(BaseModel):

@@ -28,6 +28,9 @@ for _name in [n for n in os.environ if n.startswith("AUTOTRITON_")]:
 # Harvested modules' dependency environments install from PyPI into ~/.cache: off for the suite;
 # tests/test_harvesting_environments.py turns them on with a cache of its own.
 os.environ["AUTOTRITON_ENVIRONMENTS__ENABLED"] = "false"
+# CLI verbs run plainly in tests (a session-wide Prefect harness would otherwise make every verb a
+# flow run, orchestration.verbs_as_flows=auto); tests of that behaviour set it themselves.
+os.environ["AUTOTRITON_ORCHESTRATION__VERBS_AS_FLOWS"] = "never"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"

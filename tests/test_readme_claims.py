@@ -1,8 +1,6 @@
 """README claims checked against behaviour: the judge's trial counts, what `db` verbs do about a
 warehouse another process holds, the verbs the command-line table lists, and the global options.
-
-Not checked here: "`autotriton ui` shows every run" (single-stage verbs running under a flow run
-is issue 18's Prefect point, owned apart)."""
+("`autotriton ui` shows every run": tests/test_cli_flow_runs.py.)"""
 
 from __future__ import annotations
 

@@ -186,6 +186,54 @@ def load_config_or_fail(extra: dict[str, Any] | None = None):
         fail(str(exc))
 
 
+def verb_runs_as_flow() -> bool:
+    """Whether a verb that writes rows runs as a Prefect flow run (orchestration.verbs_as_flows)."""
+    mode = load_config_or_fail()[0].orchestration.verbs_as_flows
+    if mode != "auto":
+        return mode == "always"
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    from prefect.settings import get_current_settings  # the active profile (where `autotriton ui` points it)
+
+    return bool(get_current_settings().api.url)
+
+
+def writes_rows(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a verb that writes warehouse rows: it runs as the Prefect flow run `autotriton-<name>`
+    when `verb_runs_as_flow()` (so `autotriton ui` shows it and `start_run` stamps its id on every
+    row), else plainly. The verb's own errors and exit codes pass through unchanged; Prefect records
+    them as the flow run's failure."""
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def verb(*args: Any, **kwargs: Any) -> Any:
+            ctx = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer.Context)), None)
+            if (ctx is not None and ctx.invoked_subcommand is not None) or not verb_runs_as_flow():  # a group's callback
+                return fn(*args, **kwargs)
+            from autotriton.flows.cli.flow_cmd import prefect_env
+
+            prefect_env()
+            from prefect import flow
+            from prefect.states import Failed
+
+            exit_code: list[int] = []
+
+            def run_verb() -> Any:
+                try:
+                    return fn(*args, **kwargs)
+                except typer.Exit as exc:  # the verb said why already: no traceback, the flow run failed with its code
+                    exit_code.append(exc.exit_code)
+                    return Failed(message=f"exit code {exc.exit_code}") if exc.exit_code else None
+
+            state = flow(name=f"autotriton-{name}", validate_parameters=False, persist_result=False)(run_verb)(return_state=True)
+            if exit_code:
+                raise typer.Exit(exit_code[0])
+            return state.result()  # the verb's own exception, re-raised
+
+        return verb
+
+    return decorate
+
+
 def main() -> None:
     import autotriton.flows.cli  # noqa: F401  (registers every verb)
 

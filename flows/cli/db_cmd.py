@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 from rich.tree import Tree
 
-from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail, writes_rows
 from autotriton.tasks import db as store
 from autotriton.tasks.db import EXPORTERS, OPEN_ERRORS, UnknownKeyError, Warehouse, WarehouseQueryError
 from autotriton.tasks.runs import run_scope
@@ -164,6 +164,7 @@ def sql(
 
 
 @db_app.command("export")
+@writes_rows("db-export")
 def export(
     name: str = typer.Argument(..., help=f"what to export: one of {', '.join(EXPORTERS)}"),
     out_path: Optional[Path] = typer.Option(None, "--out", help="where to write it: the dataset folder (hf) or the .parquet file "
@@ -222,6 +223,7 @@ def dump(
 
 
 @db_app.command("import")
+@writes_rows("db-import")
 def import_(
     path: Path = typer.Argument(..., help="a folder written by `autotriton db dump` or `autotriton db release`"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: kind, new rows per table"),
@@ -251,6 +253,7 @@ def import_(
 
 
 @db_app.command("release")
+@writes_rows("db-release")
 def release(
     out_dir: Path = typer.Option(..., "--out", help="folder of the released dataset (pairs/, problems/, DATASET.md, release.json)"),
     name: str = typer.Option("autotriton-triton-kernels", "--name", help="dataset name in the card"),
@@ -277,6 +280,7 @@ def release(
 
 
 @db_app.command("decontaminate")
+@writes_rows("db-decontaminate")
 def decontaminate(
     suites: list[Path] = typer.Option([], "--suite", help="an evaluation suite (KernelBench-format JSONL, TritonBench-T data); "
                                       "repeatable (default: harvest.eval_suites)"),

