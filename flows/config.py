@@ -69,7 +69,10 @@ PROFILES: dict[str, dict[str, Any]] = {
         # hold 10 of 16 and SFT rows of 1024 keep 12 of 16 whole; at 128/192/768 every GRPO and
         # evaluation completion was cut off (reward std 0) and SFT taught cut-off kernels.
         # A high SFT learning rate, so 16 steps leave GRPO a model that sometimes writes a kernel.
+        # A format reward (a complete ModelNew block: 0.2) gives 3 GRPO steps of a 135M model a
+        # signal: with the judge's 0/1 alone every completion scored 0 (reward std 0, nothing learned).
         "training": {"model": "smollm2-135m", "sft_max_steps": 16, "sft_learning_rate": 1e-4, "grpo_max_steps": 3,
+                     "format_reward": 0.2,
                      "num_generations": 4, "rl_prompts": 8, "max_completion_length": 512, "max_length": 1024, "per_device_train_batch_size": 2},
         "evaluation": {"suite": str(DEMO_EVAL_SUITE), "samples": 2, "temperature": 0.7, "top_p": 0.95, "max_problems": 8,
                        "max_new_tokens": 512},

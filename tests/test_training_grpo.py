@@ -88,13 +88,33 @@ def test_reward_functions_judge_a_batch_once_and_zero_rule_breakers(judge):
     funcs, weights = rewards.reward_funcs()
     results = [f(prompts=None, completions=batch, reference=refs, log_metric=logged.__setitem__) for f in funcs]
     assert len(counting.jobs) == 1 and len(counting.jobs[0]) == 2  # one call; duplicates and unparsable skipped
-    combined, exec_r, rule_r = results
+    combined, exec_r, rule_r, format_r = results
     # the torch-only answer breaks the rules: 0. The judge's dispatch guard makes PyTorch compute
     # inside ModelNew.forward fail (validation/dispatch_guard.py), so it does not pass the tests either
     assert combined == [1.0, 0.0, 0.0, 1.0]
     assert exec_r == [1.0, 0.0, 0.0, 1.0] and rule_r == [1.0, 0.0, 0.0, 1.0]
-    assert weights == [1.0, 0.0, 0.0]
+    assert weights == [1.0, 0.0, 0.0, 0.0]  # the format reward is logged, not trained on, unless asked
+    assert format_r == [1.0, 1.0, 0.0, 1.0]  # a complete ModelNew block, whatever the judge says of it
+    assert JudgeRewards(counting, format_weight=0.2).reward_funcs()[1] == [1.0, 0.0, 0.0, 0.2]
     assert logged["judge/no_code"] == 0.25 and logged["judge/correct"] == 0.5 and logged["judge/hack"] == 0.0
     assert rewards.verdicts(batch, refs)[1].status == "rule_violation"
     assert isinstance(rewards.verdicts(batch, refs)[0], Verdict)
     assert len(counting.jobs) == 1  # still cached for this batch
+
+
+def test_the_reward_summary_says_what_the_run_learned_step_one_to_last():
+    from autotriton.training.grpo import reward_summary
+
+    history = [{"loss": 0.1},
+               {"reward": 0.05, "reward_std": 0.1, "rewards/combined_reward/mean": 0.0, "rewards/format_reward/mean": 0.25},
+               {"reward": 0.2, "reward_std": 0.3, "rewards/combined_reward/mean": 0.1, "rewards/format_reward/mean": 0.5}]
+    s = reward_summary(history)
+    assert (s["first_reward"], s["final_reward"], s["max_reward_std"]) == (0.05, 0.2, 0.3)
+    assert (s["first_format_reward"], s["final_format_reward"]) == (0.25, 0.5)
+    assert (s["first_combined_reward"], s["final_combined_reward"]) == (0.0, 0.1)
+    assert reward_summary([{"loss": 1.0}]) == {}
+
+
+def test_the_format_reward_is_refused_below_zero():
+    with pytest.raises(ValueError, match="format_reward"):
+        JudgeRewards(None, format_weight=-0.1)  # type: ignore[arg-type]

@@ -75,6 +75,10 @@ class TrainingConfig(BaseModel):
         "what counts as correct for the GRPO reward and the sft/rl exports: own_and_odd_sizes = every judge trial, the "
         "odd-size one included (general kernels only); own_sizes = the problem's own sizes (KernelBench's definition; "
         "kernels with baked-in sizes count). See validation/rewards.py"))
+    format_reward: float = Field(0.0, ge=0, description=(
+        "GRPO: add this weight for a completion that ends in one complete code block defining ModelNew (parsed, not judged): "
+        "shaping for small models and short runs, where every completion would score 0 alike and GRPO learns nothing "
+        "(the demo uses 0.2); 0 = AutoTriton's reward alone"))
     speedup_cap: float = Field(4.0, gt=1, description="speedup at which the shaping bonus saturates (4.0 = the bonus is full at 4x)")
     reward_overlap: bool = Field(False, description=(
         "judge batch k while batch k+1 is generated: the trainer stops waiting for the judge, each update uses a batch sampled "

@@ -112,6 +112,11 @@ def reward_summary(log_history: list[dict[str, Any]]) -> dict[str, Any]:
         if key in last:
             out[f"final_{key.replace('/', '_')}"] = last[key]
     out["mean_reward"] = sum(e["reward"] for e in steps) / len(steps)
+    out["first_reward"] = steps[0]["reward"]  # with final_reward: what the run learned, step 1 -> last
+    for name in ("combined_reward", "exec_reward", "format_reward"):
+        key = f"rewards/{name}/mean"
+        if key in steps[0] and key in last:
+            out[f"first_{name}"], out[f"final_{name}"] = steps[0][key], last[key]
     out["max_reward_std"] = max(e.get("reward_std", 0.0) for e in steps)
     return out
 
@@ -147,7 +152,7 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
         model, tokenizer = load_model(base, device=device, gguf_file=cfg.gguf_file, cache_dir=cfg.model_cache_dir,
                                       attn_implementation=cfg.attn_implementation, progress=on_status)
     rewards = JudgeRewards(judge, reward=cfg.reward, speedup_bonus=cfg.speedup_bonus, speedup_cap=cfg.speedup_cap,
-                           require_sizes=cfg.require_sizes)
+                           require_sizes=cfg.require_sizes, format_weight=cfg.format_reward)
     funcs, weights = rewards.reward_funcs()
     args = build_grpo_config(cfg, output_dir, device, reward_weights=weights, **grpo_overrides)
     timer = StepTimer()

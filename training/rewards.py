@@ -9,7 +9,11 @@ most that timeout), and keeps the verdicts for the rest of the step: the `exec` 
 components read the same verdicts instead of judging again.
 
 The default reward is AutoTriton's combination: 1 only when the candidate is correct AND
-keeps the rules (a rule violation scores 0 whatever the tests say). Optional speedup shaping
+keeps the rules (a rule violation scores 0 whatever the tests say). An optional format reward
+(`format_weight`, off by default) adds that weight for a completion whose answer is one complete
+code block defining `class ModelNew` (the strict parser's success, nothing judged): shaping for
+small models and short runs, where every completion would otherwise score 0 alike and GRPO's
+advantages would all be zero. Optional speedup shaping
 (GPU verdicts only) adds the validator's capped bonus `bonus * min(log2(speedup), log2(cap))`
 to reward-1 completions faster than eager PyTorch.
 
@@ -64,7 +68,7 @@ class JudgeRewards:
     """
 
     def __init__(self, judge: BatchJudge, *, reward: str = "combined", speedup_bonus: float = 0.0,
-                 speedup_cap: float = 4.0, require_sizes: str = "own_and_odd_sizes"):
+                 speedup_cap: float = 4.0, require_sizes: str = "own_and_odd_sizes", format_weight: float = 0.0):
         if reward not in ("combined", "exec"):
             raise ValueError(f"training.reward = {reward!r}: choose 'combined' or 'exec'.")
         self.judge = judge
@@ -72,6 +76,9 @@ class JudgeRewards:
         self.speedup_bonus = speedup_bonus
         self.speedup_cap = speedup_cap
         self.require_sizes = require_sizes  # which trials count (validation/rewards.py correct_at)
+        if format_weight < 0:
+            raise ValueError(f"training.format_reward = {format_weight}: must be >= 0 (0 = off)")
+        self.format_weight = format_weight
         # (batch id, verdicts) of the last batch, one attribute: replaced in one step, so a reader
         # on another thread (training.reward_overlap judges in the background) never mixes two batches.
         self._last: tuple[tuple | None, list[Verdict | None]] = (None, [])
@@ -159,9 +166,15 @@ class JudgeRewards:
         """1 when the candidate keeps the rules (real Triton, no torch compute)."""
         return [rule_score(v) for v in self.verdicts(completions, reference, log_metric, trainer_state)]
 
+    @staticmethod
+    def format_component(completions, **_: Any) -> list[float]:
+        """1 when the completion's answer is a complete code block defining ModelNew (parsed, not judged)."""
+        return [0.0 if parse_completion(completion_text(c)).code is None else 1.0 for c in completions]
+
     def reward_funcs(self) -> tuple[list[Callable[..., list[float]]], list[float]]:
         """(functions, weights) for GRPOTrainer: the main reward with weight 1, the exec and rule
-        components with weight 0 (logged as rewards/<name>/mean, not trained on)."""
+        components with weight 0 (logged as rewards/<name>/mean, not trained on), and the format
+        component with `format_weight` (logged either way)."""
 
         def named(fn, name):
             def reward_fn(*args, **kwargs):
@@ -171,5 +184,5 @@ class JudgeRewards:
             return reward_fn
 
         funcs = [named(self.main, f"{self.reward}_reward"), named(self.exec_component, "exec_reward"),
-                 named(self.rule_component, "rule_reward")]
-        return funcs, [1.0, 0.0, 0.0]
+                 named(self.rule_component, "rule_reward"), named(self.format_component, "format_reward")]
+        return funcs, [1.0, 0.0, 0.0, self.format_weight]

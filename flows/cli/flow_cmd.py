@@ -128,8 +128,12 @@ def _learned(train: dict[str, Any], metrics: dict[str, Any]) -> list[str]:
     g = (train.get("grpo") or {}).get("metrics") or {}
     if "max_reward_std" in g:
         std = g["max_reward_std"]
-        line = (f"GRPO: mean reward {g.get('mean_reward', 0):.3f}, reward std up to {std:.3f}, "
-                f"completions without code at the end {g.get('final_judge_no_code', 0):.0%}")
+        line = (f"GRPO: mean reward {g.get('mean_reward', 0):.3f} (step 1: {g.get('first_reward', 0):.3f}, last: "
+                f"{g.get('final_reward', 0):.3f}), reward std up to {std:.3f}, completions without code at the end "
+                f"{g.get('final_judge_no_code', 0):.0%}")
+        for name, what in (("combined_reward", "judged correct"), ("format_reward", "a complete ModelNew block")):
+            if f"first_{name}" in g:
+                line += f"; {what}: {g[f'first_{name}']:.0%} -> {g[f'final_{name}']:.0%} of completions"
         if not std:
             line = f"[yellow]{line}: no reward variance, so GRPO had nothing to learn from (every completion scored alike)[/]"
         lines.append(line)
