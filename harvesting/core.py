@@ -69,7 +69,7 @@ class HarvestResult:
     unchanged: int = 0  # files or repositories skipped because the state says they did not change
     details: dict[str, str] = field(default_factory=dict)  # rejected problem key -> why, in words
     extra: dict[str, Any] = field(default_factory=dict)  # source-specific figures (GitHub requests, waits)
-    state: HarvestState | None = None
+    state: HarvestState | None = None  # what to record for the next harvest (none when not incremental)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -215,7 +215,8 @@ class Harvester:
         self.state = state
         self.progress = progress
         self.console = console or Console(stderr=True)
-        self.result = HarvestResult(state=state)
+        # Not incremental: the state is neither read nor recorded (a --full harvest leaves it as it is).
+        self.result = HarvestResult(state=state if config.incremental else None)
         self.dedup = DuplicateFilter(config.near_duplicate_threshold, seen_keys=state.seen if state else None)
         self.pending: list[_Pending] = []
         self._new_keys: set[str] = set()
