@@ -115,7 +115,8 @@ class HarvestResult:
         return self.stats
 
     def commit_state(self) -> None:
-        """Persist the incremental state; call after the results are stored."""
+        """Save a file-backed incremental state (harvest.state_path); call after the results are
+        stored. A state held as data (the warehouse's) is stored by the caller: `state.changes()`."""
         if self.state is not None:
             self.state.save()
 
