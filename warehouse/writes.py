@@ -5,7 +5,8 @@ transaction, so an exception or a killed process leaves no partial rows."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Mapping
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Mapping
 
 import duckdb
 import pyarrow as pa
@@ -28,10 +29,7 @@ class WritesMixin:
         unique: dict[str, dict[str, Any]] = {}
         for row in rows:  # within one put the last occurrence of a key wins
             unique[row[key]] = {**row, **lineage}
-        incoming = arrow_table(spec, list(unique.values()))
-        view = f"_incoming_{spec.table}_{uuid.uuid4().hex[:8]}"
-        con.register(view, incoming)
-        try:
+        with self._incoming(con, spec.table, arrow_table(spec, list(unique.values()))) as view:
             new = con.execute(
                 f"SELECT count(*) FROM {view} i ANTI JOIN {_q(spec.table)} t ON t.{_q(key)} = i.{_q(key)}"
             ).fetchall()[0][0]
@@ -44,14 +42,23 @@ class WritesMixin:
             else:
                 sql += " ON CONFLICT DO NOTHING"
             con.execute(sql).fetchall()
+        return int(new)
+
+    @contextmanager
+    def _incoming(self, con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> Iterator[str]:
+        """`rows` registered as a view for one INSERT ... SELECT into `table` (its name is yielded);
+        a DuckDB error inside becomes a WarehouseError naming the table."""
+        view = f"_incoming_{table}_{uuid.uuid4().hex[:8]}"
+        con.register(view, rows)
+        try:
+            yield view
         except duckdb.Error as exc:
-            raise WarehouseError(f"{self.path}: writing {len(unique)} row(s) to {spec.table} failed: {exc}") from exc
+            raise WarehouseError(f"{self.path}: writing {rows.num_rows} row(s) to {table} failed: {exc}") from exc
         finally:
             try:
                 con.unregister(view)
             except duckdb.Error:  # the transaction is aborted; unregister after the rollback
                 self._stale_views.append(view)
-        return int(new)
 
     def _put(self, run: Run, table: str, records: Iterable[Any]) -> int:
         self._require_writable(f"put into {table}")
@@ -178,19 +185,10 @@ class WritesMixin:
         spec = HARVEST_STATE_TABLES[table]
         key = spec[0][0]
         incoming = pa.Table.from_pydict(columns, schema=pa.schema([(c, ARROW_TYPES[t]) for c, t in spec]))
-        view = f"_incoming_{table}_{uuid.uuid4().hex[:8]}"
-        con.register(view, incoming)
-        try:
+        with self._incoming(con, table, incoming) as view:
             differs = " OR CAST(t.state AS VARCHAR) <> i.state" if count_changed else ""
             new = con.execute(f"SELECT count(*) FROM {view} i LEFT JOIN {_q(table)} t ON t.{_q(key)} = i.{_q(key)} "
                               f"WHERE t.{_q(key)} IS NULL{differs}").fetchall()[0][0]
             cols = ", ".join(_q(c) for c, _ in spec)
             con.execute(f"INSERT INTO {_q(table)} ({cols}) SELECT {cols} FROM {view}{on_conflict}").fetchall()
-        except duckdb.Error as exc:
-            raise WarehouseError(f"{self.path}: writing {incoming.num_rows} row(s) to {table} failed: {exc}") from exc
-        finally:
-            try:
-                con.unregister(view)
-            except duckdb.Error:  # the transaction is aborted; unregister after the rollback
-                self._stale_views.append(view)
         return int(new)
