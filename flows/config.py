@@ -102,12 +102,13 @@ def load_config(
     )
     assert isinstance(cfg, PipelineConfig)
     if sources.get("harvest.state_path") == "default":
-        # Incremental state belongs to the warehouse it fed: a fresh warehouse starts a fresh harvest.
+        # The incremental state lives in the warehouse now; this is where older versions kept it
+        # beside the warehouse, read only to import it into a warehouse that has none yet.
         cfg.harvest.state_path = warehouse_state_path(cfg.warehouse.path)
         sources["harvest.state_path"] = "derived:warehouse.path"
     return cfg, sources
 
 
 def warehouse_state_path(db_path: str) -> str:
-    """The harvest state file that goes with a warehouse file (beside it)."""
+    """The legacy harvest state file of a warehouse file (beside it, where older versions wrote it)."""
     return "harvest-state.json" if db_path == ":memory:" else f"{db_path}.harvest-state.json"

@@ -22,7 +22,8 @@ from autotriton.tasks.distill import (
 from autotriton.tasks.evaluate import evaluate_model, model_to_evaluate, store_evaluation
 from autotriton.tasks.export import export_training_sets
 from autotriton.tasks.harvest import (
-    harvest_dataset_source, harvest_github_source, harvest_local_source, harvest_packages_source, harvest_synthetic_source, store_harvest,
+    harvest_dataset_source, harvest_github_source, harvest_local_source, harvest_packages_source, harvest_synthetic_source,
+    load_harvest_state, store_harvest,
 )
 from autotriton.tasks.resources import flow_resources
 from autotriton.tasks.runs import run_scope
@@ -54,15 +55,16 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
         run = scope.run
         h, v, orch = cfg.harvest, cfg.validation, cfg.orchestration
         envs = cfg.environments
-        futures = [harvest_local_source.submit(p, h, v, envs) for p in h.local_paths]
-        futures += [harvest_dataset_source.submit(p, h, v, envs) for p in h.dataset_paths]
+        state = load_harvest_state(res, h)  # handed to each harvest as data, stored with its rows
+        futures = [harvest_local_source.submit(p, h, v, envs, state) for p in h.local_paths]
+        futures += [harvest_dataset_source.submit(p, h, v, envs, state) for p in h.dataset_paths]
         if h.synthetic_count:
             futures.append(harvest_synthetic_source.submit(h.synthetic_count, h.synthetic_seed, h, v))
-        futures += [harvest_packages_source.submit(p, h, v, envs) for p in h.sources_files]
+        futures += [harvest_packages_source.submit(p, h, v, envs, state) for p in h.sources_files]
         if h.github:
             github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)
-            futures.append(github.submit(h, v, envs))
-        harvested = on_warehouse(store_harvest, db)(res, run, [f.result() for f in futures])
+            futures.append(github.submit(h, v, envs, state))
+        harvested = on_warehouse(store_harvest, db)(res, run, [f.result() for f in futures], h.state_path)
 
         problems = runnable_problems(res, cfg.distill.max_problems)
         judge_version = judge_fingerprint(v)

@@ -69,7 +69,7 @@ class HarvestResult:
     unchanged: int = 0  # files or repositories skipped because the state says they did not change
     details: dict[str, str] = field(default_factory=dict)  # rejected problem key -> why, in words
     extra: dict[str, Any] = field(default_factory=dict)  # source-specific figures (GitHub requests, waits)
-    state: HarvestState | None = None
+    state: HarvestState | None = None  # what to record for the next harvest (none when not incremental)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -115,7 +115,8 @@ class HarvestResult:
         return self.stats
 
     def commit_state(self) -> None:
-        """Persist the incremental state; call after the results are stored."""
+        """Save a file-backed incremental state (harvest.state_path); call after the results are
+        stored. A state held as data (the warehouse's) is stored by the caller: `state.changes()`."""
         if self.state is not None:
             self.state.save()
 
@@ -214,7 +215,8 @@ class Harvester:
         self.state = state
         self.progress = progress
         self.console = console or Console(stderr=True)
-        self.result = HarvestResult(state=state)
+        # Not incremental: the state is neither read nor recorded (a --full harvest leaves it as it is).
+        self.result = HarvestResult(state=state if config.incremental else None)
         self.dedup = DuplicateFilter(config.near_duplicate_threshold, seen_keys=state.seen if state else None)
         self.pending: list[_Pending] = []
         self._new_keys: set[str] = set()

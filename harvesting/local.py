@@ -81,9 +81,11 @@ def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = N
     dependencies (its imports, with the specifiers of the folder's pyproject.toml, setup.py or
     requirements*.txt) into a cached environment that the probe uses; None: the judge's packages only.
 
-    With `config.incremental`, files whose content hash is unchanged since the last harvest (state
-    file) are skipped. The state is saved at the end when `commit_state` (pass False and call
-    `result.commit_state()` after storing the result, so a failed store does not lose files).
+    With `config.incremental`, files whose content hash is unchanged since the last harvest (`state`,
+    or the file at harvest.state_path) are skipped. A file state is saved at the end when
+    `commit_state` (pass False and call `result.commit_state()` after storing the result, so a
+    failed store does not lose files); the pipeline passes the warehouse's state and stores
+    `result.state` with the rows instead (tasks/harvest_state.py).
     """
     config = config or HarvestConfig()
     target = Path(path).expanduser()

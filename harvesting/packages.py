@@ -351,7 +351,7 @@ def per_source_stats(result: HarvestResult, labels: dict[str, str]) -> dict[str,
 def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | None = None, *,
                      probe: ProbeFn | None = None, progress: bool = False, commit_state: bool = True,
                      console: Any = None, validation_config: Any = None, fetch_timeout_s: float = 600.0,
-                     environments: EnvironmentConfig | None = None) -> PackagesHarvest:
+                     environments: EnvironmentConfig | None = None, state: HarvestState | None = None) -> PackagesHarvest:
     """Harvest every package and folder of a sources file (one harvester: duplicates are found
     across packages, and one warm probe pool serves them all).
 
@@ -360,10 +360,12 @@ def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | 
     harvested before (state) is skipped; folders go through `harvest_local`'s file hashes.
     `environments`: install each module's own dependencies (einops, timm, ...) into a cached
     environment that the probe uses (autotriton/environments.py); None: the judge's packages only.
+    `state`: the incremental state to harvest against (default: harvest.state_path's file, or empty).
     """
     config = config or HarvestConfig()
     spec = sources if isinstance(sources, SourcesFile) else load_sources(sources)
-    state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
+    if state is None:
+        state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
     harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console,
                           validation_config=validation_config, environments=environments)
     labels: dict[str, str] = {}

@@ -1,19 +1,25 @@
-"""Incremental-harvest state: a small JSON file under the workdir.
+"""Incremental-harvest state: what a harvest needs to read only what changed since the last one.
 
 Per source it keeps what a refresh needs to fetch only what changed: for GitHub the last seen
 commit, ETags and blob shas per path; for local directories a content hash per file; for
 datasets the file's hash. It also keeps the canonical keys of every module seen, so a module
 found again (in another repository, or after a rename of locals) counts as a duplicate.
-The file is replaced atomically, and only after a harvest has been stored.
+
+Where it lives is the caller's choice; this stage only holds it as data. The pipeline keeps it
+in the warehouse (tables harvest_state and harvest_seen: tasks/ load it with `from_data`, pass
+it in, and store `changes()` in the transaction that stores the harvest's rows). A library call
+without a warehouse uses an empty in-memory state, or a JSON file when harvest.state_path names
+one: that file is replaced atomically, and only after a harvest has been stored.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 STATE_VERSION = 1
 
@@ -27,6 +33,7 @@ class HarvestState:
         self.path = Path(path) if path else None
         self.data: dict[str, Any] = data or {"version": STATE_VERSION, "sources": {}, "seen": []}
         self._touched: set[str] = set()  # sources this harvest read or changed
+        self._added: set[str] = set()  # module keys this harvest saw first
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None) -> "HarvestState":
@@ -39,11 +46,13 @@ class HarvestState:
                 f"{path}: the harvest state file is not valid JSON ({exc}). Delete it to harvest everything again, "
                 "or point harvest.state_path elsewhere."
             ) from exc
-        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-            raise StateError(f"{path}: unknown harvest state format (version {data.get('version') if isinstance(data, dict) else '?'}); delete it to start afresh.")
-        data.setdefault("sources", {})
-        data.setdefault("seen", [])
-        return cls(path, data)
+        return cls(path, _checked(data, str(path), versioned=True))
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], where: str = "harvest state") -> "HarvestState":
+        """A state kept elsewhere ({"sources": {source id: state}, "seen": [keys]}, as the warehouse
+        holds it), copied: harvests given the same data each change their own copy."""
+        return cls(None, _checked(copy.deepcopy(dict(data)), where))
 
     def source(self, source_id: str) -> dict[str, Any]:
         self._touched.add(source_id)
@@ -54,7 +63,16 @@ class HarvestState:
         return set(self.data["seen"])
 
     def add_seen(self, keys: set[str]) -> None:
-        self.data["seen"] = sorted(set(self.data["seen"]) | keys)
+        before = set(self.data["seen"])
+        self._added |= keys - before
+        self.data["seen"] = sorted(before | keys)
+
+    def changes(self) -> tuple[dict[str, dict[str, Any]], set[str]]:
+        """(source id -> state of every source this harvest read or changed, module keys it saw
+        first): what a store writes, replacing only those sources and adding the keys, so several
+        harvests (one per source, each with its own copy) never undo each other's work."""
+        sources = self.data["sources"]
+        return {sid: sources[sid] for sid in sorted(self._touched) if sid in sources}, set(self._added)
 
     def save(self) -> None:
         """Write the state, merged into what is on disk now: several harvests (one per source, as
@@ -79,3 +97,14 @@ class HarvestState:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def _checked(data: Any, where: str, versioned: bool = False) -> dict[str, Any]:
+    """`data` as a state of this version (sources and seen filled in); StateError naming `where`
+    otherwise. A file must say its version (`versioned`); data from the warehouse is of this one."""
+    if not isinstance(data, dict) or data.get("version", None if versioned else STATE_VERSION) != STATE_VERSION:
+        raise StateError(f"{where}: unknown harvest state format (version {data.get('version') if isinstance(data, dict) else '?'}); delete it to start afresh.")
+    data.setdefault("version", STATE_VERSION)
+    data.setdefault("sources", {})
+    data.setdefault("seen", [])
+    return data

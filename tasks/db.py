@@ -32,8 +32,10 @@ __all__ = [
     "OPEN_ERRORS", "EXPORTERS", "EXPORT_FORMATS", "open_warehouse", "warehouse_stats", "loss_report", "run_sql",
     "build_named_export", "dump_warehouse", "detect_import", "import_dump", "import_release", "lineage", "check",
     "migration_summary", "runnable_problems", "candidates_of", "checkpoint_by_key", "evaluation_keys", "evaluations",
-    "requirement_sets", "recorded_export",
+    "requirement_sets", "recorded_export", "harvest_state", "import_dump_state", "legacy_dump_state", "STATE_IN_DUMP",
 ]
+
+STATE_IN_DUMP = "harvest-state.json"  # the incremental harvest state as dumps before schema 6 carried it
 
 # What opening (or using) a warehouse raises for a wrong file, a lock, or an old schema.
 OPEN_ERRORS = (WarehouseError, MigrationError)
@@ -114,9 +116,49 @@ def detect_import(path: str | os.PathLike[str]) -> str:
 
 
 def import_dump(wh: Warehouse, path: str | os.PathLike[str]) -> dict[str, int]:
+    """Insert a dump's rows, the incremental harvest state among them (tables harvest_state and
+    harvest_seen; a dump that carries it as harvest-state.json instead, as older ones and those of
+    a warehouse that never harvested since do, restores it into those tables). Where this
+    warehouse holds a source's state already, its own is kept. New rows per table."""
     from autotriton.warehouse.transfer import import_dump as load
 
-    return load(wh, path)
+    with wh.atomic():
+        new = load(wh, path)
+        carried = Path(path) / STATE_IN_DUMP
+        if carried.is_file():
+            new["harvest_state"] = new.get("harvest_state", 0) + import_dump_state(wh, carried)
+    return new
+
+
+def import_dump_state(wh: Warehouse, file: str | os.PathLike[str]) -> int:
+    """Add the sources and seen module keys of a state file that this warehouse lacks; new source rows."""
+    from autotriton.harvesting import HarvestState
+
+    data = HarvestState.load(file).data
+    return wh.put_harvest_state(None, data["sources"], data["seen"], replace=False)
+
+
+def legacy_dump_state(wh: Warehouse, config: PipelineConfig) -> Path | None:
+    """The legacy side file (harvest.state_path) a `db dump` carries as STATE_IN_DUMP: the state
+    of a warehouse that has not harvested since it moved into the warehouse; None otherwise."""
+    from autotriton.tasks.harvest_state import legacy_state_file
+
+    return legacy_state_file(wh, config.harvest.state_path)
+
+
+def harvest_state(config: PipelineConfig, *, read_only: bool = False) -> Any:
+    """The HarvestState a CLI harvest starts from (tasks/harvest_state.py), out of the warehouse
+    at warehouse.path (opened only to read it; a file not created yet holds none; read_only: a
+    --dry-run, which writes nothing); None when harvest.incremental is off."""
+    from autotriton.tasks.harvest_state import harvest_state_data, state_for_harvest
+
+    if not config.harvest.incremental:
+        return None
+    path = config.warehouse.path
+    if path == ":memory:" or not Path(path).exists():
+        return state_for_harvest(harvest_state_data(None, config.harvest))
+    with open_warehouse(path, read_only=read_only, lock_wait_s=config.warehouse.lock_wait_s) as wh:
+        return state_for_harvest(harvest_state_data(wh, config.harvest))
 
 
 def import_release(wh: Warehouse, run: Run, path: str | os.PathLike[str]) -> dict[str, int]:

@@ -1,14 +1,19 @@
-"""Harvest tasks: read sources (compute, retried when they touch the network), then store."""
+"""Harvest tasks: read sources (compute, retried when they touch the network), then store.
+
+The incremental state comes out of the warehouse once (`load_harvest_state`, in the flow
+process), goes to every harvest task as data (they may run on Dask workers) and comes back in
+each HarvestResult.state; `store_harvest` writes it with the harvest's rows (tasks/harvest_state.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.assets import materialize
 
 from autotriton.environments import EnvironmentConfig
 from autotriton.tasks.artifacts import asset_key, publish_table
+from autotriton.tasks.harvest_state import harvest_state_data, import_note, state_for_harvest
 from autotriton.tasks.resources import Resources
 from autotriton.tasks.steps import store_harvest_results
 from autotriton.warehouse import Run
@@ -18,20 +23,28 @@ if TYPE_CHECKING:
     from autotriton.validation import ValidationConfig
 
 
+@task(name="load-harvest-state")
+def load_harvest_state(resources: Resources, harvest_config: HarvestConfig) -> dict[str, Any] | None:
+    """The incremental state the harvests start from, as data (None: harvest.incremental is off)."""
+    return harvest_state_data(resources.warehouse, harvest_config)
+
+
 @task(name="harvest-local", task_run_name="harvest-local-{path}")
 def harvest_local_source(path: str, harvest_config: HarvestConfig, validation_config: ValidationConfig,
-                        environments: EnvironmentConfig | None = None) -> HarvestResult:
+                        environments: EnvironmentConfig | None = None, state: dict[str, Any] | None = None) -> HarvestResult:
     from autotriton.harvesting import harvest_local
 
-    return harvest_local(path, harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
+    return harvest_local(path, harvest_config, commit_state=False, state=state_for_harvest(state),
+                         validation_config=validation_config, environments=environments)
 
 
 @task(name="harvest-dataset", task_run_name="harvest-dataset-{path}")
 def harvest_dataset_source(path: str, harvest_config: HarvestConfig, validation_config: ValidationConfig,
-                        environments: EnvironmentConfig | None = None) -> HarvestResult:
+                        environments: EnvironmentConfig | None = None, state: dict[str, Any] | None = None) -> HarvestResult:
     from autotriton.harvesting import harvest_dataset
 
-    return harvest_dataset(path, harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
+    return harvest_dataset(path, harvest_config, commit_state=False, state=state_for_harvest(state),
+                           validation_config=validation_config, environments=environments)
 
 
 @task(name="harvest-synthetic", task_run_name="harvest-synthetic-{count}-seed-{seed}")
@@ -44,35 +57,43 @@ def harvest_synthetic_source(count: int, seed: int, harvest_config: HarvestConfi
 
 @task(name="harvest-packages", task_run_name="harvest-packages-{path}")
 def harvest_packages_source(path: str, harvest_config: HarvestConfig, validation_config: ValidationConfig,
-                            environments: EnvironmentConfig | None = None) -> HarvestResult:
+                            environments: EnvironmentConfig | None = None,
+                            state: dict[str, Any] | None = None) -> HarvestResult:
     """The packages and folders of one sources file (pip download is retried by the next refresh:
     a failed fetch is recorded as a rejection and the package stays unharvested in the state),
     each module probed with its own dependencies (`environments`)."""
     from autotriton.harvesting import harvest_packages
 
-    return harvest_packages(path, harvest_config, commit_state=False, validation_config=validation_config,
-                            environments=environments).result
+    return harvest_packages(path, harvest_config, commit_state=False, state=state_for_harvest(state),
+                            validation_config=validation_config, environments=environments).result
 
 
 @task(name="harvest-github", retries=3, retry_delay_seconds=[10, 60, 300])
 def harvest_github_source(harvest_config: HarvestConfig, validation_config: ValidationConfig,
-                        environments: EnvironmentConfig | None = None) -> HarvestResult:
+                        environments: EnvironmentConfig | None = None, state: dict[str, Any] | None = None) -> HarvestResult:
     """GitHub search + tree walk + blobs. Rate limits are waited out inside; other network
     failures are retried by Prefect (the incremental state makes a retry cheap)."""
     from autotriton.harvesting import harvest_github
 
-    return harvest_github(harvest_config, commit_state=False, validation_config=validation_config, environments=environments)
+    return harvest_github(harvest_config, commit_state=False, state=state_for_harvest(state),
+                          validation_config=validation_config, environments=environments)
 
 
 @materialize(
     asset_key("sources"), asset_key("modules"), asset_key("problems"), asset_key("rejections"),
     name="store-harvest", by="autotriton",
 )
-def store_harvest(resources: Resources, run: Run, results: list[HarvestResult]) -> dict[str, Any]:
-    """Store every harvest result (`store_harvest_results`: one transaction, then the sources'
-    incremental state) and publish the yield. Returns new rows per table and stats."""
-    new = store_harvest_results(resources.warehouse, run, results)
+def store_harvest(resources: Resources, run: Run, results: list[HarvestResult],
+                  legacy_state_path: str = "") -> dict[str, Any]:
+    """Store every harvest result with the incremental state it carries (`store_harvest_results`:
+    one transaction; a warehouse without state first imports the side file at
+    `legacy_state_path`) and publish the yield. Returns new rows per table and stats."""
+    new = store_harvest_results(resources.warehouse, run, results, legacy_state_path)
     totals = harvest_totals(results)
+    imported = results[0].extra.get("harvest_state_imported") if results else None
+    if imported:
+        get_run_logger().warning(import_note(imported))
+        totals["harvest_state_imported"] = imported
     publish_table("harvest-yield", [
         {"source": r.sources[0].repo if r.sources else "?", "files": r.stats.get("files", 0), "modules": r.stats.get("modules", 0),
          "runnable": r.stats.get("runnable", 0), "duplicates": r.stats.get("duplicates", 0)} for r in results

@@ -11,6 +11,7 @@ warehouse `wh` and `run` are an open `autotriton.warehouse.Warehouse` and a Run 
 
 from __future__ import annotations
 
+import os
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -27,10 +28,16 @@ if TYPE_CHECKING:
 # harvest
 
 
-def store_harvest_results(wh: Warehouse, run: Run, results: Sequence[HarvestResult]) -> dict[str, int]:
+def store_harvest_results(wh: Warehouse, run: Run, results: Sequence[HarvestResult],
+                          legacy_state_path: str | os.PathLike[str] | None = None) -> dict[str, int]:
     """Write sources, modules, problems (with the problems of dataset pairs), rejections and
-    the pairs' candidates of every HarvestResult in one transaction, then commit each result's
-    incremental state, so a failed write never marks files as harvested. Returns new rows per table."""
+    the pairs' candidates of every HarvestResult, and the incremental state each carries
+    (tasks/harvest_state.py: the sources it touched, the module keys it saw first; into a
+    warehouse without state, first the legacy side file at `legacy_state_path`), in one
+    transaction, so a failed write never marks files as harvested. Returns new rows per table;
+    a side file imported is named in the first result's extra["harvest_state_imported"]."""
+    from autotriton.tasks.harvest_state import store_harvest_state
+
     new = {"sources": 0, "modules": 0, "problems": 0, "rejections": 0, "candidates": 0}
     with wh.atomic():
         for result in results:
@@ -41,8 +48,9 @@ def store_harvest_results(wh: Warehouse, run: Run, results: Sequence[HarvestResu
             new["rejections"] += wh.put_rejections(run, result.rejection_rows())
             if result.pairs:
                 new["candidates"] += wh.put_candidates(run, [c for _, c in result.pairs])
-    for result in results:
-        result.commit_state()
+        state = store_harvest_state(wh, run, results, legacy_state_path)
+    if state["imported_from"]:
+        results[0].extra["harvest_state_imported"] = state["imported_from"]
     return new
 
 

@@ -160,6 +160,14 @@ def test_assets_and_artifacts_are_recorded(first_refresh, world):
     assert {"harvest-yield", "harvest-rejections", "verdict-mix", "distill-yield", "training-exports", "distill-progress"} <= artifact_keys
 
 
+def test_refresh_keeps_the_harvest_state_in_the_warehouse(first_refresh, world):
+    """The harvest tasks get the state as data and the store writes it with the rows: no side file."""
+    d, cfg = world
+    sources = [r[0] for r in _read_db(cfg, "SELECT source_id FROM harvest_state")]
+    assert sources == [f"dataset:{d / 'suite.jsonl'}"]
+    assert not (d / "state.json").exists() and not Path(f"{cfg.warehouse.path}.harvest-state.json").exists()
+
+
 def test_second_refresh_is_served_from_cache(first_refresh, world):
     from autotriton.flows.pipeline import refresh_dataset
 

@@ -55,6 +55,9 @@ def test_cli_harvest_local_writes_the_warehouse_and_a_second_harvest_adds_nothin
     # the incremental state says nothing changed; the full re-harvest adds no rows either
     second = _invoke(["--db", db, "harvest", "local", str(examples), "--json"])
     assert second["modules"] == 0 and second["unchanged"] == 8
+    assert not Path(db + ".harvest-state.json").exists()  # the state is in the warehouse, not beside it
+    with Warehouse(db, read_only=True) as wh:
+        assert list(wh.harvest_state()["sources"]) == [f"local:{examples}"]
     full = _invoke(["--db", db, "harvest", "local", str(examples), "--full", "--json"])
     assert full["runnable"] == 11 and all(v == 0 for v in full["new_rows"].values())
 

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from autotriton.warehouse import LATEST_VERSION, MIGRATIONS, MigrationError, Warehouse
-from autotriton.warehouse.schema import LINEAGE_COLUMNS, TABLES, field_column_map
+from autotriton.warehouse.schema import HARVEST_STATE_TABLES, LINEAGE_COLUMNS, TABLES, field_column_map
 
 SQL_TYPE_NAMES = {"VARCHAR": "VARCHAR", "JSON": "JSON", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE",
                   "BOOLEAN": "BOOLEAN", "TIMESTAMP": "TIMESTAMP"}
@@ -46,6 +46,25 @@ def test_every_record_field_has_a_column_of_the_right_type(tmp_path):
                 assert mapping[fname] in db[name], f"{spec.record.__name__}.{fname} has no column in {name}"
     assert {"run_id", "kind", "status", "config", "config_hash", "code_version", "flow_run_id", "summary",
             "started_at", "finished_at"} <= set(db["runs"])
+
+
+def test_harvest_state_tables_match_schema_py(tmp_path):
+    Warehouse(tmp_path / "w.duckdb").close()
+    db = _db_columns(tmp_path / "w.duckdb")
+    expected = {name: {c: SQL_TYPE_NAMES[t] for c, t in columns} for name, columns in HARVEST_STATE_TABLES.items()}
+    assert {name: db.get(name) for name in HARVEST_STATE_TABLES} == expected  # the migration creates what schema.py says
+
+
+def test_harvest_state_replaces_touched_sources_and_adds_seen_keys(tmp_path):
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        run = wh.start_run("harvest", {})
+        assert wh.put_harvest_state(run, {"local:/a": {"files": {"m.py": "1"}}, "local:/b": {"x": 1}}, {"k1"}) == 2
+        assert wh.put_harvest_state(run, {"local:/a": {"files": {"m.py": "1"}}}, {"k1"}) == 0  # the same: no change
+        assert wh.put_harvest_state(run, {"local:/a": {"files": {"m.py": "2"}}}, {"k2"}) == 1
+        assert wh.put_harvest_state(None, {"local:/a": {"old": True}, "local:/c": {}}, replace=False) == 1  # an import keeps newer rows
+        assert wh.harvest_state() == {"sources": {"local:/a": {"files": {"m.py": "2"}}, "local:/b": {"x": 1}, "local:/c": {}},
+                                      "seen": ["k1", "k2"]}
+        assert wh.sql("SELECT run_id IS NULL FROM harvest_state WHERE source_id = 'local:/c'").rows == [(True,)]
 
 
 def test_record_field_without_column_is_refused_not_dropped(tmp_path):

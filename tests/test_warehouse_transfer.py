@@ -106,7 +106,9 @@ def test_dump_and_import_carry_every_row_with_its_lineage(built, tmp_path):
     fresh = tmp_path / "fresh.duckdb"
     first = one_json(invoke("--db", str(fresh), "db", "import", str(tmp_path / "dump"), "--json"))
     assert first["kind"] == "dump" and first.pop("new_rows") == {**dumped["tables"], "harvest_state": 1}
-    assert "timm==1.0.31" in (tmp_path / "fresh.duckdb.harvest-state.json").read_text()  # the next harvest skips it
+    with Warehouse(fresh, read_only=True) as wh:  # the next harvest skips it: its state is in the warehouse now
+        assert wh.harvest_state()["sources"] == {"pypi:timm==1.0.31": {"harvested": True}}
+    assert not (tmp_path / "fresh.duckdb.harvest-state.json").exists()  # no side file any more
     assert set(one_json(invoke("--db", str(fresh), "db", "import", str(tmp_path / "dump"), "--json"))["new_rows"].values()) == {0}
     before = one_json(invoke("--db", str(path), "db", "stats", "--json"))
     after = one_json(invoke("--db", str(fresh), "db", "stats", "--json"))
@@ -114,6 +116,51 @@ def test_dump_and_import_carry_every_row_with_its_lineage(built, tmp_path):
     with Warehouse(path, read_only=True) as a, Warehouse(fresh, read_only=True) as b:
         query = "SELECT key, run_id, created_at, payload_hash FROM verdicts ORDER BY key"
         assert a.sql(query).rows == b.sql(query).rows
+
+
+def test_the_harvest_state_travels_as_tables_and_the_target_keeps_its_own(built, tmp_path):
+    path, _ = built
+    with Warehouse(path) as wh:
+        run = wh.start_run("harvest", {})
+        wh.put_harvest_state(run, {"local:/a": {"files": {"m.py": "1"}}, "local:/b": {"files": {"n.py": "2"}}}, {"k1", "k2"})
+        wh.finish_run(run, "succeeded", {})
+    dumped = one_json(invoke("--db", str(path), "db", "dump", "--out", str(tmp_path / "dump"), "--json"))
+    assert dumped["tables"]["harvest_state"] == 2 and dumped["tables"]["harvest_seen"] == 2
+    assert "harvest_state" not in dumped and not (tmp_path / "dump" / "harvest-state.json").exists()
+    fresh = tmp_path / "fresh.duckdb"
+    with Warehouse(fresh) as wh:  # this machine harvested /a itself since
+        wh.put_harvest_state(None, {"local:/a": {"files": {"m.py": "newer"}}})
+    first = one_json(invoke("--db", str(fresh), "db", "import", str(tmp_path / "dump"), "--json"))
+    assert first["new_rows"]["harvest_state"] == 1 and first["new_rows"]["harvest_seen"] == 2
+    with Warehouse(fresh, read_only=True) as wh:
+        state = wh.harvest_state()
+    assert state["sources"] == {"local:/a": {"files": {"m.py": "newer"}}, "local:/b": {"files": {"n.py": "2"}}}
+    assert state["seen"] == ["k1", "k2"]
+    stats = one_json(invoke("--db", str(fresh), "db", "stats", "--json"))
+    assert stats["harvest_state"] == {"sources": 2, "seen_modules": 2}
+
+
+def test_a_dump_from_before_the_state_tables_imports_with_its_state_file(built, tmp_path):
+    """A dump of schema version 5 has no harvest_state tables and may carry harvest-state.json:
+    it imports, and its state lands in the tables."""
+    path, _ = built
+    out = tmp_path / "old-dump"
+    one_json(invoke("--db", str(path), "db", "dump", "--out", str(out), "--json"))
+    manifest = json.loads((out / "warehouse.json").read_text())
+    manifest["schema_version"] = 5
+    for table in ("harvest_state", "harvest_seen"):
+        manifest["tables"].pop(table)
+        (out / f"{table}.parquet").unlink()
+    (out / "warehouse.json").write_text(json.dumps(manifest))
+    (out / "harvest-state.json").write_text(json.dumps(
+        {"version": 1, "sources": {"dataset:/d.jsonl": {"sha256": "ab", "rows": 3}}, "seen": ["k9"]}))
+    fresh = tmp_path / "fresh.duckdb"
+    first = one_json(invoke("--db", str(fresh), "db", "import", str(out), "--json"))
+    assert first["new_rows"]["problems"] == 9 and first["new_rows"]["harvest_state"] == 1
+    with Warehouse(fresh, read_only=True) as wh:
+        assert wh.harvest_state() == {"sources": {"dataset:/d.jsonl": {"sha256": "ab", "rows": 3}}, "seen": ["k9"]}
+    again = one_json(invoke("--db", str(fresh), "db", "import", str(out), "--json"))
+    assert set(again["new_rows"].values()) == {0}
 
 
 def test_import_of_something_else_is_a_clear_error(tmp_path):

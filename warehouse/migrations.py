@@ -234,6 +234,26 @@ def _v5_problem_instructions(con: Any) -> None:
         con.executemany("UPDATE problems SET instruction = ?, payload_hash = ? WHERE key = ?", updates)
 
 
+# The incremental harvest's state (harvesting/state.py), kept with the rows it describes so that a
+# copy of the warehouse file harvests on from where it was: one row per source (its commit, ETags,
+# blob shas or file hashes, as JSON), replaced whole by the harvest that touched it, and one row per
+# module key seen (for duplicate counting), only ever added. So harvests of different sources never
+# overwrite each other's state. run_id: the run whose harvest wrote the row (NULL: imported from an
+# older side file or dump).
+_V6_HARVEST_STATE = """
+CREATE TABLE harvest_state (
+    source_id VARCHAR PRIMARY KEY,
+    state JSON NOT NULL,
+    run_id VARCHAR,
+    updated_at TIMESTAMP NOT NULL
+);
+CREATE TABLE harvest_seen (
+    module_key VARCHAR PRIMARY KEY,
+    run_id VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 # A migration is SQL, or a function of the connection for a step SQL cannot compute.
 MIGRATIONS: list[tuple[int, str, str | Callable[[Any], None]]] = [
     (1, "record tables with lineage columns", _V1),
@@ -241,6 +261,7 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Any], None]]] = [
     (3, "problem dependency environments (requirements, environment_key)", _V3_PROBLEM_ENVIRONMENTS),
     (4, "verdict sizes: correct_own_sizes and odd_sizes_ok", _V4_VERDICT_SIZES),
     (5, "problem instructions, backfilled from the reference", _v5_problem_instructions),
+    (6, "harvest state: per source and the module keys seen", _V6_HARVEST_STATE),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -206,6 +206,21 @@ class ReadsMixin:
         return [json.loads(r[0]) for r in rows]
 
     @_locked
+    def harvest_state(self) -> dict[str, Any]:
+        """The incremental harvest's state: {"sources": {source id: state}, "seen": [module keys]}
+        (harvesting/state.py `HarvestState.from_data` takes it); both empty when none is stored."""
+        sources = {sid: json.loads(state) for sid, state in
+                   self._con.execute("SELECT source_id, CAST(state AS VARCHAR) FROM harvest_state ORDER BY source_id").fetchall()}
+        seen = [r[0] for r in self._con.execute("SELECT module_key FROM harvest_seen ORDER BY module_key").fetchall()]
+        return {"sources": sources, "seen": seen}
+
+    @_locked
+    def harvest_state_counts(self) -> dict[str, int]:
+        """{"sources": sources with a stored state, "seen_modules": module keys seen}."""
+        row = self._con.execute("SELECT (SELECT count(*) FROM harvest_state), (SELECT count(*) FROM harvest_seen)").fetchall()[0]
+        return {"sources": int(row[0]), "seen_modules": int(row[1])}
+
+    @_locked
     def sql(self, query: str, params: Sequence[Any] | None = None) -> QueryResult:
         """Run any SQL; returns column names and rows. Errors become WarehouseQueryError."""
         try:
@@ -233,7 +248,8 @@ class ReadsMixin:
         return {
             "path": self.path, "schema_version": current_version(self._con), "size_bytes": size,
             "tables": counts, "runs_by_status": by_status, "problems_by_status": problem_status,
-            "latest_verdicts_by_status": verdict_status, "validated_pairs": validated, "last_runs": last,
+            "latest_verdicts_by_status": verdict_status, "validated_pairs": validated,
+            "harvest_state": self.harvest_state_counts(), "last_runs": last,
         }
 
     @_locked

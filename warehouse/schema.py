@@ -206,6 +206,13 @@ TABLES: dict[str, TableSpec] = {
     ),
 }
 
+# Tables that hold no records: the incremental harvest's state (migration 6; written by
+# put_harvest_state, read by harvest_state). (column, SQL type) in table order, the key first.
+HARVEST_STATE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "harvest_state": (("source_id", "VARCHAR"), ("state", "JSON"), ("run_id", "VARCHAR"), ("updated_at", "TIMESTAMP")),
+    "harvest_seen": (("module_key", "VARCHAR"), ("run_id", "VARCHAR"), ("created_at", "TIMESTAMP")),
+}
+
 # Which table holds each record type (put_* and reads use it).
 TABLE_OF: dict[type, str] = {spec.record: name for name, spec in TABLES.items() if spec.record is not None}
 

@@ -3,6 +3,9 @@ dump or a released dataset into another warehouse.
 
 - A dump (`<dir>/warehouse.json` + one `<table>.parquet` per table, runs included, zstd) keeps
   every row as it is, lineage too; importing it inserts the rows whose key the target lacks.
+  The incremental harvest's state (tables harvest_state, harvest_seen) travels the same way, so
+  the importing machine harvests on from where the dump's left off; where this warehouse already
+  holds a source's state, its own is kept.
 - A release (warehouse/release.py, `<dir>/release.json`) holds pairs and problems; importing it
   rebuilds the SourceRef, HarvestedModule, Problem, Candidate and Verdict records from its columns
   (with the same content keys) and puts them under an `import` run.
@@ -26,13 +29,17 @@ from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef, V
 from autotriton.warehouse.layout import read_export
 from autotriton.warehouse.migrations import LATEST_VERSION
 from autotriton.warehouse.release import RELEASE_FORMAT
-from autotriton.warehouse.schema import TABLES
+from autotriton.warehouse.schema import HARVEST_STATE_TABLES, TABLES
 from autotriton.warehouse.connection import WarehouseError, _q
 from autotriton.warehouse.store import Run, Warehouse
 
 DUMP_FORMAT = "autotriton-warehouse"
 DUMP_MANIFEST = "warehouse.json"
-DUMP_TABLES = ("runs", *TABLES)  # parents before children
+DUMP_TABLES = ("runs", *TABLES, *HARVEST_STATE_TABLES)  # parents before children
+# Tables a dump written before their migration lacks (a dump at version 5 carried the harvest
+# state as a side file, harvest-state.json: tasks/db.py `import_dump` restores it).
+TABLE_SINCE = {name: 6 for name in HARVEST_STATE_TABLES}
+OLDEST_DUMP_VERSION = 5  # dumps since then differ from this code's tables only by TABLE_SINCE's
 
 
 def dump_warehouse(wh: Warehouse, out: str | os.PathLike[str]) -> dict[str, Any]:
@@ -86,13 +93,15 @@ def import_dump(wh: Warehouse, path: str | os.PathLike[str]) -> dict[str, int]:
     if manifest["schema_version"] > LATEST_VERSION:
         raise WarehouseError(f"{root}: dumped at schema version {manifest['schema_version']}, newer than this code "
                              f"({LATEST_VERSION}); import it with a newer autotriton.")
-    if manifest["schema_version"] < LATEST_VERSION:
+    if manifest["schema_version"] < OLDEST_DUMP_VERSION:
         raise WarehouseError(f"{root}: dumped at schema version {manifest['schema_version']}, older than this code "
                              f"({LATEST_VERSION}); dump it again after `autotriton db migrate` on the machine that has it.")
     new: dict[str, int] = {}
     with wh.atomic():
         for table in DUMP_TABLES:
             file = root / f"{table}.parquet"
+            if TABLE_SINCE.get(table, 0) > manifest["schema_version"]:
+                continue  # dumped before this table existed
             if not file.is_file():
                 raise WarehouseError(f"{file}: missing from the dump; write the dump again.")
             columns = ", ".join(_q(c) for c in pq.read_schema(file).names)

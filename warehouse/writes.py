@@ -5,14 +5,16 @@ transaction, so an exception or a killed process leaves no partial rows."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Mapping
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Mapping
 
 import duckdb
+import pyarrow as pa
 
 from autotriton.records import Candidate, Checkpoint, Evaluation, Export, HarvestedModule, Problem, SourceRef, Verdict
-from autotriton.warehouse.connection import WarehouseError, _locked, _q
+from autotriton.warehouse.connection import WarehouseError, _locked, _now, _q
 from autotriton.warehouse.runs import Run
-from autotriton.warehouse.schema import TABLES, TableSpec, arrow_table, row_key
+from autotriton.warehouse.schema import ARROW_TYPES, HARVEST_STATE_TABLES, TABLES, TableSpec, arrow_table, dumps, row_key
 
 
 class WritesMixin:
@@ -27,10 +29,7 @@ class WritesMixin:
         unique: dict[str, dict[str, Any]] = {}
         for row in rows:  # within one put the last occurrence of a key wins
             unique[row[key]] = {**row, **lineage}
-        incoming = arrow_table(spec, list(unique.values()))
-        view = f"_incoming_{spec.table}_{uuid.uuid4().hex[:8]}"
-        con.register(view, incoming)
-        try:
+        with self._incoming(con, spec.table, arrow_table(spec, list(unique.values()))) as view:
             new = con.execute(
                 f"SELECT count(*) FROM {view} i ANTI JOIN {_q(spec.table)} t ON t.{_q(key)} = i.{_q(key)}"
             ).fetchall()[0][0]
@@ -43,14 +42,23 @@ class WritesMixin:
             else:
                 sql += " ON CONFLICT DO NOTHING"
             con.execute(sql).fetchall()
+        return int(new)
+
+    @contextmanager
+    def _incoming(self, con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> Iterator[str]:
+        """`rows` registered as a view for one INSERT ... SELECT into `table` (its name is yielded);
+        a DuckDB error inside becomes a WarehouseError naming the table."""
+        view = f"_incoming_{table}_{uuid.uuid4().hex[:8]}"
+        con.register(view, rows)
+        try:
+            yield view
         except duckdb.Error as exc:
-            raise WarehouseError(f"{self.path}: writing {len(unique)} row(s) to {spec.table} failed: {exc}") from exc
+            raise WarehouseError(f"{self.path}: writing {rows.num_rows} row(s) to {table} failed: {exc}") from exc
         finally:
             try:
                 con.unregister(view)
             except duckdb.Error:  # the transaction is aborted; unregister after the rollback
                 self._stale_views.append(view)
-        return int(new)
 
     def _put(self, run: Run, table: str, records: Iterable[Any]) -> int:
         self._require_writable(f"put into {table}")
@@ -139,3 +147,48 @@ class WritesMixin:
             self._insert(con, TABLES["evaluation_samples"], samples, lineage)
             return new
 
+
+    @_locked
+    def put_harvest_state(self, run: Run | None, sources: Mapping[str, Any], seen: Iterable[str] = (), *,
+                          replace: bool = True) -> int:
+        """Record the incremental harvest's state: each source's state (source id -> JSON-able
+        data) and the module keys seen, in one transaction (the caller's, inside atomic()).
+        replace=True: a source's row is replaced by the new state (the harvest that touched it
+        knows best); False: only sources without a row are added (an import from an older side
+        file never undoes a newer harvest). Seen keys are only ever added. run None: an import,
+        recorded without a run. Returns the number of source rows added or changed."""
+        self._require_writable("put_harvest_state")
+        run_id = self._lineage_values(run)["run_id"] if run is not None else None
+        now = _now()
+        state_rows = {"source_id": [], "state": [], "run_id": [], "updated_at": []}
+        for source_id, data in sorted(sources.items()):
+            for col, value in (("source_id", source_id), ("state", dumps(data)), ("run_id", run_id), ("updated_at", now)):
+                state_rows[col].append(value)
+        keys = sorted(set(seen))
+        seen_rows = {"module_key": keys, "run_id": [run_id] * len(keys), "created_at": [now] * len(keys)}
+        with self._transaction() as con:
+            changed = 0
+            if keys:
+                self._insert_state_rows(con, "harvest_seen", seen_rows, " ON CONFLICT DO NOTHING")
+            if state_rows["source_id"]:
+                on_conflict = (" ON CONFLICT (source_id) DO UPDATE SET state = excluded.state, run_id = excluded.run_id, "
+                               "updated_at = excluded.updated_at "
+                               "WHERE CAST(harvest_state.state AS VARCHAR) <> CAST(excluded.state AS VARCHAR)"
+                               if replace else " ON CONFLICT DO NOTHING")
+                changed = self._insert_state_rows(con, "harvest_state", state_rows, on_conflict, count_changed=replace)
+            return changed
+
+    def _insert_state_rows(self, con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]],
+                           on_conflict: str, count_changed: bool = False) -> int:
+        """INSERT one Arrow batch into a harvest state table; returns how many rows were new
+        (count_changed: or whose state differs)."""
+        spec = HARVEST_STATE_TABLES[table]
+        key = spec[0][0]
+        incoming = pa.Table.from_pydict(columns, schema=pa.schema([(c, ARROW_TYPES[t]) for c, t in spec]))
+        with self._incoming(con, table, incoming) as view:
+            differs = " OR CAST(t.state AS VARCHAR) <> i.state" if count_changed else ""
+            new = con.execute(f"SELECT count(*) FROM {view} i LEFT JOIN {_q(table)} t ON t.{_q(key)} = i.{_q(key)} "
+                              f"WHERE t.{_q(key)} IS NULL{differs}").fetchall()[0][0]
+            cols = ", ".join(_q(c) for c, _ in spec)
+            con.execute(f"INSERT INTO {_q(table)} ({cols}) SELECT {cols} FROM {view}{on_conflict}").fetchall()
+        return int(new)

@@ -26,8 +26,6 @@ from autotriton.tasks.runs import run_scope
 db_app = typer.Typer(help="Inspect, query, export and migrate the warehouse (DuckDB).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-STATE_IN_DUMP = "harvest-state.json"  # the harvest's incremental state, carried in a `db dump`
-
 
 @contextmanager
 def open_warehouse(read_only: bool, extra: dict[str, Any] | None = None) -> Iterator[tuple[Warehouse, Any]]:
@@ -78,6 +76,8 @@ def stats(json_out: bool = typer.Option(False, "--json", help="print one JSON ob
     mix = ", ".join(f"{k}: {v}" for k, v in summary["latest_verdicts_by_status"].items()) or "none"
     out.print(f"problems: {summary['problems_by_status'] or 'none'}; latest verdicts: {mix}; "
               f"validated pairs: {summary['validated_pairs']}")
+    state = summary["harvest_state"]
+    out.print(f"harvest state: {state['sources']} source(s), {state['seen_modules']} module key(s) seen")
     if summary["rejections"]:
         out.print(_rejections_table(summary["rejections"]))
     runs = Table(title="last runs")
@@ -209,13 +209,13 @@ def dump(
     """Write the whole warehouse (every table, lineage and runs included) as Parquet, to carry a
     build to another machine: `autotriton db import DIR` there."""
     with open_warehouse(read_only=True) as (wh, cfg):
-        manifest = store.dump_warehouse(wh, out_dir)
-    # The harvest's incremental state lives beside the warehouse: carried too, so the next machine
-    # skips the packages and files already harvested instead of reading them again.
-    state = Path(cfg.harvest.state_path)
-    if state.is_file():
-        shutil.copyfile(state, out_dir / STATE_IN_DUMP)
-        manifest["harvest_state"] = STATE_IN_DUMP
+        manifest = store.dump_warehouse(wh, out_dir)  # the harvest's incremental state too (its tables)
+        # A warehouse that has not harvested since the state moved into it still has it in the
+        # older side file: carried as such, so the next machine skips what was harvested.
+        legacy = store.legacy_dump_state(wh, cfg)
+    if legacy is not None:
+        shutil.copyfile(legacy, out_dir / store.STATE_IN_DUMP)
+        manifest["harvest_state"] = store.STATE_IN_DUMP
     if json_out:
         emit_json({"path": str(out_dir.resolve()), **manifest})
         return
@@ -233,13 +233,8 @@ def import_(
     with open_warehouse(read_only=False) as (wh, cfg):
         kind = store.detect_import(path)
         if kind == "dump":
-            new = store.import_dump(wh, path)
+            new = store.import_dump(wh, path)  # with the harvest state; a source's state already here is kept
             run_id = None
-            carried, state = path / STATE_IN_DUMP, Path(cfg.harvest.state_path)
-            if carried.is_file() and not state.exists():  # a state already here is this machine's own: kept
-                state.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(carried, state)
-                new["harvest_state"] = 1
         else:
             with run_scope(wh, "import", {"path": str(path.resolve()), "kind": kind}) as scope:
                 new = store.import_release(wh, scope.run, path)

@@ -19,20 +19,36 @@ JSON_HELP = ("print one JSON object: {files, modules, runnable, rejected: {reaso
 
 
 def _store(cfg: Any, kind: str, result: Any) -> dict[str, int]:
-    """Store the harvest under a run of its own (`store_harvest_results`: one transaction, then
-    the incremental state, so a failed write never marks files as harvested)."""
+    """Store the harvest under a run of its own, with its incremental state (`store_harvest_results`:
+    one transaction, so a failed write never marks files as harvested)."""
     from autotriton.tasks.db import open_warehouse
+    from autotriton.tasks.harvest_state import import_note
     from autotriton.tasks.runs import run_scope
     from autotriton.tasks.steps import store_harvest_results
 
     with open_warehouse(cfg.warehouse.path) as wh, run_scope(wh, f"harvest-{kind}", cfg) as scope:  # open only while writing
-        new = store_harvest_results(wh, scope.run, [result])
+        new = store_harvest_results(wh, scope.run, [result], cfg.harvest.state_path)
         scope.summary = {**result.summary(), "new_rows": new}
+    if result.extra.get("harvest_state_imported"):
+        ERR.print(import_note(result.extra["harvest_state_imported"]))
     return new
 
 
-def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], Any], extra: dict[str, Any] | None = None,
-         store: bool = True) -> None:
+def _state(cfg: Any, dry_run: bool) -> Any:
+    """The incremental state a harvest starts from, read from the warehouse (None: --full)."""
+    from autotriton.tasks.db import OPEN_ERRORS, harvest_state
+
+    try:
+        return harvest_state(cfg, read_only=dry_run)
+    except OPEN_ERRORS as exc:
+        fail(f"{cfg.warehouse.path}: could not read the harvest state ({exc})")
+
+
+def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any, Callable[[], Any]], Any],
+         extra: dict[str, Any] | None = None, store: bool = True) -> None:
+    """Run `work(cfg, console, state)` (state(): the incremental state to harvest against, read
+    from the warehouse when called), store its result (unless `store` is False: `work` stored
+    it) and report."""
     from github import GithubException
 
     from autotriton.harvesting import GitHubHarvestError, HarvestInputError, StateError
@@ -41,7 +57,7 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
     out = console(json_out)
     per_source: dict[str, Any] | None = None
     try:
-        result = work(cfg, out)
+        result = work(cfg, out, lambda: _state(cfg, dry_run))
         if hasattr(result, "per_source"):  # a sources-file harvest: figures per package too
             result, per_source = result.result, result.per_source
     except (HarvestInputError, StateError, GitHubHarvestError) as exc:
@@ -89,6 +105,8 @@ def _run(kind: str, json_out: bool, dry_run: bool, work: Callable[[Any, Any], An
         table.add_row("ready pairs", str(summary["pairs"]))
     if summary.get("unchanged"):
         table.add_row("unchanged since last harvest", str(summary["unchanged"]))
+    if summary.get("harvest_state_imported"):
+        table.add_row("harvest state imported from", str(summary["harvest_state_imported"]))
     if new is not None:
         table.add_row("new rows stored", ", ".join(f"{k} {v}" for k, v in new.items()))
     out.print(table)
@@ -108,8 +126,8 @@ def local(
     from autotriton.harvesting import harvest_local
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
-    _run("local", json_out, dry_run, lambda cfg, out: harvest_local(
-        path, cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation,
+    _run("local", json_out, dry_run, lambda cfg, out, state: harvest_local(
+        path, cfg.harvest, progress=True, commit_state=False, state=state(), console=ERR, validation_config=cfg.validation,
         environments=cfg.environments), extra)
 
 
@@ -136,21 +154,21 @@ def packages(
         _fetch_only(sources, json_out, extra)
         return
 
-    def work(cfg: Any, out: Any) -> Any:
+    def work(cfg: Any, out: Any, state: Callable[[], Any]) -> Any:
         files = [str(sources)] if sources is not None else list(cfg.harvest.sources_files)
         if not files:
             raise HarvestInputError("no sources file: pass --sources FILE (e.g. harvesting/sources/pytorch.toml) "
                                     "or set harvest.sources_files")
         # Every file is checked before anything is fetched. One package (or folder) at a time, each
-        # stored (and its state committed) when done: a harvest cut off mid-way keeps every
-        # package it finished, and the next one skips them.
+        # stored with its state when done (and the next one started from the state stored): a
+        # harvest cut off mid-way keeps every package it finished, and the next one skips them.
         per_file = [sources_file_units(f) for f in files]
         units = [u for file_units in per_file for u in file_units if u.packages]
         units += [u for file_units in per_file for u in file_units if u.folders]
         total: Any = None
         new_rows: dict[str, int] = {}
         for unit in units:
-            part = harvest_packages(unit, cfg.harvest, progress=True, commit_state=False, console=ERR,
+            part = harvest_packages(unit, cfg.harvest, progress=True, commit_state=False, state=state(), console=ERR,
                                     validation_config=cfg.validation, environments=cfg.environments)
             if not dry_run:
                 try:
@@ -215,8 +233,8 @@ def dataset(
     from autotriton.harvesting import harvest_dataset
 
     extra = {"harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
-    _run("dataset", json_out, dry_run, lambda cfg, out: harvest_dataset(
-        file, cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation, suite=suite,
+    _run("dataset", json_out, dry_run, lambda cfg, out, state: harvest_dataset(
+        file, cfg.harvest, progress=True, commit_state=False, state=state(), console=ERR, validation_config=cfg.validation, suite=suite,
         environments=cfg.environments), extra)
 
 
@@ -240,8 +258,8 @@ def github(
     extra = {"harvest.github_query": query, "harvest.max_repos": max_repos, "harvest.min_stars": min_stars,
              "harvest.pushed_after": pushed_after, "harvest.github_base_url": base_url,
              "harvest.incremental": False if full else None, "harvest.probe": False if no_probe else None}
-    _run("github", json_out, dry_run, lambda cfg, out: harvest_github(
-        cfg.harvest, progress=True, commit_state=False, console=ERR, validation_config=cfg.validation,
+    _run("github", json_out, dry_run, lambda cfg, out, state: harvest_github(
+        cfg.harvest, progress=True, commit_state=False, state=state(), console=ERR, validation_config=cfg.validation,
         environments=cfg.environments), extra)
 
 
@@ -261,5 +279,5 @@ def synthetic(
     from autotriton.harvesting import harvest_synthetic
 
     extra = {"harvest.probe": False if no_probe else None}
-    _run("synthetic", json_out, dry_run, lambda cfg, out: harvest_synthetic(
+    _run("synthetic", json_out, dry_run, lambda cfg, out, state: harvest_synthetic(
         count, seed, cfg.harvest, start=start, progress=True, console=ERR, validation_config=cfg.validation), extra)
