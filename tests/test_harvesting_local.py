@@ -105,3 +105,28 @@ def test_nondeterministic_and_input_independent_modules_are_rejected_by_the_sand
                       "Fine": ("runnable", None)}
     fine = next(p for p in result.problems if p.name == "Fine")
     assert fine.init_spec and fine.input_spec[0]["shape"][-1] == fine.init_spec[0]["value"]
+
+
+def test_a_keyword_only_constructor_becomes_a_problem_built_from_positional_inputs(tmp_path):
+    """`__init__(self, *, dim, heads=2, depth)` (vit-pytorch's style): the problem's Model takes them
+    positionally (required first), so `Model(*get_init_inputs())` builds it; the module runs in the
+    sandbox as before. A nested class's keyword-only __init__ is left alone."""
+    import ast
+
+    from autotriton.harvesting import harvest_local
+
+    (tmp_path / "m.py").write_text(
+        "# SPDX-License-Identifier: MIT\nimport torch\nimport torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    class Options:\n        def __init__(self, *, eps):\n            self.eps = eps\n\n"
+        "    def __init__(self, *, dim, heads=2, depth):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(dim, dim * heads)\n        self.depth = depth\n\n"
+        "    def forward(self, x):\n        return torch.tanh(self.fc(x)) * self.depth\n")
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (p,) = result.problems
+    assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
+    tree = ast.parse(p.reference_source)
+    model = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    init = next(n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    assert [a.arg for a in init.args.args] == ["self", "dim", "depth", "heads"] and not init.args.kwonlyargs
+    assert "def __init__(self, *, eps)" in p.reference_source
