@@ -84,9 +84,10 @@ def test_a_teacher_registered_in_a_test_is_built_through_the_flow_path(echo_regi
     assert teacher_spec(cfg.distill.teacher).network  # what flows/pipeline.py asks for retries
     assert make_explainer(cfg.distill) is None  # explain_with_llm is off
 
-    from autotriton.tasks import resources
+    from autotriton.tasks.resources import Resources
 
-    assert isinstance(resources.teacher(cfg.distill), EchoTeacher)
+    with Resources() as resources:  # what a flow hands its distill tasks
+        assert isinstance(resources.teacher(cfg.distill), EchoTeacher)
 
 
 def test_the_distill_verb_accepts_a_registered_teacher(echo_registered, tmp_path, monkeypatch):
