@@ -8,6 +8,7 @@ import duckdb
 from autotriton.describe import default_instruction, instruction_for
 from autotriton.records import Problem
 from autotriton.warehouse import Warehouse
+from autotriton.warehouse.migrations import MIGRATIONS
 from validation_helpers import problem as judge_problem
 
 
@@ -23,11 +24,14 @@ def test_migration_5_backfills_instructions_and_a_second_put_stays_a_no_op(tmp_p
     con = duckdb.connect(str(path))
     con.execute("ALTER TABLE problems DROP COLUMN instruction")
     con.execute("UPDATE problems SET payload_hash = 'before-5'")
-    con.execute("DELETE FROM schema_migrations WHERE version = 5")
+    # ... and without what later migrations added (migration 6: the harvest state's tables)
+    con.execute("DROP TABLE IF EXISTS harvest_state")
+    con.execute("DROP TABLE IF EXISTS harvest_seen")
+    con.execute("DELETE FROM schema_migrations WHERE version >= 5")
     con.close()
 
     with Warehouse(path) as wh:
-        assert wh.applied_migrations == [5]
+        assert wh.applied_migrations == [v for v, _, _ in MIGRATIONS if v >= 5]
         stored = {p.name: p for p in wh.problems(status=None)}
         assert stored["relu"].instruction == default_instruction(relu) == instruction_for(relu.reference_source)
         assert stored["broken"].instruction == instruction_for(broken.reference_source)  # what prompts said of it before
