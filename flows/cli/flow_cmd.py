@@ -111,7 +111,7 @@ def _print_report(report: dict[str, Any]) -> None:
     shown = metrics_in("flat")  # the evaluation registry's flat row
     for metric in shown:
         ev.add_column("pass@k" if metric.shown == "per_k" else metric.name)
-    fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else str(v)  # noqa: E731
+    fmt = lambda v: f"{v:.2f}" if isinstance(v, float) else ("n/a" if v is None else str(v))  # noqa: E731  (speed on a CPU: n/a)
     ev.add_row(*[", ".join(f"@{k}={v:.2f}" for k, v in (m.get(metric.name) or {}).items()) if metric.shown == "per_k"
                  else fmt(m.get(metric.name)) for metric in shown])
     out.print(ev)
