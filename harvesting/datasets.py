@@ -120,7 +120,7 @@ def harvest_dataset(path: str | os.PathLike[str], config: HarvestConfig | None =
         raise HarvestInputError(f"{path}: no such file; pass a .jsonl or .parquet dataset")
     file = file.resolve()
     if state is None:
-        state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
+        state = HarvestState.for_config(config)
     harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console, validation_config=validation_config,
                           environments=environments)
     digest = hashlib.sha256(file.read_bytes()).hexdigest()

@@ -171,7 +171,7 @@ def harvest_github(config: HarvestConfig | None = None, token: str | None = None
     repository's tree at its default branch's head and harvest its .py files."""
     config = config or HarvestConfig()
     if state is None:
-        state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
+        state = HarvestState.for_config(config)
     client = GitHubClient(config, token, base_url, progress=progress, console=console, sleep=sleep)
     harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console, validation_config=validation_config,
                           environments=environments)

@@ -111,7 +111,7 @@ def harvest_local(path: str | os.PathLike[str], config: HarvestConfig | None = N
     if licence is None and top is not None:
         licence = directory_licence(top)
     if state is None:
-        state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
+        state = HarvestState.for_config(config)
     harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console,
                           validation_config=validation_config, environments=environments)
     source_state = state.source(f"local:{target}")

@@ -365,7 +365,7 @@ def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | 
     config = config or HarvestConfig()
     spec = sources if isinstance(sources, SourcesFile) else load_sources(sources)
     if state is None:
-        state = HarvestState.load(config.state_path) if config.incremental else HarvestState(None)
+        state = HarvestState.for_config(config)
     harvester = Harvester(config, probe=probe, state=state, progress=progress, console=console,
                           validation_config=validation_config, environments=environments)
     labels: dict[str, str] = {}

@@ -49,6 +49,12 @@ class HarvestState:
         return cls(path, _checked(data, str(path), versioned=True))
 
     @classmethod
+    def for_config(cls, config: Any) -> "HarvestState":
+        """The state a harvest called without one starts from: the file at harvest.state_path when
+        harvest.incremental is on (a library call outside the warehouse), else an empty one."""
+        return cls.load(config.state_path) if config.incremental else cls(None)
+
+    @classmethod
     def from_data(cls, data: Mapping[str, Any], where: str = "harvest state") -> "HarvestState":
         """A state kept elsewhere ({"sources": {source id: state}, "seen": [keys]}, as the warehouse
         holds it), copied: harvests given the same data each change their own copy."""

@@ -166,10 +166,10 @@ class JudgeRewards:
         """1 when the candidate keeps the rules (real Triton, no torch compute)."""
         return [rule_score(v) for v in self.verdicts(completions, reference, log_metric, trainer_state)]
 
-    @staticmethod
-    def format_component(completions, **_: Any) -> list[float]:
-        """1 when the completion's answer is a complete code block defining ModelNew (parsed, not judged)."""
-        return [0.0 if parse_completion(completion_text(c)).code is None else 1.0 for c in completions]
+    def format_component(self, completions, reference, log_metric=None, trainer_state=None, **_: Any) -> list[float]:
+        """1 when the completion's answer is a complete code block defining ModelNew, whatever the
+        judge said of it (a verdict exists exactly for the completions the parser took code from)."""
+        return [0.0 if v is None else 1.0 for v in self.verdicts(completions, reference, log_metric, trainer_state)]
 
     def reward_funcs(self) -> tuple[list[Callable[..., list[float]]], list[float]]:
         """(functions, weights) for GRPOTrainer: the main reward with weight 1, the exec and rule
