@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from autotriton.warehouse import (
     MigrationError,
@@ -20,6 +20,7 @@ from autotriton.warehouse import (
     WarehouseError,
     WarehouseQueryError,
 )
+from autotriton.training.exports import TRAINING_EXPORTS
 from autotriton.warehouse.exports import WAREHOUSE_EXPORTS
 from autotriton.warehouse.layout import FORMATS as EXPORT_FORMATS
 
@@ -41,16 +42,10 @@ STATE_IN_DUMP = "harvest-state.json"  # the incremental harvest state as dumps b
 OPEN_ERRORS = (WarehouseError, MigrationError)
 
 
-def _training_exports() -> dict[str, Callable[..., Any]]:
-    from autotriton.training.exports import TRAINING_EXPORTS
-
-    return TRAINING_EXPORTS
-
-
-# name -> function(warehouse, config) returning (rows: list[dict], filter: dict).
-# Adding an export is one entry in its table (warehouse/exports.py, training/exports.py);
-# `autotriton db export NAME` lists the names on error.
-EXPORTERS: dict[str, Callable[..., Any]] = {**WAREHOUSE_EXPORTS, **_training_exports()}
+# Every export by name: the warehouse's own (function(warehouse, config) -> (rows, filter)) and the
+# training exports (built from records by tasks/steps.py `export_rows`). Adding an export is one
+# entry in its table (warehouse/exports.py, training/exports.py); `db export NAME` lists the names.
+EXPORTERS: dict[str, Any] = {**WAREHOUSE_EXPORTS, **TRAINING_EXPORTS}
 
 
 def open_warehouse(path: str | os.PathLike[str], *, read_only: bool = False,
@@ -87,7 +82,7 @@ def build_named_export(wh: Warehouse, run: Run, config: PipelineConfig, name: st
                        path: str | os.PathLike[str] | None = None) -> Export:
     """`db export NAME`: the rows of EXPORTERS[name] written and recorded; training exports leave
     evaluation problems out (harvest.eval_suites, tasks/steps.py `export_rows`)."""
-    if name in _training_exports():
+    if name in TRAINING_EXPORTS:
         from autotriton.tasks.steps import export_rows
 
         rows, filter_ = export_rows(wh, run, config, name)

@@ -209,10 +209,7 @@ def writes_rows(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
             ctx = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer.Context)), None)
             if (ctx is not None and ctx.invoked_subcommand is not None) or not verb_runs_as_flow():  # a group's callback
                 return fn(*args, **kwargs)
-            from autotriton.flows.cli.flow_cmd import prefect_env
-
-            prefect_env()
-            from prefect import flow
+            from prefect import flow  # Prefect's offline defaults are set when the CLI loads (flow_cmd._prefect_env)
             from prefect.states import Failed
 
             exit_code: list[int] = []

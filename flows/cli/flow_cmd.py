@@ -13,7 +13,7 @@ from rich.table import Table
 from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
 
 
-def prefect_env() -> None:
+def _prefect_env() -> None:
     """Offline-friendly Prefect defaults (a user's own settings still win). Prefect reads its
     settings when first imported, so this runs when the CLI loads, before any flow import."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -25,7 +25,7 @@ def prefect_env() -> None:
 def _run_flow(flow_fn, cfg, **params: Any) -> dict[str, Any]:
     from autotriton.flows.pipeline import task_runner
 
-    prefect_env()
+    _prefect_env()
     try:
         return flow_fn.with_options(task_runner=task_runner(cfg))(cfg, **params)
     except Exception as exc:  # the flow already recorded the failure in the warehouse
@@ -37,7 +37,7 @@ def _run_flow(flow_fn, cfg, **params: Any) -> dict[str, Any]:
         raise
 
 
-prefect_env()
+_prefect_env()
 
 
 @app.command("refresh")
@@ -164,7 +164,7 @@ def serve_cmd(
     from contextlib import nullcontext
 
     cfg, _ = load_config_or_fail({"orchestration.refresh_cron": cron})
-    prefect_env()
+    _prefect_env()
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
     from autotriton.flows.serving import build_deployments
