@@ -24,6 +24,8 @@ class SharedDistillSettings(BaseModel):
     rounds: int = Field(2, ge=0, description="repair rounds: validator errors sent back to the LLM teacher")
     max_problems: int = Field(0, ge=0, description="distill at most this many problems (0 = all)")
     batch_problems: int = Field(32, ge=0, description="`distill` verb: problems distilled and stored per batch, so a long run stopped half-way keeps every finished batch (0 = one batch; the inductor teacher compiles a batch's problems in parallel)")
+    skip_distilled: bool = Field(True, description="`distill` verb: leave out problems this teacher was already run on (a stored candidate or a recorded failure), so a build cut off on one machine continues from its warehouse on another; false (`distill --redo`) distils them again")
+    prefetch: bool = Field(True, description="`distill` verb: the teacher writes the next batch while the judge works on this one (for inductor: captures compile on the CPU while candidates run on the GPU)")
     describe_trace: bool = Field(True, description="when describing compiler pairs without an LLM, also trace the reference on the meta device (in a child process) for its aten ops and output shapes")
     explain_with_llm: bool = Field(False, description="with the openai teacher configured, have it write instruction and reasoning for compiler (inductor/replay) pairs")
 

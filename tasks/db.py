@@ -181,6 +181,11 @@ def runnable_problems(wh: Warehouse, suite: str | None = None, limit: int = 0) -
     return wh.problems(status="runnable", suite=suite, limit=limit or None)
 
 
+def distilled_problem_keys(wh: Warehouse, teacher: str) -> set[str]:
+    """Problems `teacher` was already run on (a candidate, or a recorded failure): a resumed build skips them."""
+    return wh.distilled_problem_keys(teacher)
+
+
 def candidates_of(wh: Warehouse, problems: list[Problem], generator_prefix: str = "") -> list[Candidate]:
     """The stored candidates of these problems (of generators whose name starts with the prefix)."""
     return [c for c in wh.candidates(problem_keys=[p.key for p in problems]) if c.generator.startswith(generator_prefix)]

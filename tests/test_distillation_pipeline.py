@@ -402,8 +402,64 @@ def test_cli_distill_stores_each_batch_so_a_failed_run_keeps_what_it_finished(tm
         assert distill_run["status"] == "failed"
 
     monkeypatch.setattr(distillation, "distill", real)
+    # Run again (a fresh machine with the carried warehouse): the build continues where it
+    # stopped, leaving out the problem the teacher already did.
     summary = json.loads(CliRunner().invoke(app, base).stdout)
+    assert summary["skipped_distilled"] == 1 and summary["problems"] == 2 and summary["batches"] == 2
+    relu0_left = problems[0].key not in calls[0]  # the kernel is right for relu0 alone
+    assert summary["new_candidates"] == 2 and summary["verdicts"] == ({"correct": 1, "incorrect": 1} if relu0_left else {"incorrect": 2})
+    assert json.loads(CliRunner().invoke(app, base).stdout) == {"problems": 0, "skipped_distilled": 3}  # nothing left
+    # --redo distils everything again: nothing new to store, the same verdicts.
+    summary = json.loads(CliRunner().invoke(app, [*base, "--redo"]).stdout)
     assert summary["batches"] == 3 and summary["problems"] == 3 and summary["candidates"] == 3
     assert summary["validated_pairs"] == 1 and summary["verdicts"] == {"correct": 1, "incorrect": 2}
-    assert summary["new_candidates"] == 2  # the first batch's candidate was already stored
+    assert summary["new_candidates"] == 0 and summary["skipped_distilled"] == 0
     assert summary["yield"] == round(1 / 3, 4) and summary["failure_classes"] == {"incorrect": 2}
+
+
+def test_prefetching_teacher_writes_the_next_batch_while_the_caller_judges_this_one():
+    """PrefetchingTeacher: the batch after the one handed over is written in the background (so
+    capture overlaps judging), one batch at a time, and each batch gets exactly the candidates
+    the wrapped teacher writes for it."""
+    import threading
+
+    from autotriton.distillation.prefetch import PrefetchingTeacher
+
+    class Recording:
+        name, version = "recording", "1"
+
+        def __init__(self):
+            self.calls: list[tuple[list[str], str]] = []
+            self.started = {i: threading.Event() for i in range(3)}
+            self.running = 0
+            self.most_at_once = 0
+            self.lock = threading.Lock()
+
+        def generate(self, problems, samples=1):
+            with self.lock:
+                self.running += 1
+                self.most_at_once = max(self.most_at_once, self.running)
+            index = int(problems[0].name[1:]) // 2
+            self.calls.append(([p.key for p in problems], threading.current_thread().name))
+            self.started[index].set()
+            try:
+                return [Candidate(problem_key=p.key, code=f"y = {p.name}\n", generator=self.name) for p in problems for _ in range(samples)]
+            finally:
+                with self.lock:
+                    self.running -= 1
+
+    problems = [Problem(reference_source=f"x = {i}\n", name=f"p{i}") for i in range(6)]
+    batches = [problems[0:2], problems[2:4], problems[4:6]]
+    inner = Recording()
+    with PrefetchingTeacher(inner, batches, samples=2) as writer:
+        assert writer.name == "recording"  # the wrapped teacher's own attributes
+        first = writer.generate(batches[0], 2)
+        assert inner.started[1].wait(10), "the second batch was not started in the background"
+        second = writer.generate(batches[1], 2)
+        third = writer.generate(batches[2], 2)
+    for batch, got in zip(batches, (first, second, third)):
+        assert [c.problem_key for c in got] == [p.key for p in batch for _ in range(2)]
+    assert [keys for keys, _ in inner.calls] == [[p.key for p in b] for b in batches]  # each batch written once
+    assert inner.calls[0][1] == threading.current_thread().name  # the first in the caller's thread
+    assert all(thread.startswith("teacher-prefetch") for _, thread in inner.calls[1:])
+    assert inner.most_at_once == 1  # never two batches at once (the teacher's own parallelism is per batch)

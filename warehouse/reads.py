@@ -101,6 +101,19 @@ class ReadsMixin:
         return self._records("problems", where, params, limit=limit)
 
     @_locked
+    def distilled_problem_keys(self, teacher: str) -> set[str]:
+        """Keys of the problems `teacher` has already been run on: a candidate or a distill
+        rejection (a capture that failed leaves no candidate) written by a run configured with
+        that teacher. A resumed build skips them."""
+        by_teacher = ("JOIN runs u ON t.run_id = u.run_id "
+                      "WHERE json_extract_string(u.config, '$.distill.teacher') = ?")
+        rows = self._con.execute(
+            f"SELECT DISTINCT t.problem_key FROM candidates t {by_teacher} "
+            f"UNION SELECT DISTINCT t.subject FROM rejections t {by_teacher} AND t.stage = 'distill'",
+            [teacher, teacher]).fetchall()
+        return {row[0] for row in rows}
+
+    @_locked
     def rejections(self, stage: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT * FROM rejections" + (" WHERE stage = ?" if stage else "") + " ORDER BY created_at, key"
         return self._fetch_dicts(sql, [stage] if stage else [])

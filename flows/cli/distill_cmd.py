@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,6 +23,7 @@ def distill_cmd(
     rounds: Optional[int] = typer.Option(None, "--rounds", "-r", min=0, help="repair rounds: the validator's errors go back to the LLM teacher [config: distill.rounds]", show_default=False),
     max_problems: Optional[int] = typer.Option(None, "--max-problems", "-n", min=0, help="distill at most this many problems, 0 = all [config: distill.max_problems]", show_default=False),
     suite: Optional[str] = typer.Option(None, "--suite", help="only problems of this suite (e.g. kernelbench/level1)", show_default=False),
+    redo: bool = typer.Option(False, "--redo", help="also distil problems this teacher was already run on (default: skip them, so a cut-off build continues) [config: distill.skip_distilled=false]"),
     replay: list[Path] = typer.Option([], "--replay", help="extra replay JSONL file or teacher cache dir for --teacher replay (repeatable)"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: problems, candidates, verdicts (status -> count), validated_pairs, tokens, ..."),
 ) -> None:
@@ -31,14 +33,15 @@ def distill_cmd(
     if teacher is not None and teacher not in TEACHERS:
         fail(f"--teacher {teacher!r}: choose one of {', '.join(TEACHERS)}.")
     extra: dict[str, Any] = {"distill.teacher": teacher, "distill.samples": samples, "distill.rounds": rounds,
-                             "distill.max_problems": max_problems}
+                             "distill.max_problems": max_problems, "distill.skip_distilled": False if redo else None}
     cfg, _ = load_config_or_fail(extra)
     if replay:
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
 
     from autotriton.distillation import (GPUUnavailableError, ReplayFormatError, TeacherError, combine_results, distill,
                                          make_explainer, make_teacher)
-    from autotriton.tasks.db import OPEN_ERRORS, open_warehouse, runnable_problems
+    from autotriton.distillation.prefetch import PrefetchingTeacher
+    from autotriton.tasks.db import OPEN_ERRORS, distilled_problem_keys, open_warehouse, runnable_problems
     from autotriton.tasks.runs import run_scope
     from autotriton.tasks.steps import store_distill_results
     from autotriton.validation import JudgeError, JudgePool
@@ -62,6 +65,18 @@ def distill_cmd(
             where = f" of suite {suite!r}" if suite else ""
             fail(f"{cfg.warehouse.path}: no runnable problems{where} in the warehouse. "
                  "Harvest some first (`autotriton harvest ...`), or pass --db pointing at another warehouse.")
+        skipped = 0
+        if cfg.distill.skip_distilled:  # a build continues where the warehouse it carries stopped
+            done = distilled_problem_keys(wh, chosen.name)
+            skipped = sum(p.key in done for p in problems)
+            problems = [p for p in problems if p.key not in done]
+            if not problems:
+                if json_out:
+                    emit_json({"problems": 0, "skipped_distilled": skipped})
+                else:
+                    out.print(f"all {skipped} runnable problem(s) were already distilled by teacher {chosen.name}; "
+                              "nothing to do (--redo distils them again)")
+                return
         if cfg.distill.max_problems:
             problems = problems[: cfg.distill.max_problems]
         results: list[Any] = []
@@ -78,11 +93,18 @@ def distill_cmd(
                 step = cfg.distill.batch_problems or len(problems)
                 batches = [problems[i:i + step] for i in range(0, len(problems), step)]
                 new = {"new_candidates": 0, "new_verdicts": 0}
-                with JudgePool(cfg.validation) as judge:  # one warm judge for every batch
+                if skipped:
+                    out.print(f"skipping {skipped} problem(s) already distilled by {chosen.name} (--redo distils them again)")
+                with JudgePool(cfg.validation) as judge, ExitStack() as background:  # one warm judge for every batch
+                    writer = chosen
+                    if cfg.distill.prefetch and len(batches) > 1:
+                        if hasattr(chosen, "use_environments"):
+                            chosen.use_environments(envs)  # every batch's, before the next is written in the background
+                        writer = background.enter_context(PrefetchingTeacher(chosen, batches, cfg.distill.samples))
                     for number, batch in enumerate(batches, 1):
                         if len(batches) > 1:
                             out.print(f"batch {number}/{len(batches)}: {len(batch)} problem(s)")
-                        part = distill(batch, chosen, cfg.distill, cfg.validation, judge, explainer=explainer,
+                        part = distill(batch, writer, cfg.distill, cfg.validation, judge, explainer=explainer,
                                        progress=True, environments=envs)
                         results.append(part)
                         stored = store_distill_results(wh, run, [part])  # kept even if a later batch fails
@@ -94,7 +116,8 @@ def distill_cmd(
                 reasons: dict[str, int] = {}
                 for row in result.rejections:
                     reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
-                summary = scope.summary = dict(result.stats, run_id=run.run_id, **new, unsolved=dict(sorted(reasons.items())))
+                summary = scope.summary = dict(result.stats, run_id=run.run_id, **new, unsolved=dict(sorted(reasons.items())),
+                                               skipped_distilled=skipped)
         except (TeacherError, JudgeError) as exc:  # recorded on the run (failed), then said plainly
             what = "the teacher" if isinstance(exc, TeacherError) else "the judge (validation.*)"
             kept = f"the {len(results)} finished batch(es) were stored" if results else "nothing was stored"
