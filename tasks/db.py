@@ -176,9 +176,9 @@ def migration_summary(wh: Warehouse) -> dict[str, Any]:
 
 
 # -- the stage verbs' queries ---------------------------------------------------------------------
-def runnable_problems(wh: Warehouse, suite: str | None = None, limit: int = 0) -> list[Problem]:
-    """The runnable problems (of `suite`; the first `limit`, 0: all)."""
-    return wh.problems(status="runnable", suite=suite, limit=limit or None)
+def runnable_problems(wh: Warehouse, suite: str | None = None, limit: int = 0, source_kind: str | None = None) -> list[Problem]:
+    """The runnable problems (of `suite`, harvested from sources of `source_kind`; the first `limit`, 0: all)."""
+    return wh.problems(status="runnable", suite=suite, limit=limit or None, source_kind=source_kind)
 
 
 def distilled_problem_keys(wh: Warehouse, teacher: str) -> set[str]:

@@ -252,3 +252,21 @@ def test_run_config_is_stored_without_secrets(wh):
     from autotriton.hashing import content_key
 
     assert run.config_hash == content_key("config", config)  # the hash still identifies the real config
+
+
+def test_problems_filtered_by_the_kind_of_source_they_came_from(wh):
+    """`distill --source-kind pypi`: a build distils one kind of source at a time (package code
+    before generated problems, say); problems without a source (suite rows) match no kind."""
+    from autotriton.records import SourceRef
+
+    run = wh.start_run("harvest", {})
+    package = SourceRef(kind="pypi", repo="einops-models==1.0", commit="", path="m/a.py", licence="MIT")
+    generated = SourceRef(kind="synthetic", repo="synthetic-fused-v2", commit="", path="s0/1", licence="Apache-2.0")
+    wh.put_sources(run, [package, generated])
+    problems = [Problem(reference_source=f"x = {i}\n", name=f"p{i}", source_key=src)
+                for i, src in enumerate([package.key, generated.key, package.key, None])]
+    wh.put_problems(run, problems)
+    assert sorted(p.name for p in wh.problems(source_kind="pypi")) == ["p0", "p2"]
+    assert [p.name for p in wh.problems(source_kind="synthetic")] == ["p1"]
+    assert wh.problems(source_kind="github") == []
+    assert len(wh.problems()) == 4

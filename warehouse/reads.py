@@ -87,8 +87,10 @@ class ReadsMixin:
 
     @_locked
     def problems(self, status: str | None = "runnable", suite: str | None = None,
-                 keys: Iterable[str] | None = None, limit: int | None = None) -> list[Problem]:
-        """Problems, by default the runnable ones; status=None gives all, suite filters by suite name."""
+                 keys: Iterable[str] | None = None, limit: int | None = None,
+                 source_kind: str | None = None) -> list[Problem]:
+        """Problems, by default the runnable ones; status=None gives all, suite filters by suite
+        name, source_kind by the kind of the source they were harvested from (pypi, local, ...)."""
         where: list[str] = []
         params: list[Any] = []
         if status is not None:
@@ -97,6 +99,9 @@ class ReadsMixin:
         if suite is not None:
             where.append("suite = ?")
             params.append(suite)
+        if source_kind is not None:
+            where.append("source_key IN (SELECT key FROM sources WHERE kind = ?)")
+            params.append(source_kind)
         self._key_filter("key", keys, where, params)
         return self._records("problems", where, params, limit=limit)
 

@@ -23,6 +23,7 @@ def distill_cmd(
     rounds: Optional[int] = typer.Option(None, "--rounds", "-r", min=0, help="repair rounds: the validator's errors go back to the LLM teacher [config: distill.rounds]", show_default=False),
     max_problems: Optional[int] = typer.Option(None, "--max-problems", "-n", min=0, help="distill at most this many problems, 0 = all [config: distill.max_problems]", show_default=False),
     suite: Optional[str] = typer.Option(None, "--suite", help="only problems of this suite (e.g. kernelbench/level1)", show_default=False),
+    source_kind: Optional[str] = typer.Option(None, "--source-kind", help="only problems harvested from this kind of source: pypi, local, github, dataset, suite, synthetic", show_default=False),
     redo: bool = typer.Option(False, "--redo", help="also distil problems this teacher was already run on (default: skip them, so a cut-off build continues) [config: distill.skip_distilled=false]"),
     replay: list[Path] = typer.Option([], "--replay", help="extra replay JSONL file or teacher cache dir for --teacher replay (repeatable)"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: problems, candidates, verdicts (status -> count), validated_pairs, tokens, ..."),
@@ -60,9 +61,9 @@ def distill_cmd(
     except OPEN_ERRORS as exc:
         fail(str(exc))
     with wh:
-        problems = runnable_problems(wh, suite=suite)
+        problems = runnable_problems(wh, suite=suite, source_kind=source_kind)
         if not problems:
-            where = f" of suite {suite!r}" if suite else ""
+            where = (f" of suite {suite!r}" if suite else "") + (f" from {source_kind!r} sources" if source_kind else "")
             fail(f"{cfg.warehouse.path}: no runnable problems{where} in the warehouse. "
                  "Harvest some first (`autotriton harvest ...`), or pass --db pointing at another warehouse.")
         skipped = 0
