@@ -57,7 +57,8 @@ case "${1:-}" in
     DB=${2:-$WORK/build.duckdb}; R=$WORK/records; mkdir -p "$R"
     [ -f "$DB" ] || cp .gpu/build.duckdb "$DB"
     mkdir -p "$WORK/env-whl"; cp -n .gpu/env-whl/* "$WORK/env-whl/" 2>/dev/null
-    A=(--db "$DB" --profile gpu)
+    # Decontamination: exports leave out problems that copy KernelBench L1 (a suite copy carried in .gpu/).
+    A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
     log "harvest synthetic"; autotriton "${A[@]}" harvest synthetic --count "${SYN_COUNT:-240}" --seed 0 --no-probe --json > "$R/syn_harvest.json"
     log "distill packages"; t0=$SECONDS
     timeout "${DISTILL_PKG_S:-420}" autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --source-kind pypi --json > "$R/distill_pkg.json" 2> "$R/distill_pkg.err"
