@@ -32,7 +32,8 @@ from autotriton.records import Problem
 T = TypeVar("T")
 
 SUITE_FORMS = ("Pass KernelBench's folder or one of its level folders (KernelBench/level1), one KernelBench problem .py, "
-               "a suite JSONL (autotriton suite convert writes one), TritonBench-T data, or hf:level_N with --hub.")
+               "a suite JSONL (autotriton suite convert writes one), TritonBench-T data, hf:level_N with --hub, or a "
+               "training export's split, <export>:<split> (exports/rl:validation: the held-out problems).")
 REQUIRED_FIELDS = ("id", "source")
 
 

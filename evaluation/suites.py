@@ -1,4 +1,5 @@
-"""Benchmark suites as data: KernelBench-format JSONL, KernelBench's own folders, TritonBench-T, and the KernelBench hub dataset.
+"""Benchmark suites as data: KernelBench-format JSONL, KernelBench's own folders, TritonBench-T, the KernelBench hub
+dataset, and a split of a training export (`exports/rl:validation`, export_suite.py).
 
 `read_entries(path)` reads any of these forms into SuiteEntry records (the suite JSONL format and
 its parser: suite_entries.py) and `load_suite(path)` makes them Problems, filtered and optionally
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from autotriton.describe import instruction_for
 from autotriton.evaluation import kernelbench
+from autotriton.evaluation.export_suite import is_export, read_export_split, split_export_spec
 from autotriton.evaluation.suite_entries import (  # noqa: F401 (re-exported: the suite API keeps its names here)
     _LEVEL_IN_ID, REQUIRED_FIELDS, SUITE_FORMS, SuiteEntry, SuiteError, benchmark_of, level_of, parse_json_lines,
     read_suite_jsonl, suite_of_id, write_suite_jsonl,
@@ -106,9 +108,15 @@ def read_entries(path: str | Path, *, hub: bool = False, levels: Sequence[int] |
         match = _LEVEL_IN_ID.search(spec)
         hub_levels = [int(match.group(1))] if match else (list(levels) if levels else None)
         return load_hub_entries(hub_levels)
+    export = split_export_spec(text)
+    if export is not None:
+        return read_export_split(*export)
     p = Path(path)
     if not p.exists():
         raise SuiteError(f"{p}: suite not found. {SUITE_FORMS}")
+    if is_export(p):
+        raise SuiteError(f"{p}: a training export; name the split to evaluate on: --suite {p}:validation (the held-out "
+                         f"problems, whole near-duplicate clusters unseen in training) or {p}:train.")
     # KernelBench's files are checked first: its problems are .py files too, which the TritonBench-T
     # reader would take for operator files without a test section.
     if kernelbench.looks_like_problems(p):
@@ -134,7 +142,8 @@ def load_suite(path: str | Path, *, levels: Sequence[int] | None = None, ids: Se
     file (`autotriton.evaluation.kernelbench`), TritonBench-T data (its statistics JSON, its folder of
     operator files, or one operator file; converted with `convert_tritonbench_t`, records that cannot
     be converted are skipped, see `convert_tritonbench_t` for the per-record errors), or
-    `hf:level_N` / `hf:kernelbench` to read KernelBench from the hub (only with `hub=True`).
+    `hf:level_N` / `hf:kernelbench` to read KernelBench from the hub (only with `hub=True`), or
+    `<export>:<split>`, a split of a training export (`exports/rl:validation`: export_suite.py).
     `shrink=True` applies `autotriton.validation.shrink_problem` so the CPU interpreter can run it.
     """
     entries = read_entries(path, hub=hub, levels=levels)

@@ -127,14 +127,15 @@ def decontaminate(wh: Any, run: Any, config: Any) -> dict[str, Any]:
 
 def export_records(wh: Any, name: str, training_config: Any, exclude_keys: Any = ()) -> Any:
     """The records training export `name` is built from, read from the warehouse: the validated
-    pairs, and for an export that needs pass rates (`rl`) the runnable problems it may use with
-    their candidates and those candidates' latest verdicts."""
+    pairs and the runnable problems it may use (every export: they are the universe of the one
+    train/validation split), and for an export that needs pass rates (`rl`) the problems'
+    candidates and those candidates' latest verdicts."""
     from autotriton.training.exports import TRAINING_EXPORTS, ExportRecords, training_problems
 
     pairs = wh.validated_pairs(require=training_config.require_sizes)
-    if not TRAINING_EXPORTS[name].pass_rates:
-        return ExportRecords(pairs)
     problems = training_problems(wh.problems(status="runnable"), training_config, exclude_keys)
+    if not TRAINING_EXPORTS[name].pass_rates:
+        return ExportRecords(pairs, problems)
     candidates = wh.candidates(problem_keys=[p.key for p in problems]) if problems else []
     verdicts = wh.latest_verdicts(candidate_keys=[c.key for c in candidates]) if candidates else []
     return ExportRecords(pairs, problems, candidates, verdicts)

@@ -6,10 +6,14 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
+import pytest
+
 from autotriton.describe import default_instruction
 from autotriton.records import Candidate
-from autotriton.training.exports import TRAINING_EXPORTS, ExportRecords, rl_export, sft_export
-from training_helpers import validated_pairs
+from autotriton.training.data import build_sft_rows, problem_split
+from autotriton.training.exports import TRAINING_EXPORTS, ExportRecords, rl_export, sft_export, shared_split
+from test_training_data import family_problems
+from training_helpers import reward1_verdict, validated_pairs
 
 
 def _config(**overrides):
@@ -43,3 +47,46 @@ def test_a_prompt_states_the_problems_stored_instruction_and_computes_it_only_wh
     assert row["prompt"][1]["content"].startswith("Write the kernel (stored instruction).")
     [row] = sft_export(ExportRecords([(p, c, v)]), _config())[0]  # built by hand, none stored
     assert row["prompt"][1]["content"].startswith(default_instruction(p).strip())
+
+
+def _records_with_near_duplicates() -> ExportRecords:
+    """Four families of three near-copies (sizes and docstrings differ): two of each family have
+    a validated answer, the third none. The SFT and RL universes differ, and clusters span both."""
+    problems = family_problems()
+    pairs = []
+    for p in problems[::3] + problems[1::3]:
+        c = Candidate(problem_key=p.key, code=f"# answer to {p.name}", generator="replay")
+        pairs.append((p, c, reward1_verdict(p, c)))
+    return ExportRecords(pairs, problems=problems, candidates=[c for _, c, _ in pairs], verdicts=[v for _, _, v in pairs])
+
+
+def test_sft_and_rl_exports_share_one_split_so_no_cluster_is_trained_on_in_either_when_held_out():
+    records = _records_with_near_duplicates()
+    config = _config(val_fraction=0.3, rl_sft_share=0.9)  # RL takes every SFT problem too: the overlap is checked
+    held_out_somewhere = 0
+    for seed in range(6):
+        config.seed = seed
+        split = shared_split(records, config)
+        assert len(set(split.cluster.values())) == 4  # near-copies merged, distinct ops kept apart
+        sft_rows, _ = sft_export(records, config)
+        rl_rows, _ = rl_export(records, config)
+        assert {r["problem_key"] for r in sft_rows} & {r["problem_key"] for r in rl_rows}
+        side_of_cluster: dict[str, set[str]] = {}
+        for row in sft_rows + rl_rows:
+            assert row["split"] == split.split[row["problem_key"]]
+            assert row["cluster"] == split.cluster[row["problem_key"]]
+            side_of_cluster.setdefault(row["cluster"], set()).add(row["split"])
+        # A problem, or any member of its near-duplicate cluster, is train in one export and
+        # validation in the other: the leak this split exists to prevent.
+        straddling = {c: sides for c, sides in side_of_cluster.items() if len(sides) > 1}
+        assert not straddling, (seed, straddling)
+        held_out_somewhere += any(r["split"] == "validation" for r in sft_rows) and any(
+            r["split"] == "validation" for r in rl_rows)
+    assert held_out_somewhere  # the check above is not vacuous: both exports hold problems out
+
+
+def test_a_problem_outside_the_given_split_is_refused_with_the_fix():
+    pairs = validated_pairs(1)
+    split = problem_split([p for p, _, _ in pairs[1:]])
+    with pytest.raises(ValueError, match="problem_split over every problem"):
+        build_sft_rows(pairs, split=split)

@@ -2,6 +2,7 @@
 
 Public API:
     build_sft_rows(pairs) / build_rl_rows(problems, pairs, stats)   training rows (data.py)
+    problem_split(problems, pairs) -> ProblemSplit                the one train/validation split both use (data.py)
     pass_stats(candidates, verdicts)                              teacher/model pass rates (data.py)
     near_duplicate_clusters, assign_splits, diversity_sample      split and sampling (data.py)
     load_model(name_or_path) -> (model, tokenizer)                HF id, folder, GGUF, smollm2-135m, tiny (models.py)
@@ -21,13 +22,13 @@ from typing import Any
 
 from autotriton.training.config import TrainingConfig
 from autotriton.training.data import (
-    PassStats, assign_splits, build_rl_rows, build_sft_rows, default_instruction, diversity_sample, infer_op_tags,
-    near_duplicate_clusters, pass_stats,
+    PassStats, ProblemSplit, assign_splits, build_rl_rows, build_sft_rows, default_instruction, diversity_sample,
+    infer_op_tags, near_duplicate_clusters, pass_stats, problem_split,
 )
 
 __all__ = [
     "TrainingConfig", "PassStats", "assign_splits", "build_rl_rows", "build_sft_rows", "default_instruction",
-    "diversity_sample", "infer_op_tags", "near_duplicate_clusters", "pass_stats",
+    "diversity_sample", "infer_op_tags", "near_duplicate_clusters", "pass_stats", "ProblemSplit", "problem_split",
     "load_model", "make_tiny_model", "fetch_smollm2", "write_gguf", "ModelLoadError",
     "run_sft", "run_grpo", "TrainResult", "JudgeRewards", "check_trl_args",
 ]

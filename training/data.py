@@ -4,8 +4,11 @@
   SFTTrainer applies the model's own chat template to it and trains on the completion only.
 - `build_rl_rows(problems, pairs, stats)`: GRPO prompts with their reference, AutoTriton's mix
   (problems no teacher solved plus a share of the SFT distribution), sampled for diversity.
-- Both are split into train/validation by near-duplicate cluster (MinHash over the reference
-  source), so no problem, and no near-copy of a problem, straddles the split.
+- `problem_split(problems, pairs)`: each problem's near-duplicate cluster (MinHash over the
+  reference source) and train/validation split, computed once over one universe of problems.
+  The exports pass the same `ProblemSplit` to both builders, so a problem, and every near-copy
+  of it, is in the same split of the SFT and the RL set: nothing held out of one is trained on
+  in the other (training/exports.py).
 
 Plain records in, plain dicts out: the warehouse writes them to Parquet (`wh.export_parquet`).
 A prompt states the problem's stored instruction (`Problem.instruction`, autotriton/describe.py),
@@ -184,6 +187,35 @@ def assign_splits(clusters: Mapping[str, str], val_fraction: float, seed: int = 
     return {key: ("validation" if clusters[key] in held else "train") for key in clusters}
 
 
+@dataclass(frozen=True)
+class ProblemSplit:
+    """Per problem key: its near-duplicate cluster id and its split ("train"/"validation")."""
+
+    cluster: dict[str, str]
+    split: dict[str, str]
+
+    def of(self, problem: Problem, builder: str) -> tuple[str, str]:
+        """(cluster, split) of a problem; one outside the universe is a caller's error."""
+        if problem.key not in self.split:
+            raise ValueError(f"{builder}: problem {problem.key} ({problem.name}) is not in the split it was given; "
+                             "build the split with problem_split over every problem the rows use.")
+        return self.cluster[problem.key], self.split[problem.key]
+
+
+def problem_split(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Candidate, Verdict]] = (), *,
+                  val_fraction: float = 0.1, dedup_threshold: float = 0.8, num_perm: int = 128,
+                  seed: int = 0) -> ProblemSplit:
+    """Clusters and splits over one universe: the runnable `problems` plus the problems of `pairs`.
+
+    Computed over the union (not per export) because the split depends on who else is in the
+    universe: clusters merge transitively and `assign_splits` sizes the held-out set by count.
+    """
+    sources = {p.key: p.reference_source for p in problems if p.status == "runnable"}
+    sources.update({p.key: p.reference_source for p, _, _ in pairs})
+    clusters = near_duplicate_clusters(sources, dedup_threshold, num_perm)
+    return ProblemSplit(clusters, assign_splits(clusters, val_fraction, seed))
+
+
 # --------------------------------------------------------------------------------------------
 # SFT rows
 
@@ -192,8 +224,9 @@ def _completion_message(text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": text}]
 
 
-def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, val_fraction: float = 0.1,
-                   dedup_threshold: float = 0.8, num_perm: int = 128, seed: int = 0) -> list[dict[str, Any]]:
+def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, split: ProblemSplit | None = None,
+                   val_fraction: float = 0.1, dedup_threshold: float = 0.8, num_perm: int = 128,
+                   seed: int = 0) -> list[dict[str, Any]]:
     """One conversational prompt/completion row per validated pair.
 
     prompt = `build_messages(reference, instruction)` (system + user), completion = one assistant
@@ -201,7 +234,10 @@ def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, val_f
     template and trains on the completion only. Pairs whose verdict is not reward-1 (correct
     and rule-abiding) are refused: the warehouse's `validated_pairs()` gives only those.
     Rows carry `split` ("train"/"validation", by near-duplicate cluster of the problem),
-    `cluster`, keys for lineage and the problem's op tags. Duplicate candidates are kept once.
+    `cluster`, keys for lineage, the problem's op tags, its reference and licence (so the
+    validation rows can be evaluated as a suite). Duplicate candidates are kept once.
+    `split`: the shared `problem_split`; without one the split is computed over the pairs'
+    problems alone (val_fraction, dedup_threshold, num_perm, seed apply only then).
     """
     pairs = list(pairs)
     for problem, candidate, verdict in pairs:
@@ -214,9 +250,9 @@ def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, val_f
         if verdict.candidate_key != candidate.key:
             raise ValueError(f"build_sft_rows: verdict {verdict.key} judges candidate {verdict.candidate_key}, "
                              f"not the candidate {candidate.key} it is paired with.")
-    sources = {p.key: p.reference_source for p, _, _ in pairs}
-    clusters = near_duplicate_clusters(sources, dedup_threshold, num_perm)
-    splits = assign_splits(clusters, val_fraction, seed)
+    if split is None:
+        split = problem_split((), pairs, val_fraction=val_fraction, dedup_threshold=dedup_threshold,
+                              num_perm=num_perm, seed=seed)
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for problem, candidate, verdict in sorted(pairs, key=lambda t: (t[0].key, t[1].key)):
@@ -224,6 +260,7 @@ def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, val_f
             continue
         seen.add(candidate.key)
         instruction = candidate.instruction.strip() or problem_instruction(problem)
+        cluster, row_split = split.of(problem, "build_sft_rows")
         rows.append({
             "prompt": build_messages(problem.reference_source, instruction),
             "completion": _completion_message(format_completion(candidate.reasoning, candidate.code)),
@@ -233,8 +270,10 @@ def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, val_f
             "name": problem.name,
             "op_tags": problem_tags(problem),
             "generator": candidate.generator,
-            "cluster": clusters[problem.key],
-            "split": splits[problem.key],
+            "reference": problem.reference_source,
+            "licence": problem.licence,
+            "cluster": cluster,
+            "split": row_split,
             "prompt_version": PROMPT_VERSION,
         })
     return rows
@@ -367,8 +406,9 @@ def diversity_sample(items: Sequence[SampleItem], n: int, seed: int = 0) -> list
 
 def build_rl_rows(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Candidate, Verdict]] = (),
                   stats: Mapping[str, PassStats] | None = None, *, n_prompts: int = 0, sft_share: float = 0.3,
-                  unsolved_weight: float = 0.5, difficulty_floor: float = 0.2, val_fraction: float = 0.1,
-                  dedup_threshold: float = 0.8, num_perm: int = 128, seed: int = 0) -> list[dict[str, Any]]:
+                  unsolved_weight: float = 0.5, difficulty_floor: float = 0.2, split: ProblemSplit | None = None,
+                  val_fraction: float = 0.1, dedup_threshold: float = 0.8, num_perm: int = 128,
+                  seed: int = 0) -> list[dict[str, Any]]:
     """GRPO prompts: AutoTriton's mix, sampled for diversity, split by near-duplicate cluster.
 
     `problems` are the candidates for RL (runnable problems); `pairs` are the validated pairs
@@ -377,8 +417,10 @@ def build_rl_rows(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Ca
     that are in the SFT set; `n_prompts` = 0 takes every unsolved problem and adds SFT problems
     in the given share. Each side is drawn with `diversity_sample`: balanced across op
     categories (rarest tag) and clusters, ordered by difficulty weight. A row holds the chat
-    prompt, the reference (the reward function's input), keys, tags, cluster, difficulty,
-    origin ("unsolved" / "sft") and split.
+    prompt, the reference (the reward function's input), licence, keys, tags, cluster,
+    difficulty, origin ("unsolved" / "sft") and split. `split`: the shared `problem_split`;
+    without one it is computed over these problems alone (val_fraction, dedup_threshold,
+    num_perm apply only then; `seed` also seeds the sampling).
     """
     stats = stats or {}
     problems = {p.key: p for p in problems if p.status == "runnable"}
@@ -387,8 +429,12 @@ def build_rl_rows(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Ca
         problems.setdefault(p.key, p)
     if not problems:
         return []
-    clusters = near_duplicate_clusters({k: p.reference_source for k, p in problems.items()}, dedup_threshold, num_perm)
-    splits = assign_splits(clusters, val_fraction, seed)
+    if split is None:
+        split = problem_split(problems.values(), pairs, val_fraction=val_fraction, dedup_threshold=dedup_threshold,
+                              num_perm=num_perm, seed=seed)
+    for p in problems.values():
+        split.of(p, "build_rl_rows")  # every problem must be in the universe, before any sampling
+    clusters, splits = split.cluster, split.split
     tags = {k: problem_tags(p) for k, p in problems.items()}
     tag_counts = Counter(t for ts in tags.values() for t in ts)
 
@@ -416,6 +462,7 @@ def build_rl_rows(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Ca
         rows.append({
             "prompt": build_messages(p.reference_source, problem_instruction(p)),
             "reference": p.reference_source,
+            "licence": p.licence,
             "problem_key": p.key,
             "name": p.name,
             "op_tags": tags[it.key],

@@ -1,10 +1,15 @@
 """The `sft` and `rl` exports: training rows built from the records a warehouse holds.
 
-Each export takes the records it is built from (`ExportRecords`: validated pairs, and for `rl`
-the runnable problems with their candidates and latest verdicts, read by the caller:
-tasks/steps.py `export_records`) and the training config, and returns `(rows, filter)` for
+Each export takes the records it is built from (`ExportRecords`: validated pairs and the runnable
+problems, and for `rl` their candidates and latest verdicts, read by the caller: tasks/steps.py
+`export_records`) and the training config, and returns `(rows, filter)` for
 `wh.export_parquet(name, rows, filter, run)`; they are the `sft` and `rl` entries of
 `autotriton db export`. No warehouse here: records in, rows out.
+
+Both exports take each problem's train/validation split from one `shared_split` over the same
+universe (every runnable training problem plus the validated pairs' problems), so the SFT and
+the RL validation sets agree: a held-out problem and its near-copies are trained on by neither,
+and `autotriton eval --suite <export>:validation` measures on problems unseen in training.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from fnmatch import fnmatch
 from typing import Any
 
 from autotriton.records import Candidate, Problem, Verdict
-from autotriton.training.data import build_rl_rows, build_sft_rows, pass_stats
+from autotriton.training.data import ProblemSplit, build_rl_rows, build_sft_rows, pass_stats, problem_split
 
 Rows = list[dict[str, Any]]
 
@@ -25,7 +30,7 @@ class ExportRecords:
     """What a training export is built from."""
 
     pairs: list[tuple[Problem, Candidate, Verdict]]  # validated pairs (reward 1 at training.require_sizes)
-    problems: list[Problem] = field(default_factory=list)  # runnable problems (rl)
+    problems: list[Problem] = field(default_factory=list)  # runnable problems (both: the split's universe; rl: prompts)
     candidates: list[Candidate] = field(default_factory=list)  # their candidates (rl: teacher and model pass rates)
     verdicts: list[Verdict] = field(default_factory=list)  # the candidates' latest verdicts (rl)
 
@@ -47,13 +52,21 @@ def _training_pairs(pairs: list[tuple[Problem, Candidate, Verdict]], training_co
     return [trip for trip in pairs if not held_out(trip[0], training_config.exclude_suites) and trip[0].key not in excluded]
 
 
+def shared_split(records: ExportRecords, training_config: Any, exclude_keys: Collection[str] = ()) -> ProblemSplit:
+    """The one train/validation split every training export uses: clusters and splits over the
+    runnable training problems plus the validated pairs' problems (benchmarks and `exclude_keys`
+    left out, as both exports leave them out), whichever export is being built."""
+    t = training_config
+    return problem_split(training_problems(records.problems, t, exclude_keys), _training_pairs(records.pairs, t, exclude_keys),
+                         val_fraction=t.val_fraction, dedup_threshold=t.dedup_threshold, num_perm=t.minhash_perm, seed=t.seed)
+
+
 def sft_export(records: ExportRecords, training_config: Any, exclude_keys: Collection[str] = ()) -> tuple[Rows, dict[str, Any]]:
     """Rows of every validated pair (reward 1) whose problem is not a held-out benchmark, nor one
     of `exclude_keys` (problems found to copy an evaluation problem: decontamination)."""
     t = training_config
     pairs = _training_pairs(records.pairs, t, exclude_keys)
-    rows = build_sft_rows(pairs, val_fraction=t.val_fraction, dedup_threshold=t.dedup_threshold,
-                          num_perm=t.minhash_perm, seed=t.seed)
+    rows = build_sft_rows(pairs, split=shared_split(records, t, exclude_keys))
     filter_ = {"verdict": "correct and rule_ok (latest)", "require_sizes": t.require_sizes, "exclude_suites": t.exclude_suites,
                "val_fraction": t.val_fraction, "dedup_threshold": t.dedup_threshold, "seed": t.seed}
     return rows, filter_
@@ -70,8 +83,7 @@ def rl_export(records: ExportRecords, training_config: Any, exclude_keys: Collec
     stats = pass_stats(candidates, records.verdicts)
     rows = build_rl_rows(problems, pairs, stats, n_prompts=t.rl_prompts, sft_share=t.rl_sft_share,
                          unsolved_weight=t.rl_unsolved_weight, difficulty_floor=t.rl_difficulty_floor,
-                         val_fraction=t.val_fraction, dedup_threshold=t.dedup_threshold, num_perm=t.minhash_perm,
-                         seed=t.seed)
+                         split=shared_split(records, t, exclude_keys), seed=t.seed)
     filter_ = {"status": "runnable", "exclude_suites": t.exclude_suites, "rl_prompts": t.rl_prompts,
                "rl_sft_share": t.rl_sft_share, "rl_unsolved_weight": t.rl_unsolved_weight,
                "rl_difficulty_floor": t.rl_difficulty_floor, "val_fraction": t.val_fraction, "seed": t.seed}
@@ -83,7 +95,7 @@ class TrainingExport:
     """A training export: its row builder, and whether it needs more than the validated pairs."""
 
     build: Callable[[ExportRecords, Any, Collection[str]], tuple[Rows, dict[str, Any]]]
-    pass_rates: bool = False  # also the runnable problems, their candidates and latest verdicts
+    pass_rates: bool = False  # also the problems' candidates and latest verdicts (every export reads the problems: the split)
 
 
 # The training exports by name: `autotriton db export <name>` and the flows' export step.

@@ -86,7 +86,7 @@ def _headline_table(summary: dict[str, Any]) -> Table:
 @writes_rows("eval")
 def eval_main(
     ctx: typer.Context,
-    suite: Optional[str] = typer.Option(None, "--suite", help="suite: KernelBench's folder, a level folder (KernelBench/level1) or one problem .py; a suite JSONL; TritonBench-T data (statistics JSON or folder); or hf:level_N with --hub [default: the demo suite]"),
+    suite: Optional[str] = typer.Option(None, "--suite", help="suite: KernelBench's folder, a level folder (KernelBench/level1) or one problem .py; a suite JSONL; TritonBench-T data (statistics JSON or folder); hf:level_N with --hub; or a training export's split, <export>:validation (the held-out problems) [default: the demo suite]"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="local: HF model id, local path or warehouse checkpoint key; with --endpoint: the model name there [default: training.model]"),
     endpoint: Optional[str] = typer.Option(None, "--endpoint", help="base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (key from $OPENAI_API_KEY or evaluation.api_key_env)"),
     recorded: list[Path] = typer.Option([], "--recorded", help="score recorded candidates instead of generating: replay JSONL file(s) (distillation's format), e.g. a teacher's outputs (repeatable)"),
