@@ -6,6 +6,7 @@ Public API:
     OpenAITeacher                                        any OpenAI-compatible endpoint (openai_teacher.py)
     InductorTeacher                                      torch.compile on a GPU (inductor.py)
     distill(problems, teacher, config, validation_config, judge=None) -> DistillResult
+    PrefetchingTeacher(teacher, batches, samples)       the next batch written while this one is judged (prefetch.py)
     describe_problem(problem_source, candidate_code=None) -> (instruction, reasoning)
     ResponseCache, read_records, REPLAY_FIELDS          the JSONL record format (cache.py, REPLAY.md)
     make_teacher(config), make_explainer(config)        the teacher a DistillConfig names, its LLM explainer
@@ -20,6 +21,7 @@ from autotriton.distillation.cache import REPLAY_FIELDS, ReplayFormatError, Resp
 from autotriton.distillation.config import DistillConfig
 from autotriton.distillation.describe import describe_problem
 from autotriton.distillation.pipeline import DistillResult, combine_results, distill, format_feedback
+from autotriton.distillation.prefetch import PrefetchingTeacher
 from autotriton.distillation.replay import ReplayTeacher
 from autotriton.distillation.teacher import RepairingTeacher, RepairRequest, Teacher, Turn, candidate_from_completion
 from autotriton.distillation.teachers import (TEACHERS, GPUUnavailableError, TeacherSpec, make_explainer, make_teacher,
@@ -29,7 +31,7 @@ __all__ = [
     "combine_results",
     "Teacher", "RepairingTeacher", "RepairRequest", "Turn", "candidate_from_completion",
     "ReplayTeacher", "OpenAITeacher", "InductorTeacher", "TeacherError", "make_teacher",
-    "distill", "DistillResult", "format_feedback", "describe_problem",
+    "distill", "DistillResult", "format_feedback", "describe_problem", "PrefetchingTeacher",
     "ResponseCache", "ReplayFormatError", "read_records", "replay_record", "REPLAY_FIELDS", "DistillConfig",
     "GPUUnavailableError", "make_explainer",
     "TEACHERS", "TeacherSpec", "register_teacher", "teacher_spec",

@@ -39,9 +39,8 @@ def distill_cmd(
     if replay:
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
 
-    from autotriton.distillation import (GPUUnavailableError, ReplayFormatError, TeacherError, combine_results, distill,
-                                         make_explainer, make_teacher)
-    from autotriton.distillation.prefetch import PrefetchingTeacher
+    from autotriton.distillation import (GPUUnavailableError, PrefetchingTeacher, ReplayFormatError, TeacherError,
+                                         combine_results, distill, make_explainer, make_teacher)
     from autotriton.tasks.db import OPEN_ERRORS, distilled_problem_keys, open_warehouse, runnable_problems
     from autotriton.tasks.runs import run_scope
     from autotriton.tasks.steps import store_distill_results
