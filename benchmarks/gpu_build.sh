@@ -7,6 +7,7 @@
 #   benchmarks/gpu_build.sh synthetic DB N   # N generated fused problems through harvest synthetic + distill
 #   benchmarks/gpu_build.sh build DB         # the dataset build, train and evaluation (below), in the background
 #   benchmarks/gpu_build.sh watch SECONDS    # follow a background build for SECONDS, then copy its records to $OUT
+#   benchmarks/gpu_build.sh throughput       # judge throughput before (.gpu/before-<commit>.tgz) and after
 # Offline machines: .gpu/site312.tar.xz is a site-packages folder of the missing packages (built
 # with `pip install --target` from the wheelhouse of scripts/gpu-wheelhouse); .gpu/env-whl the
 # harvested problems' dependency wheels (`autotriton env prefetch`); .gpu/smol.part* the
@@ -90,6 +91,18 @@ case "${1:-}" in
       log "eval $m: rc $? in $((SECONDS-t0)) s"
     done
     log "build done" ;;
+  throughput)
+    # Issue 14's bound: judge throughput before (a commit's tree carried as .gpu/before-*.tgz) and
+    # after (this tree), one GPU, the same benchmark script for both, one after the other.
+    R=$WORK/records; mkdir -p "$R"; rm -rf "$WORK/before"; tar -xzf .gpu/before-*.tgz -C "$WORK"
+    cp benchmarks/validation_throughput.py "$WORK/before/benchmarks/"
+    for side in before after; do
+      dir=$PWD; [ $side = before ] && dir=$WORK/before
+      log "throughput $side ($dir)"
+      (cd "$dir" && PYTHONPATH=$dir:${PYTHONPATH:-} python3 benchmarks/validation_throughput.py --device cuda --n "${N:-100}" \
+        --workers 4 --baseline-sample "${BASELINE:-2}" > "$R/throughput_$side.json" 2> "$R/throughput_$side.err")
+      log "throughput $side: rc $?"; tail -c 600 "$R/throughput_$side.json"
+    done ;;
   watch)
     # Follow the background build for $2 seconds, then bring its records back (the warehouse
     # compressed: the device returns files of at most 16 MiB).
@@ -101,5 +114,5 @@ case "${1:-}" in
       python3 -c "import duckdb; duckdb.connect('$WORK/build.duckdb').execute('CHECKPOINT')" 2>/dev/null
       xz -T8 -3 -c "$WORK/build.duckdb" > "$OUT/build.duckdb.xz"; ls -la "$OUT"
     fi ;;
-  *) echo "usage: $0 setup|tests|l1 DB|synthetic DB N|build [DB]|watch SECONDS" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|tests|l1 DB|synthetic DB N|build [DB]|watch SECONDS|throughput" >&2; exit 2 ;;
 esac
