@@ -109,7 +109,7 @@ case "${1:-}" in
     end=$((SECONDS + ${2:-500})); R=$WORK/records
     while [ $SECONDS -lt $end ] && ! grep -q "build done" "$WORK/build.log" 2>/dev/null; do sleep 15; done
     tail -40 "$WORK/build.log"; ls "$R" 2>/dev/null
-    (cd "$R" && tar -czf "$OUT/records.tgz" . ) 2>/dev/null
+    (cd "$WORK" && tar -czf "$OUT/records.tgz" records build.log $(ls -d eval 2>/dev/null)) 2>/dev/null
     if [ -f "$WORK/build.duckdb" ] && ! pgrep -f "autotriton.*distill" >/dev/null; then
       python3 -c "import duckdb; duckdb.connect('$WORK/build.duckdb').execute('CHECKPOINT')" 2>/dev/null
       xz -T8 -3 -c "$WORK/build.duckdb" > "$OUT/build.duckdb.xz"; ls -la "$OUT"
