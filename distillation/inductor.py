@@ -43,9 +43,16 @@ from autotriton.distillation.inductor_convert import ConversionResult, convert_c
 from autotriton.distillation.teacher import GPUUnavailableError, TeacherSpec
 from autotriton.records import Candidate, Problem
 
-__all__ = ["InductorTeacher", "InductorSettings", "TEACHER", "capture_in_subprocess"]
+__all__ = ["InductorTeacher", "InductorSettings", "TEACHER", "capture_in_subprocess", "may_convolve"]
 
 _ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def may_convolve(source: str) -> bool:
+    """Whether a problem's source can run a convolution (nn.ConvNd, F.conv*, conv_transpose,
+    a library's Conv2dSame...): the only case where the dynamic-parameters capture differs from
+    the first. Errs towards yes: any mention of "conv", in any case."""
+    return "conv" in source.lower()
 
 
 def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: bool = True,
@@ -151,6 +158,12 @@ class InductorTeacher:
 
         def one(problem: Problem) -> list[Candidate]:
             out = [self._candidate(problem, capture(problem, variants[0]), dynamic_parameters=variants[0])]
+            if len(variants) > 1 and not may_convolve(problem.reference_source):
+                # The variant differs from the first capture only in how convolutions are traced
+                # (the Dynamo switches are the same), so without one it would convert to the same
+                # code: a second compile of the problem for nothing.
+                self.counters["variants_skipped"] += 1
+                return out
             for dynamic_parameters in variants[1:]:
                 extra = self._candidate(problem, capture(problem, dynamic_parameters), dynamic_parameters=dynamic_parameters,
                                         variant=True)
