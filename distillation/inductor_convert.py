@@ -18,7 +18,7 @@ whatever of the reference's own imports its class needs) and defines:
   weights), with a `forward` that is Inductor's `call()` rewritten: buffers from
   `torch.empty_strided`, views from `Tensor.as_strided`, and each kernel launched as
   `kernel[grid](..., XBLOCK=..., num_warps=..., num_stages=...)` with the chosen config baked in
-  and the grid computed in Python with `triton.cdiv`.
+  and the grid computed in Python with plain integer ceil-divisions (inductor_forward.py says why).
 
 Output that still needs Inductor's runtime is refused with a reason, never half converted:
 `extern_kernels` (cuBLAS/cuDNN calls), `aten_fallback` (an ATen op Inductor did not generate),

@@ -3,8 +3,9 @@
 Buffers come from `torch.empty_strided`, views from `Tensor.as_strided` (Inductor's
 `reinterpret_tensor`), each kernel is launched as `kernel[grid](..., XBLOCK=..., num_warps=...,
 num_stages=...)` with the config autotuning chose baked in (or a fallback config when none was
-recorded) and the grid computed in Python with `triton.cdiv`; Inductor's size symbols get
-readable names. What still needs Inductor's runtime is refused here with a `ConversionError`:
+recorded) and the grid computed in Python as plain integer ceil-divisions, `(n + 511) // 512`
+(not `triton.cdiv`: in Triton 3.6 that is a ConstexprFunction costing ~3.5 us per host call on a
+2-core dev CPU, several per launch, on every forward); Inductor's size symbols get readable names. What still needs Inductor's runtime is refused here with a `ConversionError`:
 `extern_kernels`, `aten_fallback`, `unsupported_grid`, `unsupported_call`, `unknown_graph_input`,
 `unsupported_output`, `unsupported_config`. Standard library only, like the converter.
 """
@@ -186,6 +187,7 @@ def _convert_call(call: ast.FunctionDef, kernels: dict[str, _Kernel], graph_inpu
         stmt = _ScalarItemRewriter(scalars).visit(stmt)
         stmt = _Renamer(mapping).visit(stmt)
         stmt = _ReinterpretRewriter().visit(stmt)
+        stmt = _HostCdivRewriter().visit(stmt)
         fixed.append(stmt)
     for node in ast.walk(ast.Module(body=fixed, type_ignores=[])):
         if isinstance(node, ast.Call):
@@ -256,6 +258,22 @@ class _ReinterpretRewriter(ast.NodeTransformer):
                        f"{ast.unparse(base)}.storage_offset() + {ast.unparse(offset)})")
             return ast.parse(src, mode="eval").body
         return node
+
+
+class _HostCdivRewriter(ast.NodeTransformer):
+    """`triton.cdiv(a, b)` in forward -> `(a + b - 1) // b` (the same formula Triton's cdiv runs,
+    on Python ints), folded when b is a literal: grids cost no Triton host call per launch."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if _dotted(node.func) != "triton.cdiv" or len(node.args) != 2 or node.keywords:
+            return node
+        a, b = (ast.unparse(x) for x in node.args)
+        divisor = _int_value(node.args[1])
+        if divisor == 1:
+            return node.args[0]
+        src = f"({a} + {divisor - 1}) // {divisor}" if divisor is not None and divisor > 1 else f"({a} + ({b}) - 1) // ({b})"
+        return ast.parse(src, mode="eval").body
 
 
 def _return(stmt: ast.Return, output: dict[str, Any] | None) -> ast.Return:

@@ -132,6 +132,27 @@ def test_template_kernels_keep_the_fixed_grid(converted):
     assert "BLOCK_M: tl.constexpr" in code
 
 
+def test_grids_are_plain_integer_arithmetic_equal_to_triton_cdiv(converted):
+    """forward computes grids without triton.cdiv (a ConstexprFunction: microseconds per host call,
+    several per launch, every forward) and gets the same numbers."""
+    import triton
+
+    from autotriton.distillation.inductor_forward import _HostCdivRewriter
+
+    for name in CONVERTIBLE:
+        forward = converted[name][1].code.split("def forward", 1)[1]
+        assert "cdiv" not in forward, name
+    launch = next(line for line in converted["pointwise_relu"][1].code.splitlines() if "relu_kernel[" in line)
+    assert "+ 127) // 128" in launch  # the recorded XBLOCK=128, folded
+    for src in ("triton.cdiv(n, 512)", "triton.cdiv(n, 1)", "triton.cdiv(n, m * 2)", "triton.cdiv(triton.cdiv(n, 32), m)"):
+        rewritten = ast.unparse(_HostCdivRewriter().visit(ast.parse(src, mode="eval")))
+        assert "cdiv" not in rewritten
+        for n in (0, 1, 31, 32, 33, 511, 512, 513, 65535 * 3 + 1, 2**31 + 5):
+            for m in (1, 3, 64, 65535):
+                scope = {"n": n, "m": m, "triton": triton}
+                assert eval(rewritten, scope) == eval(src, scope), (src, n, m)
+
+
 @pytest.mark.parametrize("name,expected", [
     ("triton_poi_fused_add_relu_0", "add_relu_kernel"),
     ("triton_per_fused__softmax_exp_prepare_softmax_online_sub_0", "softmax_exp_sub_reduce_kernel"),
