@@ -64,7 +64,7 @@ case "${1:-}" in
     echo "synthetic distill: $((SECONDS-t0)) s" | tee "$OUT/syn_time.txt"; tail -c 3000 "$OUT/syn_distill.json" ;;
   build)
     DB=${2:-$WORK/build.duckdb}; R=$WORK/records; mkdir -p "$R"
-    [ -f "$DB" ] || cp .gpu/build.duckdb "$DB"
+    [ -f "$DB" ] || { [ -f .gpu/build.duckdb.xz ] && xz -dc .gpu/build.duckdb.xz > "$DB" || cp .gpu/build.duckdb "$DB"; }
     mkdir -p "$WORK/env-whl"; cp -n .gpu/env-whl/* "$WORK/env-whl/" 2>/dev/null
     # Decontamination: exports leave out problems that copy KernelBench L1 (a suite copy carried in .gpu/).
     A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
