@@ -23,7 +23,7 @@
 set -uo pipefail
 command -v autotriton >/dev/null || autotriton() { python3 -m autotriton.flows.cli "$@"; }
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-WORK=${WORK:-/root/atwork}; mkdir -p "$WORK"
+WORK=${WORK:-/tmp/atwork}; mkdir -p "$WORK"
 export PYTHONUNBUFFERED=1 PREFECT_HOME=$WORK/prefect-home DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false
 if [ -d "$WORK/site312" ]; then export PYTHONPATH=$WORK/site312; fi
 GPU_SETS=(--set distill.inductor_jobs=24 --set distill.inductor_max_mm_configs=4 --set distill.inductor_timeout_s=150
