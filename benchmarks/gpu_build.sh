@@ -31,16 +31,16 @@ GPU_SETS=(--set distill.inductor_jobs=24 --set distill.inductor_max_mm_configs=4
 # The dataset build judges correctness (own sizes and the odd-size trial) and times against eager
 # only: torch.compile of every reference per judge worker is what made judging slow (RESULTS.md).
 BUILD_SETS=(--set validation.trials=3 --set validation.time_compile=false --set validation.timing_runs=20
-            --set validation.timing_input_sets=1 --set distill.batch_problems=32
+            --set validation.timing_input_sets=1 --set distill.batch_problems=8
             --set environments.offline=true --set "environments.find_links=[\"$WORK/env-whl\"]"
             --set environments.cache_dir=$WORK/envs)
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
-# A verb with a time budget: interrupted (SIGINT, so finished batches stay stored) when the budget
-# is spent, killed 30 s later, and the capture processes and judge workers it leaves behind ended.
+# A hard limit behind the verb's own --time-budget (which ends it cleanly between batches):
+# interrupted, killed 30 s later, and the capture processes and judge workers it leaves behind ended.
 bounded() {
   local seconds=$1; shift
   timeout -s INT -k 30 "$seconds" "$@"; local rc=$?
-  pkill -9 -f "inductor_capture.py|autotriton.validation.worker" 2>/dev/null; sleep 2
+  pkill -9 -f "inductor_captur[e][.]py|autotriton[.]validation[.]worke[r] *$" 2>/dev/null; sleep 2
   return $rc
 }
 
@@ -70,9 +70,9 @@ case "${1:-}" in
     A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
     log "harvest synthetic"; autotriton "${A[@]}" harvest synthetic --count "${SYN_COUNT:-240}" --seed 0 --no-probe --json > "$R/syn_harvest.json"
     log "distill packages"; t0=$SECONDS
-    bounded "${DISTILL_PKG_S:-300}" autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --source-kind pypi --json > "$R/distill_pkg.json" 2> "$R/distill_pkg.err"
+    bounded $((${DISTILL_PKG_S:-300} + 120)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --source-kind pypi --time-budget "${DISTILL_PKG_S:-300}" --json > "$R/distill_pkg.json" 2> "$R/distill_pkg.err"
     log "distill packages: rc $? in $((SECONDS-t0)) s"; t0=$SECONDS
-    bounded "${DISTILL_SYN_S:-240}" autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --source-kind synthetic --json > "$R/distill_syn.json" 2> "$R/distill_syn.err"
+    bounded $((${DISTILL_SYN_S:-240} + 120)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --source-kind synthetic --time-budget "${DISTILL_SYN_S:-240}" --json > "$R/distill_syn.json" 2> "$R/distill_syn.err"
     log "distill synthetic: rc $? in $((SECONDS-t0)) s"
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done

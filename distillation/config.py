@@ -26,6 +26,7 @@ class SharedDistillSettings(BaseModel):
     batch_problems: int = Field(32, ge=0, description="`distill` verb: problems distilled and stored per batch, so a long run stopped half-way keeps every finished batch (0 = one batch; the inductor teacher compiles a batch's problems in parallel)")
     skip_distilled: bool = Field(True, description="`distill` verb: leave out problems this teacher was already run on (a stored candidate or a recorded failure), so a build cut off on one machine continues from its warehouse on another; false (`distill --redo`) distils them again")
     prefetch: bool = Field(True, description="`distill` verb: the teacher writes the next batch while the judge works on this one (for inductor: captures compile on the CPU while candidates run on the GPU)")
+    time_budget_s: float = Field(0.0, ge=0, description="`distill` verb: stop starting batches when the next one would end past this many seconds from the start (estimated from the batches so far), so a build on a time-limited machine ends cleanly with every finished batch stored and says how many problems are left for the next run (0 = no limit)")
     describe_trace: bool = Field(True, description="when describing compiler pairs without an LLM, also trace the reference on the meta device (in a child process) for its aten ops and output shapes")
     explain_with_llm: bool = Field(False, description="with the openai teacher configured, have it write instruction and reasoning for compiler (inductor/replay) pairs")
 

@@ -11,7 +11,7 @@ wrapped teacher would have written for it, in the same order.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from autotriton.records import Candidate, Problem
 
@@ -25,10 +25,14 @@ class PrefetchingTeacher:
     background. Every other attribute (name, version, failures, counters, repair,
     use_environments, ...) is the wrapped teacher's own."""
 
-    def __init__(self, teacher: Any, batches: Sequence[Sequence[Problem]], samples: int):
+    def __init__(self, teacher: Any, batches: Sequence[Sequence[Problem]], samples: int,
+                 should_prefetch: Callable[[int], bool] | None = None):
+        """`should_prefetch(index)` says whether batch `index` may start in the background now
+        (a caller with a time budget declines batches it will not wait for)."""
         self.inner = teacher
         self._batches = [list(b) for b in batches]
         self._samples = samples
+        self._should_prefetch = should_prefetch or (lambda index: True)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="teacher-prefetch")
         self._pending: dict[tuple[tuple[str, ...], int], Future] = {}
 
@@ -36,7 +40,7 @@ class PrefetchingTeacher:
         return getattr(self.inner, name)
 
     def _start(self, index: int) -> None:
-        if 0 <= index < len(self._batches):
+        if 0 <= index < len(self._batches) and self._should_prefetch(index):
             ident = _batch_id(self._batches[index], self._samples)
             if ident not in self._pending:
                 self._pending[ident] = self._pool.submit(self.inner.generate, self._batches[index], self._samples)

@@ -463,3 +463,46 @@ def test_prefetching_teacher_writes_the_next_batch_while_the_caller_judges_this_
     assert inner.calls[0][1] == threading.current_thread().name  # the first in the caller's thread
     assert all(thread.startswith("teacher-prefetch") for _, thread in inner.calls[1:])
     assert inner.most_at_once == 1  # never two batches at once (the teacher's own parallelism is per batch)
+
+
+def test_cli_distill_time_budget_stops_between_batches_and_the_next_run_continues(tmp_path, monkeypatch):
+    """`distill --time-budget S`: no batch starts that would end past S seconds (estimated from
+    the batches so far); the run ends cleanly with what it finished stored and the number of
+    problems left, and the next run distils exactly those."""
+    import time as time_module
+
+    import autotriton.distillation as distillation
+    from autotriton.flows.cli import app
+    from autotriton.warehouse import Warehouse
+
+    db = tmp_path / "w.duckdb"
+    problems = [Problem(reference_source=RELU_PROBLEM.replace("torch.relu(x)", f"torch.relu(x) * {i + 1}.0"), name=f"relu{i}")
+                for i in range(3)]
+    with Warehouse(db) as wh:
+        run = wh.start_run("harvest", {})
+        wh.put_problems(run, problems)
+        wh.finish_run(run, "succeeded", {})
+    replay = tmp_path / "r.jsonl"
+    for p in problems:
+        append_record(replay, record_from_candidate(p, Candidate(problem_key=p.key, code=RELU_KERNEL, generator="inductor")))
+    base = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=1", "--set", "validation.workers=1",
+            "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false", "--set", "distill.batch_problems=1",
+            "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
+    real = distillation.distill
+
+    def slow_batch(batch, *args, **kwargs):  # every batch takes at least 1.5 s
+        time_module.sleep(1.5)
+        return real(batch, *args, **kwargs)
+
+    monkeypatch.setattr(distillation, "distill", slow_batch)
+    result = CliRunner().invoke(app, [*base, "--time-budget", "2"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["problems"] == 1 and summary["problems_left"] == 2 and summary["candidates"] == 1
+    with Warehouse(db, read_only=True) as wh:
+        assert len(wh.candidates()) == 1
+        [distill_run] = wh.runs(kind="distill")
+        assert distill_run["status"] == "succeeded"  # a clean stop, not a failure
+    monkeypatch.setattr(distillation, "distill", real)
+    rest = json.loads(CliRunner().invoke(app, base).stdout)
+    assert rest["skipped_distilled"] == 1 and rest["problems"] == 2 and rest["problems_left"] == 0

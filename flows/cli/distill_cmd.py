@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Optional
@@ -22,6 +23,7 @@ def distill_cmd(
     samples: Optional[int] = typer.Option(None, "--samples", "-k", min=1, help="candidates per problem [config: distill.samples]", show_default=False),
     rounds: Optional[int] = typer.Option(None, "--rounds", "-r", min=0, help="repair rounds: the validator's errors go back to the LLM teacher [config: distill.rounds]", show_default=False),
     max_problems: Optional[int] = typer.Option(None, "--max-problems", "-n", min=0, help="distill at most this many problems, 0 = all [config: distill.max_problems]", show_default=False),
+    time_budget: Optional[float] = typer.Option(None, "--time-budget", min=0, help="seconds: start no batch that would end past this; finished batches are stored and a later run continues [config: distill.time_budget_s]", show_default=False),
     suite: Optional[str] = typer.Option(None, "--suite", help="only problems of this suite (e.g. kernelbench/level1)", show_default=False),
     source_kind: Optional[str] = typer.Option(None, "--source-kind", help="only problems harvested from this kind of source: pypi, local, github, dataset, suite, synthetic", show_default=False),
     redo: bool = typer.Option(False, "--redo", help="also distil problems this teacher was already run on (default: skip them, so a cut-off build continues) [config: distill.skip_distilled=false]"),
@@ -34,7 +36,7 @@ def distill_cmd(
     if teacher is not None and teacher not in TEACHERS:
         fail(f"--teacher {teacher!r}: choose one of {', '.join(TEACHERS)}.")
     extra: dict[str, Any] = {"distill.teacher": teacher, "distill.samples": samples, "distill.rounds": rounds,
-                             "distill.max_problems": max_problems, "distill.skip_distilled": False if redo else None}
+                             "distill.max_problems": max_problems, "distill.time_budget_s": time_budget, "distill.skip_distilled": False if redo else None}
     cfg, _ = load_config_or_fail(extra)
     if replay:
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
@@ -95,29 +97,40 @@ def distill_cmd(
                 new = {"new_candidates": 0, "new_verdicts": 0}
                 if skipped:
                     out.print(f"skipping {skipped} problem(s) already distilled by {chosen.name} (--redo distils them again)")
+                budget = BatchBudget(cfg.distill.time_budget_s)
+                left = 0
                 with JudgePool(cfg.validation) as judge, ExitStack() as background:  # one warm judge for every batch
                     writer = chosen
                     if cfg.distill.prefetch and len(batches) > 1:
                         if hasattr(chosen, "use_environments"):
                             chosen.use_environments(envs)  # every batch's, before the next is written in the background
-                        writer = background.enter_context(PrefetchingTeacher(chosen, batches, cfg.distill.samples))
+                        writer = background.enter_context(PrefetchingTeacher(chosen, batches, cfg.distill.samples,
+                                                                             should_prefetch=budget.may_prefetch))
                     for number, batch in enumerate(batches, 1):
+                        if not budget.may_start():
+                            left = sum(len(b) for b in batches[number - 1:])
+                            out.print(f"[yellow]time budget: {budget.elapsed():.0f} of {budget.seconds:g} s spent and a batch takes "
+                                      f"~{budget.estimate():.0f} s: stopping with {left} problem(s) left; run `distill` again "
+                                      "to continue (finished problems are skipped)[/]")
+                            break
+                        budget.batch_started()
                         if len(batches) > 1:
                             out.print(f"batch {number}/{len(batches)}: {len(batch)} problem(s)")
                         part = distill(batch, writer, cfg.distill, cfg.validation, judge, explainer=explainer,
                                        progress=True, environments=envs)
                         results.append(part)
                         stored = store_distill_results(wh, run, [part])  # kept even if a later batch fails
+                        budget.batch_finished()
                         new = {k: new[k] + stored[k] for k in new}
                         if len(batches) > 1:
                             out.print(f"  stored: {part.stats['validated_pairs']} validated pair(s), "
                                       f"{stored['new_candidates']} new candidate(s)")
-                result = combine_results(results, problems)
+                result = combine_results(results, [p for b in batches[:len(results)] for p in b])
                 reasons: dict[str, int] = {}
                 for row in result.rejections:
                     reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
                 summary = scope.summary = dict(result.stats, run_id=run.run_id, **new, unsolved=dict(sorted(reasons.items())),
-                                               skipped_distilled=skipped)
+                                               skipped_distilled=skipped, problems_left=left)
         except (TeacherError, JudgeError) as exc:  # recorded on the run (failed), then said plainly
             what = "the teacher" if isinstance(exc, TeacherError) else "the judge (validation.*)"
             kept = f"the {len(results)} finished batch(es) were stored" if results else "nothing was stored"
@@ -127,6 +140,39 @@ def distill_cmd(
         emit_json(summary)
         return
     out.print(summary_table(summary))
+
+
+class BatchBudget:
+    """`distill.time_budget_s`: whether another batch fits, judged from the batches so far (a
+    batch is estimated to take as long as the longest one yet). 0 seconds: no limit."""
+
+    def __init__(self, seconds: float):
+        self.seconds = float(seconds or 0)
+        self._start = time.monotonic()
+        self._batch_start: float | None = None
+        self._durations: list[float] = []
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._start
+
+    def estimate(self) -> float:
+        return max(self._durations, default=0.0)
+
+    def may_start(self) -> bool:
+        """Start the next batch? Always the first; later ones only when they should end in time."""
+        return not self.seconds or not self._durations or self.elapsed() + self.estimate() <= self.seconds
+
+    def may_prefetch(self, index: int) -> bool:
+        """Write batch `index` in the background now? It is judged after the batch being judged,
+        so it must fit after that one too."""
+        return not self.seconds or not self._durations or self.elapsed() + 2 * self.estimate() <= self.seconds
+
+    def batch_started(self) -> None:
+        self._batch_start = time.monotonic()
+
+    def batch_finished(self) -> None:
+        if self._batch_start is not None:
+            self._durations.append(time.monotonic() - self._batch_start)
 
 
 def summary_table(s: dict[str, Any]) -> Table:
