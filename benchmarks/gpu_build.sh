@@ -32,6 +32,11 @@ GPU_SETS=(--set distill.inductor_jobs=24 --set distill.inductor_max_mm_configs=4
 # only: torch.compile of every reference per judge worker is what made judging slow (RESULTS.md).
 BUILD_SETS=(--set validation.trials=3 --set validation.time_compile=false --set validation.timing_runs=20
             --set validation.timing_input_sets=1 --set distill.batch_problems=8
+            --set distill.prefetch=${PREFETCH:-false} --set distill.inductor_jobs=${CAPTURE_JOBS:-12})
+# Capture jobs beside the judge: on 16 cores, 24 captures of the next batch slowed judging to ~14 s
+# a candidate (2026-12-01); 12 captures and no prefetch judged at 3-7 s (RESULTS.md). Measure
+# PREFETCH=true CAPTURE_JOBS=8 against that before making it the default here.
+BUILD_SETS+=(
             --set environments.offline=true --set "environments.find_links=[\"$WORK/env-whl\"]"
             --set environments.cache_dir=$WORK/envs)
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
