@@ -223,7 +223,9 @@ def test_cli_distill_writes_candidates_and_verdicts_with_lineage(tmp_path):
     with Warehouse(db, read_only=True) as wh:
         [rejection] = wh.rejections(stage="distill")
         assert rejection["subject"] == sigmoid.key and rejection["reason"] == "replay_miss"
-    again = json.loads(CliRunner().invoke(app, args).stdout)
+    # Both problems were run through this teacher (one solved, one a replay miss): nothing left.
+    assert json.loads(CliRunner().invoke(app, args).stdout) == {"problems": 0, "skipped_distilled": 2}
+    again = json.loads(CliRunner().invoke(app, [*args, "--redo"]).stdout)
     assert again["new_candidates"] == 0 and again["validated_pairs"] == 1  # re-judged, nothing duplicated
 
 
