@@ -16,6 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from autotriton.harvesting.argument_guesses import _guess_value, module_usage
+from autotriton.harvesting.constraints import constructor_constraints, satisfy
+from autotriton.harvesting.signatures import _Param, _classes, _method, _params
+
 # Layer constructors whose first argument is the feature/channel size of their input.
 _FEATURE_LAYERS: dict[str, int | None] = {
     "Linear": None, "Bilinear": None, "LazyLinear": None,
@@ -58,49 +62,6 @@ class SynthesisError(Exception):
         self.detail = detail
 
 
-@dataclass
-class _Param:
-    name: str
-    annotation: str
-    default: str | None  # source of the default, None when required
-    kind: str  # "pos", "kwonly", "vararg", "kwarg"
-
-
-def _params(fn: ast.FunctionDef) -> list[_Param]:
-    out: list[_Param] = []
-    args = fn.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    for a, d in zip(positional, defaults):
-        out.append(_Param(a.arg, ast.unparse(a.annotation) if a.annotation else "", ast.unparse(d) if d is not None else None, "pos"))
-    for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        out.append(_Param(a.arg, ast.unparse(a.annotation) if a.annotation else "", ast.unparse(d) if d is not None else None, "kwonly"))
-    if args.vararg:
-        out.append(_Param(args.vararg.arg, "", None, "vararg"))
-    if args.kwarg:
-        out.append(_Param(args.kwarg.arg, "", None, "kwarg"))
-    return [p for p in out if p.name not in ("self", "cls")] if out else out
-
-
-def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
-    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-
-
-def _method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
-    cls = classes.get(name)
-    if cls is None or depth > 10:
-        return None
-    for node in cls.body:
-        if isinstance(node, ast.FunctionDef) and node.name == method:
-            return node
-    for base in cls.bases:
-        if isinstance(base, ast.Name):
-            found = _method(classes, base.id, method, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
 def _has_torch_base(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> bool:
     """True when some base (through local classes) is a torch class other than plain Module."""
     cls = classes.get(name)
@@ -115,88 +76,6 @@ def _has_torch_base(classes: dict[str, ast.ClassDef], name: str, depth: int = 0)
             if not dotted.endswith("Module") and dotted.split(".")[-1][:1].isupper():
                 return True
     return False
-
-
-# ---------------------------------------------------------------------------------------------
-# Guessing constructor arguments by name and type hint.
-
-_SIZE_WORDS = ("dim", "size", "channel", "chans", "feature", "hidden", "embed", "width", "n_embd", "d_model",
-               "planes", "units", "ch", "c_in", "c_out", "inp", "oup", "filters", "neurons", "nf", "ngf", "ndf")
-
-
-# Guesses from the argument's name alone, as (name pattern, value): the first match wins. Tables
-# in the order _guess_value consults them, between the guesses that also read the type hint.
-_REGULARISER_RULES: tuple[tuple[str, Any], ...] = (
-    (r"(drop|dropout|^p$|_p$|prob)", 0.0),
-    (r"(eps|epsilon)$", 1e-5),
-    (r"momentum", 0.1),
-)
-_LAYER_RULES: tuple[tuple[str, Any], ...] = (
-    (r"(group)", 4),
-    (r"(kernel|ksize|^k$|kernel_size)", 3),
-    (r"(stride)", 1),
-    (r"(padding|^pad$)", 1),
-    (r"(dilation)", 1),
-    (r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", 2),
-    (r"(num_classes|n_classes|classes$|num_labels|n_out|num_outputs)", 10),
-    (r"(vocab|num_embeddings|n_tokens|num_tokens|n_vocab|ntoken|num_codes|codebook)", 100),
-    (r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", 64),
-)
-_SPATIAL_RULES: tuple[tuple[str, Any], ...] = (
-    (r"(feat_size|grid_size|feature_size|spatial_size)", 8),
-    (r"(img_size|image_size|input_size|resolution|img_res)", 32),
-    (r"(patch)", 4),
-    (r"(window)", 4),
-)
-
-
-def _by_name(name: str, rules: tuple[tuple[str, Any], ...]) -> tuple[str, Any] | None:
-    """(python source, JSON value) of the first rule whose pattern `name` matches."""
-    for pattern, value in rules:
-        if re.search(pattern, name):
-            return repr(value), value
-    return None
-
-
-def _guess_value(name: str, annotation: str, D: int) -> tuple[str, Any] | None:
-    """(python source, JSON value) for a constructor argument, or None when there is no guess."""
-    n = name.lower()
-    ann = annotation.replace("typing.", "").replace(" ", "")
-    if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
-        return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False
-    found = _by_name(n, _REGULARISER_RULES)
-    if found:
-        return found
-    if re.search(r"(heads?|n_head|nhead|num_head)", n):
-        return ("2" if "kv" in n else "4"), (2 if "kv" in n else 4)
-    found = _by_name(n, _LAYER_RULES)
-    if found:
-        return found
-    if ("Tuple" in ann or "tuple" in ann) and re.search(r"(size|window|shape|resolution|grid)", n):
-        small = 4 if "window" in n or "patch" in n else 8
-        return f"({small}, {small})", [small, small]
-    found = _by_name(n, _SPATIAL_RULES)
-    if found:
-        return found
-    if re.search(r"(ratio|expansion|expand|mult|factor|scale)", n):
-        return ("2.0", 2.0) if "float" in ann or "ratio" in n else ("2", 2)
-    if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
-        return "1.0", 1.0
-    if re.search(r"(act|activation)", n) and "float" not in ann and "int" not in ann:
-        return "torch.nn.ReLU", "torch.nn.ReLU"
-    if re.search(r"(norm_layer|norm$)", n):
-        return "torch.nn.LayerNorm", "torch.nn.LayerNorm"
-    if ann.startswith(("List[int]", "list[int]", "Tuple[int", "tuple[int", "Sequence[int]")) or re.search(r"(dims|sizes|channels_list|widths|hidden_sizes|features_list)$", n):
-        return f"[{D}, {D}]", [D, D]
-    if ann in ("float", "Optional[float]"):
-        return "1.0", 1.0
-    if ann == "str":
-        return None
-    if ann in ("int", "Optional[int]") or any(w in n for w in _SIZE_WORDS) or re.match(r"^(n|num|d|in|out)(_|$)", n):
-        return str(D), D
-    if ann == "" or "int" in ann:
-        return str(D), D
-    return None
 
 
 _TUPLE_NAMES = re.compile(r"(window|feat_size|grid_size|feature_size|img_size|image_size|input_size|resolution|patch_size)")
@@ -248,17 +127,20 @@ def _torch_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int =
 
 
 def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,
-                  tuples: bool = False) -> tuple[list[str], list[Any], dict[str, Any]] | None:
-    """Constructor arguments: required ones guessed; large size defaults shrunk when `shrink`."""
+                  tuples: bool = False, constraints: list[ast.expr] | None = None) -> tuple[list[str], list[Any], dict[str, Any]] | None:
+    """Constructor arguments: required ones guessed; large size defaults shrunk when `shrink`;
+    then integer values changed where `constraints` (constraints.py) would otherwise fail."""
     if init is None:
         return [], [], {}
     all_params = init if isinstance(init, list) else _params(init)
+    init_fn = init if isinstance(init, ast.FunctionDef) else None
     params = [p for p in all_params if p.kind == "pos"]
     if any(p.kind == "kwonly" and p.default is None for p in all_params):
         raise SynthesisError("keyword_only_init", "the constructor has required keyword-only arguments; get_init_inputs() passes positional ones")
     values: dict[str, Any] = {}
     codes: list[str] = []
     specs: list[Any] = []
+    guessed: list[str] = []  # parameters whose value is ours to choose (required, or shrunk)
     last_needed = -1
     for i, p in enumerate(params):
         guess = None
@@ -275,12 +157,13 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 specs.append({"kind": "namespace", "fields": {a: g[1] for a, g in fields}})
                 last_needed = i
                 continue
-            guess = _guess_value(p.name, p.annotation, D)
+            guess = _guess_value(p.name, p.annotation, D, module_usage(init_fn, p.name))
             if guess is None:
                 return None
             if tuples and isinstance(guess[1], int) and not isinstance(guess[1], bool) and _TUPLE_NAMES.search(p.name.lower()):
                 guess = (f"({guess[0]}, {guess[0]})", [guess[1], guess[1]])
             last_needed = i
+            guessed.append(p.name)
         else:
             try:
                 default_value = ast.literal_eval(p.default)
@@ -292,11 +175,22 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 if g is not None and isinstance(g[1], int) and g[1] < default_value:
                     guess = g
                     last_needed = i
+                    guessed.append(p.name)
             if guess is None:
                 guess = (p.default, default_value if default_value is not None else {"expr": p.default})
         values[p.name] = guess[1]
         codes.append(guess[0])
         specs.append({"name": p.name, "value": guess[1]} if not isinstance(guess[1], dict) else {"name": p.name, **guess[1]})
+    if constraints:
+        # Our own guesses are changed first, a default only when they cannot satisfy an assert.
+        free = guessed + [p.name for p in params if p.name not in guessed]
+        solved = satisfy(constraints, values, free)
+        for i, p in enumerate(params):
+            if i < len(codes) and solved.get(p.name) != values.get(p.name):
+                values[p.name] = solved[p.name]
+                codes[i] = repr(solved[p.name])
+                specs[i] = {"name": p.name, "value": solved[p.name]}
+                last_needed = max(last_needed, i)
     return codes[: last_needed + 1], specs[: last_needed + 1], values
 
 
@@ -439,6 +333,9 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     if forward is not None and not required and any(p.kind == "vararg" for p in fparams):
         required = [_Param("x", "", None, "pos")]
     calls = _layer_calls(list(classes.values()))
+    constraints: list[ast.expr] = []
+    if isinstance(init, ast.FunctionDef):
+        constraints = constructor_constraints(classes, "Model", [p.name for p in _params(init)], init, forward)
 
     attempts: list[Attempt] = []
     seen: set[str] = set()
@@ -448,7 +345,7 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     variant = 0
     for D in sizes:
         for shrink, tuples in ((True, False), (False, False), (True, True)):
-            init_guess = _init_attempt(classes, init, D, shrink, tuples)
+            init_guess = _init_attempt(classes, init, D, shrink, tuples, constraints)
             if init_guess is None:
                 continue
             init_code, init_spec, values = init_guess
