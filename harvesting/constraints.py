@@ -24,7 +24,7 @@ from autotriton.harvesting.signatures import _method, _params
 
 # Helper calls that return (a view of) their argument, e.g. `pair(image_size)`, `default(heads, 8)`,
 # `cast_tuple(dim)`: the size they carry is their first argument's.
-_PASS_THROUGH = re.compile(r"^(pair|to_2tuple|_pair|to_pair|ntuple|cast_tuple|tuple|default|to_tuple|_ntuple|as_tuple|int)$")
+_PASS_THROUGH = re.compile(r"(pair|tuple|default|ntuple)")
 # Divisibility helpers: `divisible_by(a, b)` means a % b == 0.
 _DIVISIBLE = re.compile(r"divisible|divides")
 
@@ -120,7 +120,7 @@ class _Substitute(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         name = _call_name(node)
-        if isinstance(node.func, ast.Name) and _PASS_THROUGH.match(name) and name != "int" and node.args:
+        if isinstance(node.func, ast.Name) and _PASS_THROUGH.search(name) and node.args:
             return self.visit(node.args[0])
         return self.generic_visit(node)
 
@@ -181,7 +181,9 @@ def _split_and(cond: ast.expr) -> list[ast.expr]:
 
 
 def _names(node: ast.expr) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    """Names a condition reads, not counting the functions it calls (`divisible_by`, `min`)."""
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in called}
 
 
 def constructor_constraints(classes: dict[str, ast.ClassDef], class_name: str, params: list[str],
@@ -214,10 +216,7 @@ def constructor_constraints(classes: dict[str, ast.ClassDef], class_name: str, p
         for _, cond in _conditions(forward, fenv):
             found.extend(_split_and(_substitute(cond, fenv)))
     allowed = set(params)
-    return [c for c in found if _names(c) and _names(c) <= allowed | _HELPER_NAMES]
-
-
-_HELPER_NAMES = {"int", "min", "max", "abs"}
+    return [c for c in found if _names(c) and _names(c) <= allowed]
 
 
 def _callee_constraints(classes: dict[str, ast.ClassDef], callee: str, call: ast.Call, env: dict[str, ast.expr], depth: int) -> list[ast.expr]:

@@ -1,0 +1,155 @@
+"""Constructor guesses that real code asks for: values that satisfy its asserts, and modules where
+a wrapper takes a module. Each module below is written here, in the style of common PyTorch code."""
+
+from __future__ import annotations
+
+import ast
+
+from autotriton.harvesting import HarvestConfig, harvest_local
+from autotriton.harvesting.constraints import constructor_constraints, holds, satisfy
+from autotriton.harvesting.signatures import _classes, _method, _params
+from autotriton.harvesting.synthesis import synthesize
+
+HEADER = "# SPDX-License-Identifier: MIT\nimport torch\nimport torch.nn as nn\n\n"
+
+# A patch-embedding image transformer: the patch size must divide the image, the heads the width
+# (asserted in a sub-layer), and forward checks the image it gets.
+PATCH_TRANSFORMER = '''
+def as_pair(v):
+    return v if isinstance(v, tuple) else (v, v)
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, heads=6):
+        super().__init__()
+        assert dim % heads == 0, "dim must be divisible by heads"
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        attn = (q @ k.transpose(-1, -2)).softmax(dim=-1)
+        return self.out((attn @ v).transpose(1, 2).reshape(b, n, -1))
+
+
+class PatchTransformer(nn.Module):
+    def __init__(self, image_size, patch_size, dim, heads=6, channels=3):
+        super().__init__()
+        image_h, image_w = as_pair(image_size)
+        patch_h, patch_w = as_pair(patch_size)
+        assert image_h % patch_h == 0 and image_w % patch_w == 0, "image must be divisible by the patch size"
+        self.patch_size = patch_h
+        self.image_size = image_h
+        self.embed = nn.Conv2d(channels, dim, kernel_size=patch_h, stride=patch_h)
+        self.attn = SelfAttention(dim, heads=heads)
+
+    def forward(self, img):
+        assert img.shape[-1] == self.image_size
+        x = self.embed(img).flatten(2).transpose(1, 2)
+        return self.attn(x).mean(dim=1)
+'''
+
+
+def _tree_constraints(source: str, name: str) -> tuple[list[ast.expr], list[str]]:
+    classes = _classes(ast.parse(source))
+    init = _method(classes, name, "__init__")
+    params = [p.name for p in _params(init)]
+    return constructor_constraints(classes, name, params, init, _method(classes, name, "forward")), params
+
+
+def test_asserts_are_read_in_terms_of_the_constructor_parameters_through_aliases_and_sub_layers():
+    constraints, _ = _tree_constraints(PATCH_TRANSFORMER, "PatchTransformer")
+    text = sorted(ast.unparse(c) for c in constraints)
+    # the image/patch assert through `as_pair` unpacking, and SelfAttention's own assert with its
+    # `dim`/`heads` bound to what PatchTransformer passes
+    assert "image_size % patch_size == 0" in text and "dim % heads == 0" in text
+    assert holds(next(c for c in constraints if ast.unparse(c) == "dim % heads == 0"), {"dim": 32, "heads": 8})
+    assert not holds(next(c for c in constraints if ast.unparse(c) == "dim % heads == 0"), {"dim": 32, "heads": 6})
+
+
+def test_satisfy_changes_as_few_values_as_it_can_and_ours_before_defaults():
+    cond = [ast.parse("dim % heads == 0", mode="eval").body, ast.parse("image % patch == 0", mode="eval").body]
+    values = {"dim": 32, "heads": 6, "image": 32, "patch": 4}
+    assert satisfy(cond, values, ["dim", "heads", "image", "patch"])["heads"] in (2, 4, 8, 16, 32)
+    # no dim we would try is divisible by 6: heads, the second choice, changes instead
+    assert satisfy(cond, values, ["dim", "heads"])["dim"] == 32
+    # `if dim % groups: raise` and divisibility helpers read the same way
+    src = ("class M(nn.Module):\n    def __init__(self, dim, groups=3):\n        super().__init__()\n"
+           "        if dim % groups != 0:\n            raise ValueError('groups must divide dim')\n"
+           "        assert divisible_by(dim, 4)\n")
+    constraints, params = _tree_constraints(src, "M")
+    solved = satisfy(constraints, {"dim": 32, "groups": 3}, params)
+    assert solved["dim"] % solved["groups"] == 0 and solved["dim"] % 4 == 0
+
+
+def test_synthesis_guesses_satisfy_the_asserts():
+    source = HEADER + PATCH_TRANSFORMER.replace("class PatchTransformer", "class Model")
+    for attempt in synthesize(source):
+        image, patch, dim, *rest = [ast.literal_eval(c) for c in attempt.init_code]
+        heads = rest[0] if rest else 6
+        if isinstance(image, tuple):
+            image, patch = image[0], patch[0]
+        assert image % patch == 0 and dim % heads == 0, attempt.init_code
+
+
+def test_a_patch_transformer_with_divisibility_asserts_becomes_runnable(tmp_path):
+    (tmp_path / "vit.py").write_text(HEADER + PATCH_TRANSFORMER)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert status["PatchTransformer"][:2] == ("runnable", None), status
+    assert status["SelfAttention"][:2] == ("runnable", None), status
+
+
+WRAPPERS = '''
+from typing import Callable
+
+
+class PreNorm(nn.Module):
+    def __init__(self, dim, fn):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fn = fn
+
+    def forward(self, x, **kwargs):
+        return self.fn(self.norm(x), **kwargs)
+
+
+class Residual(nn.Module):
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x) + x
+
+
+class Stage(nn.Module):
+    def __init__(self, dim, depth, block_fn: Callable, norm_layer=None):
+        super().__init__()
+        self.blocks = nn.ModuleList([block_fn(dim) for _ in range(depth)])
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return torch.tanh(self.proj(x))
+'''
+
+
+def test_module_parameters_are_guessed_as_modules_or_layer_classes():
+    source = HEADER + WRAPPERS
+    prenorm = synthesize(source.replace("class PreNorm", "class Model"))[0]
+    assert prenorm.init_code == ["32", "torch.nn.Identity()"]
+    assert synthesize(source.replace("class Residual", "class Model"))[0].init_code == ["torch.nn.Identity()"]
+    # called in __init__ (`block_fn(dim)`): the class, which takes any constructor arguments
+    assert synthesize(source.replace("class Stage", "class Model"))[0].init_code[2] == "torch.nn.Identity"
+
+
+def test_wrappers_taking_a_module_become_runnable(tmp_path):
+    (tmp_path / "wrappers.py").write_text(HEADER + WRAPPERS)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert all(s[:2] == ("runnable", None) for s in status.values()), status
+    assert len(status) == 3
