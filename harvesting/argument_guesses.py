@@ -59,14 +59,28 @@ _MODULE_NAME = re.compile(
     r"|^(module|block|layer)_(cls|class|type|fn|factory)$")
 
 
+# Names of parameters that hold a class to build, not a built module, when passed on.
+_CLASS_NAME = re.compile(r"(_layer|_cls|_klass|_class|_type|_factory|_builder|^act|activation)$")
+
+
 def module_usage(init: ast.FunctionDef | None, name: str) -> str:
-    """"called" when __init__ calls the parameter (a class or factory: `norm_layer(dim)`),
-    "held" otherwise (an instance or function kept and applied later: `self.fn = fn`)."""
+    """How __init__ uses a parameter: "called" (a class or factory: `norm_layer(dim)`), "passed"
+    (handed to another constructor: `Block(act_layer=act_layer)`), or "held" (kept and applied
+    later: `self.fn = fn`)."""
+    usage = "held"
     if init is not None:
         for node in ast.walk(init):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
-                return "called"
-    return "held"
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id == name:
+                    return "called"
+                args = [*node.args, *(kw.value for kw in node.keywords)]
+                if any(isinstance(a, ast.Name) and a.id == name for a in args):
+                    usage = "passed"
+    return usage
+
+
+def _builds_class(n: str, usage: str) -> bool:
+    return usage == "called" or (usage == "passed" and bool(_CLASS_NAME.search(n)))
 
 
 def _module_guess(n: str, ann: str, usage: str) -> tuple[str, Any] | None:
@@ -76,7 +90,7 @@ def _module_guess(n: str, ann: str, usage: str) -> tuple[str, Any] | None:
         return None
     if "int" in ann.lower() or "float" in ann.lower() or ann in ("str", "bool"):
         return None
-    code = "torch.nn.Identity" if usage == "called" else "torch.nn.Identity()"
+    code = "torch.nn.Identity" if _builds_class(n, usage) else "torch.nn.Identity()"
     return code, code
 
 
@@ -106,7 +120,11 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
         return "1.0", 1.0
     if re.search(r"(act|activation)", n) and "float" not in ann and "int" not in ann:
-        return "torch.nn.ReLU", "torch.nn.ReLU"
+        # an activation kept and applied in forward (`self.act(x)`) must be built already
+        code = "torch.nn.ReLU" if _builds_class("act", usage) else "torch.nn.ReLU()"
+        return code, code
+    if re.search(r"(^|_)(ind|idx|index)$", n):
+        return "0", 0  # a position in a list of layers or outputs: the first always exists
     if re.search(r"(norm_layer|norm$)", n):
         return "torch.nn.LayerNorm", "torch.nn.LayerNorm"
     found = _module_guess(n, ann, usage)

@@ -14,6 +14,8 @@ from autotriton.harvesting.synthesis import Attempt
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
 _CHANNELS = re.compile(r"expected input\[[\d, ]+\] to have (\d+) channels, but got (\d+) channels")
 _NORMALIZED = re.compile(r"expected input with shape \[\*, ([\d, ]+)\], but got input of size\s*\[([\d, ]+)\]")
+# nn.RNN/GRU/LSTM: "input.size(-1) must be equal to input_size. Expected 32, got 8"
+_RNN_INPUT = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (\d+), got (\d+)")
 _RANK = re.compile(r"[Ee]xpected (\d)D (?:\(unbatched\) or (\d)D \(batched\) )?input(?: to conv\dd)?(?:,| \(got)")
 
 
@@ -44,6 +46,10 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     m = _MATMUL.search(detail)
     if m:
         got, want = int(m.group(2)), int(m.group(3))
+        return reshape(lambda s: s[:-1] + [want] if s and s[-1] == got else None)
+    m = _RNN_INPUT.search(detail)
+    if m:
+        want, got = int(m.group(1)), int(m.group(2))
         return reshape(lambda s: s[:-1] + [want] if s and s[-1] == got else None)
     m = _CHANNELS.search(detail)
     if m:

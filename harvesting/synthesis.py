@@ -380,6 +380,31 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     return attempts[:max_attempts]
 
 
+# Calls whose plain arguments are sizes or counts (`torch.arange(n)`, `range(n)`, `x.new_ones(n, n)`).
+_SIZE_CALLS = {"arange", "range", "zeros", "ones", "empty", "full", "rand", "randn", "linspace", "eye",
+               "tril_indices", "triu_indices", "new_zeros", "new_ones", "new_empty", "new_full"}
+
+
+def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
+    """Whether forward passes `param` itself (or arithmetic on it) as a size to a factory or range."""
+    def plain(node: ast.expr) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id == param
+        if isinstance(node, ast.BinOp):
+            return plain(node.left) or plain(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return plain(node.operand)
+        return False
+
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in _SIZE_CALLS and any(plain(a) for a in node.args):
+                return True
+    return False
+
+
 def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int, spatial: int) -> list[tuple[str, dict[str, Any]]]:
     name = p.name.lower()
     ann = p.annotation
@@ -389,6 +414,9 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
         return [("1.0", {"kind": "float", "value": 1.0})]
     if ann in ("bool",):
         return [("True", {"kind": "bool", "value": True})]
+    if forward is not None and _used_as_size(forward, p.name):
+        # `arange(j - i, j)`, `torch.ones(n, n)`: a length, as positional biases take (i, j)
+        return [("8", {"kind": "int", "value": 8})]
     layer = _first_layer(forward, p.name, calls) if forward is not None else None
     options: list[tuple[int, int, str]] = []  # (rank, feature, layout)
     F = D

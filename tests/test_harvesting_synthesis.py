@@ -153,3 +153,52 @@ def test_wrappers_taking_a_module_become_runnable(tmp_path):
     status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
     assert all(s[:2] == ("runnable", None) for s in status.values()), status
     assert len(status) == 3
+
+
+LENGTHS_AND_ACTIVATIONS = '''
+class PositionBias(nn.Module):
+    def __init__(self, heads):
+        super().__init__()
+        self.slopes = nn.Parameter(torch.linspace(0.1, 1.0, heads))
+
+    def forward(self, i, j):
+        rel = torch.arange(j - i, j)[:, None] - torch.arange(j)[None, :]
+        return -rel.abs().float() * self.slopes[:, None, None]
+
+
+class GatedUnit(nn.Module):
+    def __init__(self, dim_in, dim_out, activation):
+        super().__init__()
+        self.proj = nn.Linear(dim_in, dim_out * 2)
+        self.act = activation
+
+    def forward(self, x):
+        x, gate = self.proj(x).chunk(2, dim=-1)
+        return x * self.act(gate)
+
+
+class PickLayer(nn.Module):
+    def __init__(self, dim, layer_index):
+        super().__init__()
+        self.layer_index = layer_index
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, hiddens):
+        return self.proj(hiddens[self.layer_index])
+'''
+
+
+def test_lengths_activations_and_indices_get_fitting_guesses():
+    source = HEADER + LENGTHS_AND_ACTIVATIONS
+    bias = synthesize(source.replace("class PositionBias", "class Model"))[0]
+    assert bias.input_code == ["8", "8"]  # forward(i, j) feeds torch.arange: lengths, not tensors
+    gated = synthesize(source.replace("class GatedUnit", "class Model"))[0]
+    assert gated.init_code[-1] == "torch.nn.ReLU()"  # applied in forward: built, not the class
+    assert synthesize(source.replace("class PickLayer", "class Model"))[0].init_code == ["32", "0"]
+
+
+def test_lengths_activations_and_indices_become_runnable(tmp_path):
+    (tmp_path / "misc.py").write_text(HEADER + LENGTHS_AND_ACTIVATIONS)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert len(status) == 3 and all(s[:2] == ("runnable", None) for s in status.values()), status
