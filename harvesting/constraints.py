@@ -280,16 +280,116 @@ def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]
         return values
     involved = set().union(*(_names(c) for c in decidable)) if decidable else set()
     variables = [p for p in free if p in involved and isinstance(values.get(p), int) and not isinstance(values.get(p), bool)][:8]
+    budget = 3_000  # trials: a few constraints over a few parameters need far fewer
     for k in range(1, min(3, len(variables)) + 1):
         for chosen in itertools.combinations(variables, k):
             options = [_nearest_first(values[p]) for p in chosen]
             for combo in itertools.product(*options):
+                budget -= 1
+                if budget < 0:
+                    return best
                 trial = {**values, **dict(zip(chosen, combo))}
                 s = score(trial)
                 if s > best_score:
                     best, best_score = trial, s
                     if s == len(decidable):
                         return best
-        if best_score > score(values):
-            return best
     return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions on the inputs' shapes: `assert hiddens.shape[0] == self.num_layers`,
+# `b, c, h, w = img.shape; assert h % self.patch_size == 0`.
+
+
+def _shape_symbol(param: str, k: int) -> str:
+    return f"__shape_{param}_{k}" if k >= 0 else f"__shape_{param}_m{-k}"
+
+
+class _ShapeSymbols(ast.NodeTransformer):
+    """`x.shape[k]` and `x.size(k)` of a forward input become one symbol per dimension."""
+
+    def __init__(self, inputs: set[str]):
+        self.inputs = inputs
+
+    def _dim(self, node: ast.expr, index: ast.expr) -> ast.expr | None:
+        if isinstance(node, ast.Name) and node.id in self.inputs:
+            k = index.value if isinstance(index, ast.Constant) else -index.operand.value if (
+                isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) and isinstance(index.operand, ast.Constant)) else None
+            if isinstance(k, int) and not isinstance(k, bool):
+                return ast.Name(_shape_symbol(node.id, k))
+        return None
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            found = self._dim(node.value.value, node.slice)
+            if found is not None:
+                return found
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "size" and len(node.args) == 1 and not node.keywords:
+            found = self._dim(node.func.value, node.args[0])
+            if found is not None:
+                return found
+        return self.generic_visit(node)
+
+
+def input_constraints(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | None, forward: ast.FunctionDef | None,
+                      params: list[str], inputs: list[str]) -> list[ast.expr]:
+    """Conditions of forward's asserts over the constructor `params` and the inputs' dimensions
+    (symbols named by _shape_symbol), e.g. `__shape_img_2 % patch_size == 0`."""
+    if forward is None:
+        return []
+    env: dict[str, ast.expr] = {}
+    if init is not None:
+        for _ in _conditions(init, env):
+            pass
+    env = {k: v for k, v in env.items() if k.startswith("self.")}
+    symbols = _ShapeSymbols(set(inputs))
+    for stmt in _in_order(forward.body):  # `b, c, h, w = img.shape` names each dimension
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple):
+            value = stmt.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" and not value.args:
+                value = value.func.value
+            elif isinstance(value, ast.Attribute) and value.attr == "shape":
+                value = value.value
+            else:
+                continue
+            elts = stmt.targets[0].elts
+            if isinstance(value, ast.Name) and value.id in inputs and not any(isinstance(e, ast.Starred) for e in elts):
+                for k, e in enumerate(elts):
+                    if isinstance(e, ast.Name):
+                        env.setdefault(e.id, ast.Name(_shape_symbol(value.id, k)))
+    found: list[ast.expr] = []
+    for stmt in _in_order(forward.body):
+        cond = stmt.test if isinstance(stmt, ast.Assert) else ast.UnaryOp(ast.Not(), stmt.test) if (
+            isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[0], ast.Raise)) else None
+        if cond is not None:
+            found.extend(_split_and(_substitute(symbols.visit(copy.deepcopy(cond)), env)))
+    allowed = set(params)
+    return [c for c in found if any(n.startswith("__shape_") for n in _names(c))
+            and all(n in allowed or n.startswith("__shape_") for n in _names(c))]
+
+
+def fit_shape(constraints: list[ast.expr], values: dict[str, Any], param: str, shape: list[int]) -> list[int]:
+    """`shape` (of input `param`) with dimensions changed so the decidable `constraints` hold."""
+    def with_shape(dims: list[int]) -> dict[str, Any]:
+        out = dict(values)
+        for k, d in enumerate(dims):
+            out[_shape_symbol(param, k)] = d
+            out[_shape_symbol(param, k - len(dims))] = d
+        return out
+
+    prefix = f"__shape_{param}_"
+    mine = [c for c in constraints if all(not n.startswith("__shape_") or n.startswith(prefix) for n in _names(c))]
+    if not mine:
+        return shape
+    names = {_shape_symbol(param, k): k for k in range(len(shape))} | {_shape_symbol(param, k - len(shape)): k for k in range(len(shape))}
+    free = sorted({names[n] for c in mine for n in _names(c) if n in names})
+    values_now = with_shape(shape)
+    dims = {f"__dim{k}": shape[k] for k in free}
+    # each named dimension of the input becomes a free variable for `satisfy`
+    renamed = [_substitute(c, {s: ast.Name(f"__dim{k}") for s, k in names.items()}) for c in mine]
+    solved = satisfy(renamed, {**values_now, **dims}, list(dims))
+    return [solved.get(f"__dim{k}", d) for k, d in enumerate(shape)]

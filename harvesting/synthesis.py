@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotriton.harvesting.argument_guesses import _guess_value, module_usage
-from autotriton.harvesting.constraints import constructor_constraints, satisfy
+from autotriton.harvesting.constraints import constructor_constraints, fit_shape, input_constraints, satisfy
 from autotriton.harvesting.signatures import _Param, _classes, _method, _params
 
 # Layer constructors whose first argument is the feature/channel size of their input.
@@ -282,7 +282,8 @@ def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == param:
             if node.func.attr == "size" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int):
                 k = node.args[0].value
-                hints.append(k + 1 if k >= 0 else -k)
+                if k not in (0, -1):  # every tensor has a first and a last dimension: no rank told
+                    hints.append(k + 1 if k >= 0 else -k)
             if node.func.attr in ("permute",) and node.args:
                 if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)):
                     hints.append(len(node.args[0].elts))
@@ -290,12 +291,23 @@ def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
                     hints.append(len(node.args))
         if isinstance(node, ast.Subscript) and ast.unparse(node.value) == f"{param}.shape" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
             k = node.slice.value
-            hints.append(k + 1 if k >= 0 else -k)
+            if k not in (0, -1):
+                hints.append(k + 1 if k >= 0 else -k)
     doc = ast.get_docstring(forward) or ""
     m = re.search(rf"{re.escape(param)}\b[^\n]*?[\(\[]((?:\s*[\w\*]+\s*,)+\s*[\w\*]+\s*)[\)\]]", doc)
     if m:
         hints.insert(0, len(m.group(1).split(",")))
     return hints
+
+
+def _unpacked_rank(forward: ast.FunctionDef, param: str) -> int | None:
+    """The rank `a, b, c = x.shape` (no starred target) demands of input `param`, or None."""
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+            if ast.unparse(node.value) in (f"{param}.shape", f"{param}.size()") and not any(
+                    isinstance(e, ast.Starred) for e in node.targets[0].elts):
+                return len(node.targets[0].elts)
+    return None
 
 
 def _tensor_specs(rank: int, F: int, layout: str, spatial: int) -> list[int]:
@@ -336,6 +348,10 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     constraints: list[ast.expr] = []
     if isinstance(init, ast.FunctionDef):
         constraints = constructor_constraints(classes, "Model", [p.name for p in _params(init)], init, forward)
+    shape_constraints = input_constraints(classes, init if isinstance(init, ast.FunctionDef) else None, forward,
+                                          [p.name for p in init] if isinstance(init, list) else
+                                          [p.name for p in _params(init)] if init is not None else [],
+                                          [p.name for p in required])
 
     attempts: list[Attempt] = []
     seen: set[str] = set()
@@ -359,7 +375,10 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
                         break
             per_input: list[list[tuple[str, dict[str, Any]]]] = []
             for p in required:
-                per_input.append(_input_options(p, forward, calls, values, D, spatial))
+                options = _input_options(p, forward, calls, values, D, spatial)
+                if shape_constraints:
+                    options = [_fitted(code, spec, p.name, shape_constraints, values) for code, spec in options]
+                per_input.append(options)
             n_options = max((len(o) for o in per_input), default=1)
             for k in range(n_options):
                 codes, specs = [], []
@@ -378,6 +397,19 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     if not attempts:
         raise SynthesisError("no_guess", "no constructor argument could be guessed (untyped, unrecognised names)")
     return attempts[:max_attempts]
+
+
+def _fitted(code: str, spec: dict[str, Any], name: str, constraints: list[ast.expr], values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The input option with its dimensions changed as forward's asserts on its shape ask."""
+    if spec.get("kind") != "tensor":
+        return code, spec
+    shape = fit_shape(constraints, values, name, list(spec["shape"]))
+    if shape == spec["shape"] or not all(0 < d <= 4096 for d in shape):
+        return code, spec
+    dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+    if spec.get("dtype") == "int64":
+        return f"torch.randint(0, {spec.get('high', 10)}, ({dims}))", {**spec, "shape": shape}
+    return f"{code.split('(', 1)[0]}({dims})", {**spec, "shape": shape}
 
 
 # Calls whose plain arguments are sizes or counts (`torch.arange(n)`, `range(n)`, `x.new_ones(n, n)`).
@@ -453,6 +485,10 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
             if r == 3:
                 options.append((3, F, "channels_first"))
     options += [(4, F, "channels_first"), (3, F, "channels_last"), (2, F, "channels_last"), (3, F, "channels_first"), (4, F, "channels_last")]
+    exact = _unpacked_rank(forward, p.name) if forward is not None else None
+    if exact is not None and any(r == exact for r, _, _ in options):
+        # `b, c, h, w = x.shape` fails for any other rank: keep only the layouts of this one
+        options = [o for o in options if o[0] == exact]
     out: list[tuple[str, dict[str, Any]]] = []
     seen: set[str] = set()
     for rank, feat, layout in options:

@@ -202,3 +202,35 @@ def test_lengths_activations_and_indices_become_runnable(tmp_path):
     result = harvest_local(tmp_path, HarvestConfig(incremental=False))
     status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
     assert len(status) == 3 and all(s[:2] == ("runnable", None) for s in status.values()), status
+
+
+STACKED_HIDDENS = '''
+class LayerMixer(nn.Module):
+    def __init__(self, dim, num_layers, pool=3):
+        super().__init__()
+        self.num_layers = num_layers + 1  # the embedding output counts as a layer
+        self.pool = pool
+        self.weights = nn.Parameter(torch.ones(num_layers + 1))
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, hiddens, image):
+        assert hiddens.shape[0] == self.num_layers, "hiddens must be stacked layers first"
+        b, c, h, w = image.shape
+        assert h % self.pool == 0 and image.size(-1) % self.pool == 0, "image must be divisible by the pool"
+        mixed = (hiddens * self.weights.softmax(0)[:, None, None]).sum(0)
+        pooled = nn.functional.avg_pool2d(image, self.pool)
+        return self.proj(mixed) + pooled.mean()
+'''
+
+
+def test_forward_asserts_on_input_shapes_choose_the_input_sizes():
+    attempt = synthesize(HEADER + STACKED_HIDDENS.replace("class LayerMixer", "class Model"))[0]
+    hiddens, image = (spec["shape"] for spec in attempt.input_spec)
+    assert hiddens[0] == 3 and image[2] % 3 == 0 and image[3] % 3 == 0, attempt.input_code
+
+
+def test_a_module_asserting_its_input_shapes_becomes_runnable(tmp_path):
+    (tmp_path / "mixer.py").write_text(HEADER + STACKED_HIDDENS)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (p,) = result.problems
+    assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
