@@ -243,16 +243,42 @@ def _callee_constraints(classes: dict[str, ast.ClassDef], callee: str, call: ast
     return [_substitute(c, bound) for c in inner]
 
 
+def declared_forms(init: ast.FunctionDef | None) -> dict[str, tuple[str, Any]]:
+    """What __init__'s asserts say a parameter must be, beyond a number:
+    `assert isinstance(depth, tuple)` / `assert len(dims) == 3` -> ("tuple", length or None);
+    `assert attn_type in {'short', 'long'}` -> ("choice", 'short')."""
+    forms: dict[str, tuple[str, Any]] = {}
+    if init is None:
+        return forms
+    for stmt in _in_order(init.body):
+        if not isinstance(stmt, ast.Assert):
+            continue
+        for cond in _split_and(stmt.test):
+            if isinstance(cond, ast.Call) and _call_name(cond) == "isinstance" and len(cond.args) == 2 and isinstance(cond.args[0], ast.Name):
+                kinds = cond.args[1].elts if isinstance(cond.args[1], ast.Tuple) else [cond.args[1]]
+                if any(isinstance(k, ast.Name) and k.id in ("tuple", "list") for k in kinds):
+                    forms.setdefault(cond.args[0].id, ("tuple", None))
+            elif isinstance(cond, ast.Compare) and len(cond.ops) == 1:
+                left, op, right = cond.left, cond.ops[0], cond.comparators[0]
+                if (isinstance(op, ast.Eq) and isinstance(left, ast.Call) and _call_name(left) == "len" and len(left.args) == 1
+                        and isinstance(left.args[0], ast.Name) and isinstance(right, ast.Constant) and type(right.value) is int and 0 < right.value <= 8):
+                    forms[left.args[0].id] = ("tuple", right.value)
+                elif (isinstance(op, ast.In) and isinstance(left, ast.Name) and isinstance(right, (ast.Set, ast.List, ast.Tuple))
+                        and right.elts and all(isinstance(e, ast.Constant) for e in right.elts)):
+                    forms.setdefault(left.id, ("choice", right.elts[0].value))
+    return forms
+
+
 # ---------------------------------------------------------------------------------------------
 # Choosing values that satisfy them.
 
 _CANDIDATES = (32, 16, 64, 8, 4, 2, 1, 3, 5, 128)
 
 
-def _nearest_first(value: int) -> list[int]:
+def _nearest_first(value: int, extra: set[int] = frozenset()) -> list[int]:
     """Candidates other than `value`, nearest (by ratio) first: 6 heads become 8 or 4, not 128."""
     base = max(value, 1)
-    return sorted((c for c in _CANDIDATES if c != value), key=lambda c: (max(c, base) / min(c, base), -c))
+    return sorted((c for c in {*_CANDIDATES, *extra} if c != value), key=lambda c: (max(c, base) / min(c, base), -c))
 
 
 def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]) -> dict[str, Any]:
@@ -280,10 +306,14 @@ def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]
         return values
     involved = set().union(*(_names(c) for c in decidable)) if decidable else set()
     variables = [p for p in free if p in involved and isinstance(values.get(p), int) and not isinstance(values.get(p), bool)][:8]
+    # multiples of the numbers in play: a window of 7 needs a size of 7 or 14, not a power of two
+    numbers = {v for n in involved for v in [values.get(n)] if isinstance(v, int) and not isinstance(v, bool)}
+    numbers |= {n.value for c in decidable for n in ast.walk(c) if isinstance(n, ast.Constant) and type(n.value) is int}
+    extra = {m for v in numbers if 1 < v <= 64 for m in (v, 2 * v, 4 * v) if m <= 256}
     budget = 3_000  # trials: a few constraints over a few parameters need far fewer
     for k in range(1, min(3, len(variables)) + 1):
         for chosen in itertools.combinations(variables, k):
-            options = [_nearest_first(values[p]) for p in chosen]
+            options = [_nearest_first(values[p], extra) for p in chosen]
             for combo in itertools.product(*options):
                 budget -= 1
                 if budget < 0:
@@ -350,13 +380,17 @@ def input_constraints(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | 
     for stmt in _in_order(forward.body):  # `b, c, h, w = img.shape` names each dimension
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple):
             value = stmt.value
+            elts = stmt.targets[0].elts
+            if isinstance(value, ast.Tuple) and value.elts and isinstance(value.elts[0], ast.Starred):
+                # `b, n, _, h = *x.shape, self.heads`: the leading targets are x's dimensions
+                rest = len(value.elts) - 1
+                elts, value = elts[: len(elts) - rest], value.elts[0].value
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" and not value.args:
                 value = value.func.value
             elif isinstance(value, ast.Attribute) and value.attr == "shape":
                 value = value.value
             else:
                 continue
-            elts = stmt.targets[0].elts
             if isinstance(value, ast.Name) and value.id in inputs and not any(isinstance(e, ast.Starred) for e in elts):
                 for k, e in enumerate(elts):
                     if isinstance(e, ast.Name):

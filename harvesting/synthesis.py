@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotriton.harvesting.argument_guesses import _guess_value, module_usage
-from autotriton.harvesting.constraints import constructor_constraints, fit_shape, input_constraints, satisfy
+from autotriton.harvesting.constraints import constructor_constraints, declared_forms, fit_shape, input_constraints, satisfy
 from autotriton.harvesting.signatures import _Param, _classes, _method, _params
 
 # Layer constructors whose first argument is the feature/channel size of their input.
@@ -134,6 +134,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
         return [], [], {}
     all_params = init if isinstance(init, list) else _params(init)
     init_fn = init if isinstance(init, ast.FunctionDef) else None
+    forms = declared_forms(init_fn)
     params = [p for p in all_params if p.kind == "pos"]
     if any(p.kind == "kwonly" and p.default is None for p in all_params):
         raise SynthesisError("keyword_only_init", "the constructor has required keyword-only arguments; get_init_inputs() passes positional ones")
@@ -158,6 +159,15 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 last_needed = i
                 continue
             guess = _guess_value(p.name, p.annotation, D, module_usage(init_fn, p.name))
+            form = forms.get(p.name)
+            if form is not None and form[0] == "choice":
+                guess = (repr(form[1]), form[1])
+            elif form is not None and guess is not None:
+                # asserted to be a tuple (of a length): the scalar guess, repeated
+                scalar = guess[1][0] if isinstance(guess[1], list) and guess[1] else guess[1]
+                if isinstance(scalar, (int, float)) and not isinstance(scalar, bool):
+                    n = form[1] or (len(guess[1]) if isinstance(guess[1], list) else 2)
+                    guess = ("(" + ", ".join([repr(scalar)] * n) + ("," if n == 1 else "") + ")", [scalar] * n)
             if guess is None:
                 return None
             if tuples and isinstance(guess[1], int) and not isinstance(guess[1], bool) and _TUPLE_NAMES.search(p.name.lower()):
@@ -300,13 +310,31 @@ def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
     return hints
 
 
+_CHANNEL_NAMES = re.compile(r"^(channels|in_channels|in_chans|num_channels|image_channels|img_channels|input_channels|in_ch|channels_in|n_channels)$")
+
+
+def _channels_value(values: dict[str, Any]) -> int | None:
+    for name, value in values.items():
+        if _CHANNEL_NAMES.match(name.lower()) and isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 64:
+            return value
+    return None
+
+
 def _unpacked_rank(forward: ast.FunctionDef, param: str) -> int | None:
     """The rank `a, b, c = x.shape` (no starred target) demands of input `param`, or None."""
+    shapes = (f"{param}.shape", f"{param}.size()")
     for node in ast.walk(forward):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
-            if ast.unparse(node.value) in (f"{param}.shape", f"{param}.size()") and not any(
-                    isinstance(e, ast.Starred) for e in node.targets[0].elts):
-                return len(node.targets[0].elts)
+            targets = node.targets[0].elts
+            if any(isinstance(e, ast.Starred) for e in targets):
+                continue
+            if ast.unparse(node.value) in shapes:
+                return len(targets)
+            # `b, n, _, h = *x.shape, self.heads`: the shape fills what the other values leave
+            if isinstance(node.value, ast.Tuple):
+                starred = [e for e in node.value.elts if isinstance(e, ast.Starred)]
+                if len(starred) == 1 and ast.unparse(starred[0].value) in shapes and len(targets) > len(node.value.elts) - 1:
+                    return len(targets) - (len(node.value.elts) - 1)
     return None
 
 
@@ -450,6 +478,7 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
         # `arange(j - i, j)`, `torch.ones(n, n)`: a length, as positional biases take (i, j)
         return [("8", {"kind": "int", "value": 8})]
     layer = _first_layer(forward, p.name, calls) if forward is not None else None
+    size = None
     options: list[tuple[int, int, str]] = []  # (rank, feature, layout)
     F = D
     if layer is not None:
@@ -489,6 +518,11 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
     if exact is not None and any(r == exact for r, _, _ in options):
         # `b, c, h, w = x.shape` fails for any other rank: keep only the layouts of this one
         options = [o for o in options if o[0] == exact]
+    channels = _channels_value(values)
+    if channels is not None and (layer is None or size is None):
+        # An image/signal input whose first layer we cannot size (an einops Rearrange, a conv
+        # built from a local variable): its channel axis is the constructor's `channels`.
+        options = [(r, channels, lay) if lay == "channels_first" and r >= 3 else (r, f, lay) for r, f, lay in options]
     out: list[tuple[str, dict[str, Any]]] = []
     seen: set[str] = set()
     for rank, feat, layout in options:

@@ -72,9 +72,11 @@ def test_asserts_are_read_in_terms_of_the_constructor_parameters_through_aliases
 def test_satisfy_changes_as_few_values_as_it_can_and_ours_before_defaults():
     cond = [ast.parse("dim % heads == 0", mode="eval").body, ast.parse("image % patch == 0", mode="eval").body]
     values = {"dim": 32, "heads": 6, "image": 32, "patch": 4}
-    assert satisfy(cond, values, ["dim", "heads", "image", "patch"])["heads"] in (2, 4, 8, 16, 32)
-    # no dim we would try is divisible by 6: heads, the second choice, changes instead
-    assert satisfy(cond, values, ["dim", "heads"])["dim"] == 32
+    # the first free parameter changes first: dim becomes a multiple of the 6 heads
+    solved = satisfy(cond, values, ["dim", "heads", "image", "patch"])
+    assert solved["heads"] == 6 and solved["dim"] % 6 == 0 and solved["image"] == 32 and solved["patch"] == 4
+    solved = satisfy(cond, values, ["heads", "dim"])
+    assert solved["dim"] == 32 and solved["heads"] in (4, 8)  # the nearest that divides 32
     # `if dim % groups: raise` and divisibility helpers read the same way
     src = ("class M(nn.Module):\n    def __init__(self, dim, groups=3):\n        super().__init__()\n"
            "        if dim % groups != 0:\n            raise ValueError('groups must divide dim')\n"
@@ -234,3 +236,71 @@ def test_a_module_asserting_its_input_shapes_becomes_runnable(tmp_path):
     result = harvest_local(tmp_path, HarvestConfig(incremental=False))
     (p,) = result.problems
     assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
+
+
+PATCHES_AND_STAGES = '''
+class ToPatches(nn.Module):
+    """(b, c, h, w) -> (b, patches, c * p * p), as einops' Rearrange("b c (h p1) (w p2) -> ...") does."""
+
+    def __init__(self, patch):
+        super().__init__()
+        self.patch = patch
+
+    def forward(self, img):
+        b, c, h, w = img.shape
+        p = self.patch
+        x = img.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)
+        return x.reshape(b, (h // p) * (w // p), p * p * c)
+
+
+class PatchEmbed(nn.Module):
+    def __init__(self, image_size, patch_size, dim, channels=3):
+        super().__init__()
+        patch_dim = channels * patch_size * patch_size
+        self.to_tokens = nn.Sequential(
+            ToPatches(patch_size),
+            nn.LayerNorm(patch_dim),
+            nn.Linear(patch_dim, dim),
+        )
+        self.pos = nn.Parameter(torch.zeros((image_size // patch_size) ** 2, dim))
+
+    def forward(self, img):
+        return self.to_tokens(img) + self.pos
+
+
+class StagedMixer(nn.Module):
+    def __init__(self, dim, depths, mode, window=7):
+        super().__init__()
+        assert isinstance(depths, tuple), "depths gives the blocks of each stage"
+        assert mode in ("mean", "max")
+        self.window = window
+        self.mode = mode
+        self.stages = nn.ModuleList([nn.Sequential(*[nn.Linear(dim, dim) for _ in range(d)]) for d in depths])
+
+    def forward(self, x):
+        b, n, _, heads = *x.shape, 2
+        assert n % self.window == 0, "sequence must be divisible by the window"
+        for stage in self.stages:
+            x = stage(x)
+        x = x.reshape(b, n // self.window, self.window, -1)
+        return x.amax(dim=2) if self.mode == "max" else x.mean(dim=2)
+'''
+
+
+def test_channels_tuples_choices_and_starred_unpacking_shape_the_guesses():
+    source = HEADER + PATCHES_AND_STAGES
+    patches = synthesize(source.replace("class PatchEmbed", "class Model"))[0]
+    # a first layer that names no size (an einops Rearrange, a patching module) says nothing of
+    # the channels: the constructor's `channels` does
+    assert patches.input_spec[0]["shape"] == [2, 3, 32, 32], patches.input_code
+    staged = synthesize(source.replace("class StagedMixer", "class Model"))[0]
+    assert staged.init_code[1:3] == ["(2, 2)", "'mean'"], staged.init_code
+    # `b, n, _, heads = *x.shape, 2` is a rank-3 input, its length a multiple of the window
+    assert len(staged.input_spec[0]["shape"]) == 3 and staged.input_spec[0]["shape"][1] % 7 == 0
+
+
+def test_patch_embeddings_and_asserted_tuples_become_runnable(tmp_path):
+    (tmp_path / "patches.py").write_text(HEADER + PATCHES_AND_STAGES)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert len(status) == 3 and all(s[:2] == ("runnable", None) for s in status.values()), status
