@@ -59,6 +59,9 @@ _MODULE_NAME = re.compile(
     r"|^(module|block|layer)_(cls|class|type|fn|factory)$")
 
 
+# Plurals of per-layer settings, as a network with stages takes them (`kernel_sizes=(3, 5)`).
+_PER_STAGE = re.compile(r"(kernel_size|kernel|stride|padding|dilation|depth|patch_size|window_size|window)s$")
+
 # Names of parameters that hold a class to build, not a built module, when passed on.
 _CLASS_NAME = re.compile(r"(_layer|_cls|_klass|_class|_type|_factory|_builder|^act|activation)$")
 
@@ -73,6 +76,8 @@ def module_usage(init: ast.FunctionDef | None, name: str) -> str:
             if isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Name) and node.func.id == name:
                     return "called"
+                if any(kw.arg is None and isinstance(kw.value, ast.Name) and kw.value.id == name for kw in node.keywords):
+                    return "unpacked"  # `Block(**block_kwargs)`: a mapping of options
                 args = [*node.args, *(kw.value for kw in node.keywords)]
                 if any(isinstance(a, ast.Name) and a.id == name for a in args):
                     usage = "passed"
@@ -99,6 +104,13 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     `usage` says whether __init__ calls the parameter (module_usage), for module-valued ones."""
     n = name.lower()
     ann = annotation.replace("typing.", "").replace(" ", "")
+    if usage == "unpacked":
+        return "dict()", {"expr": "dict()"}  # no options: the callee's defaults
+    if _PER_STAGE.search(n):
+        # kernel_sizes, strides, depths, window_sizes: one value per stage, two stages
+        single = _guess_value(_PER_STAGE.sub(lambda m: m.group(1), n), "", D)
+        if single is not None and isinstance(single[1], int) and not isinstance(single[1], bool):
+            return f"({single[0]}, {single[0]})", [single[1], single[1]]
     if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
         return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False
     found = _by_name(n, _REGULARISER_RULES)

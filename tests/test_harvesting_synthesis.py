@@ -304,3 +304,35 @@ def test_patch_embeddings_and_asserted_tuples_become_runnable(tmp_path):
     result = harvest_local(tmp_path, HarvestConfig(incremental=False))
     status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
     assert len(status) == 3 and all(s[:2] == ("runnable", None) for s in status.values()), status
+
+
+MULTI_SCALE = '''
+class Scaled(nn.Module):
+    def __init__(self, dim, scale=1.0):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.scale = scale
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+
+
+class MultiKernelConv(nn.Module):
+    def __init__(self, dim, kernel_sizes, head_kwargs):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv1d(dim, dim, k, padding=k // 2) for k in sorted(kernel_sizes)])
+        self.head = Scaled(dim, **head_kwargs)
+
+    def forward(self, x):
+        y = sum(conv(x) for conv in self.convs)
+        return self.head(y.transpose(1, 2))
+'''
+
+
+def test_per_stage_plurals_are_tuples_and_unpacked_options_are_mappings(tmp_path):
+    attempt = synthesize(HEADER + MULTI_SCALE.replace("class MultiKernelConv", "class Model"))[0]
+    assert attempt.init_code == ["32", "(3, 3)", "dict()"]
+    (tmp_path / "multi.py").write_text(HEADER + MULTI_SCALE)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert status["MultiKernelConv"][:2] == ("runnable", None), status
