@@ -1,8 +1,10 @@
 """Input synthesis: `get_init_inputs()` and `get_inputs()` for a standalone `Model`.
 
-Guesses come from the `__init__` and `forward` signatures (names, defaults, type hints), the
-docstrings ("shape (B, C, H, W)"), and the first layer applied to each input (nn.Linear's
-in_features, nn.Conv2d's in_channels, nn.Embedding's vocabulary, ...). Each guess becomes an
+Guesses come from the `__init__` and `forward` signatures (names, defaults, type hints, how
+__init__ uses a parameter: argument_guesses.py), the docstrings ("shape (B, C, H, W)"), the first
+layer applied to each input (nn.Linear's in_features, nn.Conv2d's in_channels, nn.Embedding's
+vocabulary, ...), and the code's own asserts (`image_size % patch_size == 0`,
+`x.shape[0] == self.num_layers`), which constraints.py turns into values that satisfy them. Each guess becomes an
 `Attempt`; the harvester runs attempts in the validation sandbox, best guess first, until one
 runs. Shapes are small (the `cpu-small` profile): the Triton interpreter must run them quickly.
 An attempt that fails with a torch shape error is reshaped by input_repair.py; a forward that
