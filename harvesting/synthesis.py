@@ -286,6 +286,11 @@ def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
     """Ranks suggested by unpacking `a, b, c = x.shape`, `x.size(k)`, `x.shape[k]`, `x.view(...)`, docstrings."""
     hints: list[int] = []
     for node in ast.walk(forward):
+        # `t[:, None]`, `x[..., None]` excluded: indexing with None spells out the rank
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == param
+                and isinstance(node.slice, ast.Tuple) and any(isinstance(e, ast.Constant) and e.value is None for e in node.slice.elts)
+                and not any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in node.slice.elts)):
+            hints.append(sum(1 for e in node.slice.elts if not (isinstance(e, ast.Constant) and e.value is None)))
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
             v = node.value
             src = ast.unparse(v)

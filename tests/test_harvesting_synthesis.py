@@ -179,6 +179,16 @@ class GatedUnit(nn.Module):
         return x * self.act(gate)
 
 
+class TimeEmbedding(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.freqs = nn.Parameter(torch.randn(dim // 2))
+
+    def forward(self, t):
+        angles = t[:, None] * self.freqs[None, :]
+        return torch.cat((angles.sin(), angles.cos()), dim=-1)
+
+
 class PickLayer(nn.Module):
     def __init__(self, dim, layer_index):
         super().__init__()
@@ -197,13 +207,15 @@ def test_lengths_activations_and_indices_get_fitting_guesses():
     gated = synthesize(source.replace("class GatedUnit", "class Model"))[0]
     assert gated.init_code[-1] == "torch.nn.ReLU()"  # applied in forward: built, not the class
     assert synthesize(source.replace("class PickLayer", "class Model"))[0].init_code == ["32", "0"]
+    # `t[:, None]`: a batch of scalars (diffusion timesteps), rank 1
+    assert len(synthesize(source.replace("class TimeEmbedding", "class Model"))[0].input_spec[0]["shape"]) == 1
 
 
 def test_lengths_activations_and_indices_become_runnable(tmp_path):
     (tmp_path / "misc.py").write_text(HEADER + LENGTHS_AND_ACTIVATIONS)
     result = harvest_local(tmp_path, HarvestConfig(incremental=False))
     status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
-    assert len(status) == 3 and all(s[:2] == ("runnable", None) for s in status.values()), status
+    assert len(status) == 4 and all(s[:2] == ("runnable", None) for s in status.values()), status
 
 
 STACKED_HIDDENS = '''
