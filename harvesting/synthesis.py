@@ -107,24 +107,47 @@ def _torch_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int =
             if found is not None:
                 return found
             continue
-        last = ast.unparse(base).split(".")[-1]
-        import inspect
+        found = _torch_layer_params(ast.unparse(base).split(".")[-1])
+        if found is not None:
+            return found
+    return None
 
-        import torch
 
-        torch_cls = getattr(torch.nn, last, None)
-        if isinstance(torch_cls, type) and issubclass(torch_cls, torch.nn.Module) and torch_cls is not torch.nn.Module:
-            out = []
-            for p in list(inspect.signature(torch_cls.__init__).parameters.values())[1:]:
-                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                    continue
-                default = None if p.default is inspect.Parameter.empty else repr(p.default)
-                if default is not None and default.startswith("<"):
-                    default = "None"
-                kind = "kwonly" if p.kind == p.KEYWORD_ONLY else "pos"
-                ann = p.annotation.__name__ if isinstance(p.annotation, type) else ("" if p.annotation is inspect.Parameter.empty else str(p.annotation))
-                out.append(_Param(p.name, ann, default, kind))
-            return out
+def _torch_layer_params(last: str) -> list[_Param] | None:
+    """Constructor parameters of torch.nn.<last> (a Module class other than Module), read with inspect."""
+    import inspect
+
+    import torch
+
+    torch_cls = getattr(torch.nn, last, None)
+    if not (isinstance(torch_cls, type) and issubclass(torch_cls, torch.nn.Module) and torch_cls is not torch.nn.Module):
+        return None
+    out = []
+    for p in list(inspect.signature(torch_cls.__init__).parameters.values())[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = None if p.default is inspect.Parameter.empty else repr(p.default)
+        if default is not None and default.startswith("<"):
+            default = "None"
+        kind = "kwonly" if p.kind == p.KEYWORD_ONLY else "pos"
+        ann = p.annotation.__name__ if isinstance(p.annotation, type) else ("" if p.annotation is inspect.Parameter.empty else str(p.annotation))
+        out.append(_Param(p.name, ann, default, kind))
+    return out
+
+
+def _forwarded_params(init: ast.FunctionDef) -> list[_Param] | None:
+    """`def __init__(self, *args, **kwargs): self.linear = nn.Linear(*args, **kwargs)`: a
+    constructor with only *args that hands them to a torch layer takes that layer's parameters."""
+    params = _params(init)
+    vararg = next((p.name for p in params if p.kind == "vararg"), None)
+    if vararg is None or any(p.kind == "pos" and p.default is None for p in params):
+        return None
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Starred) and \
+                isinstance(node.args[0].value, ast.Name) and node.args[0].value.id == vararg:
+            found = _torch_layer_params(ast.unparse(node.func).split(".")[-1])
+            if found is not None:
+                return found
     return None
 
 
@@ -373,6 +396,8 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     init: ast.FunctionDef | list[_Param] | None = _method(classes, "Model", "__init__")
     if init is None:
         init = _torch_base_params(classes, "Model")
+    elif _forwarded_params(init) is not None:
+        init = _forwarded_params(init)
     fparams = _params(forward) if forward is not None else [_Param("x", "", None, "pos")]
     if forward is not None and any(p.kind == "kwonly" and p.default is None for p in fparams):
         raise SynthesisError("keyword_only_forward", "forward() has required keyword-only arguments")

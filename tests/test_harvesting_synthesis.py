@@ -329,6 +329,15 @@ class Scaled(nn.Module):
         return self.proj(x) * self.scale
 
 
+class PositiveLinear(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.linear = nn.Linear(*args, **kwargs)
+
+    def forward(self, x):
+        return nn.functional.linear(x, self.linear.weight.abs(), self.linear.bias)
+
+
 class MultiKernelConv(nn.Module):
     def __init__(self, dim, kernel_sizes, head_kwargs):
         super().__init__()
@@ -341,10 +350,13 @@ class MultiKernelConv(nn.Module):
 '''
 
 
-def test_per_stage_plurals_are_tuples_and_unpacked_options_are_mappings(tmp_path):
+def test_per_stage_plurals_unpacked_options_and_forwarded_args(tmp_path):
     attempt = synthesize(HEADER + MULTI_SCALE.replace("class MultiKernelConv", "class Model"))[0]
     assert attempt.init_code == ["32", "(3, 3)", "dict()"]
     (tmp_path / "multi.py").write_text(HEADER + MULTI_SCALE)
     result = harvest_local(tmp_path, HarvestConfig(incremental=False))
     status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
     assert status["MultiKernelConv"][:2] == ("runnable", None), status
+    # *args handed to nn.Linear: the problem passes nn.Linear's own parameters
+    assert synthesize(HEADER + MULTI_SCALE.replace("class PositiveLinear", "class Model"))[0].init_code == ["32", "32"]
+    assert status["PositiveLinear"][:2] == ("runnable", None), status
