@@ -103,13 +103,14 @@ class _Substitute(ast.NodeTransformer):
     def __init__(self, env: dict[str, ast.expr]):
         self.env = env
 
+    # Replacements are shared, not copied: _substitute copies its input, and a transformer does
+    # not descend into what it just put in place.
     def visit_Name(self, node: ast.Name) -> ast.expr:
-        return copy.deepcopy(self.env[node.id]) if node.id in self.env else node
+        return self.env.get(node.id, node)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         if isinstance(node.value, ast.Name) and node.value.id == "self":
-            key = f"self.{node.attr}"
-            return copy.deepcopy(self.env[key]) if key in self.env else ast.Name(f"__unknown_{node.attr}")
+            return self.env.get(f"self.{node.attr}", _OPAQUE)
         return self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
@@ -125,8 +126,21 @@ class _Substitute(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+# What an expression too large (a layer, a list of blocks) or unknown (`self.x` never assigned)
+# stands for: a name no constructor has, so a condition reading it is never decided.
+_OPAQUE = ast.Name("__opaque")
+_MAX_NODES = 40
+
+
 def _substitute(node: ast.expr, env: dict[str, ast.expr]) -> ast.expr:
+    if sum(1 for _ in ast.walk(node)) > 4 * _MAX_NODES:
+        return _OPAQUE
     return _Substitute(env).visit(copy.deepcopy(node))
+
+
+def _small(node: ast.expr) -> ast.expr:
+    """`node`, or _OPAQUE when it is too large to be a size: keeps substitution linear."""
+    return node if sum(1 for _ in ast.walk(node)) <= _MAX_NODES else _OPAQUE
 
 
 def _in_order(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -145,16 +159,16 @@ def _in_order(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 def _assign(env: dict[str, ast.expr], target: ast.expr, value: ast.expr) -> None:
     if isinstance(target, ast.Name):
-        env[target.id] = _substitute(value, env)
+        env[target.id] = _small(_substitute(value, env))
     elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-        env[f"self.{target.attr}"] = _substitute(value, env)
+        env[f"self.{target.attr}"] = _small(_substitute(value, env))
     elif isinstance(target, (ast.Tuple, ast.List)):
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
             for t, v in zip(target.elts, value.elts):
                 _assign(env, t, v)
         else:
             # `h, w = pair(image_size)`, `h, w = image_size`: each part carries the (square) size
-            source = _substitute(value, env)
+            source = _small(_substitute(value, env))
             for t in target.elts:
                 _assign(env, t, source)
 

@@ -360,3 +360,15 @@ def test_per_stage_plurals_unpacked_options_and_forwarded_args(tmp_path):
     # *args handed to nn.Linear: the problem passes nn.Linear's own parameters
     assert synthesize(HEADER + MULTI_SCALE.replace("class PositiveLinear", "class Model"))[0].init_code == ["32", "32"]
     assert status["PositiveLinear"][:2] == ("runnable", None), status
+
+
+def test_values_too_large_to_be_sizes_are_not_inlined():
+    """`a1 = a0 + a0; a2 = a1 + a1; ...` doubles an inlined expression at each step: such values
+    (and layers, lists of blocks) stand for an unknown instead, so reading asserts stays linear."""
+    body = "".join(f"        a{i + 1} = a{i} + a{i}\n" for i in range(40))
+    src = (f"class M(nn.Module):\n    def __init__(self, a0, heads=4):\n        super().__init__()\n{body}"
+           "        assert a2 % heads == 0\n        assert a40 % heads == 0\n")
+    constraints, _ = _tree_constraints(src, "M")
+    (only,) = constraints  # a2's assert, read in terms of a0; a40's is left to the sandbox
+    assert {n.id for n in ast.walk(only) if isinstance(n, ast.Name)} == {"a0", "heads"}
+    assert holds(only, {"a0": 1, "heads": 4}) and not holds(only, {"a0": 1, "heads": 3})
