@@ -295,9 +295,16 @@ def _nearest_first(value: int, extra: set[int] = frozenset()) -> list[int]:
     return sorted((c for c in {*_CANDIDATES, *extra} if c != value), key=lambda c: (max(c, base) / min(c, base), -c))
 
 
-def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]) -> dict[str, Any]:
+# The sandbox shrinks sizes above this in get_inputs() (validation's shrink_max_dim), so an input
+# size, or a constructor size an input must match (image_size), is chosen at most this large.
+INPUT_SIZE_LIMIT = 32
+
+
+def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str],
+            capped: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
     """`values` with as few of the `free` integer parameters changed (earlier ones first) as
-    makes the most decidable constraints hold. Unchanged when they already hold."""
+    makes the most decidable constraints hold. Unchanged when they already hold. The `capped`
+    parameters take values up to INPUT_SIZE_LIMIT only."""
     decidable = []
     for c in constraints:
         try:
@@ -327,7 +334,7 @@ def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]
     budget = 3_000  # trials: a few constraints over a few parameters need far fewer
     for k in range(1, min(3, len(variables)) + 1):
         for chosen in itertools.combinations(variables, k):
-            options = [_nearest_first(values[p], extra) for p in chosen]
+            options = [[v for v in _nearest_first(values[p], extra) if p not in capped or v <= INPUT_SIZE_LIMIT] for p in chosen]
             for combo in itertools.product(*options):
                 budget -= 1
                 if budget < 0:
@@ -439,5 +446,5 @@ def fit_shape(constraints: list[ast.expr], values: dict[str, Any], param: str, s
     dims = {f"__dim{k}": shape[k] for k in free}
     # each named dimension of the input becomes a free variable for `satisfy`
     renamed = [_substitute(c, {s: ast.Name(f"__dim{k}") for s, k in names.items()}) for c in mine]
-    solved = satisfy(renamed, {**values_now, **dims}, list(dims))
+    solved = satisfy(renamed, {**values_now, **dims}, list(dims), capped=set(dims))
     return [solved.get(f"__dim{k}", d) for k, d in enumerate(shape)]

@@ -69,6 +69,8 @@ def _has_torch_base(classes: dict[str, ast.ClassDef], name: str, depth: int = 0)
     return False
 
 
+# Sizes the input's spatial size follows (see synthesize): capped when asserts change them.
+_SPATIAL_NAMES = re.compile(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution")
 _TUPLE_NAMES = re.compile(r"(window|feat_size|grid_size|feature_size|img_size|image_size|input_size|resolution|patch_size)")
 _CONFIG_NAMES = re.compile(r"^(config|cfg|conf|args|opt|opts|params|hparams|hp|configs|model_config|settings)$")
 
@@ -208,7 +210,8 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     if constraints:
         # Our own guesses are changed first, a default only when they cannot satisfy an assert.
         free = guessed + [p.name for p in params if p.name not in guessed]
-        solved = satisfy(constraints, values, free)
+        spatial = {p.name for p in params if _SPATIAL_NAMES.search(p.name.lower())}
+        solved = satisfy(constraints, values, free, capped=spatial)
         for i, p in enumerate(params):
             if i < len(codes) and solved.get(p.name) != values.get(p.name):
                 values[p.name] = solved[p.name]

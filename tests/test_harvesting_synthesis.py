@@ -372,3 +372,20 @@ def test_values_too_large_to_be_sizes_are_not_inlined():
     (only,) = constraints  # a2's assert, read in terms of a0; a40's is left to the sandbox
     assert {n.id for n in ast.walk(only) if isinstance(n, ast.Name)} == {"a0", "heads"}
     assert holds(only, {"a0": 1, "heads": 4}) and not holds(only, {"a0": 1, "heads": 3})
+
+
+def test_an_image_size_the_sandbox_would_shrink_is_not_chosen():
+    """Two patch sizes (12 and 16) divide only 48 of the sizes tried, but the sandbox halves input
+    sizes above 32 and the image would no longer match: a patch size changes instead."""
+    source = HEADER + (
+        "class TwoScales(nn.Module):\n"
+        "    def __init__(self, image_size, dim, small_patch=12, large_patch=16):\n        super().__init__()\n"
+        "        assert image_size % small_patch == 0 and image_size % large_patch == 0\n"
+        "        self.small = nn.Conv2d(3, dim, small_patch, stride=small_patch)\n"
+        "        self.large = nn.Conv2d(3, dim, large_patch, stride=large_patch)\n\n"
+        "    def forward(self, img):\n        return self.small(img).mean((-1, -2)) + self.large(img).mean((-1, -2))\n")
+    attempt = synthesize(source.replace("class TwoScales", "class Model"))[0]
+    values = [ast.literal_eval(c) for c in attempt.init_code]
+    image, _, small, large = values + [12, 16][len(values) - 2:]  # defaults left out keep their value
+    assert image <= 32 and image % small == 0 and image % large == 0, attempt.init_code
+    assert attempt.input_spec[0]["shape"][-1] == image
