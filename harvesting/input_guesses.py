@@ -25,6 +25,8 @@ _INDEX_LAYERS = {"Embedding", "EmbeddingBag"}
 
 _INT_INPUT = re.compile(r"(^|_)(ids?|idx|index|indices|tokens?|labels?|targets?|positions?|token_ids|input_ids|classes)$")
 _MASK_INPUT = re.compile(r"mask")
+# Diffusion-style conditioning: one time / noise level per batch element.
+_TIME_INPUT = re.compile(r"^(t|time|times|timesteps?|time_steps?|noise_levels?|sigmas?|log_snr|noise_cond)$")
 
 
 
@@ -274,6 +276,10 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
         options = [(r, channels, lay) if lay == "channels_first" and r >= 3 else (r, f, lay) for r, f, lay in options]
     out: list[tuple[str, dict[str, Any]]] = []
     seen: set[str] = set()
+    if _TIME_INPUT.match(name) and layer is None:
+        # in [0, 1): a valid continuous time, noise level or (after scaling) step
+        out.append(("torch.rand(2)", {"kind": "tensor", "shape": [2], "dtype": "float32"}))
+        seen.add("torch.rand(2)")
     for rank, feat, layout in options:
         shape = _tensor_specs(rank, feat, layout, spatial)
         if _MASK_INPUT.search(name):

@@ -189,6 +189,16 @@ class TimeEmbedding(nn.Module):
         return torch.cat((angles.sin(), angles.cos()), dim=-1)
 
 
+class Denoiser(nn.Module):
+    def __init__(self, dim, channels=3):
+        super().__init__()
+        self.time_mlp = nn.Sequential(TimeEmbedding(dim), nn.Linear(dim, channels))
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x, time):
+        return self.conv(x) + self.time_mlp(time)[:, :, None, None]
+
+
 class PickLayer(nn.Module):
     def __init__(self, dim, layer_index):
         super().__init__()
@@ -209,13 +219,15 @@ def test_lengths_activations_and_indices_get_fitting_guesses():
     assert synthesize(source.replace("class PickLayer", "class Model"))[0].init_code == ["32", "0"]
     # `t[:, None]`: a batch of scalars (diffusion timesteps), rank 1
     assert len(synthesize(source.replace("class TimeEmbedding", "class Model"))[0].input_spec[0]["shape"]) == 1
+    # a `time` input whose first layer is the model's own: one time per batch element
+    assert synthesize(source.replace("class Denoiser", "class Model"))[0].input_code == ["torch.randn(2, 3, 8, 8)", "torch.rand(2)"]
 
 
 def test_lengths_activations_and_indices_become_runnable(tmp_path):
     (tmp_path / "misc.py").write_text(HEADER + LENGTHS_AND_ACTIVATIONS)
     result = harvest_local(tmp_path, HarvestConfig(incremental=False))
     status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
-    assert len(status) == 4 and all(s[:2] == ("runnable", None) for s in status.values()), status
+    assert len(status) == 5 and all(s[:2] == ("runnable", None) for s in status.values()), status
 
 
 STACKED_HIDDENS = '''
