@@ -386,6 +386,25 @@ class _ShapeSymbols(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+def _per_dimension(cond: ast.expr) -> ast.expr:
+    """`x.shape[1:] == (c, h, w)` / `x.shape[-2:] == (h, w)` as one equality per dimension."""
+    cond = copy.deepcopy(cond)
+    if not (isinstance(cond, ast.Compare) and len(cond.ops) == 1 and isinstance(cond.ops[0], ast.Eq)):
+        return cond
+    left, right = cond.left, cond.comparators[0]
+    if not (isinstance(left, ast.Subscript) and isinstance(left.slice, ast.Slice) and isinstance(right, ast.Tuple)
+            and left.slice.upper is None and left.slice.step is None and isinstance(left.value, ast.Attribute)
+            and left.value.attr == "shape"):
+        return cond
+    lower = left.slice.lower
+    start = 0 if lower is None else lower.value if isinstance(lower, ast.Constant) else -lower.operand.value if (
+        isinstance(lower, ast.UnaryOp) and isinstance(lower.operand, ast.Constant)) else None
+    if not isinstance(start, int) or (start < 0 and -start != len(right.elts)):
+        return cond
+    parts = [ast.Compare(ast.Subscript(left.value, ast.Constant(start + i)), [ast.Eq()], [e]) for i, e in enumerate(right.elts)]
+    return ast.BoolOp(ast.And(), parts) if len(parts) > 1 else parts[0]
+
+
 def input_constraints(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | None, forward: ast.FunctionDef | None,
                       params: list[str], inputs: list[str]) -> list[ast.expr]:
     """Conditions of forward's asserts over the constructor `params` and the inputs' dimensions
@@ -421,7 +440,8 @@ def input_constraints(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | 
         cond = stmt.test if isinstance(stmt, ast.Assert) else ast.UnaryOp(ast.Not(), stmt.test) if (
             isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[0], ast.Raise)) else None
         if cond is not None:
-            found.extend(_split_and(_substitute(symbols.visit(copy.deepcopy(cond)), env)))
+            for part in _split_and(cond):
+                found.extend(_split_and(_substitute(symbols.visit(_per_dimension(part)), env)))
     allowed = set(params)
     return [c for c in found if any(n.startswith("__shape_") for n in _names(c))
             and all(n in allowed or n.startswith("__shape_") for n in _names(c))]

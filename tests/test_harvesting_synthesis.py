@@ -401,3 +401,17 @@ def test_an_image_size_the_sandbox_would_shrink_is_not_chosen():
     image, _, small, large = values + [12, 16][len(values) - 2:]  # defaults left out keep their value
     assert image <= 32 and image % small == 0 and image % large == 0, attempt.init_code
     assert attempt.input_spec[0]["shape"][-1] == image
+
+
+def test_a_shape_slice_compared_with_a_tuple_sets_each_dimension():
+    source = HEADER + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self, dim, image_size, channels=4):\n        super().__init__()\n"
+        "        self.size, self.channels = image_size // 2, channels  # after a stride-2 stem\n"
+        "        self.proj = nn.Conv2d(channels, dim, 1)\n\n"
+        "    def forward(self, x):\n"
+        "        assert x.shape[1:] == (self.channels, self.size, self.size)\n"
+        "        return self.proj(x)\n")
+    attempt = synthesize(source, sizes=(16,))[0]
+    size = ast.literal_eval(attempt.init_code[1]) // 2
+    assert attempt.input_spec[0]["shape"] == [2, 4, size, size], (attempt.init_code, attempt.input_code)
