@@ -132,15 +132,24 @@ _OPAQUE = ast.Name("__opaque")
 _MAX_NODES = 40
 
 
+def _larger_than(node: ast.expr, limit: int) -> bool:
+    """Whether walking `node` meets more than `limit` nodes; stops there, as a tree whose parts are
+    shared (substitution shares them) can be exponentially larger walked than stored."""
+    for count, _ in enumerate(ast.walk(node), 1):
+        if count > limit:
+            return True
+    return False
+
+
 def _substitute(node: ast.expr, env: dict[str, ast.expr]) -> ast.expr:
-    if sum(1 for _ in ast.walk(node)) > 4 * _MAX_NODES:
+    if _larger_than(node, 4 * _MAX_NODES):
         return _OPAQUE
     return _Substitute(env).visit(copy.deepcopy(node))
 
 
 def _small(node: ast.expr) -> ast.expr:
     """`node`, or _OPAQUE when it is too large to be a size: keeps substitution linear."""
-    return node if sum(1 for _ in ast.walk(node)) <= _MAX_NODES else _OPAQUE
+    return _OPAQUE if _larger_than(node, _MAX_NODES) else node
 
 
 def _in_order(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -170,7 +179,10 @@ def _assign(env: dict[str, ast.expr], target: ast.expr, value: ast.expr) -> None
             # `h, w = pair(image_size)`, `h, w = image_size`: each part carries the (square) size
             source = _small(_substitute(value, env))
             for t in target.elts:
-                _assign(env, t, source)
+                if isinstance(t, ast.Name):
+                    env[t.id] = source
+                elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    env[f"self.{t.attr}"] = source
 
 
 def _conditions(fn: ast.FunctionDef, env: dict[str, ast.expr]) -> Iterator[tuple[ast.stmt, ast.expr]]:

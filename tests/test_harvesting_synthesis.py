@@ -415,3 +415,13 @@ def test_a_shape_slice_compared_with_a_tuple_sets_each_dimension():
     attempt = synthesize(source, sizes=(16,))[0]
     size = ast.literal_eval(attempt.init_code[1]) // 2
     assert attempt.input_spec[0]["shape"] == [2, 4, size, size], (attempt.init_code, attempt.input_code)
+
+
+def test_shared_parts_of_substituted_values_are_not_walked_exponentially():
+    """`h, w = x, x` then `x = h + w` again and again shares each value twice: walked, the tree
+    doubles at each step. Reading the asserts must stop counting at the size cap (this test would
+    not finish otherwise)."""
+    body = "".join("        h, w = size, size\n        size = h + w\n" for _ in range(60))
+    src = (f"class M(nn.Module):\n    def __init__(self, size, heads=4):\n        super().__init__()\n{body}"
+           "        assert size % heads == 0\n")
+    assert _tree_constraints(src, "M")[0] == []  # the doubled size is too large to be read
