@@ -14,6 +14,11 @@ from autotriton.harvesting.synthesis import Attempt
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
 _CHANNELS = re.compile(r"expected input\[[\d, ]+\] to have (\d+) channels, but got (\d+) channels")
 _NORMALIZED = re.compile(r"expected input with shape \[\*, ([\d, ]+)\], but got input of size\s*\[([\d, ]+)\]")
+# nn.RNN/GRU/LSTM: "input.size(-1) must be equal to input_size. Expected 32, got 8"
+_RNN_INPUT = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (\d+), got (\d+)")
+# einops: "Wrong shape: expected 4 dims. Received 3-dim tensor", "can't divide axis of length 8 in chunks of 7"
+_EINOPS_RANK = re.compile(r"Wrong shape: expected (\d+) dims\. Received (\d+)-dim tensor")
+_EINOPS_CHUNKS = re.compile(r"can't divide axis of length (\d+) in chunks of (\d+)")
 _RANK = re.compile(r"[Ee]xpected (\d)D (?:\(unbatched\) or (\d)D \(batched\) )?input(?: to conv\dd)?(?:,| \(got)")
 
 
@@ -45,6 +50,10 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     if m:
         got, want = int(m.group(2)), int(m.group(3))
         return reshape(lambda s: s[:-1] + [want] if s and s[-1] == got else None)
+    m = _RNN_INPUT.search(detail)
+    if m:
+        want, got = int(m.group(1)), int(m.group(2))
+        return reshape(lambda s: s[:-1] + [want] if s and s[-1] == got else None)
     m = _CHANNELS.search(detail)
     if m:
         want, got = int(m.group(1)), int(m.group(2))
@@ -53,9 +62,15 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     if m:
         want = [int(x) for x in m.group(1).split(",") if x.strip()]
         return reshape(lambda s: s[: len(s) - len(want)] + want if len(s) >= len(want) else None)
-    m = _RANK.search(detail)
+    m = _EINOPS_CHUNKS.search(detail)
     if m:
-        rank = int(m.group(2) or m.group(1))
+        length, chunk = int(m.group(1)), int(m.group(2))
+        fit = chunk * max(1, -(-length // chunk))
+        return reshape(lambda s: [fit if d == length and i > 0 else d for i, d in enumerate(s)])
+    m = _EINOPS_RANK.search(detail)
+    rank_m = _RANK.search(detail)
+    if m or rank_m:
+        rank = int(m.group(1)) if m else int(rank_m.group(2) or rank_m.group(1))
 
         def to_rank(s: list[int]) -> list[int] | None:
             if len(s) < rank:

@@ -1,10 +1,13 @@
 """Input synthesis: `get_init_inputs()` and `get_inputs()` for a standalone `Model`.
 
-Guesses come from the `__init__` and `forward` signatures (names, defaults, type hints), the
-docstrings ("shape (B, C, H, W)"), and the first layer applied to each input (nn.Linear's
-in_features, nn.Conv2d's in_channels, nn.Embedding's vocabulary, ...). Each guess becomes an
-`Attempt`; the harvester runs attempts in the validation sandbox, best guess first, until one
-runs. Shapes are small (the `cpu-small` profile): the Triton interpreter must run them quickly.
+Guesses come from the `__init__` and `forward` signatures (names, defaults, type hints, how
+__init__ uses a parameter: argument_guesses.py), the docstrings ("shape (B, C, H, W)"), the first
+layer applied to each input and how forward reads its shape (input_guesses.py: nn.Linear's
+in_features, nn.Conv2d's in_channels, nn.Embedding's vocabulary, `b, c, h, w = x.shape`), and the
+code's own asserts (`image_size % patch_size == 0`, `x.shape[0] == self.num_layers`), which
+constraints.py turns into values that satisfy them. Each guess becomes an `Attempt`; the
+harvester runs attempts in the validation sandbox, best guess first, until one runs. Shapes are
+small (the `cpu-small` profile): the Triton interpreter must run them quickly.
 An attempt that fails with a torch shape error is reshaped by input_repair.py; a forward that
 draws random numbers is found by randomness.py.
 """
@@ -16,18 +19,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-# Layer constructors whose first argument is the feature/channel size of their input.
-_FEATURE_LAYERS: dict[str, int | None] = {
-    "Linear": None, "Bilinear": None, "LazyLinear": None,
-    "Conv1d": 3, "ConvTranspose1d": 3, "BatchNorm1d": None, "InstanceNorm1d": 3,
-    "Conv2d": 4, "ConvTranspose2d": 4, "BatchNorm2d": 4, "InstanceNorm2d": 4,
-    "Conv3d": 5, "ConvTranspose3d": 5, "BatchNorm3d": 5, "InstanceNorm3d": 5,
-    "LayerNorm": None, "RMSNorm": None, "LSTM": 3, "GRU": 3, "RNN": 3, "MultiheadAttention": 3,
-}
-_INDEX_LAYERS = {"Embedding", "EmbeddingBag"}
-
-_INT_INPUT = re.compile(r"(^|_)(ids?|idx|index|indices|tokens?|labels?|targets?|positions?|token_ids|input_ids|classes)$")
-_MASK_INPUT = re.compile(r"mask")
+from autotriton.harvesting.argument_guesses import _guess_value, module_usage
+from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
+from autotriton.harvesting.input_guesses import _fitted, _input_options, _layer_calls
+from autotriton.harvesting.signatures import _Param, _classes, _method, _params
 
 
 @dataclass
@@ -58,49 +53,6 @@ class SynthesisError(Exception):
         self.detail = detail
 
 
-@dataclass
-class _Param:
-    name: str
-    annotation: str
-    default: str | None  # source of the default, None when required
-    kind: str  # "pos", "kwonly", "vararg", "kwarg"
-
-
-def _params(fn: ast.FunctionDef) -> list[_Param]:
-    out: list[_Param] = []
-    args = fn.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    for a, d in zip(positional, defaults):
-        out.append(_Param(a.arg, ast.unparse(a.annotation) if a.annotation else "", ast.unparse(d) if d is not None else None, "pos"))
-    for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        out.append(_Param(a.arg, ast.unparse(a.annotation) if a.annotation else "", ast.unparse(d) if d is not None else None, "kwonly"))
-    if args.vararg:
-        out.append(_Param(args.vararg.arg, "", None, "vararg"))
-    if args.kwarg:
-        out.append(_Param(args.kwarg.arg, "", None, "kwarg"))
-    return [p for p in out if p.name not in ("self", "cls")] if out else out
-
-
-def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
-    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-
-
-def _method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
-    cls = classes.get(name)
-    if cls is None or depth > 10:
-        return None
-    for node in cls.body:
-        if isinstance(node, ast.FunctionDef) and node.name == method:
-            return node
-    for base in cls.bases:
-        if isinstance(base, ast.Name):
-            found = _method(classes, base.id, method, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
 def _has_torch_base(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> bool:
     """True when some base (through local classes) is a torch class other than plain Module."""
     cls = classes.get(name)
@@ -117,88 +69,8 @@ def _has_torch_base(classes: dict[str, ast.ClassDef], name: str, depth: int = 0)
     return False
 
 
-# ---------------------------------------------------------------------------------------------
-# Guessing constructor arguments by name and type hint.
-
-_SIZE_WORDS = ("dim", "size", "channel", "chans", "feature", "hidden", "embed", "width", "n_embd", "d_model",
-               "planes", "units", "ch", "c_in", "c_out", "inp", "oup", "filters", "neurons", "nf", "ngf", "ndf")
-
-
-# Guesses from the argument's name alone, as (name pattern, value): the first match wins. Tables
-# in the order _guess_value consults them, between the guesses that also read the type hint.
-_REGULARISER_RULES: tuple[tuple[str, Any], ...] = (
-    (r"(drop|dropout|^p$|_p$|prob)", 0.0),
-    (r"(eps|epsilon)$", 1e-5),
-    (r"momentum", 0.1),
-)
-_LAYER_RULES: tuple[tuple[str, Any], ...] = (
-    (r"(group)", 4),
-    (r"(kernel|ksize|^k$|kernel_size)", 3),
-    (r"(stride)", 1),
-    (r"(padding|^pad$)", 1),
-    (r"(dilation)", 1),
-    (r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", 2),
-    (r"(num_classes|n_classes|classes$|num_labels|n_out|num_outputs)", 10),
-    (r"(vocab|num_embeddings|n_tokens|num_tokens|n_vocab|ntoken|num_codes|codebook)", 100),
-    (r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", 64),
-)
-_SPATIAL_RULES: tuple[tuple[str, Any], ...] = (
-    (r"(feat_size|grid_size|feature_size|spatial_size)", 8),
-    (r"(img_size|image_size|input_size|resolution|img_res)", 32),
-    (r"(patch)", 4),
-    (r"(window)", 4),
-)
-
-
-def _by_name(name: str, rules: tuple[tuple[str, Any], ...]) -> tuple[str, Any] | None:
-    """(python source, JSON value) of the first rule whose pattern `name` matches."""
-    for pattern, value in rules:
-        if re.search(pattern, name):
-            return repr(value), value
-    return None
-
-
-def _guess_value(name: str, annotation: str, D: int) -> tuple[str, Any] | None:
-    """(python source, JSON value) for a constructor argument, or None when there is no guess."""
-    n = name.lower()
-    ann = annotation.replace("typing.", "").replace(" ", "")
-    if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
-        return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False
-    found = _by_name(n, _REGULARISER_RULES)
-    if found:
-        return found
-    if re.search(r"(heads?|n_head|nhead|num_head)", n):
-        return ("2" if "kv" in n else "4"), (2 if "kv" in n else 4)
-    found = _by_name(n, _LAYER_RULES)
-    if found:
-        return found
-    if ("Tuple" in ann or "tuple" in ann) and re.search(r"(size|window|shape|resolution|grid)", n):
-        small = 4 if "window" in n or "patch" in n else 8
-        return f"({small}, {small})", [small, small]
-    found = _by_name(n, _SPATIAL_RULES)
-    if found:
-        return found
-    if re.search(r"(ratio|expansion|expand|mult|factor|scale)", n):
-        return ("2.0", 2.0) if "float" in ann or "ratio" in n else ("2", 2)
-    if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
-        return "1.0", 1.0
-    if re.search(r"(act|activation)", n) and "float" not in ann and "int" not in ann:
-        return "torch.nn.ReLU", "torch.nn.ReLU"
-    if re.search(r"(norm_layer|norm$)", n):
-        return "torch.nn.LayerNorm", "torch.nn.LayerNorm"
-    if ann.startswith(("List[int]", "list[int]", "Tuple[int", "tuple[int", "Sequence[int]")) or re.search(r"(dims|sizes|channels_list|widths|hidden_sizes|features_list)$", n):
-        return f"[{D}, {D}]", [D, D]
-    if ann in ("float", "Optional[float]"):
-        return "1.0", 1.0
-    if ann == "str":
-        return None
-    if ann in ("int", "Optional[int]") or any(w in n for w in _SIZE_WORDS) or re.match(r"^(n|num|d|in|out)(_|$)", n):
-        return str(D), D
-    if ann == "" or "int" in ann:
-        return str(D), D
-    return None
-
-
+# Sizes the input's spatial size follows (see synthesize): capped when asserts change them.
+_SPATIAL_NAMES = re.compile(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution")
 _TUPLE_NAMES = re.compile(r"(window|feat_size|grid_size|feature_size|img_size|image_size|input_size|resolution|patch_size)")
 _CONFIG_NAMES = re.compile(r"^(config|cfg|conf|args|opt|opts|params|hparams|hp|configs|model_config|settings)$")
 
@@ -226,39 +98,66 @@ def _torch_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int =
             if found is not None:
                 return found
             continue
-        last = ast.unparse(base).split(".")[-1]
-        import inspect
+        found = _torch_layer_params(ast.unparse(base).split(".")[-1])
+        if found is not None:
+            return found
+    return None
 
-        import torch
 
-        torch_cls = getattr(torch.nn, last, None)
-        if isinstance(torch_cls, type) and issubclass(torch_cls, torch.nn.Module) and torch_cls is not torch.nn.Module:
-            out = []
-            for p in list(inspect.signature(torch_cls.__init__).parameters.values())[1:]:
-                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                    continue
-                default = None if p.default is inspect.Parameter.empty else repr(p.default)
-                if default is not None and default.startswith("<"):
-                    default = "None"
-                kind = "kwonly" if p.kind == p.KEYWORD_ONLY else "pos"
-                ann = p.annotation.__name__ if isinstance(p.annotation, type) else ("" if p.annotation is inspect.Parameter.empty else str(p.annotation))
-                out.append(_Param(p.name, ann, default, kind))
-            return out
+def _torch_layer_params(last: str) -> list[_Param] | None:
+    """Constructor parameters of torch.nn.<last> (a Module class other than Module), read with inspect."""
+    import inspect
+
+    import torch
+
+    torch_cls = getattr(torch.nn, last, None)
+    if not (isinstance(torch_cls, type) and issubclass(torch_cls, torch.nn.Module) and torch_cls is not torch.nn.Module):
+        return None
+    out = []
+    for p in list(inspect.signature(torch_cls.__init__).parameters.values())[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = None if p.default is inspect.Parameter.empty else repr(p.default)
+        if default is not None and default.startswith("<"):
+            default = "None"
+        kind = "kwonly" if p.kind == p.KEYWORD_ONLY else "pos"
+        ann = p.annotation.__name__ if isinstance(p.annotation, type) else ("" if p.annotation is inspect.Parameter.empty else str(p.annotation))
+        out.append(_Param(p.name, ann, default, kind))
+    return out
+
+
+def _forwarded_params(init: ast.FunctionDef) -> list[_Param] | None:
+    """`def __init__(self, *args, **kwargs): self.linear = nn.Linear(*args, **kwargs)`: a
+    constructor with only *args that hands them to a torch layer takes that layer's parameters."""
+    params = _params(init)
+    vararg = next((p.name for p in params if p.kind == "vararg"), None)
+    if vararg is None or any(p.kind == "pos" and p.default is None for p in params):
+        return None
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Starred) and \
+                isinstance(node.args[0].value, ast.Name) and node.args[0].value.id == vararg:
+            found = _torch_layer_params(ast.unparse(node.func).split(".")[-1])
+            if found is not None:
+                return found
     return None
 
 
 def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,
-                  tuples: bool = False) -> tuple[list[str], list[Any], dict[str, Any]] | None:
-    """Constructor arguments: required ones guessed; large size defaults shrunk when `shrink`."""
+                  tuples: bool = False, constraints: list[ast.expr] | None = None) -> tuple[list[str], list[Any], dict[str, Any]] | None:
+    """Constructor arguments: required ones guessed; large size defaults shrunk when `shrink`;
+    then integer values changed where `constraints` (constraints.py) would otherwise fail."""
     if init is None:
         return [], [], {}
     all_params = init if isinstance(init, list) else _params(init)
+    init_fn = init if isinstance(init, ast.FunctionDef) else None
+    forms = declared_forms(init_fn)
     params = [p for p in all_params if p.kind == "pos"]
     if any(p.kind == "kwonly" and p.default is None for p in all_params):
         raise SynthesisError("keyword_only_init", "the constructor has required keyword-only arguments; get_init_inputs() passes positional ones")
     values: dict[str, Any] = {}
     codes: list[str] = []
     specs: list[Any] = []
+    guessed: list[str] = []  # parameters whose value is ours to choose (required, or shrunk)
     last_needed = -1
     for i, p in enumerate(params):
         guess = None
@@ -275,12 +174,22 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 specs.append({"kind": "namespace", "fields": {a: g[1] for a, g in fields}})
                 last_needed = i
                 continue
-            guess = _guess_value(p.name, p.annotation, D)
+            guess = _guess_value(p.name, p.annotation, D, module_usage(init_fn, p.name))
+            form = forms.get(p.name)
+            if form is not None and form[0] == "choice":
+                guess = (repr(form[1]), form[1])
+            elif form is not None and guess is not None:
+                # asserted to be a tuple (of a length): the scalar guess, repeated
+                scalar = guess[1][0] if isinstance(guess[1], list) and guess[1] else guess[1]
+                if isinstance(scalar, (int, float)) and not isinstance(scalar, bool):
+                    n = form[1] or (len(guess[1]) if isinstance(guess[1], list) else 2)
+                    guess = ("(" + ", ".join([repr(scalar)] * n) + ("," if n == 1 else "") + ")", [scalar] * n)
             if guess is None:
                 return None
             if tuples and isinstance(guess[1], int) and not isinstance(guess[1], bool) and _TUPLE_NAMES.search(p.name.lower()):
                 guess = (f"({guess[0]}, {guess[0]})", [guess[1], guess[1]])
             last_needed = i
+            guessed.append(p.name)
         else:
             try:
                 default_value = ast.literal_eval(p.default)
@@ -292,129 +201,24 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 if g is not None and isinstance(g[1], int) and g[1] < default_value:
                     guess = g
                     last_needed = i
+                    guessed.append(p.name)
             if guess is None:
                 guess = (p.default, default_value if default_value is not None else {"expr": p.default})
         values[p.name] = guess[1]
         codes.append(guess[0])
         specs.append({"name": p.name, "value": guess[1]} if not isinstance(guess[1], dict) else {"name": p.name, **guess[1]})
+    if constraints:
+        # Our own guesses are changed first, a default only when they cannot satisfy an assert.
+        free = guessed + [p.name for p in params if p.name not in guessed]
+        spatial = {p.name for p in params if _SPATIAL_NAMES.search(p.name.lower())}
+        solved = satisfy(constraints, values, free, capped=spatial)
+        for i, p in enumerate(params):
+            if i < len(codes) and solved.get(p.name) != values.get(p.name):
+                values[p.name] = solved[p.name]
+                codes[i] = repr(solved[p.name])
+                specs[i] = {"name": p.name, "value": solved[p.name]}
+                last_needed = max(last_needed, i)
     return codes[: last_needed + 1], specs[: last_needed + 1], values
-
-
-# ---------------------------------------------------------------------------------------------
-# Guessing the forward inputs.
-
-
-def _layer_calls(cls_nodes: list[ast.ClassDef]) -> dict[str, ast.Call]:
-    """self.<attr> = <Layer>(...) assignments in the constructors."""
-    out: dict[str, ast.Call] = {}
-    for cls in cls_nodes:
-        for node in ast.walk(cls):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                for t in node.targets:
-                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        out.setdefault(t.attr, node.value)
-    return out
-
-
-_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.FloorDiv: lambda a, b: a // b, ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
-
-
-def _arith(node: ast.expr, values: dict[str, Any]) -> Any:
-    """Evaluate integer arithmetic over our own guessed values. Harvested code is never executed
-    here (only the sandbox runs it): anything but numbers, known names, + - * / // %, int(),
-    min() and max() is refused."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.Name) and node.id in values and isinstance(values[node.id], (int, float)):
-        return values[node.id]
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left, right = _arith(node.left, values), _arith(node.right, values)
-        if isinstance(right, (int, float)) and right == 0 and isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
-            raise ValueError("division by zero")
-        if abs(left) > 1e6 or abs(right) > 1e6:
-            raise ValueError("too large")
-        return _BINOPS[type(node.op)](left, right)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_arith(node.operand, values)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "min", "max") and not node.keywords:
-        args = [_arith(a, values) for a in node.args]
-        return {"int": lambda *a: int(a[0]), "min": min, "max": max}[node.func.id](*args)
-    raise ValueError("not simple arithmetic")
-
-
-def _eval_size(expr: ast.expr, values: dict[str, Any]) -> int | None:
-    try:
-        result = _arith(expr, values)
-    except (ValueError, TypeError, IndexError, OverflowError):
-        return None
-    return result if isinstance(result, int) and not isinstance(result, bool) and 0 < result <= 4096 else None
-
-
-def _layer_kind(call: ast.Call, calls: dict[str, ast.Call]) -> tuple[str, ast.Call] | None:
-    name = ast.unparse(call.func).split(".")[-1]
-    if name in ("Sequential",) and call.args and isinstance(call.args[0], ast.Call):
-        return _layer_kind(call.args[0], calls)
-    if name in _FEATURE_LAYERS or name in _INDEX_LAYERS:
-        return name, call
-    return None
-
-
-def _first_layer(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call]) -> tuple[str, ast.Call] | None:
-    """The first self.<layer>(param ...) call in forward whose layer we know."""
-    for node in ast.walk(forward):
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == param:
-            f = node.func
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in calls:
-                kind = _layer_kind(calls[f.attr], calls)
-                if kind is not None:
-                    return kind
-            if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and f.value.attr in calls:
-                kind = _layer_kind(calls[f.value.attr], calls)
-                if kind is not None:
-                    return kind
-    return None
-
-
-def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
-    """Ranks suggested by unpacking `a, b, c = x.shape`, `x.size(k)`, `x.shape[k]`, `x.view(...)`, docstrings."""
-    hints: list[int] = []
-    for node in ast.walk(forward):
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
-            v = node.value
-            src = ast.unparse(v)
-            if src in (f"{param}.shape", f"{param}.size()"):
-                hints.append(len(node.targets[0].elts))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == param:
-            if node.func.attr == "size" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int):
-                k = node.args[0].value
-                hints.append(k + 1 if k >= 0 else -k)
-            if node.func.attr in ("permute",) and node.args:
-                if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)):
-                    hints.append(len(node.args[0].elts))
-                elif all(isinstance(a, ast.Constant) for a in node.args):
-                    hints.append(len(node.args))
-        if isinstance(node, ast.Subscript) and ast.unparse(node.value) == f"{param}.shape" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
-            k = node.slice.value
-            hints.append(k + 1 if k >= 0 else -k)
-    doc = ast.get_docstring(forward) or ""
-    m = re.search(rf"{re.escape(param)}\b[^\n]*?[\(\[]((?:\s*[\w\*]+\s*,)+\s*[\w\*]+\s*)[\)\]]", doc)
-    if m:
-        hints.insert(0, len(m.group(1).split(",")))
-    return hints
-
-
-def _tensor_specs(rank: int, F: int, layout: str, spatial: int) -> list[int]:
-    B, T = 2, 8
-    if rank <= 1:
-        return [F]
-    if rank == 2:
-        return [B, F]
-    if rank == 3:
-        return [B, F, T] if layout == "channels_first" else [B, T, F]
-    if rank == 4:
-        return [B, F, spatial, spatial] if layout != "channels_last" else [B, spatial, spatial, F]
-    return [B, F] + [4] * (rank - 2)
 
 
 def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...] = (32, 16)) -> list[Attempt]:
@@ -432,6 +236,8 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     init: ast.FunctionDef | list[_Param] | None = _method(classes, "Model", "__init__")
     if init is None:
         init = _torch_base_params(classes, "Model")
+    elif _forwarded_params(init) is not None:
+        init = _forwarded_params(init)
     fparams = _params(forward) if forward is not None else [_Param("x", "", None, "pos")]
     if forward is not None and any(p.kind == "kwonly" and p.default is None for p in fparams):
         raise SynthesisError("keyword_only_forward", "forward() has required keyword-only arguments")
@@ -439,6 +245,13 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     if forward is not None and not required and any(p.kind == "vararg" for p in fparams):
         required = [_Param("x", "", None, "pos")]
     calls = _layer_calls(list(classes.values()))
+    constraints: list[ast.expr] = []
+    if isinstance(init, ast.FunctionDef):
+        constraints = constructor_constraints(classes, "Model", [p.name for p in _params(init)], init, forward)
+    shape_constraints = input_constraints(classes, init if isinstance(init, ast.FunctionDef) else None, forward,
+                                          [p.name for p in init] if isinstance(init, list) else
+                                          [p.name for p in _params(init)] if init is not None else [],
+                                          [p.name for p in required])
 
     attempts: list[Attempt] = []
     seen: set[str] = set()
@@ -448,7 +261,7 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     variant = 0
     for D in sizes:
         for shrink, tuples in ((True, False), (False, False), (True, True)):
-            init_guess = _init_attempt(classes, init, D, shrink, tuples)
+            init_guess = _init_attempt(classes, init, D, shrink, tuples, constraints)
             if init_guess is None:
                 continue
             init_code, init_spec, values = init_guess
@@ -462,7 +275,10 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
                         break
             per_input: list[list[tuple[str, dict[str, Any]]]] = []
             for p in required:
-                per_input.append(_input_options(p, forward, calls, values, D, spatial))
+                options = _input_options(p, forward, calls, values, D, spatial)
+                if shape_constraints:
+                    options = [_fitted(code, spec, p.name, shape_constraints, values) for code, spec in options]
+                per_input.append(options)
             n_options = max((len(o) for o in per_input), default=1)
             for k in range(n_options):
                 codes, specs = [], []
@@ -481,65 +297,6 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     if not attempts:
         raise SynthesisError("no_guess", "no constructor argument could be guessed (untyped, unrecognised names)")
     return attempts[:max_attempts]
-
-
-def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int, spatial: int) -> list[tuple[str, dict[str, Any]]]:
-    name = p.name.lower()
-    ann = p.annotation
-    if ann in ("int",):
-        return [(str(D), {"kind": "int", "value": D})]
-    if ann in ("float",):
-        return [("1.0", {"kind": "float", "value": 1.0})]
-    if ann in ("bool",):
-        return [("True", {"kind": "bool", "value": True})]
-    layer = _first_layer(forward, p.name, calls) if forward is not None else None
-    options: list[tuple[int, int, str]] = []  # (rank, feature, layout)
-    F = D
-    if layer is not None:
-        kind, call = layer
-        if kind in _INDEX_LAYERS:
-            vocab = _eval_size(call.args[0], values) if call.args else None
-            hi = max(1, min(vocab or 10, 10))
-            return [
-                (f"torch.randint(0, {hi}, (2, 8))", {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": hi}),
-                (f"torch.randint(0, {hi}, (2,))", {"kind": "tensor", "shape": [2], "dtype": "int64", "high": hi}),
-            ]
-        arg0 = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg in ("in_features", "in_channels", "num_features", "normalized_shape", "input_size", "embed_dim")), None)
-        size = _eval_size(arg0, values) if arg0 is not None else None
-        if size is not None:
-            F = size
-        rank = _FEATURE_LAYERS.get(kind)
-        if kind in ("LSTM", "GRU", "RNN", "MultiheadAttention"):
-            options += [(3, F, "channels_last")]
-        elif rank is not None:
-            options.append((rank, F, "channels_first"))
-        else:
-            options += [(3, F, "channels_last"), (2, F, "channels_last"), (4, F, "channels_last")]
-    if _INT_INPUT.search(name):
-        hi = min(int(values.get("vocab_size", 10)) if isinstance(values.get("vocab_size"), int) else 10, 10)
-        return [
-            (f"torch.randint(0, {hi}, (2, 8))", {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": hi}),
-            (f"torch.randint(0, {hi}, (2,))", {"kind": "tensor", "shape": [2], "dtype": "int64", "high": hi}),
-        ]
-    hints = _rank_hints(forward, p.name) if forward is not None else []
-    for r in hints:
-        if 1 <= r <= 5:
-            options.insert(0 if not options else 1, (r, F, "channels_first" if r >= 4 else "channels_last"))
-            if r == 3:
-                options.append((3, F, "channels_first"))
-    options += [(4, F, "channels_first"), (3, F, "channels_last"), (2, F, "channels_last"), (3, F, "channels_first"), (4, F, "channels_last")]
-    out: list[tuple[str, dict[str, Any]]] = []
-    seen: set[str] = set()
-    for rank, feat, layout in options:
-        shape = _tensor_specs(rank, feat, layout, spatial)
-        if _MASK_INPUT.search(name):
-            code = f"torch.ones({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
-        else:
-            code = f"torch.randn({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
-        if code not in seen:
-            seen.add(code)
-            out.append((code, {"kind": "tensor", "shape": shape, "dtype": "float32"}))
-    return out
 
 
 def problem_source(standalone_model: str, attempt: Attempt) -> str:

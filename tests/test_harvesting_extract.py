@@ -268,6 +268,10 @@ def test_states_saved_by_separate_harvests_merge(tmp_path):
      "but got 32 channels instead", [2, 32, 8, 8], [2, 16, 8, 8]),
     ("RuntimeError: Given normalized_shape=[16], expected input with shape [*, 16], but got input of size[2, 8, 32]", [2, 8, 32], [2, 8, 16]),
     ("ValueError: expected 4D input (got 3D input)", [2, 8, 32], [2, 8, 8, 32]),
+    ("RuntimeError: input.size(-1) must be equal to input_size. Expected 16, got 8", [2, 32, 8], [2, 32, 16]),
+    ("EinopsError: Error while processing rearrange-reduction pattern. Input tensor shape: torch.Size([2, 32, 8]). "
+     "Wrong shape: expected 4 dims. Received 3-dim tensor.", [2, 32, 8], [2, 32, 8, 8]),
+    ("EinopsError: Shape mismatch, can't divide axis of length 8 in chunks of 7", [2, 32, 8, 8], [2, 32, 14, 14]),
 ])
 def test_torch_shape_errors_steer_the_next_input_guess(message, shape, expected):
     from autotriton.harvesting.input_repair import repair_attempt

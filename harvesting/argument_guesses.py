@@ -1,0 +1,155 @@
+"""Guessing one constructor argument from its name, type hint and use: sizes, counts,
+regularisers, flags, layer classes and wrapped modules. Used by synthesis.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+
+_SIZE_WORDS = ("dim", "size", "channel", "chans", "feature", "hidden", "embed", "width", "n_embd", "d_model",
+               "planes", "units", "ch", "c_in", "c_out", "inp", "oup", "filters", "neurons", "nf", "ngf", "ndf")
+
+
+# Guesses from the argument's name alone, as (name pattern, value): the first match wins. Tables
+# in the order _guess_value consults them, between the guesses that also read the type hint.
+_REGULARISER_RULES: tuple[tuple[str, Any], ...] = (
+    (r"(drop|dropout|^p$|_p$|prob)", 0.0),
+    (r"(eps|epsilon)$", 1e-5),
+    (r"momentum", 0.1),
+)
+_LAYER_RULES: tuple[tuple[str, Any], ...] = (
+    (r"(group)", 4),
+    (r"(kernel|ksize|^k$|kernel_size)", 3),
+    (r"(stride)", 1),
+    (r"(padding|^pad$)", 1),
+    (r"(dilation)", 1),
+    (r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", 2),
+    (r"(num_classes|n_classes|classes$|num_labels|n_out|num_outputs)", 10),
+    (r"(vocab|num_embeddings|n_tokens|num_tokens|n_vocab|ntoken|num_codes|codebook)", 100),
+    (r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", 64),
+)
+_SPATIAL_RULES: tuple[tuple[str, Any], ...] = (
+    (r"(feat_size|grid_size|feature_size|spatial_size)", 8),
+    (r"(img_size|image_size|input_size|resolution|img_res)", 32),
+    (r"(patch)", 4),
+    (r"(window)", 4),
+)
+
+
+def _by_name(name: str, rules: tuple[tuple[str, Any], ...]) -> tuple[str, Any] | None:
+    """(python source, JSON value) of the first rule whose pattern `name` matches."""
+    for pattern, value in rules:
+        if re.search(pattern, name):
+            return repr(value), value
+    return None
+
+
+# A parameter that holds a module, a layer class or a function: by its annotation
+# (`fn: Callable`, `net: nn.Module`, `block: Type[nn.Module]`) or its name (`fn`, `net`,
+# `norm_layer`, `block_fn`, `image_encoder`...). Wrappers (PreNorm(dim, fn), Residual(fn)) are
+# common in real code; an int there fails with "'int' object is not callable".
+_MODULE_ANNOTATION = re.compile(r"(Callable|Module\b|Module\]|^Type\[|^type\[|Layer\b|Block\b)")
+_MODULE_NAME = re.compile(
+    r"^(fn|func|function|net|network|module|model|block|layer|sublayer|body|backbone|encoder|decoder|wrapped|submodule"
+    r"|transformer|mlp|ff|ffn|feedforward|attn|attention|vit|unet|cell|branch|inner_module|base_model|base_module)$"
+    r"|_(fn|func|net|network|module|model|block|layer|klass|cls|class|encoder|decoder|transformer|mlp|ff|attn|fct)$"
+    r"|^(module|block|layer)_(cls|class|type|fn|factory)$")
+
+
+# Plurals of per-layer settings, as a network with stages takes them (`kernel_sizes=(3, 5)`).
+_PER_STAGE = re.compile(r"(kernel_size|kernel|stride|padding|dilation|depth|patch_size|window_size|window)s$")
+
+# Names of parameters that hold a class to build, not a built module, when passed on.
+_CLASS_NAME = re.compile(r"(_layer|_cls|_klass|_class|_type|_factory|_builder|^act|activation)$")
+
+
+def module_usage(init: ast.FunctionDef | None, name: str) -> str:
+    """How __init__ uses a parameter: "called" (a class or factory: `norm_layer(dim)`), "passed"
+    (handed to another constructor: `Block(act_layer=act_layer)`), or "held" (kept and applied
+    later: `self.fn = fn`)."""
+    usage = "held"
+    if init is not None:
+        for node in ast.walk(init):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id == name:
+                    return "called"
+                if any(kw.arg is None and isinstance(kw.value, ast.Name) and kw.value.id == name for kw in node.keywords):
+                    return "unpacked"  # `Block(**block_kwargs)`: a mapping of options
+                args = [*node.args, *(kw.value for kw in node.keywords)]
+                if any(isinstance(a, ast.Name) and a.id == name for a in args):
+                    usage = "passed"
+    return usage
+
+
+def _builds_class(n: str, usage: str) -> bool:
+    return usage == "called" or (usage == "passed" and bool(_CLASS_NAME.search(n)))
+
+
+def _module_guess(n: str, ann: str, usage: str) -> tuple[str, Any] | None:
+    """nn.Identity for a wrapped module or function: it takes any input, keeps its shape, and
+    (as a class) accepts any constructor arguments, so `block(dim, heads=4)` builds it too."""
+    if not (_MODULE_NAME.search(n) or _MODULE_ANNOTATION.search(ann)):
+        return None
+    if "int" in ann.lower() or "float" in ann.lower() or ann in ("str", "bool"):
+        return None
+    code = "torch.nn.Identity" if _builds_class(n, usage) else "torch.nn.Identity()"
+    return code, code
+
+
+def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tuple[str, Any] | None:
+    """(python source, JSON value) for a constructor argument, or None when there is no guess.
+    `usage` says whether __init__ calls the parameter (module_usage), for module-valued ones."""
+    n = name.lower()
+    ann = annotation.replace("typing.", "").replace(" ", "")
+    if usage == "unpacked":
+        return "dict()", {"expr": "dict()"}  # no options: the callee's defaults
+    if _PER_STAGE.search(n):
+        # kernel_sizes, strides, depths, window_sizes: one value per stage, two stages
+        single = _guess_value(_PER_STAGE.sub(lambda m: m.group(1), n), "", D)
+        if single is not None and isinstance(single[1], int) and not isinstance(single[1], bool):
+            return f"({single[0]}, {single[0]})", [single[1], single[1]]
+    if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
+        return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False
+    found = _by_name(n, _REGULARISER_RULES)
+    if found:
+        return found
+    if re.search(r"(heads?|n_head|nhead|num_head)", n):
+        return ("2" if "kv" in n else "4"), (2 if "kv" in n else 4)
+    found = _by_name(n, _LAYER_RULES)
+    if found:
+        return found
+    if ("Tuple" in ann or "tuple" in ann) and re.search(r"(size|window|shape|resolution|grid)", n):
+        small = 4 if "window" in n or "patch" in n else 8
+        return f"({small}, {small})", [small, small]
+    found = _by_name(n, _SPATIAL_RULES)
+    if found:
+        return found
+    if re.search(r"(ratio|expansion|expand|mult|factor|scale)", n):
+        return ("2.0", 2.0) if "float" in ann or "ratio" in n else ("2", 2)
+    if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
+        return "1.0", 1.0
+    if re.search(r"(act|activation)", n) and "float" not in ann and "int" not in ann:
+        # an activation kept and applied in forward (`self.act(x)`) must be built already
+        code = "torch.nn.ReLU" if _builds_class("act", usage) else "torch.nn.ReLU()"
+        return code, code
+    if re.search(r"(^|_)(ind|idx|index)$", n):
+        return "0", 0  # a position in a list of layers or outputs: the first always exists
+    if re.search(r"(norm_layer|norm$)", n):
+        return "torch.nn.LayerNorm", "torch.nn.LayerNorm"
+    found = _module_guess(n, ann, usage)
+    if found:
+        return found
+    if ann.startswith(("List[int]", "list[int]", "Tuple[int", "tuple[int", "Sequence[int]")) or re.search(r"(dims|sizes|channels_list|widths|hidden_sizes|features_list)$", n):
+        return f"[{D}, {D}]", [D, D]
+    if ann in ("float", "Optional[float]"):
+        return "1.0", 1.0
+    if ann == "str":
+        return None
+    if ann in ("int", "Optional[int]") or any(w in n for w in _SIZE_WORDS) or re.match(r"^(n|num|d|in|out)(_|$)", n):
+        return str(D), D
+    if ann == "" or "int" in ann:
+        return str(D), D
+    return None

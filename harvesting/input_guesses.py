@@ -1,0 +1,293 @@
+"""Guessing the forward inputs of a `Model`: each input's rank, layout and sizes, from the first
+layer applied to it, how forward reads its shape (`b, c, h, w = x.shape`, `t[:, None]`,
+`torch.arange(n)`), the constructor's values, and forward's asserts on its shape. Used by
+synthesis.py; never executes harvested code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from autotriton.harvesting.constraints import fit_shape
+from autotriton.harvesting.signatures import _Param
+
+# Layer constructors whose first argument is the feature/channel size of their input.
+_FEATURE_LAYERS: dict[str, int | None] = {
+    "Linear": None, "Bilinear": None, "LazyLinear": None,
+    "Conv1d": 3, "ConvTranspose1d": 3, "BatchNorm1d": None, "InstanceNorm1d": 3,
+    "Conv2d": 4, "ConvTranspose2d": 4, "BatchNorm2d": 4, "InstanceNorm2d": 4,
+    "Conv3d": 5, "ConvTranspose3d": 5, "BatchNorm3d": 5, "InstanceNorm3d": 5,
+    "LayerNorm": None, "RMSNorm": None, "LSTM": 3, "GRU": 3, "RNN": 3, "MultiheadAttention": 3,
+}
+_INDEX_LAYERS = {"Embedding", "EmbeddingBag"}
+
+_INT_INPUT = re.compile(r"(^|_)(ids?|idx|index|indices|tokens?|labels?|targets?|positions?|token_ids|input_ids|classes)$")
+_MASK_INPUT = re.compile(r"mask")
+# Diffusion-style conditioning: one time / noise level per batch element.
+_TIME_INPUT = re.compile(r"^(t|time|times|timesteps?|time_steps?|noise_levels?|sigmas?|log_snr|noise_cond)$")
+
+
+
+def _layer_calls(cls_nodes: list[ast.ClassDef]) -> dict[str, ast.Call]:
+    """self.<attr> = <Layer>(...) assignments in the constructors."""
+    out: dict[str, ast.Call] = {}
+    for cls in cls_nodes:
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        out.setdefault(t.attr, node.value)
+    return out
+
+
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: lambda a, b: a // b, ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
+
+
+def _arith(node: ast.expr, values: dict[str, Any]) -> Any:
+    """Evaluate integer arithmetic over our own guessed values. Harvested code is never executed
+    here (only the sandbox runs it): anything but numbers, known names, + - * / // %, int(),
+    min() and max() is refused."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in values and isinstance(values[node.id], (int, float)):
+        return values[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _arith(node.left, values), _arith(node.right, values)
+        if isinstance(right, (int, float)) and right == 0 and isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+            raise ValueError("division by zero")
+        if abs(left) > 1e6 or abs(right) > 1e6:
+            raise ValueError("too large")
+        return _BINOPS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_arith(node.operand, values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "min", "max") and not node.keywords:
+        args = [_arith(a, values) for a in node.args]
+        return {"int": lambda *a: int(a[0]), "min": min, "max": max}[node.func.id](*args)
+    raise ValueError("not simple arithmetic")
+
+
+def _eval_size(expr: ast.expr, values: dict[str, Any]) -> int | None:
+    try:
+        result = _arith(expr, values)
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return None
+    return result if isinstance(result, int) and not isinstance(result, bool) and 0 < result <= 4096 else None
+
+
+def _layer_kind(call: ast.Call, calls: dict[str, ast.Call]) -> tuple[str, ast.Call] | None:
+    name = ast.unparse(call.func).split(".")[-1]
+    if name in ("Sequential",) and call.args and isinstance(call.args[0], ast.Call):
+        return _layer_kind(call.args[0], calls)
+    if name in _FEATURE_LAYERS or name in _INDEX_LAYERS:
+        return name, call
+    return None
+
+
+def _first_layer(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call]) -> tuple[str, ast.Call] | None:
+    """The first self.<layer>(param ...) call in forward whose layer we know."""
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == param:
+            f = node.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in calls:
+                kind = _layer_kind(calls[f.attr], calls)
+                if kind is not None:
+                    return kind
+            if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and f.value.attr in calls:
+                kind = _layer_kind(calls[f.value.attr], calls)
+                if kind is not None:
+                    return kind
+    return None
+
+
+def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
+    """Ranks suggested by unpacking `a, b, c = x.shape`, `x.size(k)`, `x.shape[k]`, `x.view(...)`, docstrings."""
+    hints: list[int] = []
+    for node in ast.walk(forward):
+        # `t[:, None]`, `x[..., None]` excluded: indexing with None spells out the rank
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == param
+                and isinstance(node.slice, ast.Tuple) and any(isinstance(e, ast.Constant) and e.value is None for e in node.slice.elts)
+                and not any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in node.slice.elts)):
+            hints.append(sum(1 for e in node.slice.elts if not (isinstance(e, ast.Constant) and e.value is None)))
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
+            v = node.value
+            src = ast.unparse(v)
+            if src in (f"{param}.shape", f"{param}.size()"):
+                hints.append(len(node.targets[0].elts))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == param:
+            if node.func.attr == "size" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int):
+                k = node.args[0].value
+                if k not in (0, -1):  # every tensor has a first and a last dimension: no rank told
+                    hints.append(k + 1 if k >= 0 else -k)
+            if node.func.attr in ("permute",) and node.args:
+                if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)):
+                    hints.append(len(node.args[0].elts))
+                elif all(isinstance(a, ast.Constant) for a in node.args):
+                    hints.append(len(node.args))
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value) == f"{param}.shape" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+            k = node.slice.value
+            if k not in (0, -1):
+                hints.append(k + 1 if k >= 0 else -k)
+    doc = ast.get_docstring(forward) or ""
+    m = re.search(rf"{re.escape(param)}\b[^\n]*?[\(\[]((?:\s*[\w\*]+\s*,)+\s*[\w\*]+\s*)[\)\]]", doc)
+    if m:
+        hints.insert(0, len(m.group(1).split(",")))
+    return hints
+
+
+_CHANNEL_NAMES = re.compile(r"^(channels|in_channels|in_chans|num_channels|image_channels|img_channels|input_channels|in_ch|channels_in|n_channels)$")
+
+
+def _channels_value(values: dict[str, Any]) -> int | None:
+    for name, value in values.items():
+        if _CHANNEL_NAMES.match(name.lower()) and isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 64:
+            return value
+    return None
+
+
+def _unpacked_rank(forward: ast.FunctionDef, param: str) -> int | None:
+    """The rank `a, b, c = x.shape` (no starred target) demands of input `param`, or None."""
+    shapes = (f"{param}.shape", f"{param}.size()")
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+            targets = node.targets[0].elts
+            if any(isinstance(e, ast.Starred) for e in targets):
+                continue
+            if ast.unparse(node.value) in shapes:
+                return len(targets)
+            # `b, n, _, h = *x.shape, self.heads`: the shape fills what the other values leave
+            if isinstance(node.value, ast.Tuple):
+                starred = [e for e in node.value.elts if isinstance(e, ast.Starred)]
+                if len(starred) == 1 and ast.unparse(starred[0].value) in shapes and len(targets) > len(node.value.elts) - 1:
+                    return len(targets) - (len(node.value.elts) - 1)
+    return None
+
+
+def _tensor_specs(rank: int, F: int, layout: str, spatial: int) -> list[int]:
+    B, T = 2, 8
+    if rank <= 1:
+        return [F]
+    if rank == 2:
+        return [B, F]
+    if rank == 3:
+        return [B, F, T] if layout == "channels_first" else [B, T, F]
+    if rank == 4:
+        return [B, F, spatial, spatial] if layout != "channels_last" else [B, spatial, spatial, F]
+    return [B, F] + [4] * (rank - 2)
+
+
+def _fitted(code: str, spec: dict[str, Any], name: str, constraints: list[ast.expr], values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The input option with its dimensions changed as forward's asserts on its shape ask."""
+    if spec.get("kind") != "tensor":
+        return code, spec
+    shape = fit_shape(constraints, values, name, list(spec["shape"]))
+    if shape == spec["shape"] or not all(0 < d <= 4096 for d in shape):
+        return code, spec
+    dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+    if spec.get("dtype") == "int64":
+        return f"torch.randint(0, {spec.get('high', 10)}, ({dims}))", {**spec, "shape": shape}
+    return f"{code.split('(', 1)[0]}({dims})", {**spec, "shape": shape}
+
+
+# Calls whose plain arguments are sizes or counts (`torch.arange(n)`, `range(n)`, `x.new_ones(n, n)`).
+_SIZE_CALLS = {"arange", "range", "zeros", "ones", "empty", "full", "rand", "randn", "linspace", "eye",
+               "tril_indices", "triu_indices", "new_zeros", "new_ones", "new_empty", "new_full"}
+
+
+def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
+    """Whether forward passes `param` itself (or arithmetic on it) as a size to a factory or range."""
+    def plain(node: ast.expr) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id == param
+        if isinstance(node, ast.BinOp):
+            return plain(node.left) or plain(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return plain(node.operand)
+        return False
+
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in _SIZE_CALLS and any(plain(a) for a in node.args):
+                return True
+    return False
+
+
+def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int, spatial: int) -> list[tuple[str, dict[str, Any]]]:
+    name = p.name.lower()
+    ann = p.annotation
+    if ann in ("int",):
+        return [(str(D), {"kind": "int", "value": D})]
+    if ann in ("float",):
+        return [("1.0", {"kind": "float", "value": 1.0})]
+    if ann in ("bool",):
+        return [("True", {"kind": "bool", "value": True})]
+    if forward is not None and _used_as_size(forward, p.name):
+        # `arange(j - i, j)`, `torch.ones(n, n)`: a length, as positional biases take (i, j)
+        return [("8", {"kind": "int", "value": 8})]
+    layer = _first_layer(forward, p.name, calls) if forward is not None else None
+    size = None
+    options: list[tuple[int, int, str]] = []  # (rank, feature, layout)
+    F = D
+    if layer is not None:
+        kind, call = layer
+        if kind in _INDEX_LAYERS:
+            vocab = _eval_size(call.args[0], values) if call.args else None
+            hi = max(1, min(vocab or 10, 10))
+            return [
+                (f"torch.randint(0, {hi}, (2, 8))", {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": hi}),
+                (f"torch.randint(0, {hi}, (2,))", {"kind": "tensor", "shape": [2], "dtype": "int64", "high": hi}),
+            ]
+        arg0 = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg in ("in_features", "in_channels", "num_features", "normalized_shape", "input_size", "embed_dim")), None)
+        size = _eval_size(arg0, values) if arg0 is not None else None
+        if size is not None:
+            F = size
+        rank = _FEATURE_LAYERS.get(kind)
+        if kind in ("LSTM", "GRU", "RNN", "MultiheadAttention"):
+            options += [(3, F, "channels_last")]
+        elif rank is not None:
+            options.append((rank, F, "channels_first"))
+        else:
+            options += [(3, F, "channels_last"), (2, F, "channels_last"), (4, F, "channels_last")]
+    if _INT_INPUT.search(name):
+        hi = min(int(values.get("vocab_size", 10)) if isinstance(values.get("vocab_size"), int) else 10, 10)
+        return [
+            (f"torch.randint(0, {hi}, (2, 8))", {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": hi}),
+            (f"torch.randint(0, {hi}, (2,))", {"kind": "tensor", "shape": [2], "dtype": "int64", "high": hi}),
+        ]
+    hints = _rank_hints(forward, p.name) if forward is not None else []
+    for r in hints:
+        if 1 <= r <= 5:
+            options.insert(0 if not options else 1, (r, F, "channels_first" if r >= 4 else "channels_last"))
+            if r == 3:
+                options.append((3, F, "channels_first"))
+    options += [(4, F, "channels_first"), (3, F, "channels_last"), (2, F, "channels_last"), (3, F, "channels_first"), (4, F, "channels_last")]
+    exact = _unpacked_rank(forward, p.name) if forward is not None else None
+    if exact is not None and any(r == exact for r, _, _ in options):
+        # `b, c, h, w = x.shape` fails for any other rank: keep only the layouts of this one
+        options = [o for o in options if o[0] == exact]
+    channels = _channels_value(values)
+    if channels is not None and (layer is None or size is None):
+        # An image/signal input whose first layer we cannot size (an einops Rearrange, a conv
+        # built from a local variable): its channel axis is the constructor's `channels`.
+        options = [(r, channels, lay) if lay == "channels_first" and r >= 3 else (r, f, lay) for r, f, lay in options]
+    out: list[tuple[str, dict[str, Any]]] = []
+    seen: set[str] = set()
+    if _TIME_INPUT.match(name) and layer is None:
+        # in [0, 1): a valid continuous time, noise level or (after scaling) step
+        out.append(("torch.rand(2)", {"kind": "tensor", "shape": [2], "dtype": "float32"}))
+        seen.add("torch.rand(2)")
+    for rank, feat, layout in options:
+        shape = _tensor_specs(rank, feat, layout, spatial)
+        if _MASK_INPUT.search(name):
+            code = f"torch.ones({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+        else:
+            code = f"torch.randn({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+        if code not in seen:
+            seen.add(code)
+            out.append((code, {"kind": "tensor", "shape": shape, "dtype": "float32"}))
+    return out
+

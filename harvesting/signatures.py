@@ -1,0 +1,50 @@
+"""Reading the signatures of a file's classes (parameters, defaults, annotations, inherited
+methods) from the AST; shared by input synthesis and the constraint reader. Never executes code."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+
+@dataclass
+class _Param:
+    name: str
+    annotation: str
+    default: str | None  # source of the default, None when required
+    kind: str  # "pos", "kwonly", "vararg", "kwarg"
+
+
+def _params(fn: ast.FunctionDef) -> list[_Param]:
+    out: list[_Param] = []
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for a, d in zip(positional, defaults):
+        out.append(_Param(a.arg, ast.unparse(a.annotation) if a.annotation else "", ast.unparse(d) if d is not None else None, "pos"))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        out.append(_Param(a.arg, ast.unparse(a.annotation) if a.annotation else "", ast.unparse(d) if d is not None else None, "kwonly"))
+    if args.vararg:
+        out.append(_Param(args.vararg.arg, "", None, "vararg"))
+    if args.kwarg:
+        out.append(_Param(args.kwarg.arg, "", None, "kwarg"))
+    return [p for p in out if p.name not in ("self", "cls")] if out else out
+
+
+def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
+def _method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
+    cls = classes.get(name)
+    if cls is None or depth > 10:
+        return None
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == method:
+            return node
+    for base in cls.bases:
+        if isinstance(base, ast.Name):
+            found = _method(classes, base.id, method, depth + 1)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,427 @@
+"""Constructor guesses that real code asks for: values that satisfy its asserts, and modules where
+a wrapper takes a module. Each module below is written here, in the style of common PyTorch code."""
+
+from __future__ import annotations
+
+import ast
+
+from autotriton.harvesting import HarvestConfig, harvest_local
+from autotriton.harvesting.constraints import constructor_constraints, holds, satisfy
+from autotriton.harvesting.signatures import _classes, _method, _params
+from autotriton.harvesting.synthesis import synthesize
+
+HEADER = "# SPDX-License-Identifier: MIT\nimport torch\nimport torch.nn as nn\n\n"
+
+# A patch-embedding image transformer: the patch size must divide the image, the heads the width
+# (asserted in a sub-layer), and forward checks the image it gets.
+PATCH_TRANSFORMER = '''
+def as_pair(v):
+    return v if isinstance(v, tuple) else (v, v)
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, heads=6):
+        super().__init__()
+        assert dim % heads == 0, "dim must be divisible by heads"
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        attn = (q @ k.transpose(-1, -2)).softmax(dim=-1)
+        return self.out((attn @ v).transpose(1, 2).reshape(b, n, -1))
+
+
+class PatchTransformer(nn.Module):
+    def __init__(self, image_size, patch_size, dim, heads=6, channels=3):
+        super().__init__()
+        image_h, image_w = as_pair(image_size)
+        patch_h, patch_w = as_pair(patch_size)
+        assert image_h % patch_h == 0 and image_w % patch_w == 0, "image must be divisible by the patch size"
+        self.patch_size = patch_h
+        self.image_size = image_h
+        self.embed = nn.Conv2d(channels, dim, kernel_size=patch_h, stride=patch_h)
+        self.attn = SelfAttention(dim, heads=heads)
+
+    def forward(self, img):
+        assert img.shape[-1] == self.image_size
+        x = self.embed(img).flatten(2).transpose(1, 2)
+        return self.attn(x).mean(dim=1)
+'''
+
+
+def _tree_constraints(source: str, name: str) -> tuple[list[ast.expr], list[str]]:
+    classes = _classes(ast.parse(source))
+    init = _method(classes, name, "__init__")
+    params = [p.name for p in _params(init)]
+    return constructor_constraints(classes, name, params, init, _method(classes, name, "forward")), params
+
+
+def test_asserts_are_read_in_terms_of_the_constructor_parameters_through_aliases_and_sub_layers():
+    constraints, _ = _tree_constraints(PATCH_TRANSFORMER, "PatchTransformer")
+    text = sorted(ast.unparse(c) for c in constraints)
+    # the image/patch assert through `as_pair` unpacking, and SelfAttention's own assert with its
+    # `dim`/`heads` bound to what PatchTransformer passes
+    assert "image_size % patch_size == 0" in text and "dim % heads == 0" in text
+    assert holds(next(c for c in constraints if ast.unparse(c) == "dim % heads == 0"), {"dim": 32, "heads": 8})
+    assert not holds(next(c for c in constraints if ast.unparse(c) == "dim % heads == 0"), {"dim": 32, "heads": 6})
+
+
+def test_satisfy_changes_as_few_values_as_it_can_and_ours_before_defaults():
+    cond = [ast.parse("dim % heads == 0", mode="eval").body, ast.parse("image % patch == 0", mode="eval").body]
+    values = {"dim": 32, "heads": 6, "image": 32, "patch": 4}
+    # the first free parameter changes first: dim becomes a multiple of the 6 heads
+    solved = satisfy(cond, values, ["dim", "heads", "image", "patch"])
+    assert solved["heads"] == 6 and solved["dim"] % 6 == 0 and solved["image"] == 32 and solved["patch"] == 4
+    solved = satisfy(cond, values, ["heads", "dim"])
+    assert solved["dim"] == 32 and solved["heads"] in (4, 8)  # the nearest that divides 32
+    # `if dim % groups: raise` and divisibility helpers read the same way
+    src = ("class M(nn.Module):\n    def __init__(self, dim, groups=3):\n        super().__init__()\n"
+           "        if dim % groups != 0:\n            raise ValueError('groups must divide dim')\n"
+           "        assert divisible_by(dim, 4)\n")
+    constraints, params = _tree_constraints(src, "M")
+    solved = satisfy(constraints, {"dim": 32, "groups": 3}, params)
+    assert solved["dim"] % solved["groups"] == 0 and solved["dim"] % 4 == 0
+
+
+def test_synthesis_guesses_satisfy_the_asserts():
+    source = HEADER + PATCH_TRANSFORMER.replace("class PatchTransformer", "class Model")
+    for attempt in synthesize(source):
+        image, patch, dim, *rest = [ast.literal_eval(c) for c in attempt.init_code]
+        heads = rest[0] if rest else 6
+        if isinstance(image, tuple):
+            image, patch = image[0], patch[0]
+        assert image % patch == 0 and dim % heads == 0, attempt.init_code
+
+
+def test_a_patch_transformer_with_divisibility_asserts_becomes_runnable(tmp_path):
+    (tmp_path / "vit.py").write_text(HEADER + PATCH_TRANSFORMER)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert status["PatchTransformer"][:2] == ("runnable", None), status
+    assert status["SelfAttention"][:2] == ("runnable", None), status
+
+
+WRAPPERS = '''
+from typing import Callable
+
+
+class PreNorm(nn.Module):
+    def __init__(self, dim, fn):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fn = fn
+
+    def forward(self, x, **kwargs):
+        return self.fn(self.norm(x), **kwargs)
+
+
+class Residual(nn.Module):
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x) + x
+
+
+class Stage(nn.Module):
+    def __init__(self, dim, depth, block_fn: Callable, norm_layer=None):
+        super().__init__()
+        self.blocks = nn.ModuleList([block_fn(dim) for _ in range(depth)])
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return torch.tanh(self.proj(x))
+'''
+
+
+def test_module_parameters_are_guessed_as_modules_or_layer_classes():
+    source = HEADER + WRAPPERS
+    prenorm = synthesize(source.replace("class PreNorm", "class Model"))[0]
+    assert prenorm.init_code == ["32", "torch.nn.Identity()"]
+    assert synthesize(source.replace("class Residual", "class Model"))[0].init_code == ["torch.nn.Identity()"]
+    # called in __init__ (`block_fn(dim)`): the class, which takes any constructor arguments
+    assert synthesize(source.replace("class Stage", "class Model"))[0].init_code[2] == "torch.nn.Identity"
+
+
+def test_wrappers_taking_a_module_become_runnable(tmp_path):
+    (tmp_path / "wrappers.py").write_text(HEADER + WRAPPERS)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert all(s[:2] == ("runnable", None) for s in status.values()), status
+    assert len(status) == 3
+
+
+LENGTHS_AND_ACTIVATIONS = '''
+class PositionBias(nn.Module):
+    def __init__(self, heads):
+        super().__init__()
+        self.slopes = nn.Parameter(torch.linspace(0.1, 1.0, heads))
+
+    def forward(self, i, j):
+        rel = torch.arange(j - i, j)[:, None] - torch.arange(j)[None, :]
+        return -rel.abs().float() * self.slopes[:, None, None]
+
+
+class GatedUnit(nn.Module):
+    def __init__(self, dim_in, dim_out, activation):
+        super().__init__()
+        self.proj = nn.Linear(dim_in, dim_out * 2)
+        self.act = activation
+
+    def forward(self, x):
+        x, gate = self.proj(x).chunk(2, dim=-1)
+        return x * self.act(gate)
+
+
+class TimeEmbedding(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.freqs = nn.Parameter(torch.randn(dim // 2))
+
+    def forward(self, t):
+        angles = t[:, None] * self.freqs[None, :]
+        return torch.cat((angles.sin(), angles.cos()), dim=-1)
+
+
+class Denoiser(nn.Module):
+    def __init__(self, dim, channels=3):
+        super().__init__()
+        self.time_mlp = nn.Sequential(TimeEmbedding(dim), nn.Linear(dim, channels))
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x, time):
+        return self.conv(x) + self.time_mlp(time)[:, :, None, None]
+
+
+class PickLayer(nn.Module):
+    def __init__(self, dim, layer_index):
+        super().__init__()
+        self.layer_index = layer_index
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, hiddens):
+        return self.proj(hiddens[self.layer_index])
+'''
+
+
+def test_lengths_activations_and_indices_get_fitting_guesses():
+    source = HEADER + LENGTHS_AND_ACTIVATIONS
+    bias = synthesize(source.replace("class PositionBias", "class Model"))[0]
+    assert bias.input_code == ["8", "8"]  # forward(i, j) feeds torch.arange: lengths, not tensors
+    gated = synthesize(source.replace("class GatedUnit", "class Model"))[0]
+    assert gated.init_code[-1] == "torch.nn.ReLU()"  # applied in forward: built, not the class
+    assert synthesize(source.replace("class PickLayer", "class Model"))[0].init_code == ["32", "0"]
+    # `t[:, None]`: a batch of scalars (diffusion timesteps), rank 1
+    assert len(synthesize(source.replace("class TimeEmbedding", "class Model"))[0].input_spec[0]["shape"]) == 1
+    # a `time` input whose first layer is the model's own: one time per batch element
+    assert synthesize(source.replace("class Denoiser", "class Model"))[0].input_code == ["torch.randn(2, 3, 8, 8)", "torch.rand(2)"]
+
+
+def test_lengths_activations_and_indices_become_runnable(tmp_path):
+    (tmp_path / "misc.py").write_text(HEADER + LENGTHS_AND_ACTIVATIONS)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert len(status) == 5 and all(s[:2] == ("runnable", None) for s in status.values()), status
+
+
+STACKED_HIDDENS = '''
+class LayerMixer(nn.Module):
+    def __init__(self, dim, num_layers, pool=3):
+        super().__init__()
+        self.num_layers = num_layers + 1  # the embedding output counts as a layer
+        self.pool = pool
+        self.weights = nn.Parameter(torch.ones(num_layers + 1))
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, hiddens, image):
+        assert hiddens.shape[0] == self.num_layers, "hiddens must be stacked layers first"
+        b, c, h, w = image.shape
+        assert h % self.pool == 0 and image.size(-1) % self.pool == 0, "image must be divisible by the pool"
+        mixed = (hiddens * self.weights.softmax(0)[:, None, None]).sum(0)
+        pooled = nn.functional.avg_pool2d(image, self.pool)
+        return self.proj(mixed) + pooled.mean()
+'''
+
+
+def test_forward_asserts_on_input_shapes_choose_the_input_sizes():
+    attempt = synthesize(HEADER + STACKED_HIDDENS.replace("class LayerMixer", "class Model"))[0]
+    hiddens, image = (spec["shape"] for spec in attempt.input_spec)
+    assert hiddens[0] == 3 and image[2] % 3 == 0 and image[3] % 3 == 0, attempt.input_code
+
+
+def test_a_module_asserting_its_input_shapes_becomes_runnable(tmp_path):
+    (tmp_path / "mixer.py").write_text(HEADER + STACKED_HIDDENS)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (p,) = result.problems
+    assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
+
+
+PATCHES_AND_STAGES = '''
+class ToPatches(nn.Module):
+    """(b, c, h, w) -> (b, patches, c * p * p), as einops' Rearrange("b c (h p1) (w p2) -> ...") does."""
+
+    def __init__(self, patch):
+        super().__init__()
+        self.patch = patch
+
+    def forward(self, img):
+        b, c, h, w = img.shape
+        p = self.patch
+        x = img.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)
+        return x.reshape(b, (h // p) * (w // p), p * p * c)
+
+
+class PatchEmbed(nn.Module):
+    def __init__(self, image_size, patch_size, dim, channels=3):
+        super().__init__()
+        patch_dim = channels * patch_size * patch_size
+        self.to_tokens = nn.Sequential(
+            ToPatches(patch_size),
+            nn.LayerNorm(patch_dim),
+            nn.Linear(patch_dim, dim),
+        )
+        self.pos = nn.Parameter(torch.zeros((image_size // patch_size) ** 2, dim))
+
+    def forward(self, img):
+        return self.to_tokens(img) + self.pos
+
+
+class StagedMixer(nn.Module):
+    def __init__(self, dim, depths, mode, window=7):
+        super().__init__()
+        assert isinstance(depths, tuple), "depths gives the blocks of each stage"
+        assert mode in ("mean", "max")
+        self.window = window
+        self.mode = mode
+        self.stages = nn.ModuleList([nn.Sequential(*[nn.Linear(dim, dim) for _ in range(d)]) for d in depths])
+
+    def forward(self, x):
+        b, n, _, heads = *x.shape, 2
+        assert n % self.window == 0, "sequence must be divisible by the window"
+        for stage in self.stages:
+            x = stage(x)
+        x = x.reshape(b, n // self.window, self.window, -1)
+        return x.amax(dim=2) if self.mode == "max" else x.mean(dim=2)
+'''
+
+
+def test_channels_tuples_choices_and_starred_unpacking_shape_the_guesses():
+    source = HEADER + PATCHES_AND_STAGES
+    patches = synthesize(source.replace("class PatchEmbed", "class Model"))[0]
+    # a first layer that names no size (an einops Rearrange, a patching module) says nothing of
+    # the channels: the constructor's `channels` does
+    assert patches.input_spec[0]["shape"] == [2, 3, 32, 32], patches.input_code
+    staged = synthesize(source.replace("class StagedMixer", "class Model"))[0]
+    assert staged.init_code[1:3] == ["(2, 2)", "'mean'"], staged.init_code
+    # `b, n, _, heads = *x.shape, 2` is a rank-3 input, its length a multiple of the window
+    assert len(staged.input_spec[0]["shape"]) == 3 and staged.input_spec[0]["shape"][1] % 7 == 0
+
+
+def test_patch_embeddings_and_asserted_tuples_become_runnable(tmp_path):
+    (tmp_path / "patches.py").write_text(HEADER + PATCHES_AND_STAGES)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert len(status) == 3 and all(s[:2] == ("runnable", None) for s in status.values()), status
+
+
+MULTI_SCALE = '''
+class Scaled(nn.Module):
+    def __init__(self, dim, scale=1.0):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.scale = scale
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+
+
+class PositiveLinear(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.linear = nn.Linear(*args, **kwargs)
+
+    def forward(self, x):
+        return nn.functional.linear(x, self.linear.weight.abs(), self.linear.bias)
+
+
+class MultiKernelConv(nn.Module):
+    def __init__(self, dim, kernel_sizes, head_kwargs):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv1d(dim, dim, k, padding=k // 2) for k in sorted(kernel_sizes)])
+        self.head = Scaled(dim, **head_kwargs)
+
+    def forward(self, x):
+        y = sum(conv(x) for conv in self.convs)
+        return self.head(y.transpose(1, 2))
+'''
+
+
+def test_per_stage_plurals_unpacked_options_and_forwarded_args(tmp_path):
+    attempt = synthesize(HEADER + MULTI_SCALE.replace("class MultiKernelConv", "class Model"))[0]
+    assert attempt.init_code == ["32", "(3, 3)", "dict()"]
+    (tmp_path / "multi.py").write_text(HEADER + MULTI_SCALE)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert status["MultiKernelConv"][:2] == ("runnable", None), status
+    # *args handed to nn.Linear: the problem passes nn.Linear's own parameters
+    assert synthesize(HEADER + MULTI_SCALE.replace("class PositiveLinear", "class Model"))[0].init_code == ["32", "32"]
+    assert status["PositiveLinear"][:2] == ("runnable", None), status
+
+
+def test_values_too_large_to_be_sizes_are_not_inlined():
+    """`a1 = a0 + a0; a2 = a1 + a1; ...` doubles an inlined expression at each step: such values
+    (and layers, lists of blocks) stand for an unknown instead, so reading asserts stays linear."""
+    body = "".join(f"        a{i + 1} = a{i} + a{i}\n" for i in range(40))
+    src = (f"class M(nn.Module):\n    def __init__(self, a0, heads=4):\n        super().__init__()\n{body}"
+           "        assert a2 % heads == 0\n        assert a40 % heads == 0\n")
+    constraints, _ = _tree_constraints(src, "M")
+    (only,) = constraints  # a2's assert, read in terms of a0; a40's is left to the sandbox
+    assert {n.id for n in ast.walk(only) if isinstance(n, ast.Name)} == {"a0", "heads"}
+    assert holds(only, {"a0": 1, "heads": 4}) and not holds(only, {"a0": 1, "heads": 3})
+
+
+def test_an_image_size_the_sandbox_would_shrink_is_not_chosen():
+    """Two patch sizes (12 and 16) divide only 48 of the sizes tried, but the sandbox halves input
+    sizes above 32 and the image would no longer match: a patch size changes instead."""
+    source = HEADER + (
+        "class TwoScales(nn.Module):\n"
+        "    def __init__(self, image_size, dim, small_patch=12, large_patch=16):\n        super().__init__()\n"
+        "        assert image_size % small_patch == 0 and image_size % large_patch == 0\n"
+        "        self.small = nn.Conv2d(3, dim, small_patch, stride=small_patch)\n"
+        "        self.large = nn.Conv2d(3, dim, large_patch, stride=large_patch)\n\n"
+        "    def forward(self, img):\n        return self.small(img).mean((-1, -2)) + self.large(img).mean((-1, -2))\n")
+    attempt = synthesize(source.replace("class TwoScales", "class Model"))[0]
+    values = [ast.literal_eval(c) for c in attempt.init_code]
+    image, _, small, large = values + [12, 16][len(values) - 2:]  # defaults left out keep their value
+    assert image <= 32 and image % small == 0 and image % large == 0, attempt.init_code
+    assert attempt.input_spec[0]["shape"][-1] == image
+
+
+def test_a_shape_slice_compared_with_a_tuple_sets_each_dimension():
+    source = HEADER + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self, dim, image_size, channels=4):\n        super().__init__()\n"
+        "        self.size, self.channels = image_size // 2, channels  # after a stride-2 stem\n"
+        "        self.proj = nn.Conv2d(channels, dim, 1)\n\n"
+        "    def forward(self, x):\n"
+        "        assert x.shape[1:] == (self.channels, self.size, self.size)\n"
+        "        return self.proj(x)\n")
+    attempt = synthesize(source, sizes=(16,))[0]
+    size = ast.literal_eval(attempt.init_code[1]) // 2
+    assert attempt.input_spec[0]["shape"] == [2, 4, size, size], (attempt.init_code, attempt.input_code)
+
+
+def test_shared_parts_of_substituted_values_are_not_walked_exponentially():
+    """`h, w = x, x` then `x = h + w` again and again shares each value twice: walked, the tree
+    doubles at each step. Reading the asserts must stop counting at the size cap (this test would
+    not finish otherwise)."""
+    body = "".join("        h, w = size, size\n        size = h + w\n" for _ in range(60))
+    src = (f"class M(nn.Module):\n    def __init__(self, size, heads=4):\n        super().__init__()\n{body}"
+           "        assert size % heads == 0\n")
+    assert _tree_constraints(src, "M")[0] == []  # the doubled size is too large to be read
