@@ -59,6 +59,14 @@ def _tree_constraints(source: str, name: str) -> tuple[list[ast.expr], list[str]
     return constructor_constraints(classes, name, params, init, _method(classes, name, "forward")), params
 
 
+
+def assert_all_runnable(tmp_path, file_name: str, source: str, count: int) -> None:
+    """Harvest `source` (under HEADER) as one file in the real sandbox: all `count` classes runnable."""
+    (tmp_path / file_name).write_text(HEADER + source)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
+    assert len(status) == count and all(s[:2] == ("runnable", None) for s in status.values()), status
+
 def test_asserts_are_read_in_terms_of_the_constructor_parameters_through_aliases_and_sub_layers():
     constraints, _ = _tree_constraints(PATCH_TRANSFORMER, "PatchTransformer")
     text = sorted(ast.unparse(c) for c in constraints)
@@ -224,10 +232,7 @@ def test_lengths_activations_and_indices_get_fitting_guesses():
 
 
 def test_lengths_activations_and_indices_become_runnable(tmp_path):
-    (tmp_path / "misc.py").write_text(HEADER + LENGTHS_AND_ACTIVATIONS)
-    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
-    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
-    assert len(status) == 5 and all(s[:2] == ("runnable", None) for s in status.values()), status
+    assert_all_runnable(tmp_path, "misc.py", LENGTHS_AND_ACTIVATIONS, 5)
 
 
 STACKED_HIDDENS = '''
@@ -324,10 +329,7 @@ def test_channels_tuples_choices_and_starred_unpacking_shape_the_guesses():
 
 
 def test_patch_embeddings_and_asserted_tuples_become_runnable(tmp_path):
-    (tmp_path / "patches.py").write_text(HEADER + PATCHES_AND_STAGES)
-    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
-    status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
-    assert len(status) == 3 and all(s[:2] == ("runnable", None) for s in status.values()), status
+    assert_all_runnable(tmp_path, "patches.py", PATCHES_AND_STAGES, 3)
 
 
 MULTI_SCALE = '''
