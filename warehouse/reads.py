@@ -106,6 +106,15 @@ class ReadsMixin:
         return self._records("problems", where, params, limit=limit)
 
     @_locked
+    def problem_origins(self, keys: Iterable[str]) -> dict[str, str]:
+        """Problem key -> where it came from: its source's repository (a package==version, a
+        repo, a dataset file, the synthetic generator), or its suite for suite rows."""
+        rows = self._con.execute(
+            "SELECT p.key, coalesce(s.repo, p.suite, '') FROM problems p LEFT JOIN sources s ON p.source_key = s.key "
+            "WHERE p.key IN (SELECT unnest(?::VARCHAR[]))", [sorted(set(keys))]).fetchall()
+        return {key: origin for key, origin in rows}
+
+    @_locked
     def distilled_problem_keys(self, teacher: str) -> set[str]:
         """Keys of the problems `teacher` has already been run on: a candidate or a distill
         rejection (a capture that failed leaves no candidate) written by a run configured with
