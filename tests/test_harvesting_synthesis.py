@@ -427,3 +427,17 @@ def test_shared_parts_of_substituted_values_are_not_walked_exponentially():
     src = (f"class M(nn.Module):\n    def __init__(self, size, heads=4):\n        super().__init__()\n{body}"
            "        assert size % heads == 0\n")
     assert _tree_constraints(src, "M")[0] == []  # the doubled size is too large to be read
+
+
+def test_a_sub_layer_parameter_we_do_not_pass_is_not_read_as_ours_of_the_same_name():
+    """Norm's `groups` comes through `**norm_kwargs`, not from Model's `groups` (which sizes
+    something else): Norm's assert must not constrain Model's `groups`."""
+    src = ("class Norm(nn.Module):\n    def __init__(self, dim, groups):\n        super().__init__()\n"
+           "        assert dim % groups == 0\n\n"
+           "class M(nn.Module):\n    def __init__(self, dim, groups=3, **norm_kwargs):\n        super().__init__()\n"
+           "        self.norm = Norm(dim, **norm_kwargs)\n        self.proj = nn.Linear(dim, groups)\n")
+    constraints, _ = _tree_constraints(src, "M")
+    assert [ast.unparse(c) for c in constraints] == []
+    # passed explicitly, the same assert is ours
+    constraints, _ = _tree_constraints(src.replace("Norm(dim, **norm_kwargs)", "Norm(dim, groups)"), "M")
+    assert [ast.unparse(c) for c in constraints] == ["dim % groups == 0"]
