@@ -265,6 +265,10 @@ def _callee_constraints(classes: dict[str, ast.ClassDef], callee: str, call: ast
                 bound[p.name] = ast.parse(p.default, mode="eval").body
             except SyntaxError:
                 continue
+        # Neither passed nor defaulted (it came through `**kwargs`, or the call is wrong): its
+        # value is unknown here. Left unbound it would keep its own name and could be read as
+        # one of ours that merely shares it.
+        bound.setdefault(p.name, _OPAQUE)
     inner = constructor_constraints(classes, callee, [p.name for p in params], init, _method(classes, callee, "forward"), depth + 1)
     return [_substitute(c, bound) for c in inner]
 

@@ -427,3 +427,35 @@ def test_shared_parts_of_substituted_values_are_not_walked_exponentially():
     src = (f"class M(nn.Module):\n    def __init__(self, size, heads=4):\n        super().__init__()\n{body}"
            "        assert size % heads == 0\n")
     assert _tree_constraints(src, "M")[0] == []  # the doubled size is too large to be read
+
+
+def test_a_sub_layer_parameter_we_do_not_pass_is_not_read_as_ours_of_the_same_name():
+    """Norm's `groups` comes through `**norm_kwargs`, not from Model's `groups` (which sizes
+    something else): Norm's assert must not constrain Model's `groups`."""
+    src = ("class Norm(nn.Module):\n    def __init__(self, dim, groups):\n        super().__init__()\n"
+           "        assert dim % groups == 0\n\n"
+           "class M(nn.Module):\n    def __init__(self, dim, groups=3, **norm_kwargs):\n        super().__init__()\n"
+           "        self.norm = Norm(dim, **norm_kwargs)\n        self.proj = nn.Linear(dim, groups)\n")
+    constraints, _ = _tree_constraints(src, "M")
+    assert [ast.unparse(c) for c in constraints] == []
+    # passed explicitly, the same assert is ours
+    constraints, _ = _tree_constraints(src.replace("Norm(dim, **norm_kwargs)", "Norm(dim, groups)"), "M")
+    assert [ast.unparse(c) for c in constraints] == ["dim % groups == 0"]
+
+
+def test_a_sinusoidal_time_embedding_from_an_integer_range_becomes_runnable(tmp_path):
+    """`torch.arange(n) * -scale` is float32 unguarded; the sandbox's dispatch guard once made it
+    float64 (its stand-in for the Python float), and the Linear after it then failed."""
+    source = (
+        "import math\n\n\n"
+        "class TimeEmbedding(nn.Module):\n"
+        "    def __init__(self, dim, theta=10000):\n        super().__init__()\n"
+        "        self.dim, self.theta = dim, theta\n"
+        "        self.mlp = nn.Linear(dim, dim)\n\n"
+        "    def forward(self, time):\n"
+        "        half = self.dim // 2\n"
+        "        scale = math.log(self.theta) / (half - 1)\n"
+        "        freqs = torch.exp(torch.arange(half, device=time.device) * -scale)\n"
+        "        emb = time[:, None] * freqs[None, :]\n"
+        "        return self.mlp(torch.cat((emb.sin(), emb.cos()), dim=-1))\n")
+    assert_all_runnable(tmp_path, "time_embedding.py", source, 1)

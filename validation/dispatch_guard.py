@@ -45,11 +45,25 @@ def _rewrap(args: tuple, slots: tuple[int, ...]) -> tuple:
     import torch
 
     dtypes = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+    # A wrapped number promotes like a Python scalar; the plain 0-dim tensor standing in for it
+    # does not: float64 would turn `torch.arange(n) * 0.5` into float64 instead of the default
+    # float32, and a following float32 Linear then fails. Its dtype is chosen so that promotion
+    # gives what the scalar would have.
+    tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
     out = list(args)
     for i in slots:
         if i < len(out) and type(out[i]) in dtypes:
-            out[i] = torch.scalar_tensor(out[i], dtype=dtypes[type(out[i])]) if type(out[i]) is not complex \
-                else torch.tensor(out[i], dtype=torch.complex128)
+            dtype = dtypes[type(out[i])]
+            if tensor is not None:
+                promoted = torch.result_type(tensor, out[i])
+                # A scalar of a higher category (a float with an integer tensor) sets the result
+                # dtype, and next to another 0-dim tensor any dtype counts: give it the one the
+                # scalar would have produced. Otherwise the dimensioned tensor's dtype wins anyway,
+                # and the wide dtype keeps the scalar's value exact.
+                if promoted != tensor.dtype or tensor.dim() == 0:
+                    dtype = promoted
+            out[i] = torch.scalar_tensor(out[i], dtype=dtype) if not dtype.is_complex \
+                else torch.tensor(out[i], dtype=dtype)
     return tuple(out)
 
 
