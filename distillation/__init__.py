@@ -20,7 +20,7 @@ from typing import Any
 from autotriton.distillation.cache import REPLAY_FIELDS, ReplayFormatError, ResponseCache, read_records, replay_record
 from autotriton.distillation.config import DistillConfig
 from autotriton.distillation.describe import describe_problem
-from autotriton.distillation.pipeline import DistillResult, combine_results, distill, format_feedback
+from autotriton.distillation.pipeline import DistillResult, combine_results, distill, format_feedback, interleave_by_origin
 from autotriton.distillation.prefetch import PrefetchingTeacher
 from autotriton.distillation.replay import ReplayTeacher
 from autotriton.distillation.teacher import RepairingTeacher, RepairRequest, Teacher, Turn, candidate_from_completion
@@ -31,7 +31,7 @@ __all__ = [
     "combine_results",
     "Teacher", "RepairingTeacher", "RepairRequest", "Turn", "candidate_from_completion",
     "ReplayTeacher", "OpenAITeacher", "InductorTeacher", "TeacherError", "make_teacher",
-    "distill", "DistillResult", "format_feedback", "describe_problem", "PrefetchingTeacher",
+    "distill", "DistillResult", "format_feedback", "describe_problem", "PrefetchingTeacher", "interleave_by_origin",
     "ResponseCache", "ReplayFormatError", "read_records", "replay_record", "REPLAY_FIELDS", "DistillConfig",
     "GPUUnavailableError", "make_explainer",
     "TEACHERS", "TeacherSpec", "register_teacher", "teacher_spec",

@@ -16,7 +16,7 @@ import contextlib
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -455,3 +455,16 @@ def _outcomes(problems: list[Problem], candidates: list[Candidate], verdicts: li
         "speed": {"timed_problems": len(eager), "geomean_speedup_vs_eager": geomean(eager),
                   "timed_vs_compile": len(compiled), "geomean_speedup_vs_compile": geomean(compiled)},
     }
+
+
+def interleave_by_origin(problems: Sequence[Problem], origins: Mapping[str, str]) -> list[Problem]:
+    """The problems in turns, one from each origin (`origins`: problem key -> package, repository,
+    generator or suite) at a time, each origin's in its own order: a build cut off half-way has
+    distilled some of every source instead of all of the first one."""
+    queues: dict[str, list[Problem]] = {}
+    for p in problems:
+        queues.setdefault(origins.get(p.key, ""), []).append(p)
+    order: list[Problem] = []
+    for turn in range(max((len(q) for q in queues.values()), default=0)):
+        order += [q[turn] for q in queues.values() if turn < len(q)]
+    return order

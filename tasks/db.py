@@ -32,7 +32,7 @@ __all__ = [
     "Warehouse", "Run", "QueryResult", "WarehouseError", "MigrationError", "UnknownKeyError", "WarehouseQueryError",
     "OPEN_ERRORS", "EXPORTERS", "EXPORT_FORMATS", "open_warehouse", "warehouse_stats", "loss_report", "run_sql",
     "build_named_export", "dump_warehouse", "detect_import", "import_dump", "import_release", "lineage", "check",
-    "migration_summary", "runnable_problems", "distilled_problem_keys", "interleave_by_origin", "candidates_of", "checkpoint_by_key", "evaluation_keys", "evaluations",
+    "migration_summary", "runnable_problems", "distilled_problem_keys", "problem_origins", "candidates_of", "checkpoint_by_key", "evaluation_keys", "evaluations",
     "requirement_sets", "recorded_export", "harvest_state", "import_dump_state", "legacy_dump_state", "STATE_IN_DUMP",
 ]
 
@@ -181,18 +181,9 @@ def runnable_problems(wh: Warehouse, suite: str | None = None, limit: int = 0, s
     return wh.problems(status="runnable", suite=suite, limit=limit or None, source_kind=source_kind)
 
 
-def interleave_by_origin(wh: Warehouse, problems: list[Problem]) -> list[Problem]:
-    """The problems in turns, one from each origin (package, repository, generator) at a time,
-    each origin's in its own order: a build cut off half-way has distilled some of every source
-    instead of all of the first one."""
-    origins = wh.problem_origins(p.key for p in problems)
-    queues: dict[str, list[Problem]] = {}
-    for p in problems:
-        queues.setdefault(origins.get(p.key, ""), []).append(p)
-    order: list[Problem] = []
-    for turn in range(max((len(q) for q in queues.values()), default=0)):
-        order += [q[turn] for q in queues.values() if turn < len(q)]
-    return order
+def problem_origins(wh: Warehouse, problems: list[Problem]) -> dict[str, str]:
+    """Problem key -> its origin (source repository, or suite): what `distill` takes turns over."""
+    return wh.problem_origins(p.key for p in problems)
 
 
 def distilled_problem_keys(wh: Warehouse, teacher: str) -> set[str]:

@@ -276,7 +276,8 @@ def test_a_build_takes_its_problems_in_turns_from_each_origin(wh):
     """`distill` orders the problems one origin (package, generator, suite) at a time, so a build
     cut off half-way has some of every source, not all of whichever was harvested first."""
     from autotriton.records import SourceRef
-    from autotriton.tasks.db import interleave_by_origin
+    from autotriton.distillation import interleave_by_origin
+    from autotriton.tasks.db import problem_origins
 
     run = wh.start_run("harvest", {})
     sources = {name: SourceRef(kind="pypi", repo=f"{name}==1.0", commit="", path=f"{name}/m.py", licence="MIT")
@@ -286,6 +287,6 @@ def test_a_build_takes_its_problems_in_turns_from_each_origin(wh):
     problems += [Problem(reference_source=f"y = {i}\n", name=f"small{i}", source_key=sources["small"].key) for i in range(2)]
     problems.append(Problem(reference_source="z = 0\n", name="suite0", suite="kernelbench/level1"))
     wh.put_problems(run, problems)
-    ordered = interleave_by_origin(wh, problems)
+    ordered = interleave_by_origin(problems, problem_origins(wh, problems))
     assert [p.name for p in ordered] == ["big0", "small0", "suite0", "big1", "small1", "big2", "big3"]
-    assert interleave_by_origin(wh, []) == []
+    assert interleave_by_origin([], {}) == []

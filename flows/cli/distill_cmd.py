@@ -42,8 +42,8 @@ def distill_cmd(
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
 
     from autotriton.distillation import (GPUUnavailableError, PrefetchingTeacher, ReplayFormatError, TeacherError,
-                                         combine_results, distill, make_explainer, make_teacher)
-    from autotriton.tasks.db import (OPEN_ERRORS, distilled_problem_keys, interleave_by_origin, open_warehouse,
+                                         combine_results, distill, interleave_by_origin, make_explainer, make_teacher)
+    from autotriton.tasks.db import (OPEN_ERRORS, distilled_problem_keys, open_warehouse, problem_origins,
                                      runnable_problems)
     from autotriton.tasks.runs import run_scope
     from autotriton.tasks.steps import store_distill_results
@@ -80,7 +80,7 @@ def distill_cmd(
                     out.print(f"all {skipped} runnable problem(s) were already distilled by teacher {chosen.name}; "
                               "nothing to do (--redo distils them again)")
                 return
-        problems = interleave_by_origin(wh, problems)  # every source gets its turn in a cut-off build
+        problems = interleave_by_origin(problems, problem_origins(wh, problems))  # every source gets its turn in a cut-off build
         if cfg.distill.max_problems:
             problems = problems[: cfg.distill.max_problems]
         results: list[Any] = []
