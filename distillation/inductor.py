@@ -58,16 +58,21 @@ def may_convolve(source: str) -> bool:
 def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: bool = True,
                           decompose_convolution: bool = True, max_autotune: bool = True,
                           device: str = "cuda", max_mm_configs: int | None = None,
-                          dynamic_parameters: bool = False, env_paths: Sequence[str] = ()) -> dict[str, Any]:
+                          dynamic_parameters: bool = False, env_paths: Sequence[str] = (),
+                          compile_threads: int = 0) -> dict[str, Any]:
     """Run `inductor_capture.capture_problem` in a child process; a crash or timeout becomes a
     capture with `ok` False and `stage` "crashed"/"timeout" instead of taking the caller down.
     `dynamic_parameters`: capture_problem's opt-in symbolic parameter shapes. `env_paths`: the
-    problem's dependency environment, appended to the child's sys.path after its own."""
+    problem's dependency environment, appended to the child's sys.path after its own.
+    `compile_threads` (> 0): Inductor's Triton compile workers in the child
+    (TORCHINDUCTOR_COMPILE_THREADS, unless the caller's environment sets it)."""
     request = {"source": source, "name": name, "dynamic": dynamic, "decompose_convolution": decompose_convolution,
                "max_autotune": max_autotune, "device": device, "max_mm_configs": max_mm_configs,
                "dynamic_parameters": dynamic_parameters, "env_paths": [str(p) for p in env_paths]}
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    if compile_threads > 0 and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = str(int(compile_threads))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="autotriton-inductor-") as tmp:
         out_path = os.path.join(tmp, "capture.json")
@@ -112,6 +117,12 @@ class InductorTeacher:
         self.version = f"torch-{torch.__version__}+triton-{triton.__version__}+capture-{CAPTURE_FORMAT}"
         self.jobs = jobs or int(getattr(config, "inductor_jobs", 0) or 0) or max(1, min(8, (os.cpu_count() or 2) // 2))
         self.timeout_s = timeout_s or float(getattr(config, "inductor_timeout_s", 0) or 0) or 600.0
+        # Inductor starts a compile pool as large as the machine in every capture process; with
+        # `jobs` captures (times the batches distilled side by side) that is jobs x cores
+        # processes fighting over the cores. Share the cores out instead.
+        at_once = self.jobs * max(1, int(getattr(config, "concurrent_batches", 1) or 1))
+        self.compile_threads = (int(getattr(config, "inductor_compile_threads", 0) or 0)
+                                or max(1, (os.cpu_count() or 1) // at_once))
         self.dynamic = getattr(config, "inductor_dynamic", True) if dynamic is None else dynamic
         self.decompose_convolution = (getattr(config, "inductor_decompose_convolution", True)
                                       if decompose_convolution is None else decompose_convolution)
@@ -146,14 +157,15 @@ class InductorTeacher:
                                           dynamic=self.dynamic, decompose_convolution=self.decompose_convolution,
                                           max_autotune=self.max_autotune, device=self.device,
                                           max_mm_configs=self.max_mm_configs, dynamic_parameters=dynamic_parameters,
-                                          env_paths=self.environments.get(problem.key, ()))
+                                          env_paths=self.environments.get(problem.key, ()),
+                                          compile_threads=self.compile_threads)
             attempts = [first]
             if not first.get("ok") and self.dynamic and first.get("stage") not in ("timeout", "crashed"):
                 attempts.append(capture_in_subprocess(
                     problem.reference_source, name=problem.name, timeout_s=self.timeout_s, dynamic=False,
                     decompose_convolution=self.decompose_convolution, max_autotune=self.max_autotune,
                     device=self.device, max_mm_configs=self.max_mm_configs,
-                    env_paths=self.environments.get(problem.key, ())))
+                    env_paths=self.environments.get(problem.key, ()), compile_threads=self.compile_threads))
             return {"attempts": attempts, "source": problem.reference_source}
 
         def one(problem: Problem) -> list[Candidate]:
@@ -209,6 +221,7 @@ class InductorSettings(BaseModel):
 
     inductor_jobs: int = Field(0, ge=0, description="inductor teacher: problems compiled at once, each in its own process (0 = half the CPU cores, at most 8)")
     inductor_timeout_s: float = Field(600.0, gt=0, description="inductor teacher: wall-clock limit for compiling one problem (its process is killed)")
+    inductor_compile_threads: int = Field(0, ge=0, description="inductor teacher: Triton compile workers inside each capture process (TORCHINDUCTOR_COMPILE_THREADS; 0 = the CPU cores shared out over the captures running at once, at least 1: Inductor's own default is a pool as large as the machine in every capture, i.e. jobs x cores processes)")
     inductor_dynamic: bool = Field(True, description="inductor teacher: compile with dynamic shapes so kernels take sizes as arguments (static only when that fails)")
     inductor_decompose_convolution: bool = Field(True, description="inductor teacher: rewrite transposed/1-D/grouped convolutions as gathers + Triton matmul (Inductor has no Triton template for them)")
     inductor_max_mm_configs: Optional[int] = Field(None, ge=1, description="inductor teacher: at most this many GEMM/conv template configs autotuned per op (None = Inductor's own list; benchmarks/inductor_l1.py uses 4 to fit a device call)")

@@ -20,6 +20,7 @@ The torch.compile switches a capture sets (Inductor and Dynamo config, the math 
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 import re
@@ -318,6 +319,8 @@ def capture_problem(
         **({"index_64bit": _wide_indexing_available()} if index_64bit else {}),
         "int32_headroom": INT32_HEADROOM if _wide_indexing_available() else None,
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") and torch.cuda.is_available() else device,
+        # Inductor's Triton compile workers in this process (TORCHINDUCTOR_COMPILE_THREADS)
+        "compile_threads": getattr(importlib.import_module("torch._inductor.config"), "compile_threads", None),
     }
     # ---- load the problem
     try:

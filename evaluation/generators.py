@@ -133,10 +133,16 @@ class LocalModelGenerator:
         set_seed(self.seed)
         do_sample = self.temperature > 0
         per_prompt = samples if do_sample else 1
-        out: list[list[Candidate]] = []
+        # Batches of prompts of like length: a batch is padded to its longest prompt and every
+        # sequence in it pays attention over that length at each step, so one long package
+        # problem among short ones would slow the whole batch. Answers come back in input order.
+        prompts = [self.prompt_text(p) for p in problems]
+        order = sorted(range(len(problems)), key=lambda i: len(prompts[i]))
+        out: list[list[Candidate]] = [[] for _ in problems]
         for start in range(0, len(problems), self.batch_size):
-            batch = list(problems[start:start + self.batch_size])
-            texts = [self.prompt_text(p) for p in batch]
+            chosen = order[start:start + self.batch_size]
+            batch = [problems[i] for i in chosen]
+            texts = [prompts[i] for i in chosen]
             enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "num_return_sequences": per_prompt,
                                       "pad_token_id": self.tokenizer.pad_token_id, "do_sample": do_sample}
@@ -159,7 +165,7 @@ class LocalModelGenerator:
                                                        instruction=instruction, sampling=sampling,
                                                        usage={"prompt_tokens": int(enc["attention_mask"][i].sum()),
                                                               "completion_tokens": n_tokens}))
-                out.append(cands)
+                out[chosen[i]] = cands
             if progress:
                 progress(len(batch))
         return out

@@ -70,6 +70,39 @@ def store_distill_results(wh: Warehouse, run: Run, results: Sequence[DistillResu
     return {"new_candidates": new_candidates, "new_verdicts": new_verdicts}
 
 
+def distill_in_batches(wh: Warehouse, run: Run, batches: Sequence[Sequence[Any]], teacher: Any, config: Any,
+                       judge: JudgePool, *, explainer: Any = None, environments: dict[str, list[str]] | None = None,
+                       say: Callable[[str], None] = lambda text: None,
+                       finished: list[Any] | None = None) -> tuple[Any, dict[str, int]]:
+    """Distil `batches` (`config.distill.concurrent_batches` at a time, within
+    `config.distill.time_budget_s`) and store each batch as it finishes, so a run cut off later
+    keeps every finished batch. Returns (BatchRun, {"new_candidates", "new_verdicts"}); a teacher
+    or judge error is raised after the batches already running were finished and stored (each
+    stored batch's result is also appended to `finished`, so a caller can say what was kept)."""
+    from autotriton.distillation.batches import BatchBudget, distill_batches
+
+    new = {"new_candidates": 0, "new_verdicts": 0}
+    budget = BatchBudget(config.distill.time_budget_s)
+
+    def store(number: int, problems: Sequence[Any], result: DistillResult) -> None:
+        stored = store_distill_results(wh, run, [result])
+        for key in new:
+            new[key] += stored[key]
+        if finished is not None:
+            finished.append(result)
+        if len(batches) > 1:
+            say(f"  batch {number} stored: {result.stats['validated_pairs']} validated pair(s), "
+                f"{stored['new_candidates']} new candidate(s)")
+
+    done = distill_batches(batches, teacher, config.distill, config.validation, judge, on_batch=store, budget=budget,
+                           explainer=explainer, environments=environments, say=say)
+    if done.stopped_by_budget and done.left:
+        say(f"[yellow]time budget: {budget.elapsed():.0f} of {budget.seconds:g} s spent and a batch takes "
+            f"~{budget.estimate():.0f} s: stopped with {done.left} problem(s) left; run `distill` again "
+            "to continue (finished problems are skipped)[/]")
+    return done, new
+
+
 # ------------------------------------------------------------------------------------------------
 # evaluate
 

@@ -391,3 +391,29 @@ def test_conv_transpose_pool_norm_chain_keeps_its_output_channels(tmp_path):
                            str(tmp_path / "reference.py")], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"shape": [1, 8, 4, 4], "close": True}
+
+
+def test_each_capture_process_gets_its_share_of_the_compile_workers(monkeypatch):
+    """Inductor starts a compile pool as large as the machine in every capture process: with
+    several captures at once (jobs x batches side by side) the teacher shares the cores out
+    instead (`distill.inductor_compile_threads`, 0 = automatic), and the capture process runs
+    with it (recorded in the capture)."""
+    import os
+
+    import autotriton.distillation.inductor as inductor
+    from autotriton.distillation.config import DistillConfig
+
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    teacher = inductor.InductorTeacher(DistillConfig(teacher="inductor", concurrent_batches=2), jobs=4)
+    assert teacher.compile_threads == 2  # 16 cores over 8 captures at once
+    assert inductor.InductorTeacher(DistillConfig(teacher="inductor"), jobs=32).compile_threads == 1
+    assert inductor.InductorTeacher(DistillConfig(teacher="inductor", inductor_compile_threads=5), jobs=4).compile_threads == 5
+    monkeypatch.undo()
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
+    source = (FIXTURES / "pointwise_relu.json")
+    relu = json.loads(source.read_text())["source"]
+    capture = inductor.capture_in_subprocess(relu, name="relu", timeout_s=300, device="cpu", max_autotune=False,
+                                             compile_threads=1)
+    assert capture["ok"], capture.get("error")
+    assert capture["compile_threads"] == 1

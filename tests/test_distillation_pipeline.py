@@ -384,7 +384,7 @@ def test_cli_distill_stores_each_batch_so_a_failed_run_keeps_what_it_finished(tm
             "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false", "--set", "distill.batch_problems=1",
             "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
 
-    real, calls = distillation.distill, []
+    real, calls = batches_module.distill, []
 
     def failing_second_batch(batch, *args, **kwargs):
         calls.append([p.key for p in batch])
@@ -392,7 +392,7 @@ def test_cli_distill_stores_each_batch_so_a_failed_run_keeps_what_it_finished(tm
             raise TeacherError("endpoint went away")
         return real(batch, *args, **kwargs)
 
-    monkeypatch.setattr(distillation, "distill", failing_second_batch)
+    monkeypatch.setattr(batches_module, "distill", failing_second_batch)
     failed = CliRunner().invoke(app, base)
     assert failed.exit_code == 2 and "the 1 finished batch(es) were stored" in failed.output, failed.output
     assert [len(keys) for keys in calls] == [1, 1]
@@ -403,7 +403,7 @@ def test_cli_distill_stores_each_batch_so_a_failed_run_keeps_what_it_finished(tm
         [distill_run] = wh.runs(kind="distill")
         assert distill_run["status"] == "failed"
 
-    monkeypatch.setattr(distillation, "distill", real)
+    monkeypatch.setattr(batches_module, "distill", real)
     # Run again (a fresh machine with the carried warehouse): the build continues where it
     # stopped, leaving out the problem the teacher already did.
     summary = json.loads(CliRunner().invoke(app, base).stdout)
@@ -473,7 +473,7 @@ def test_cli_distill_time_budget_stops_between_batches_and_the_next_run_continue
     problems left, and the next run distils exactly those."""
     import time as time_module
 
-    import autotriton.distillation as distillation
+    import autotriton.distillation.batches as batches_module
     from autotriton.flows.cli import app
     from autotriton.warehouse import Warehouse
 
@@ -490,13 +490,13 @@ def test_cli_distill_time_budget_stops_between_batches_and_the_next_run_continue
     base = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=1", "--set", "validation.workers=1",
             "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false", "--set", "distill.batch_problems=1",
             "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
-    real = distillation.distill
+    real = batches_module.distill
 
     def slow_batch(batch, *args, **kwargs):  # every batch takes at least 1.5 s
         time_module.sleep(1.5)
         return real(batch, *args, **kwargs)
 
-    monkeypatch.setattr(distillation, "distill", slow_batch)
+    monkeypatch.setattr(batches_module, "distill", slow_batch)
     result = CliRunner().invoke(app, [*base, "--time-budget", "2"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
@@ -505,6 +505,6 @@ def test_cli_distill_time_budget_stops_between_batches_and_the_next_run_continue
         assert len(wh.candidates()) == 1
         [distill_run] = wh.runs(kind="distill")
         assert distill_run["status"] == "succeeded"  # a clean stop, not a failure
-    monkeypatch.setattr(distillation, "distill", real)
+    monkeypatch.setattr(batches_module, "distill", real)
     rest = json.loads(CliRunner().invoke(app, base).stdout)
     assert rest["skipped_distilled"] == 1 and rest["problems"] == 2 and rest["problems_left"] == 0

@@ -118,6 +118,29 @@ def test_local_model_generator_greedy_repeats_one_generation(problems, tiny_mode
         assert cands[0].raw_output == cands[1].raw_output and cands[0].sampling["do_sample"] is False
 
 
+def test_local_model_generator_batches_prompts_of_like_length_and_answers_in_input_order(problems, tiny_model_dir):
+    """A long prompt is batched with the long ones (a batch pads to its longest prompt), and every
+    answer still comes back at its problem's place, with that problem's own prompt length."""
+    from autotriton.records import Problem
+
+    long_one = Problem(reference_source=problems[0].reference_source + "\n# " + "padding " * 400, name="long")
+    mixed = [problems[0], long_one, problems[1]]
+    gen = LocalModelGenerator(str(tiny_model_dir), device="cpu", temperature=0.0, max_new_tokens=4, batch_size=2)
+    prompt_tokens = [len(gen.tokenizer(gen.prompt_text(p), add_special_tokens=False)["input_ids"]) for p in mixed]
+    shapes, generate = [], gen.model.generate
+
+    def recording(**kwargs):
+        shapes.append(tuple(kwargs["input_ids"].shape))
+        return generate(**kwargs)
+
+    gen.model.generate = recording
+    out = gen.generate(mixed, 1)
+    # the two short prompts together (padded to the longer of them), the long one alone
+    assert shapes == [(2, max(prompt_tokens[0], prompt_tokens[2])), (1, prompt_tokens[1])]
+    assert [cs[0].problem_key for cs in out] == [p.key for p in mixed]
+    assert [cs[0].usage["prompt_tokens"] for cs in out] == prompt_tokens
+
+
 def test_recorded_generator_serves_replay_records_and_counts_misses(problems, tmp_path):
     import json
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Optional
 
@@ -41,12 +39,12 @@ def distill_cmd(
     if replay:
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
 
-    from autotriton.distillation import (GPUUnavailableError, PrefetchingTeacher, ReplayFormatError, TeacherError,
-                                         combine_results, distill, interleave_by_origin, make_explainer, make_teacher)
+    from autotriton.distillation import (GPUUnavailableError, ReplayFormatError, TeacherError,
+                                         combine_results, interleave_by_origin, make_explainer, make_teacher)
     from autotriton.tasks.db import (OPEN_ERRORS, distilled_problem_keys, open_warehouse, problem_origins,
                                      runnable_problems)
     from autotriton.tasks.runs import run_scope
-    from autotriton.tasks.steps import store_distill_results
+    from autotriton.tasks.steps import distill_in_batches
     from autotriton.validation import JudgeError, JudgePool
 
     try:
@@ -83,7 +81,7 @@ def distill_cmd(
         problems = interleave_by_origin(problems, problem_origins(wh, problems))  # every source gets its turn in a cut-off build
         if cfg.distill.max_problems:
             problems = problems[: cfg.distill.max_problems]
-        results: list[Any] = []
+        results: list[Any] = []  # the finished batches, for the error message
         try:
             with run_scope(wh, "distill", cfg) as scope:
                 run = scope.run
@@ -96,38 +94,13 @@ def distill_cmd(
                     out.print(f"[yellow]problem {key}: no dependency environment ({why}); its reference will fail to import[/]")
                 step = cfg.distill.batch_problems or len(problems)
                 batches = [problems[i:i + step] for i in range(0, len(problems), step)]
-                new = {"new_candidates": 0, "new_verdicts": 0}
                 if skipped:
                     out.print(f"skipping {skipped} problem(s) already distilled by {chosen.name} (--redo distils them again)")
-                budget = BatchBudget(cfg.distill.time_budget_s)
-                left = 0
-                with JudgePool(cfg.validation) as judge, ExitStack() as background:  # one warm judge for every batch
-                    writer = chosen
-                    if cfg.distill.prefetch and len(batches) > 1:
-                        if hasattr(chosen, "use_environments"):
-                            chosen.use_environments(envs)  # every batch's, before the next is written in the background
-                        writer = background.enter_context(PrefetchingTeacher(chosen, batches, cfg.distill.samples,
-                                                                             should_prefetch=budget.may_prefetch))
-                    for number, batch in enumerate(batches, 1):
-                        if not budget.may_start():
-                            left = sum(len(b) for b in batches[number - 1:])
-                            out.print(f"[yellow]time budget: {budget.elapsed():.0f} of {budget.seconds:g} s spent and a batch takes "
-                                      f"~{budget.estimate():.0f} s: stopping with {left} problem(s) left; run `distill` again "
-                                      "to continue (finished problems are skipped)[/]")
-                            break
-                        budget.batch_started()
-                        if len(batches) > 1:
-                            out.print(f"batch {number}/{len(batches)}: {len(batch)} problem(s)")
-                        part = distill(batch, writer, cfg.distill, cfg.validation, judge, explainer=explainer,
-                                       progress=True, environments=envs)
-                        results.append(part)
-                        stored = store_distill_results(wh, run, [part])  # kept even if a later batch fails
-                        budget.batch_finished()
-                        new = {k: new[k] + stored[k] for k in new}
-                        if len(batches) > 1:
-                            out.print(f"  stored: {part.stats['validated_pairs']} validated pair(s), "
-                                      f"{stored['new_candidates']} new candidate(s)")
-                result = combine_results(results, [p for b in batches[:len(results)] for p in b])
+                with JudgePool(cfg.validation) as judge:  # one warm judge for every batch
+                    batch_run, new = distill_in_batches(wh, run, batches, chosen, cfg, judge, explainer=explainer,
+                                                        environments=envs, say=out.print, finished=results)
+                left = batch_run.left
+                result = combine_results(results, batch_run.problems)
                 reasons: dict[str, int] = {}
                 for row in result.rejections:
                     reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
@@ -142,39 +115,6 @@ def distill_cmd(
         emit_json(summary)
         return
     out.print(summary_table(summary))
-
-
-class BatchBudget:
-    """`distill.time_budget_s`: whether another batch fits, judged from the batches so far (a
-    batch is estimated to take as long as the longest one yet). 0 seconds: no limit."""
-
-    def __init__(self, seconds: float):
-        self.seconds = float(seconds or 0)
-        self._start = time.monotonic()
-        self._batch_start: float | None = None
-        self._durations: list[float] = []
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self._start
-
-    def estimate(self) -> float:
-        return max(self._durations, default=0.0)
-
-    def may_start(self) -> bool:
-        """Start the next batch? Always the first; later ones only when they should end in time."""
-        return not self.seconds or not self._durations or self.elapsed() + self.estimate() <= self.seconds
-
-    def may_prefetch(self, index: int) -> bool:
-        """Write batch `index` in the background now? It is judged after the batch being judged,
-        so it must fit after that one too."""
-        return not self.seconds or not self._durations or self.elapsed() + 2 * self.estimate() <= self.seconds
-
-    def batch_started(self) -> None:
-        self._batch_start = time.monotonic()
-
-    def batch_finished(self) -> None:
-        if self._batch_start is not None:
-            self._durations.append(time.monotonic() - self._batch_start)
 
 
 def summary_table(s: dict[str, Any]) -> Table:

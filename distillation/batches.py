@@ -1,0 +1,135 @@
+"""A long distillation run as batches: each finished batch handed over at once (the caller stores
+it), a time budget that starts no batch it would not see end, and batches run side by side.
+
+Why side by side: a batch is written (the Inductor teacher compiles its problems on the CPU) and
+then judged (the candidates run on the GPU), and it ends with its slowest capture. One batch at a
+time leaves the GPU idle while the CPU compiles and the CPU idle while the GPU judges; with
+`distill.concurrent_batches` > 1 one batch is being judged while the next ones are written, on a
+shared warm judge (JudgePool hands each job to whichever worker is free). Each batch is still
+`distill()` of its own problems, and each finished batch is handed to `on_batch` in the calling
+thread, so a warehouse connection is only ever used from one thread.
+
+`PrefetchingTeacher` (prefetch.py) is the narrower form of the same idea for one batch at a
+time: used when `concurrent_batches` is 1 and `distill.prefetch` is on.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from autotriton.distillation.config import DistillConfig
+from autotriton.distillation.pipeline import DistillResult, Explainer, Judge, distill
+from autotriton.distillation.prefetch import PrefetchingTeacher
+from autotriton.records import Problem
+
+__all__ = ["BatchBudget", "BatchRun", "distill_batches"]
+
+
+class BatchBudget:
+    """`distill.time_budget_s`: whether another batch fits, judged from the batches so far (a
+    batch is estimated to take as long as the longest one yet). 0 seconds: no limit."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.seconds = float(seconds or 0)
+        self._clock = clock
+        self._start = clock()
+        self._durations: list[float] = []
+
+    def elapsed(self) -> float:
+        return self._clock() - self._start
+
+    def estimate(self) -> float:
+        return max(self._durations, default=0.0)
+
+    def may_start(self) -> bool:
+        """Start the next batch? Always the first; later ones only when they should end in time."""
+        return not self.seconds or not self._durations or self.elapsed() + self.estimate() <= self.seconds
+
+    def may_prefetch(self, index: int) -> bool:
+        """Write batch `index` in the background now? It is judged after the batch being judged,
+        so it must fit after that one too."""
+        return not self.seconds or not self._durations or self.elapsed() + 2 * self.estimate() <= self.seconds
+
+    def record(self, seconds: float) -> None:
+        """A batch finished after `seconds` of its own."""
+        self._durations.append(float(seconds))
+
+
+@dataclass
+class BatchRun:
+    """What `distill_batches` did: the finished batches' results (in the order they finished,
+    with their problems), how many problems were never started, and the first error, if any
+    (raised by `distill_batches` after every running batch was finished and handed over)."""
+
+    results: list[DistillResult] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # of the finished batches, in the same order
+    left: int = 0
+    stopped_by_budget: bool = False
+
+
+def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: DistillConfig, validation_config: Any,
+                    judge: Judge, *, on_batch: Callable[[int, Sequence[Problem], DistillResult], None],
+                    budget: BatchBudget | None = None, explainer: Explainer | None = None,
+                    environments: dict[str, list[str]] | None = None,
+                    say: Callable[[str], None] = lambda text: None) -> BatchRun:
+    """Distil `batches` with `teacher` and the shared `judge`, `config.concurrent_batches` at a
+    time; `on_batch(number, problems, result)` gets each one as it finishes, in this thread. No
+    batch starts that the budget says would end too late. A teacher or judge error stops new
+    batches; those running are finished and handed over first, then the error is raised."""
+    budget = budget or BatchBudget(0)
+    batches = [list(b) for b in batches]
+    side_by_side = max(1, int(config.concurrent_batches or 1))
+    run = BatchRun()
+    if environments and hasattr(teacher, "use_environments"):
+        teacher.use_environments(environments)  # every batch's, before any is written in the background
+
+    def one(batch: list[Problem], progress: bool) -> tuple[DistillResult, float]:
+        started = time.monotonic()
+        result = distill(batch, writer, config, validation_config, judge, explainer=explainer, progress=progress,
+                         environments=environments)
+        return result, time.monotonic() - started
+
+    with ExitStack() as background:
+        writer = teacher
+        if side_by_side == 1 and config.prefetch and len(batches) > 1:
+            writer = background.enter_context(PrefetchingTeacher(teacher, batches, config.samples,
+                                                                 should_prefetch=budget.may_prefetch))
+        pool = background.enter_context(ThreadPoolExecutor(max_workers=side_by_side, thread_name_prefix="distill-batch"))
+        running: dict[Future, tuple[int, list[Problem]]] = {}
+        next_index = 0
+        error: BaseException | None = None
+        while next_index < len(batches) or running:
+            while error is None and next_index < len(batches) and len(running) < side_by_side:
+                if not budget.may_start():
+                    run.stopped_by_budget = True
+                    break
+                batch = batches[next_index]
+                next_index += 1
+                if len(batches) > 1:
+                    say(f"batch {next_index}/{len(batches)}: {len(batch)} problem(s)")
+                # one live progress bar at a time: only when batches run one after another
+                running[pool.submit(one, batch, side_by_side == 1)] = (next_index, batch)
+            if not running:
+                break
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: running[f][0]):
+                number, batch = running.pop(future)
+                try:
+                    result, seconds = future.result()
+                except BaseException as exc:  # noqa: BLE001  (kept, raised once the others are in)
+                    error = error or exc
+                    continue
+                budget.record(seconds)
+                on_batch(number, batch, result)
+                run.results.append(result)
+                run.problems.extend(batch)
+            if run.stopped_by_budget and not running:
+                break
+        run.left = sum(len(b) for b in batches[next_index:])
+    if error is not None:
+        raise error
+    return run
