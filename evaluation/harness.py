@@ -133,7 +133,9 @@ def evaluate(problems: Sequence[Problem], generator: Generator, config: Any = No
             row.append(v)
         verdicts.append(row)
 
-    ks = [k for k in config.pass_k if k <= samples] or [1]
+    # pass@k for the configured ks that the samples allow, and always pass@n (any of the n samples
+    # solved it), the figure a run of n samples can state best: 8 samples give pass@8 by default.
+    ks = sorted({k for k in config.pass_k if k <= samples} | {samples})
     metrics = compute_metrics(problems, candidates, verdicts, ks, require=getattr(config, "require_sizes", "own_sizes"))
     judge_hash = next((v.judge_config_hash for v in flat if v.judge_config_hash), "")
     if not judge_hash and validation_config is not None:

@@ -68,8 +68,9 @@ def test_eval_endpoint_end_to_end_metrics_warehouse_report_and_compare(workdir):
     assert summary["rule_pass"] == pytest.approx(3 / 6)
     assert summary["compile_rate"] == pytest.approx(5 / 6)  # all but the garbage
     assert summary["parse_error_rate"] == pytest.approx(1 / 6)
-    # pass@1 = mean(1/3, 2/3); pass@2 = mean(1 - C(2,2)/C(3,2), 1); k = 5 > n = 3 is not reported
-    assert summary["pass_at_k"] == pytest.approx({"1": 0.5, "2": (2 / 3 + 1) / 2})
+    # pass@1 = mean(1/3, 2/3); pass@2 = mean(1 - C(2,2)/C(3,2), 1); k = 5 > n = 3 is not reported,
+    # pass@n (n = 3 samples: any of them solved it) always is
+    assert summary["pass_at_k"] == pytest.approx({"1": 0.5, "2": (2 / 3 + 1) / 2, "3": 1.0})
     assert summary["fast_1"] is None and summary["fast_2"] is None and summary["geomean_speedup"] is None
     assert summary["status_counts"] == {"correct": 3, "rule_violation": 3}
     assert summary["by_level"]["tiny/level1"]["exec_accuracy"] == pytest.approx(1 / 3)
@@ -97,7 +98,7 @@ def test_eval_endpoint_end_to_end_metrics_warehouse_report_and_compare(workdir):
 
     report = Path(summary["report"])
     text = report.read_text()
-    assert "| 2 | 6 | 50.0% | 83.3% | 50.0% | 0.0% | 50.0% | 83.3% | n/a | n/a | n/a | n/a | 50.0% | 50.0% |" in text
+    assert "| 2 | 6 | 50.0% | 83.3% | 50.0% | 0.0% | 50.0% | 83.3% | 100.0% | n/a | n/a | n/a | n/a | 50.0% | 50.0% |" in text
     assert "`tiny/level1/1` | 1/3 | 0 |" in text
     for png in ("accuracy_by_level.png", "status_mix.png"):
         assert (report.parent / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -144,7 +145,7 @@ def test_eval_tiny_local_model_from_a_checkpoint_key(workdir):
     summary = one_json(CliRunner().invoke(app, args))
     # An untrained model writes no usable code: everything fails, nothing crashes, all of it is stored.
     assert summary["generator"] == f"model:checkpoint-{ckpt.key}" and summary["samples"] == 4
-    assert summary["exec_accuracy"] == 0.0 and summary["parse_error_rate"] == 1.0 and summary["pass_at_k"] == {"1": 0.0}
+    assert summary["exec_accuracy"] == 0.0 and summary["parse_error_rate"] == 1.0 and summary["pass_at_k"] == {"1": 0.0, "2": 0.0}
     with Warehouse(db, read_only=True) as wh:
         [evaluation] = wh.evaluations()
         assert len(evaluation.verdict_keys) == 4 and evaluation.config["samples"] == 2

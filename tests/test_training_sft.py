@@ -82,3 +82,27 @@ def test_lora_sft_saves_a_merged_plain_model(tiny_dir, tmp_path):
     model, _ = load_model(str(final), device="cpu")
     assert not any("lora" in name for name, _ in model.named_parameters())
     assert (tmp_path / "sft" / "checkpoint-2" / "adapter_config.json").is_file()  # checkpoints keep the adapters
+
+
+def test_sft_leaves_out_rows_longer_than_max_length_and_counts_them(tiny_dir, tmp_path):
+    """A kernel cut off at max_length would teach the model to stop mid-kernel: such rows are left
+    out (training.sft_overlong=drop, the default) and counted; `truncate` keeps trl's behaviour."""
+    from autotriton.training.sft import drop_overlong
+
+    rows = build_sft_rows(validated_pairs(2), val_fraction=0.0)
+    _, tok = load_model(str(tiny_dir), device="cpu")
+    lengths = sorted(len(tok.apply_chat_template(r["prompt"] + r["completion"], tokenize=True)["input_ids"]) for r in rows)
+    assert lengths[0] < lengths[-1]
+    cap = lengths[0]
+    longer = sum(n > cap for n in lengths)
+    result = run_sft(_cfg(tiny_dir, tmp_path / "drop", sft_max_steps=1, max_length=cap), rows, progress=False)
+    assert result.metrics["overlong_dropped"] == longer and result.metrics["train_rows"] == len(rows) - longer
+    kept = run_sft(_cfg(tiny_dir, tmp_path / "cut", sft_max_steps=1, max_length=cap, sft_overlong="truncate"), rows,
+                   progress=False)
+    assert kept.metrics["overlong_dropped"] == 0 and kept.metrics["train_rows"] == len(rows)
+    with pytest.raises(ValueError, match="longer than training.max_length"):
+        run_sft(_cfg(tiny_dir, tmp_path / "none", sft_max_steps=1, max_length=cap - 1), rows, progress=False)
+    import datasets
+
+    fitting, dropped = drop_overlong(datasets.Dataset.from_list(rows), tok, lengths[-1])
+    assert dropped == 0 and len(fitting) == len(rows)

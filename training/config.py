@@ -54,7 +54,8 @@ class TrainingConfig(BaseModel):
     rl_unsolved_weight: float = Field(0.5, gt=0, description="sampling weight of a problem that teachers and the model attempted and never solved (too hard gives no GRPO signal, but it is what RL is for)")
     rl_difficulty_floor: float = Field(0.2, ge=0, le=1, description="smallest sampling weight from difficulty (pass rate near 0 or 1); 4p(1-p) rises to 1 at p=0.5")
     # --- SFT ---------------------------------------------------------------------------------
-    max_length: int = Field(1024, ge=16, description="SFT sequence length (tokens); longer examples are truncated")
+    max_length: int = Field(1024, ge=16, description="SFT sequence length (tokens); see sft_overlong for longer examples")
+    sft_overlong: Literal["drop", "truncate"] = Field("drop", description="SFT rows whose prompt + completion exceed max_length: drop them (counted in the checkpoint's metrics as overlong_dropped: a kernel cut off mid-way teaches the model to stop mid-kernel) or truncate them (trl's own behaviour)")
     packing: Literal["auto", "on", "off"] = Field("auto", description="pack several examples per sequence (trl BFD packing, padding-free); auto = on only with flash attention, which keeps packed examples apart")
     sft_epochs: float = Field(1.0, gt=0, description="SFT epochs (max steps wins when set)")
     sft_max_steps: int = Field(-1, description="stop SFT after this many optimizer steps (-1 = epochs decide)")

@@ -127,7 +127,7 @@ def trainer_config_summary(cfg: TrainingConfig, keys: tuple[str, ...]) -> dict[s
     return {k: dumped[k] for k in keys}
 
 
-SFT_KEYS = ("model", "lora", "max_length", "packing", "sft_epochs", "sft_max_steps", "sft_learning_rate", "per_device_train_batch_size",
+SFT_KEYS = ("model", "lora", "max_length", "sft_overlong", "packing", "sft_epochs", "sft_max_steps", "sft_learning_rate", "per_device_train_batch_size",
             "gradient_accumulation_steps", "seed", "sft_trl")
 
 
@@ -165,6 +165,20 @@ def build_sft_config(cfg: TrainingConfig, output_dir: Path, device: str, packing
     return SFTConfig(**kwargs)
 
 
+def drop_overlong(rows: Any, tokenizer: Any, max_length: int) -> tuple[Any, int]:
+    """(rows that fit, how many did not): a conversational prompt/completion row fits when its
+    rendering with the tokenizer's chat template (prompt and completion messages in one
+    conversation) is at most `max_length`
+    tokens."""
+    def fits(row: dict[str, Any]) -> bool:
+        ids = tokenizer.apply_chat_template(list(row["prompt"]) + list(row["completion"]), tokenize=True)
+        ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+        return len(ids) <= max_length
+
+    kept = rows.filter(fits)
+    return kept, len(rows) - len(kept)
+
+
 def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir: str | Path | None = None,
             resume: bool = False, model=None, tokenizer=None, console=None, progress: bool = True,
             on_status: Callable[[str], None] | None = None) -> TrainResult:
@@ -195,6 +209,15 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
     if model is None:
         model, tokenizer = load_model(cfg.model, device=device, gguf_file=cfg.gguf_file, cache_dir=cfg.model_cache_dir,
                                       attn_implementation=cfg.attn_implementation, progress=on_status)
+    dropped = 0
+    if cfg.sft_overlong == "drop":
+        train, dropped = drop_overlong(train, tokenizer, cfg.max_length)
+        val, _ = drop_overlong(val, tokenizer, cfg.max_length) if val is not None else (None, 0)
+        if len(train) == 0:
+            raise ValueError(f"every SFT training row is longer than training.max_length={cfg.max_length} tokens "
+                             f"({dropped} dropped): raise training.max_length, or set training.sft_overlong=truncate.")
+        if dropped and on_status:
+            on_status(f"SFT: left out {dropped} training row(s) longer than training.max_length={cfg.max_length} tokens")
     packing = use_packing(cfg, model)
     args = build_sft_config(cfg, output_dir, device, packing)
     timer = StepTimer()
@@ -207,7 +230,8 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
     write_model_card(trainer, cfg.model, output_dir / "final", "SFT")
     trainer.save_state()
     metrics: dict[str, Any] = {"train_loss": result.training_loss, "steps": trainer.state.global_step,
-                               "train_rows": len(train), "val_rows": 0 if val is None else len(val), "packing": packing}
+                               "train_rows": len(train), "val_rows": 0 if val is None else len(val), "packing": packing,
+                               "overlong_dropped": dropped}
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     if losses:
         metrics["first_loss"], metrics["final_loss"] = losses[0], losses[-1]
