@@ -15,6 +15,7 @@ time: used when `concurrent_batches` is 1 and `distill.prefetch` is on.
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
@@ -31,7 +32,9 @@ __all__ = ["BatchBudget", "BatchRun", "distill_batches"]
 
 class BatchBudget:
     """`distill.time_budget_s`: whether another batch fits, judged from the batches so far (a
-    batch is estimated to take as long as the longest one yet). 0 seconds: no limit."""
+    batch is estimated to take as long as the 90th percentile of those yet: with few batches, the
+    longest; with many small ones, one slow outlier does not stop the run minutes early).
+    0 seconds: no limit."""
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
         self.seconds = float(seconds or 0)
@@ -43,7 +46,10 @@ class BatchBudget:
         return self._clock() - self._start
 
     def estimate(self) -> float:
-        return max(self._durations, default=0.0)
+        if not self._durations:
+            return 0.0
+        ordered = sorted(self._durations)
+        return ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]  # nearest rank
 
     def may_start(self) -> bool:
         """Start the next batch? Always the first; later ones only when they should end in time."""
@@ -109,7 +115,7 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
                     break
                 batch = batches[next_index]
                 next_index += 1
-                if len(batches) > 1:
+                if len(batches) > 1 and side_by_side == 1:
                     say(f"batch {next_index}/{len(batches)}: {len(batch)} problem(s)")
                 # one live progress bar at a time: only when batches run one after another
                 running[pool.submit(one, batch, side_by_side == 1)] = (next_index, batch)

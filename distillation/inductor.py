@@ -120,7 +120,8 @@ class InductorTeacher:
         # Inductor starts a compile pool as large as the machine in every capture process; with
         # `jobs` captures (times the batches distilled side by side) that is jobs x cores
         # processes fighting over the cores. Share the cores out instead.
-        at_once = self.jobs * max(1, int(getattr(config, "concurrent_batches", 1) or 1))
+        per_batch = min(self.jobs, int(getattr(config, "batch_problems", 0) or 0) or self.jobs)
+        at_once = per_batch * max(1, int(getattr(config, "concurrent_batches", 1) or 1))
         self.compile_threads = (int(getattr(config, "inductor_compile_threads", 0) or 0)
                                 or max(1, (os.cpu_count() or 1) // at_once))
         self.dynamic = getattr(config, "inductor_dynamic", True) if dynamic is None else dynamic

@@ -83,6 +83,7 @@ def distill_in_batches(wh: Warehouse, run: Run, batches: Sequence[Sequence[Any]]
 
     new = {"new_candidates": 0, "new_verdicts": 0}
     budget = BatchBudget(config.distill.time_budget_s)
+    totals = {"batches": 0, "problems": 0, "pairs": 0}
 
     def store(number: int, problems: Sequence[Any], result: DistillResult) -> None:
         stored = store_distill_results(wh, run, [result])
@@ -90,9 +91,13 @@ def distill_in_batches(wh: Warehouse, run: Run, batches: Sequence[Sequence[Any]]
             new[key] += stored[key]
         if finished is not None:
             finished.append(result)
+        totals["batches"] += 1
+        totals["problems"] += len(problems)
+        totals["pairs"] += int(result.stats["validated_pairs"])
         if len(batches) > 1:
             say(f"  batch {number} stored: {result.stats['validated_pairs']} validated pair(s), "
-                f"{stored['new_candidates']} new candidate(s)")
+                f"{stored['new_candidates']} new candidate(s); so far {totals['pairs']} pair(s) from "
+                f"{totals['problems']} problem(s) in {budget.elapsed():.0f} s")
 
     done = distill_batches(batches, teacher, config.distill, config.validation, judge, on_batch=store, budget=budget,
                            explainer=explainer, environments=environments, say=say)

@@ -96,6 +96,23 @@ def test_the_budget_starts_no_batch_that_would_end_too_late(judge, judge_config)
     assert budget.estimate() >= 1.0 and len(run.results) == 2
 
 
+def test_the_budget_estimates_a_batch_by_the_90th_percentile_of_those_so_far():
+    """One slow outlier among many small batches does not stop a run minutes early; with few
+    batches the estimate is the longest."""
+    now = [0.0]
+    budget = BatchBudget(100, clock=lambda: now[0])
+    for seconds in (5, 40):
+        budget.record(seconds)
+    assert budget.estimate() == 40
+    for _ in range(18):
+        budget.record(5)
+    assert budget.estimate() == 5  # 20 batches: the 18th shortest
+    now[0] = 94
+    assert budget.may_start()
+    now[0] = 96
+    assert not budget.may_start()
+
+
 def test_an_error_stops_new_batches_after_the_running_ones_are_handed_over(judge, judge_config):
     """Batch 2 fails at once while batch 1 is still being written: batch 1 is finished and handed
     over (stored), no further batch starts, then the teacher's error is raised."""

@@ -407,6 +407,8 @@ def test_each_capture_process_gets_its_share_of_the_compile_workers(monkeypatch)
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     teacher = inductor.InductorTeacher(DistillConfig(teacher="inductor", concurrent_batches=2), jobs=4)
     assert teacher.compile_threads == 2  # 16 cores over 8 captures at once
+    one_each = DistillConfig(teacher="inductor", concurrent_batches=4, batch_problems=1)
+    assert inductor.InductorTeacher(one_each, jobs=4).compile_threads == 4  # a batch of one problem: one capture
     assert inductor.InductorTeacher(DistillConfig(teacher="inductor"), jobs=32).compile_threads == 1
     assert inductor.InductorTeacher(DistillConfig(teacher="inductor", inductor_compile_threads=5), jobs=4).compile_threads == 5
     monkeypatch.undo()
