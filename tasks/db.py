@@ -191,6 +191,11 @@ def distilled_problem_keys(wh: Warehouse, teacher: str) -> set[str]:
     return wh.distilled_problem_keys(teacher)
 
 
+def solved_problem_keys(wh: Warehouse) -> set[str]:
+    """Problems with a validated pair (`distill --redo-unsolved` skips only these)."""
+    return wh.solved_problem_keys()
+
+
 def candidates_of(wh: Warehouse, problems: list[Problem], generator_prefix: str = "") -> list[Candidate]:
     """The stored candidates of these problems (of generators whose name starts with the prefix)."""
     return [c for c in wh.candidates(problem_keys=[p.key for p in problems]) if c.generator.startswith(generator_prefix)]

@@ -160,3 +160,28 @@ def test_cli_distill_side_by_side_stores_what_one_after_another_does(tmp_path):
     for s in summaries.values():
         assert s["batches"] == 3 and s["problems"] == 3 and s["new_candidates"] == 3 and s["problems_left"] == 0
         assert s["validated_pairs"] == 1 and s["verdicts"] == {"correct": 1, "incorrect": 2}
+
+
+def test_cli_distill_redo_unsolved_distils_again_only_what_has_no_pair(tmp_path):
+    """After a teacher or converter fix, `--redo-unsolved` distils again the problems the teacher
+    was run on without a validated pair; the solved ones stay skipped."""
+    from autotriton.flows.cli import app
+    from autotriton.warehouse import Warehouse
+
+    problems = relu_problems(3)
+    replay = tmp_path / "r.jsonl"
+    for p in problems:
+        append_record(replay, record_from_candidate(p, Candidate(problem_key=p.key, code=RELU_KERNEL, generator="inductor")))
+    db = tmp_path / "w.duckdb"
+    with Warehouse(db) as wh:
+        run = wh.start_run("harvest", {})
+        wh.put_problems(run, problems)
+        wh.finish_run(run, "succeeded", {})
+    base = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=1", "--set", "validation.workers=1",
+            "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false",
+            "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
+    first = json.loads(CliRunner().invoke(app, base).stdout)
+    assert first["problems"] == 3 and first["validated_pairs"] == 1
+    assert json.loads(CliRunner().invoke(app, base).stdout) == {"problems": 0, "skipped_distilled": 3}
+    again = json.loads(CliRunner().invoke(app, [*base, "--redo-unsolved"]).stdout)
+    assert again["problems"] == 2 and again["skipped_distilled"] == 1 and again["validated_pairs"] == 0

@@ -128,6 +128,14 @@ class ReadsMixin:
         return {row[0] for row in rows}
 
     @_locked
+    def solved_problem_keys(self) -> set[str]:
+        """Keys of the problems with a validated pair: a candidate whose latest verdict is
+        correct and rule_ok (at the problem's own and the odd sizes, the dataset's default)."""
+        rows = self._con.execute("SELECT DISTINCT c.problem_key FROM latest_verdicts v JOIN candidates c "
+                                 "ON c.key = v.candidate_key WHERE v.correct AND v.rule_ok").fetchall()
+        return {row[0] for row in rows}
+
+    @_locked
     def rejections(self, stage: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT * FROM rejections" + (" WHERE stage = ?" if stage else "") + " ORDER BY created_at, key"
         return self._fetch_dicts(sql, [stage] if stage else [])

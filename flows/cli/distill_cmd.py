@@ -25,6 +25,7 @@ def distill_cmd(
     suite: Optional[str] = typer.Option(None, "--suite", help="only problems of this suite (e.g. kernelbench/level1)", show_default=False),
     source_kind: Optional[str] = typer.Option(None, "--source-kind", help="only problems harvested from this kind of source: pypi, local, github, dataset, suite, synthetic", show_default=False),
     redo: bool = typer.Option(False, "--redo", help="also distil problems this teacher was already run on (default: skip them, so a cut-off build continues) [config: distill.skip_distilled=false]"),
+    redo_unsolved: bool = typer.Option(False, "--redo-unsolved", help="distil again the problems this teacher was run on without a validated pair (e.g. after a converter fix); solved ones stay skipped [config: distill.redo_unsolved]"),
     replay: list[Path] = typer.Option([], "--replay", help="extra replay JSONL file or teacher cache dir for --teacher replay (repeatable)"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object: problems, candidates, verdicts (status -> count), validated_pairs, tokens, ..."),
 ) -> None:
@@ -34,7 +35,8 @@ def distill_cmd(
     if teacher is not None and teacher not in TEACHERS:
         fail(f"--teacher {teacher!r}: choose one of {', '.join(TEACHERS)}.")
     extra: dict[str, Any] = {"distill.teacher": teacher, "distill.samples": samples, "distill.rounds": rounds,
-                             "distill.max_problems": max_problems, "distill.time_budget_s": time_budget, "distill.skip_distilled": False if redo else None}
+                             "distill.max_problems": max_problems, "distill.time_budget_s": time_budget, "distill.skip_distilled": False if redo else None,
+                             "distill.redo_unsolved": True if redo_unsolved else None}
     cfg, _ = load_config_or_fail(extra)
     if replay:
         cfg.distill.replay_paths = [*cfg.distill.replay_paths, *(str(p) for p in replay)]
@@ -42,7 +44,7 @@ def distill_cmd(
     from autotriton.distillation import (GPUUnavailableError, ReplayFormatError, TeacherError,
                                          combine_results, interleave_by_origin, make_explainer, make_teacher)
     from autotriton.tasks.db import (OPEN_ERRORS, distilled_problem_keys, open_warehouse, problem_origins,
-                                     runnable_problems)
+                                     runnable_problems, solved_problem_keys)
     from autotriton.tasks.runs import run_scope
     from autotriton.tasks.steps import distill_in_batches
     from autotriton.validation import JudgeError, JudgePool
@@ -69,6 +71,8 @@ def distill_cmd(
         skipped = 0
         if cfg.distill.skip_distilled:  # a build continues where the warehouse it carries stopped
             done = distilled_problem_keys(wh, chosen.name)
+            if cfg.distill.redo_unsolved:
+                done &= solved_problem_keys(wh)
             skipped = sum(p.key in done for p in problems)
             problems = [p for p in problems if p.key not in done]
             if not problems:
