@@ -115,10 +115,14 @@ def distill_in_batches(wh: Warehouse, run: Run, batches: Sequence[Sequence[Any]]
 def store_evaluation_result(wh: Any, run: Any, result: Any) -> dict[str, int]:
     """Write the problems, every sample's candidate and verdict, and the Evaluation record (with its
     per-sample verdict keys) of an `EvaluationResult` to the warehouse, in one transaction (all of
-    the evaluation's rows, or none); returns the number of new rows per table."""
+    the evaluation's rows, or none); returns the number of new rows per table. A suite problem the
+    warehouse already holds (the same source: e.g. the held-out split of an export of this
+    warehouse) keeps its row: rewriting it with the suite's view would drop its provenance (the
+    package source, module, licence and dependency environment it was harvested with)."""
     with wh.atomic():
+        known = {p.key for p in wh.problems(status=None, keys=[p.key for p in result.problems])}
         return {
-            "problems": wh.put_problems(run, result.problems),
+            "problems": wh.put_problems(run, [p for p in result.problems if p.key not in known]),
             "candidates": wh.put_candidates(run, result.all_candidates),
             "verdicts": wh.put_verdicts(run, result.all_verdicts),
             "evaluations": wh.put_evaluations(run, [result.evaluation]),

@@ -83,3 +83,25 @@ def test_a_bad_split_or_a_bare_export_says_what_to_pass(exported):
         load_suite(f"{exported['tmp'] / 'rl.parquet'}:test")
     result = CliRunner().invoke(app, ["eval", "--suite", f"{path}:heldout", "--model", "tiny", "--device", "cpu"])
     assert result.exit_code == 2 and "its splits are train, validation" in result.output
+
+
+def test_evaluating_on_the_held_out_split_keeps_the_problems_provenance(exported):
+    """The held-out problems are the warehouse's own: evaluating on them stores the samples and
+    their verdicts against those problems, and leaves each problem's row (its harvested source,
+    module, suite) as the harvest wrote it."""
+    tmp = exported["tmp"]
+    db = tmp / "w.duckdb"
+    held_out = {r["problem_key"] for r in _rows(tmp / "exports" / "rl") if r["split"] == "validation"}
+    with Warehouse(db, read_only=True) as wh:
+        before = {p.key: (p.source_key, p.module_key, p.suite, p.suite_id, p.licence) for p in wh.problems(status=None, keys=held_out)}
+    assert len(before) == len(held_out) and all(source for source, *_ in before.values())
+    result = CliRunner().invoke(app, ["--db", str(db), "eval", "--suite", f"{tmp / 'exports' / 'rl'}:validation",
+                                      "--model", "tiny", "--device", "cpu", "--samples", "1", "--max-new-tokens", "4", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["problems"] == len(held_out) and summary["new_rows"]["problems"] == 0
+    with Warehouse(db, read_only=True) as wh:
+        after = {p.key: (p.source_key, p.module_key, p.suite, p.suite_id, p.licence) for p in wh.problems(status=None, keys=held_out)}
+        samples = wh.sql("SELECT DISTINCT problem_key FROM candidates WHERE run_id = ?", [summary["run_id"]]).rows
+    assert after == before
+    assert {key for (key,) in samples} == held_out  # the samples are stored against the warehouse's own problems
