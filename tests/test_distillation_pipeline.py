@@ -365,7 +365,7 @@ def test_outcomes_give_both_yields_failure_classes_and_speed_of_solved_problems(
 def test_cli_distill_stores_each_batch_so_a_failed_run_keeps_what_it_finished(tmp_path, monkeypatch):
     """`distill.batch_problems`: each batch is stored as it finishes; a teacher failure in a later
     batch fails the run (exit 2, saying what was kept) but loses nothing from the earlier ones."""
-    import autotriton.distillation as distillation
+    import autotriton.distillation.batches as batches_module
     from autotriton.distillation.openai_teacher import TeacherError
     from autotriton.flows.cli import app
     from autotriton.warehouse import Warehouse
