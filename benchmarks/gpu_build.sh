@@ -78,6 +78,7 @@ case "${1:-}" in
     # Decontamination: exports leave out problems that copy KernelBench L1 (a suite copy carried in .gpu/).
     A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
     log "harvest synthetic"; autotriton "${A[@]}" harvest synthetic --count "${SYN_COUNT:-240}" --seed 0 --no-probe --json > "$R/syn_harvest.json"
+    autotriton "${A[@]}" harvest synthetic --family pointwise --count "${PW_COUNT:-400}" --seed 0 --no-probe --json > "$R/pw_harvest.json"
     # One distill run over every source (problems taken in turns from each package and the
     # generator), ended cleanly by its own --time-budget; a later run continues it.
     log "distill"; t0=$SECONDS

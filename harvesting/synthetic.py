@@ -1,5 +1,14 @@
 """Synthetic fused-operator problems: KernelBench-level-2-style chains of 2-6 operators.
 
+Two families. `fused` (the default) starts each chain with a GEMM, batched matmul or convolution
+head, as KernelBench level 2 does. `pointwise` starts from the input tensor itself (a (B, F)
+activation, a (B, C, H, W) feature map or a (B, M, N) sequence) and chains 2-4 operators without a
+GEMM or convolution: normalisations, activations, scaling, bias and residual adds, pooling,
+softmax and a reduction, the memory-bound fusions real modules are full of. Their kernels are
+short (one to three fused Triton kernels), which makes them the first thing a small model can
+learn to write; they get their own generator version and rng stream, so adding them changes no
+`fused` problem.
+
 `generate_problems(count, seed)` draws each problem from its own `random.Random(f"{seed}:{index}")`,
 so problem i of a seed is the same whatever `count` is, on any machine (no torch RNG, no hash
 randomisation). A chain starts with a head (GEMM, batched matmul, Conv1d/2d/3d or
@@ -28,6 +37,8 @@ from typing import Any
 from autotriton.validation import shrink_value
 
 GENERATOR_VERSION = "synthetic-fused-v2"
+POINTWISE_VERSION = "synthetic-pointwise-v1"
+FAMILIES = {"fused": GENERATOR_VERSION, "pointwise": POINTWISE_VERSION}  # family -> its generator version
 REPO = "autotriton/synthetic"
 LICENCE = "Apache-2.0"  # written by this project's generator, under the project's licence
 
@@ -64,10 +75,25 @@ class Chain:
     index: int
     consts: dict[str, Any] = field(default_factory=dict)
     ops: list[dict[str, Any]] = field(default_factory=list)
+    family: str = "fused"
 
     @property
     def tags(self) -> list[str]:
-        return [op["tag"] for op in self.ops]
+        return [op["tag"] for op in self.ops if op["op"] != "input"]
+
+
+def _input_shape(head: dict[str, Any], c: dict[str, Any]) -> Shape:
+    """The running tensor a chain starts from, given its head operator."""
+    if head["op"] == "linear":
+        return Shape("dense", [c["batch_size"], c["in_features"]])
+    if head["op"] == "bmm":
+        return Shape("seq", [c["batch_size"], c["m"], c["k"]])
+    if head["op"] == "input":  # the pointwise family: the input tensor itself
+        if head["kind"] == "dense":
+            return Shape("dense", [c["batch_size"], c["features"]])
+        if head["kind"] == "seq":
+            return Shape("seq", [c["batch_size"], c["seq_len"], c["features"]])
+    return Shape("conv", [c["batch_size"], c["in_channels"], *[c[n] for n in head["spatial"]]])
 
 
 def _conv_out(size: int, k: int, stride: int, pad: int) -> int:
@@ -77,14 +103,8 @@ def _conv_out(size: int, k: int, stride: int, pad: int) -> int:
 def propagate(chain: Chain, consts: dict[str, Any]) -> list[list[int]]:
     """The shape after every operator under `consts` (the problem's sizes or shrunk ones);
     IllegalChain when an operator cannot run there."""
-    head = chain.ops[0]
     c = consts
-    if head["op"] == "linear":
-        shape = Shape("dense", [c["batch_size"], c["in_features"]])
-    elif head["op"] == "bmm":
-        shape = Shape("seq", [c["batch_size"], c["m"], c["k"]])
-    else:
-        shape = Shape("conv", [c["batch_size"], c["in_channels"], *[c[n] for n in head["spatial"]]])
+    shape = _input_shape(chain.ops[0], c)
     shapes: list[list[int]] = []
     residual: list[int] | None = None
     # Dims whose values sum to a constant (softmax, layer norm, group norm of a dense tensor, then
@@ -119,6 +139,8 @@ def _apply(op: dict[str, Any], s: Shape, c: dict[str, Any], residual: list[int] 
         return Shape("dense", [dims[0], c[op["out"]]])
     if name == "bmm":
         return Shape("seq", [dims[0], dims[1], c["n"]])
+    if name == "input":
+        return s
     if name in ("conv", "conv_transpose"):
         if s.kind != "conv" or dims[1] != c[op["in"]]:
             raise IllegalChain("convolution channels differ from the tensor's")
@@ -224,6 +246,23 @@ def _draw_head(rng: random.Random, chain: Chain) -> None:
     chain.ops.append(op)
 
 
+def _draw_input(rng: random.Random, chain: Chain) -> None:
+    """The pointwise family's head: the input tensor, at sizes where memory traffic dominates."""
+    c = chain.consts
+    c["batch_size"] = rng.choice([16, 32, 64, 128])
+    kind = rng.choice(["dense", "dense", "conv", "conv", "seq"])
+    if kind == "dense":
+        c["features"] = rng.choice([1024, 2048, 4096, 8192])
+        chain.ops.append({"op": "input", "kind": "dense", "tag": "input"})
+    elif kind == "seq":
+        c["seq_len"], c["features"] = rng.choice([64, 128, 256]), rng.choice([256, 512, 1024])
+        chain.ops.append({"op": "input", "kind": "seq", "tag": "input"})
+    else:
+        c["in_channels"] = rng.choice([16, 32, 64])
+        c["height"] = c["width"] = rng.choice([32, 64])
+        chain.ops.append({"op": "input", "kind": "conv", "nd": 2, "spatial": ["height", "width"], "tag": "input"})
+
+
 def _candidates(rng: random.Random, chain: Chain, shape: Shape, residual_ok: bool) -> list[dict[str, Any]]:
     """Operators that may follow, before the legality check (which propagate() makes)."""
     act = rng.choice(sorted(ACTIVATIONS))
@@ -246,7 +285,7 @@ def _candidates(rng: random.Random, chain: Chain, shape: Shape, residual_ok: boo
     else:
         ops += [{"op": "layer_norm", "tag": "layer_norm"}, {"op": "softmax", "dim": len(shape.dims) - 1, "tag": "softmax"}]
         red_dim = len(shape.dims) - 1
-        if shape.kind == "dense" and not any(o["op"] == "linear" for o in chain.ops[1:]):
+        if shape.kind == "dense" and chain.family == "fused" and not any(o["op"] == "linear" for o in chain.ops[1:]):
             ops.append({"op": "linear", "tag": "gemm", "in": "out_features", "out": "hidden_features", "bias": True})
     red = rng.choice(["sum", "mean", "amax", "logsumexp"])
     ops.append({"op": red, "dim": red_dim, "tag": red})
@@ -260,22 +299,35 @@ def _bytes(shape: list[int]) -> int:
     return _prod(shape) * 4
 
 
-def draw_chain(seed: int, index: int, *, max_io_mb: float = 256.0, max_intermediate_mb: float = 512.0) -> Chain:
-    """Problem `index` of `seed`: a legal chain of 2-6 operators whose memory fits the limits."""
-    rng = random.Random(f"autotriton-synthetic:{seed}:{index}")
-    chain = Chain(seed, index)
-    _draw_head(rng, chain)
-    target = rng.choice([2, 3, 3, 4, 4, 5, 5, 6])
+def draw_chain(seed: int, index: int, *, max_io_mb: float = 256.0, max_intermediate_mb: float = 512.0,
+               family: str = "fused") -> Chain:
+    """Problem `index` of `seed` in `family` (module docstring): a legal chain of 2-6 operators
+    (pointwise: 2-4 after the input) whose memory fits the limits."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown synthetic family {family!r}: choose one of {', '.join(FAMILIES)}")
+    if family == "fused":  # the stream every existing fused problem was drawn from
+        rng = random.Random(f"autotriton-synthetic:{seed}:{index}")
+    else:
+        rng = random.Random(f"autotriton-synthetic-{family}:{seed}:{index}")
+    chain = Chain(seed, index, family=family)
+    if family == "fused":
+        _draw_head(rng, chain)
+        target = rng.choice([2, 3, 3, 4, 4, 5, 5, 6])
+    else:
+        _draw_input(rng, chain)
+        target = 1 + rng.choice([2, 2, 3, 3, 4])
     residual_saved = False
     for _ in range(40):  # draws; an illegal draw is dropped and another is tried
         if len(chain.ops) >= target or (chain.ops and chain.ops[-1]["op"] in ("sum", "mean", "amax", "logsumexp")
                                         and len(chain.ops) >= 2):
             break
         shape_dims = propagate(chain, chain.consts)[-1]
-        last_kind = "dense" if chain.ops[0]["op"] == "linear" else "seq" if chain.ops[0]["op"] == "bmm" else "conv"
+        last_kind = _input_shape(chain.ops[0], chain.consts).kind
         reduced = any(o["op"] in ("sum", "mean", "amax", "logsumexp") for o in chain.ops)
         shape = Shape(last_kind, shape_dims, reduced)
         op = rng.choice(_candidates(rng, chain, shape, residual_saved))
+        if family != "fused" and op["op"] in ("scale", "bias_add") and chain.ops[-1]["op"] == op["op"]:
+            continue  # x * 1.5 * 0.1: one operator written twice, no new kernel work
         if op["op"] == "linear" and "hidden_features" not in chain.consts:
             chain.consts["hidden_features"] = rng.choice([256, 512, 1024])
         trial = Chain(seed, index, chain.consts, chain.ops + [op])
@@ -290,7 +342,7 @@ def draw_chain(seed: int, index: int, *, max_io_mb: float = 256.0, max_intermedi
         if op.get("save_residual"):
             residual_saved = True
         chain.ops.append(op)
-    if len(chain.ops) < 2:  # every draw was illegal (rare): an activation is always legal
+    while len(chain.ops) < (2 if family == "fused" else 3):  # every draw was illegal (rare): an activation is always legal
         chain.ops.append({"op": "activation", "fn": "relu", "tag": "relu"})
     # The residual is only worth saving if an add uses it.
     if not any(o["op"] == "residual_add" for o in chain.ops):
@@ -304,12 +356,9 @@ def memory(chain: Chain, consts: dict[str, Any] | None = None) -> tuple[int, int
     """(input bytes, output bytes, largest intermediate bytes) of one call, fp32."""
     c = consts or chain.consts
     head = chain.ops[0]
-    if head["op"] == "linear":
-        ins = _bytes([c["batch_size"], c["in_features"]])
-    elif head["op"] == "bmm":
-        ins = _bytes([c["batch_size"], c["m"], c["k"]]) + _bytes([c["batch_size"], c["k"], c["n"]])
-    else:
-        ins = _bytes([c["batch_size"], c["in_channels"], *[c[n] for n in head["spatial"]]])
+    ins = _bytes(_input_shape(head, c).dims)
+    if head["op"] == "bmm":
+        ins += _bytes([c["batch_size"], c["k"], c["n"]])
     shapes = propagate(chain, c)
     return ins, _bytes(shapes[-1]), max(_bytes(s) for s in shapes)
 
@@ -338,11 +387,15 @@ def problem_source(chain: Chain) -> str:
     """KernelBench-format source of the chain: size constants at module level (so the judge can
     shrink and perturb them), `Model(*get_init_inputs())`, `Model()(*get_inputs())`."""
     head = chain.ops[0]
-    kind = "dense" if head["op"] == "linear" else "seq" if head["op"] == "bmm" else "conv"
+    kind = _input_shape(head, chain.consts).kind
     nd = head.get("nd", 1)
     # symbolic dims of the running tensor (dim 1 and the last dim are what modules are sized by)
-    dims: list[str] = (["batch_size", "in_features"] if kind == "dense" else ["batch_size", "m", "k"] if kind == "seq"
-                       else ["batch_size", "in_channels", *head["spatial"]])
+    if head["op"] == "input":
+        dims: list[str] = {"dense": ["batch_size", "features"], "seq": ["batch_size", "seq_len", "features"],
+                           "conv": ["batch_size", "in_channels", *head.get("spatial", [])]}[kind]
+    else:
+        dims = (["batch_size", "in_features"] if kind == "dense" else ["batch_size", "m", "k"] if kind == "seq"
+                else ["batch_size", "in_channels", *head["spatial"]])
     init: list[str] = []
     fwd: list[str] = []
     used: list[str] = []
@@ -354,6 +407,8 @@ def problem_source(chain: Chain) -> str:
 
     for i, op in enumerate(chain.ops):
         name = op["op"]
+        if name == "input":
+            continue
         if name == "linear":
             attr = "gemm" if i == 0 else f"gemm{i}"
             init.append(f"self.{attr} = nn.Linear({use(op['in'])}, {use(op['out'])}, bias={op['bias']})")
@@ -404,15 +459,18 @@ def problem_source(chain: Chain) -> str:
             fwd.append("residual = x")
     consts = chain.consts
     ops_text = ", ".join(chain.tags)
-    lines = [f'"""Synthetic fused problem (autotriton {GENERATOR_VERSION}, seed {chain.seed}, index {chain.index}): {ops_text}."""',
+    lines = [f'"""Synthetic {chain.family} problem (autotriton {FAMILIES[chain.family]}, seed {chain.seed}, index {chain.index}): '
+             f'{ops_text}."""',
              "", "import torch", "import torch.nn as nn", "", "",
              "class Model(nn.Module):", f'    """{ops_text}"""', "",
              f"    def __init__(self{''.join(', ' + u for u in used)}):", "        super().__init__()"]
     lines += [f"        {line}" for line in init] or ["        pass"]
-    args = "a, b" if kind == "seq" else "x"
+    args = "a, b" if head["op"] == "bmm" else "x"
     lines += ["", f"    def forward(self, {args}):"] + [f"        {line}" for line in fwd] + ["        return x", "", ""]
     lines += [f"{name} = {value!r}" for name, value in consts.items()]
-    if kind == "dense":
+    if head["op"] == "input" and kind != "conv":
+        inputs = f"[torch.randn({', '.join(dims[:1] + (['seq_len', 'features'] if kind == 'seq' else ['features']))})]"
+    elif kind == "dense":
         inputs = "[torch.randn(batch_size, in_features)]"
     elif kind == "seq":
         inputs = "[torch.randn(batch_size, m, k), torch.randn(batch_size, k, n)]"
@@ -425,17 +483,18 @@ def problem_source(chain: Chain) -> str:
 
 # ---- the harvest source -----------------------------------------------------------------------
 
-def generate_problems(count: int, seed: int, *, start: int = 0) -> list[tuple[Chain, str]]:
-    """Problems start..start+count-1 of `seed`, as (chain, KernelBench source)."""
+def generate_problems(count: int, seed: int, *, start: int = 0, family: str = "fused") -> list[tuple[Chain, str]]:
+    """Problems start..start+count-1 of `seed` in `family`, as (chain, KernelBench source)."""
     out = []
     for index in range(start, start + count):
-        chain = draw_chain(seed, index)
+        chain = draw_chain(seed, index, family=family)
         out.append((chain, problem_source(chain)))
     return out
 
 
 def harvest_synthetic(count: int, seed: int, config: Any = None, *, start: int = 0, probe: Any = None,
-                      progress: bool = False, console: Any = None, validation_config: Any = None) -> Any:
+                      progress: bool = False, console: Any = None, validation_config: Any = None,
+                      family: str = "fused") -> Any:
     """`count` generated problems as a harvest (HarvestResult): one SourceRef per problem (its
     provenance), each problem confirmed in the sandbox like any harvested one (at shrunk sizes on
     the CPU). Problems with the same (seed, index, version) have the same key: storing twice is a no-op."""
@@ -453,15 +512,20 @@ def harvest_synthetic(count: int, seed: int, config: Any = None, *, start: int =
     # No incremental state and no near-duplicate filter: the generator's problems share a template
     # by design (MinHash would call them near-duplicates), and the (seed, index) is their identity.
     harvester = Harvester(config, probe=probe, state=None, progress=progress, console=console, validation_config=validation_config)
-    for chain, source in generate_problems(count, seed, start=start):
+    if family not in FAMILIES:
+        raise HarvestInputError(f"--family {family}: choose one of {', '.join(FAMILIES)}")
+    version = FAMILIES[family]
+    prefix = "" if family == "fused" else f"{family}/"  # fused paths stay as they were
+    for chain, source in generate_problems(count, seed, start=start, family=family):
         harvester.result.files += 1
-        ref = SourceRef(kind="synthetic", repo=REPO, commit=GENERATOR_VERSION, path=f"seed={seed}/index={chain.index}",
+        ref = SourceRef(kind="synthetic", repo=REPO, commit=version, path=f"{prefix}seed={seed}/index={chain.index}",
                         licence=LICENCE)
         harvester.add_source(ref)
         tags = sorted(set(op_tags(source)) | set(chain.tags))
-        problem = Problem(reference_source=source, name=f"synthetic_s{seed}_{chain.index}_" + "_".join(chain.tags),
+        name = f"synthetic_s{seed}_{chain.index}_" if family == "fused" else f"synthetic_{family}_s{seed}_{chain.index}_"
+        problem = Problem(reference_source=source, name=name + "_".join(chain.tags),
                           source_key=ref.key, licence=LICENCE, op_tags=tags, shape_profile="gpu-full")
         harvester.pending.append(_Pending(problem, source, [_Verbatim([], [], [], [], label="synthetic")]))
     result = harvester.finish()
-    result.extra["generator_version"] = GENERATOR_VERSION
+    result.extra["generator_version"] = version
     return result

@@ -47,12 +47,12 @@ def harvest_dataset_source(path: str, harvest_config: HarvestConfig, validation_
                            validation_config=validation_config, environments=environments)
 
 
-@task(name="harvest-synthetic", task_run_name="harvest-synthetic-{count}-seed-{seed}")
+@task(name="harvest-synthetic", task_run_name="harvest-synthetic-{family}-{count}-seed-{seed}")
 def harvest_synthetic_source(count: int, seed: int, harvest_config: HarvestConfig,
-                             validation_config: ValidationConfig) -> HarvestResult:
+                             validation_config: ValidationConfig, family: str = "fused") -> HarvestResult:
     from autotriton.harvesting import harvest_synthetic
 
-    return harvest_synthetic(count, seed, harvest_config, validation_config=validation_config)
+    return harvest_synthetic(count, seed, harvest_config, validation_config=validation_config, family=family)
 
 
 @task(name="harvest-packages", task_run_name="harvest-packages-{path}")

@@ -7,6 +7,7 @@ import json
 import types
 from collections import Counter
 
+import pytest
 import torch
 from typer.testing import CliRunner
 
@@ -107,3 +108,60 @@ def test_cli_harvest_synthetic_stores_problems_with_provenance_and_a_second_run_
     assert all(v == 0 for v in again["new_rows"].values())
     bad = CliRunner().invoke(app, ["--db", db, "harvest", "synthetic", "--count", "0"])
     assert bad.exit_code == 2 and "--count" in bad.output
+
+
+def test_the_pointwise_family_draws_short_memory_bound_chains_and_leaves_the_fused_ones_as_they_were():
+    """`family="pointwise"`: 2-4 operators on the input itself, no GEMM, matmul or convolution,
+    legal at the problem's own and at shrunk sizes (torch on the meta device agrees with the
+    generator), deterministic; adding the family changed no fused problem (own rng stream)."""
+    fused = [src for _, src in generate_problems(20, seed=4)]
+    assert [src for _, src in generate_problems(20, seed=4, family="fused")] == fused
+    chains = [draw_chain(4, i, family="pointwise") for i in range(120)]
+    assert [problem_source(c) for c in chains[:10]] == [src for _, src in generate_problems(10, seed=4, family="pointwise")]
+    assert not set(map(problem_source, chains)) & set(fused)
+    heavy = {"linear", "bmm", "conv", "conv_transpose"}
+    for chain in chains:
+        assert chain.ops[0]["op"] == "input" and 2 <= len(chain.tags) <= 4, chain.tags
+        assert not heavy & {op["op"] for op in chain.ops}
+        source = problem_source(chain)
+        assert "pointwise" in source and "nn.Linear" not in source and "nn.Conv" not in source
+        for src, consts in ((source, chain.consts), (shrink_problem(source, 32), shrunk_consts(chain.consts))):
+            module = _load(src)
+            with torch.device("meta"), torch.no_grad():
+                out = module.Model(*module.get_init_inputs()).eval()(*module.get_inputs())
+            assert list(out.shape) == propagate(chain, consts)[-1], src
+    tags = Counter(t for c in chains for t in c.tags)
+    for op in ("layer_norm", "batch_norm", "group_norm", "softmax", "max_pool", "residual_add"):
+        assert tags[op] > 0, op
+    with pytest.raises(ValueError, match="unknown synthetic family"):
+        draw_chain(4, 0, family="gemm")
+
+
+def test_cli_harvest_synthetic_pointwise_problems_run_in_the_sandbox_with_their_own_provenance(tmp_path):
+    db = str(tmp_path / "p.duckdb")
+    result = CliRunner().invoke(app, ["--db", db, "harvest", "synthetic", "--family", "pointwise", "--count", "6",
+                                      "--seed", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["runnable"] == 6 and summary["generator_version"] == "synthetic-pointwise-v1"
+    from autotriton.warehouse import Warehouse
+
+    with Warehouse(db, read_only=True) as wh:
+        sources = wh.sql("SELECT commit, path FROM sources ORDER BY path").rows
+        names = sorted(p.name for p in wh.problems(status="runnable"))
+    assert [tuple(r) for r in sources] == [("synthetic-pointwise-v1", f"pointwise/seed=1/index={i}") for i in range(6)]
+    assert all(n.startswith("synthetic_pointwise_s1_") for n in names)
+    bad = CliRunner().invoke(app, ["--db", db, "harvest", "synthetic", "--family", "gemm", "--count", "1"])
+    assert bad.exit_code == 2 and "--family gemm" in bad.output
+
+
+def test_the_refresh_flows_synthetic_task_harvests_either_family():
+    """The refresh flow's task (harvest.synthetic_count / synthetic_pointwise_count) passes the family on."""
+    from autotriton.tasks.harvest import harvest_synthetic_source
+    from autotriton.validation.config import ValidationConfig
+
+    config = HarvestConfig(incremental=False, probe=False)
+    pointwise = harvest_synthetic_source.fn(2, 0, config, ValidationConfig(device="cpu"), "pointwise")
+    fused = harvest_synthetic_source.fn(2, 0, config, ValidationConfig(device="cpu"))
+    assert [s.path for s in pointwise.sources] == ["pointwise/seed=0/index=0", "pointwise/seed=0/index=1"]
+    assert [s.path for s in fused.sources] == ["seed=0/index=0", "seed=0/index=1"]

@@ -270,14 +270,19 @@ def synthetic(
     seed: int = typer.Option(0, "--seed", help="generator seed: problem i of a seed is the same on every run and machine"),
     start: int = typer.Option(0, "--start", help="index of the first problem (extend a suite without regenerating it)"),
     no_probe: bool = typer.Option(False, "--no-probe", help="do not run the problems in the sandbox (they are valid by construction)"),
+    family: str = typer.Option("fused", "--family", help="fused: a GEMM/bmm/convolution head and 1-5 operators after it; "
+                               "pointwise: 2-4 memory-bound operators on the input itself (norms, activations, pooling, "
+                               "softmax, reductions), short kernels"),
     dry_run: bool = typer.Option(False, "--dry-run", help="generate and report, but write nothing"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Generate KernelBench-level-2-style fused problems (2-6 operators: GEMM, bmm, Conv and
     ConvTranspose 1-3D, pooling, norms, activations, reductions, softmax, residual adds, scaling)
-    at realistic sizes, deterministically from --seed (harvesting/synthetic.py)."""
+    at realistic sizes, deterministically from --seed (harvesting/synthetic.py); `--family
+    pointwise` draws chains without a GEMM or convolution instead."""
     from autotriton.harvesting import harvest_synthetic
 
     extra = {"harvest.probe": False if no_probe else None}
     _run("synthetic", json_out, dry_run, lambda cfg, out, state: harvest_synthetic(
-        count, seed, cfg.harvest, start=start, progress=True, console=ERR, validation_config=cfg.validation), extra)
+        count, seed, cfg.harvest, start=start, progress=True, console=ERR, validation_config=cfg.validation,
+        family=family), extra)
