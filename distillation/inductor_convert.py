@@ -69,6 +69,7 @@ ConversionError = _module.ConversionError
 # which sys.modules then holds even where the package's __init__ cannot be imported.
 _sibling("inductor_kernels")
 _sibling("inductor_forward")
+_prune = _sibling("inductor_prune")  # what only the reference forward needed and the rules forbid
 
 from autotriton.distillation.inductor_forward import _convert_call, _rename_sizes  # noqa: E402
 from autotriton.distillation.inductor_kernels import (  # noqa: E402
@@ -101,14 +102,17 @@ def convert_output_code(
     kernel_configs: dict[str, dict[str, Any]] | None = None,
     output: dict[str, Any] | None = None,
     captured_inputs: list[Any] | None = None,
+    state_names: list[str] | None = None,
 ) -> ConversionResult:
     """Convert one Inductor output module into a standalone ModelNew (never raises).
     `captured_inputs`: the capture's `input_shapes` (shapes of tensors, reprs of other values
-    forward was called with), for the guards on values the graph was specialised on."""
+    forward was called with), for the guards on values the graph was specialised on.
+    `state_names`: every parameter and buffer name of the captured model (None: unknown), so that
+    reference code holding no state, which the rules forbid, can be left out (inductor_prune.py)."""
     notes: list[str] = []
     try:
         code, kernels = _convert(output_code, reference_source, graph_inputs, kernel_configs or {}, output, notes,
-                                 captured_inputs or [])
+                                 captured_inputs or [], state_names)
     except ConversionError as exc:
         return ConversionResult(ok=False, reason=exc.reason, detail=exc.detail, notes=notes)
     except (SyntaxError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
@@ -118,7 +122,7 @@ def convert_output_code(
 
 def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[str, Any]],
              configs: dict[str, dict[str, Any]], output: dict[str, Any] | None, notes: list[str],
-             captured_inputs: list[Any]) -> tuple[str, list[str]]:
+             captured_inputs: list[Any], state_names: list[str] | None = None) -> tuple[str, list[str]]:
     try:
         module = ast.parse(output_code)
     except SyntaxError as exc:
@@ -142,6 +146,7 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
     forward_src = "\n".join(ast.unparse(s) for s in forward_fn.body)
     for k in kernels.values():  # triton_poi_fused_add_relu_0_xnumel -> add_relu_xnumel
         forward_src = forward_src.replace(f"{k.inductor_name}_", f"{k.name.removesuffix('_kernel')}_")
+    notes += _prune.prune_reference(ref, state_names, forward_src, _module.HEADER_BINDINGS)
     # only kernels actually launched are emitted
     launched_kernels = [k for k in kernels.values() if k.name in launched]
     helpers = _inductor_helpers()
@@ -229,8 +234,12 @@ def convert_capture(capture: dict[str, Any], reference_source: str | None = None
             continue
         # autotuning may compile helper subgraphs; the model's own module is the last one written
         code = att.get("output_code") or att["output_codes"][-1]
+        recorded = att if "parameters" in att or "buffers" in att else capture
+        state = None if "parameters" not in recorded and "buffers" not in recorded else \
+            [*(recorded.get("parameters") or {}), *(recorded.get("buffers") or {})]
         res = convert_output_code(code, source, graphs[0]["inputs"], kernel_configs=att.get("kernel_configs"),
-                                  output=att.get("output"), captured_inputs=att.get("input_shapes"))
+                                  output=att.get("output"), captured_inputs=att.get("input_shapes"),
+                                  state_names=state)
         res.notes.insert(0, f"dynamic={att.get('dynamic')}")
         if res.ok:
             return res

@@ -1,0 +1,316 @@
+"""The Inductor teacher leaves out reference code that only the reference forward needed and the
+judge's rules forbid (distillation/inductor_prune.py).
+
+On an H200 (2026-12-02, run 20261202-002047-60b3bb4c) 16 of 82 judged package candidates were
+correct but broke the static rules through code the converter carried over: an `__init__` that
+stores `use_fused_attn()` (module globals read from `os.environ`), `torch.jit.Final` class
+annotations, a `torch.jit.is_tracing()` in a helper method only forward called, `packaging.version`
+checks, einops `Rearrange` layers inside `nn.Sequential`. The problems below have those shapes
+(written here, no third-party code); `layerkit` is a local stand-in for a dependency package
+outside the import allowlist. Each is captured on the CPU (cpu-triton dry run), converted, and
+checked: the rules pass, ModelNew has the reference's state_dict keys, the CPU judge validates it.
+The rules themselves are unchanged: hand-written candidates with the same code are still caught.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from inductor_helpers import load_bench
+
+LAYERKIT = '''import torch.nn as nn
+
+
+class Rearrange(nn.Module):
+    """merges the last two dimensions (a parameter-free layer, as einops' is)"""
+
+    def forward(self, x):
+        return x.flatten(-2)
+
+
+class Scale(nn.Module):
+    """a layer with a parameter, from the same package"""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.gain = nn.Parameter(1.0 + 0.1 * __import__("torch").arange(dim, dtype=__import__("torch").float32))
+
+    def forward(self, x):
+        return x * self.gain
+'''
+
+ENV_FINAL = '''import os
+from typing import Dict
+
+import torch
+import torch.nn as nn
+
+_HAS_SDPA = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+if "TOY_FUSED_ATTN" in os.environ:
+    _USE_FUSED = int(os.environ["TOY_FUSED_ATTN"])
+else:
+    _USE_FUSED = 1
+
+
+def use_fused_attn() -> bool:
+    return _HAS_SDPA and _USE_FUSED > 0
+
+
+class Mixer(nn.Module):
+    fused: torch.jit.Final[bool]
+    cache: Dict[str, torch.Tensor]
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.fused = use_fused_attn()
+        self.norm = nn.LayerNorm(dim)
+        self.bias = nn.Parameter(torch.linspace(-1.0, 1.0, dim))
+        self.cache = {}
+
+    def _bias(self) -> torch.Tensor:
+        if torch.jit.is_tracing() or self.training:
+            return self.bias
+        return self.bias * 1.0
+
+    def forward(self, x):
+        return self.norm(x) + self._bias()
+
+
+class Model(nn.Module):
+    fused_attn: torch.jit.Final[bool]
+    scale: float = 0.5
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.fused_attn = use_fused_attn()
+        self.mixer = Mixer(dim)
+        self.out = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        y = torch.relu(self.mixer(x))
+        return self.out(y) * self.scale
+
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+SEQUENTIAL = '''import torch
+import torch.nn as nn
+from layerkit import Rearrange, Scale
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int, patch: int):
+        super().__init__()
+        self.to_tokens = nn.Sequential(Rearrange(), nn.LayerNorm(dim * patch), Scale(dim * patch))
+        self.merge = Rearrange()
+        self.gain = Scale(dim * patch)
+
+    def forward(self, x):
+        return self.gain(torch.tanh(self.to_tokens(x)))
+
+
+def get_inputs():
+    return [torch.randn(2, 6, 8, 4)]
+
+
+def get_init_inputs():
+    return [8, 4]
+'''
+
+VERSION = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from packaging import version
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int, flash: bool = False):
+        super().__init__()
+        assert not (flash and version.parse(torch.__version__) < version.parse("2.0.0")), "flash needs torch 2"
+        self.flash = flash
+        self.norm = nn.LayerNorm(dim)
+        self.new_gelu = version.parse(torch.__version__) >= version.parse("1.12")
+        if not torch.cuda.is_available() or not flash:
+            return
+        capability = version.parse("{}.{}".format(*torch.cuda.get_device_capability()))
+        if capability > version.parse("8.0"):
+            print("using the fast path")
+
+    def forward(self, x):
+        return F.gelu(self.norm(x), approximate="tanh" if self.new_gelu else "none")
+
+
+def get_inputs():
+    return [torch.randn(4, 32)]
+
+
+def get_init_inputs():
+    return [32]
+'''
+
+PROBLEMS = {"env_final": ENV_FINAL, "sequential": SEQUENTIAL, "version": VERSION}
+
+
+@pytest.fixture(scope="module")
+def layerkit_path(tmp_path_factory):
+    """`layerkit` importable here, in the capture subprocess and in the judge's workers (PYTHONPATH)."""
+    root = tmp_path_factory.mktemp("deps")
+    (root / "layerkit").mkdir()
+    (root / "layerkit" / "__init__.py").write_text(LAYERKIT)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(root))
+        mp.setenv("PYTHONPATH", str(root) + ":" + __import__("os").environ.get("PYTHONPATH", ""))
+        yield root
+
+
+@pytest.fixture(scope="module")
+def captured(layerkit_path, tmp_path_factory) -> dict[str, dict]:
+    tmp = tmp_path_factory.mktemp("realworld_rules")
+    suite = tmp / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"rules/{n}", "name": n, "source": s}) + "\n" for n, s in PROBLEMS.items()))
+    assert load_bench().main(["capture", "--suite", str(suite), "--out", str(tmp / "run"), "--jobs", "2",
+                              "--capture-device", "cpu-triton"]) == 0
+    return {n: json.loads((tmp / "run" / "captures" / f"rules_{n}.json").read_text()) for n in PROBLEMS}
+
+
+@pytest.fixture(scope="module")
+def converted(captured) -> dict:
+    from autotriton.distillation.inductor_convert import convert_capture
+
+    out = {n: convert_capture(c, PROBLEMS[n]) for n, c in captured.items()}
+    for name, result in out.items():
+        assert result.ok, f"{name}: {result.reason}: {result.detail}"
+    return out
+
+
+def _load(code: str, path: Path) -> dict:
+    path.write_text(code)
+    spec = importlib.util.spec_from_file_location(f"rules_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return vars(module)
+
+
+def _rules(code: str) -> list[str]:
+    from autotriton.validation import static_rules
+
+    return [f"{v.rule}: {v.message}" for v in static_rules(code)]
+
+
+def _same_state(name: str, code: str, tmp_path: Path) -> None:
+    import torch
+
+    ref = _load(PROBLEMS[name], tmp_path / f"{name}_ref.py")
+    new = _load(code, tmp_path / f"{name}_new.py")
+    torch.manual_seed(0)
+    model = ref["Model"](*ref["get_init_inputs"]())
+    candidate = new["ModelNew"](*ref["get_init_inputs"]())
+    assert sorted(candidate.state_dict()) == sorted(model.state_dict())
+    assert {k: v.shape for k, v in candidate.state_dict().items()} == {k: v.shape for k, v in model.state_dict().items()}
+
+
+def test_environment_helpers_jit_annotations_and_tracing_checks_are_left_out(converted, tmp_path):
+    """timm's shape: `self.fused_attn = use_fused_attn()` (module globals from os.environ),
+    `torch.jit.Final` annotations, `torch.jit.is_tracing()` in a method only forward called."""
+    code = converted["env_final"].code
+    assert _rules(code) == []
+    assert "os" not in code.split() and "import os" not in code and "environ" not in code
+    assert "torch.jit" not in code and "use_fused_attn" not in code and "def _bias" not in code
+    assert "scale = 0.5" in code  # an annotated class attribute keeps its value
+    assert "self.cache = {}" in code  # dead but allowed: kept, as the reference has it
+    _same_state("env_final", code, tmp_path)
+
+
+def test_parameter_free_layers_from_outside_the_allowlist_become_identity_in_place(converted, tmp_path):
+    """einops' shape: Rearrange in nn.Sequential before layers with parameters keeps its index
+    (`to_tokens.1.weight`, `to_tokens.2.gain` stay), one only forward used goes; a layer with a parameter stays."""
+    code = converted["sequential"].code
+    assert "nn.Sequential(nn.Identity(), nn.LayerNorm" in code
+    assert "self.merge" not in code and "Rearrange" not in code
+    assert "Scale" in code  # holds `gain.gain`: the rules still see it, nothing is faked
+    assert [v for v in _rules(code) if "Rearrange" in v] == []
+    assert any("layerkit" in v and "Scale" in v for v in _rules(code))
+    _same_state("sequential", code, tmp_path)
+
+
+def test_version_checks_go_with_the_code_that_needed_them(converted, tmp_path):
+    """x-transformers' shape: packaging.version in an assert, in a flag only forward reads and
+    in a device check after an early return."""
+    code = converted["version"].code
+    assert _rules(code) == []
+    assert "packaging" not in code and "version" not in code
+    assert "self.flash = flash" in code and "return" in code.split("def forward")[0]
+    _same_state("version", code, tmp_path)
+
+
+def test_pruned_real_world_candidates_pass_the_cpu_judge(converted):
+    from autotriton.validation import ValidationConfig, validate_many
+
+    names = ["env_final", "version"]
+    verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in names],
+                             ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
+    for name, verdict in zip(names, verdicts):
+        assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
+
+
+def test_the_rules_still_catch_the_same_code_in_a_hand_written_candidate(converted):
+    """Nothing was relaxed: the pruned code put back by hand is a violation again."""
+    code = converted["env_final"].code
+    assert _rules(code) == []
+    hostile = code.replace("import torch\n", "import torch\nimport os\n", 1).replace(
+        "self.mixer = Mixer(dim)", "self.mixer = Mixer(dim)\n        self.fused_attn = int(os.environ.get('A', '1'))", 1)
+    assert any(v.startswith("SYSTEM-ACCESS") for v in _rules(hostile))
+    jit = code.replace("class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n    fused_attn: torch.jit.Final[bool]\n", 1)
+    assert any(v.startswith("TORCH-COMPILE") for v in _rules(jit))
+
+
+def test_state_and_kept_reads_are_never_pruned():
+    """Conservative: an attribute holding a parameter, one kept code reads, and everything when the
+    capture's parameter names are unknown, stay even where the rules forbid their code."""
+    import ast
+
+    from autotriton.distillation.inductor_module import HEADER_BINDINGS, reference_model
+    from autotriton.distillation.inductor_prune import prune_reference
+
+    source = '''import os
+import torch
+import torch.nn as nn
+from layerkit import Scale
+
+_ON = int(os.environ.get("ON", "1"))
+
+
+def flag():
+    return _ON > 0
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.gain = Scale(dim) if flag() else None
+        self.read = flag()
+        self.unread = flag()
+        self.width = dim * 2 if self.read else dim
+
+    def forward(self, x):
+        return x
+'''
+    ref = reference_model(source)
+    prune_reference(ref, ["gain.gain"], "pass", HEADER_BINDINGS)
+    init = ast.unparse(ref.body[0])
+    assert "self.gain = Scale(dim)" in init and "self.read = flag()" in init and "self.unread" not in init
+    unknown = reference_model(source)
+    prune_reference(unknown, None, "pass", HEADER_BINDINGS)
+    assert "self.unread = flag()" in ast.unparse(unknown.body[0])
