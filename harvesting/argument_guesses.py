@@ -27,7 +27,7 @@ _LAYER_RULES: tuple[tuple[str, Any], ...] = (
     (r"(padding|^pad$)", 1),
     (r"(dilation)", 1),
     (r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", 2),
-    (r"(num_classes|n_classes|classes$|num_labels|n_out|num_outputs)", 10),
+    (r"(num_classes|n_classes|classes$|num_labels|(?:^|_)n_out$|num_outputs)", 10),
     (r"(vocab|num_embeddings|n_tokens|num_tokens|n_vocab|ntoken|num_codes|codebook)", 100),
     (r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", 64),
 )

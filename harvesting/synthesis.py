@@ -19,10 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from autotriton.harvesting.argument_guesses import _guess_value, module_usage
+from autotriton.harvesting.argument_guesses import _SIZE_WORDS, _guess_value, module_usage
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.input_guesses import _fitted, _input_options, _layer_calls
 from autotriton.harvesting.signatures import _Param, _classes, _method, _params
+from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
 
 
 @dataclass
@@ -143,9 +144,13 @@ def _forwarded_params(init: ast.FunctionDef) -> list[_Param] | None:
 
 
 def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,
-                  tuples: bool = False, constraints: list[ast.expr] | None = None) -> tuple[list[str], list[Any], dict[str, Any]] | None:
-    """Constructor arguments: required ones guessed; large size defaults shrunk when `shrink`;
-    then integer values changed where `constraints` (constraints.py) would otherwise fail."""
+                  tuples: bool = False, constraints: list[ast.expr] | None = None,
+                  usages: dict[str, Usage] | None = None) -> tuple[list[str], list[Any], dict[str, Any]] | None:
+    """Constructor arguments: required ones guessed (from the name and type hint, or from how
+    the code uses the parameter, `usages`, where that asks for another kind of value); large size
+    defaults shrunk when `shrink`; then integer values changed where `constraints`
+    (constraints.py) would otherwise fail. A parameter defaulting to None that the code asserts
+    is not None counts as required."""
     if init is None:
         return [], [], {}
     all_params = init if isinstance(init, list) else _params(init)
@@ -159,10 +164,12 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     specs: list[Any] = []
     guessed: list[str] = []  # parameters whose value is ours to choose (required, or shrunk)
     last_needed = -1
+    usages = usages or {}
     for i, p in enumerate(params):
         guess = None
-        if p.default is None:
-            if _CONFIG_NAMES.match(p.name.lower()):
+        usage = usages.get(p.name)
+        if p.default is None or (p.default == "None" and usage is not None and usage.required):
+            if _CONFIG_NAMES.match(p.name.lower()) and not (usage and (usage.mapping or usage.sequence or usage.called)):
                 attrs = _config_attrs(classes, p.name)
                 fields = []
                 for attr in attrs:
@@ -175,6 +182,12 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 last_needed = i
                 continue
             guess = _guess_value(p.name, p.annotation, D, module_usage(init_fn, p.name))
+            if usage is not None and module_usage(init_fn, p.name) == "called":
+                if guess is None or "torch.nn." not in str(guess[0]):
+                    guess = ("torch.nn.Identity", "torch.nn.Identity")  # a class __init__ builds: any arguments
+            elif usage is not None:
+                sized = any(w in p.name.lower() for w in _SIZE_WORDS)
+                guess = usage_guess(usage, guess, D, sized) or guess
             form = forms.get(p.name)
             if form is not None and form[0] == "choice":
                 guess = (repr(form[1]), form[1])
@@ -245,6 +258,13 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     if forward is not None and not required and any(p.kind == "vararg" for p in fparams):
         required = [_Param("x", "", None, "pos")]
     calls = _layer_calls(list(classes.values()))
+    usages: dict[str, Usage] = {}
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if isinstance(init, ast.FunctionDef):
+        usages = parameter_usages(classes, functions, "Model", [p.name for p in _params(init)])
+    # forward inputs spread as keyword arguments (`self.f(x, **f_args)`): no options, a mapping
+    mappings = {name for name, u in input_usages(classes, functions, "Model", forward, [p.name for p in required]).items()
+                if u.mapping and not u.sequence} if forward is not None else set()
     constraints: list[ast.expr] = []
     if isinstance(init, ast.FunctionDef):
         constraints = constructor_constraints(classes, "Model", [p.name for p in _params(init)], init, forward)
@@ -259,40 +279,48 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     # input options; ordered so that every variant's best input guess comes before later options.
     ranked: list[tuple[int, int, Attempt]] = []
     variant = 0
-    for D in sizes:
-        for shrink, tuples in ((True, False), (False, False), (True, True)):
-            init_guess = _init_attempt(classes, init, D, shrink, tuples, constraints)
-            if init_guess is None:
+    # Each variant with the kinds the code's use asks for (usages), and the first also without
+    # them, right after: where the use was misread, the guess from names alone still comes early.
+    plans = [(D, shrink, tuples, use) for D in sizes for shrink, tuples in ((True, False), (False, False), (True, True))
+             for use in ((usages, {}) if usages and (D, shrink, tuples) == (sizes[0], True, False) else (usages,))]
+    for D, shrink, tuples, use in plans:
+        init_guess = _init_attempt(classes, init, D, shrink, tuples, constraints, use)
+        if init_guess is None:
+            continue
+        init_code, init_spec, values = init_guess
+        spatial = 8
+        for k, v in values.items():
+            if re.search(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution|window", k):
+                if isinstance(v, (list, tuple)) and v and isinstance(v[0], int):
+                    v = v[0]
+                if isinstance(v, int) and not isinstance(v, bool) and 1 < v <= 32:
+                    spatial = v if "window" not in k else max(8, v)
+                    break
+        per_input: list[list[tuple[str, dict[str, Any]]]] = []
+        for p in required:
+            if p.name in mappings:
+                per_input.append([("dict()", {"kind": "mapping"})])
                 continue
-            init_code, init_spec, values = init_guess
-            spatial = 8
-            for k, v in values.items():
-                if re.search(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution|window", k):
-                    if isinstance(v, (list, tuple)) and v and isinstance(v[0], int):
-                        v = v[0]
-                    if isinstance(v, int) and not isinstance(v, bool) and 1 < v <= 32:
-                        spatial = v if "window" not in k else max(8, v)
-                        break
-            per_input: list[list[tuple[str, dict[str, Any]]]] = []
-            for p in required:
-                options = _input_options(p, forward, calls, values, D, spatial)
-                if shape_constraints:
-                    options = [_fitted(code, spec, p.name, shape_constraints, values) for code, spec in options]
-                per_input.append(options)
-            n_options = max((len(o) for o in per_input), default=1)
-            for k in range(n_options):
-                codes, specs = [], []
-                for options in per_input:
-                    code, spec = options[min(k, len(options) - 1)]
-                    codes.append(code)
-                    specs.append(spec)
-                label = f"D={D}{' shrunk' if shrink else ''}{' tuples' if tuples else ''} option {k}"
-                attempt = Attempt(init_code, init_spec, codes, specs, label=label)
-                sig = attempt.functions()
-                if sig not in seen:
-                    seen.add(sig)
-                    ranked.append((k + variant, len(ranked), attempt))
-            variant += 1
+            options = _input_options(p, forward, calls, values, D, spatial)
+            if shape_constraints:
+                options = [_fitted(code, spec, p.name, shape_constraints, values) for code, spec in options]
+            per_input.append(options)
+        n_options = max((len(o) for o in per_input), default=1)
+        added = False
+        for k in range(n_options):
+            codes, specs = [], []
+            for options in per_input:
+                code, spec = options[min(k, len(options) - 1)]
+                codes.append(code)
+                specs.append(spec)
+            label = f"D={D}{' shrunk' if shrink else ''}{' tuples' if tuples else ''} option {k}"
+            attempt = Attempt(init_code, init_spec, codes, specs, label=label)
+            sig = attempt.functions()
+            if sig not in seen:
+                seen.add(sig)
+                ranked.append((k + variant, len(ranked), attempt))
+                added = True
+        variant += 1 if added or use is usages else 0  # the names-only variant, when it repeats the first, takes no rank
     attempts = [a for _, _, a in sorted(ranked, key=lambda t: (t[0], t[1]))]
     if not attempts:
         raise SynthesisError("no_guess", "no constructor argument could be guessed (untyped, unrecognised names)")

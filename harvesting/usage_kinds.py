@@ -1,0 +1,408 @@
+"""What kind of value a constructor parameter must be, read from how the code uses it.
+
+A name says little (`f`, `blocks`, `shape`, `shifts`); the code says more: `tuple(shifts)` and
+`len(shape)` want a sequence, `self.f(x)` a callable, `for f, g in blocks` a sequence of pairs of
+callables, `**route` a mapping, `x.chunk(2, dim=self.dim)` an axis, `assert image_size is not None`
+a value although the default is None. The parameter is followed where it flows: into `self.<attr>`
+and every method that reads it, into local aliases, and into the constructors of the file's own
+classes and the file's functions it is passed to (`Deterministic(f)`, `sort_indices(permutation)`).
+
+Only the AST is read; nothing here executes harvested code. Used by synthesis.py.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from autotriton.harvesting.signatures import _method, _params
+
+# Builtins whose argument must be iterable: `tuple(p)`, `len(p)`, `zip(p, q)`, `sorted(p)`.
+_ITERATING = {"len", "tuple", "list", "sorted", "enumerate", "zip", "reversed", "set", "iter", "map", "filter", "frozenset"}
+# Methods that only a mapping has (a tensor or a module has none of them).
+_MAPPING_METHODS = {"items", "values", "keys", "get", "update", "pop", "setdefault"}
+# Methods whose sequence arguments are permutations of a tensor's axes.
+_PERMUTING = {"permute"}
+# Tensor methods and torch functions whose `dim=` is an axis (not a layer's width, as the `dim=`
+# of another package's `Attention(dim=dim)` is).
+_AXIS_CALLS = {"chunk", "split", "softmax", "log_softmax", "cat", "stack", "sum", "mean", "max", "min", "argmax",
+               "argmin", "norm", "normalize", "cumsum", "cumprod", "unbind", "squeeze", "unsqueeze", "narrow",
+               "select", "gather", "var", "std", "prod", "all", "any", "logsumexp", "topk", "sort", "argsort",
+               "index_select", "Softmax", "LogSoftmax", "GLU", "glu", "unflatten", "tensor_split", "amax", "amin"}
+_MAX_DEPTH = 3
+
+
+@dataclass
+class Usage:
+    """Evidence about one value, gathered over every place it reaches."""
+
+    called: bool = False  # `p(x)`, `self.p(x)`: a module or function
+    sequence: bool = False  # iterated, measured, unpacked, starred
+    length: int | None = None  # `a, b = p`: exactly this many items
+    item: Usage | None = None  # how each item is used (`for layer in p: layer(x)`)
+    item_arity: int | None = None  # `for f, g in p`: items are tuples of this many
+    item_parts: list[Usage] = field(default_factory=list)  # ... and how each part is used
+    permutation: bool = False  # `x.permute(*p)`
+    padding: bool = False  # `F.pad(x, p)`
+    mapping: bool = False  # `**p`, `p.items()`, `p['key']`
+    attributes: list[str] = field(default_factory=list)  # `p.max_seq_len`: an object with fields
+    required: bool = False  # `assert p is not None`
+    axis: bool = False  # `x.chunk(2, dim=p)`: a tensor dimension, not a size
+
+    def merge(self, other: Usage) -> None:
+        for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis"):
+            setattr(self, name, getattr(self, name) or getattr(other, name))
+        self.length = self.length or other.length
+        self.item_arity = self.item_arity or other.item_arity
+        if other.item is not None:
+            if self.item is None:
+                self.item = Usage()
+            self.item.merge(other.item)
+        for i, part in enumerate(other.item_parts):
+            if i < len(self.item_parts):
+                self.item_parts[i].merge(part)
+            else:
+                self.item_parts.append(part)
+        self.attributes += [a for a in other.attributes if a not in self.attributes]
+
+    def anything(self) -> bool:
+        return any((self.called, self.sequence, self.mapping, self.attributes, self.required, self.axis))
+
+
+class _Scope:
+    """One function body being read, with the parent of each node and its local assignments."""
+
+    def __init__(self, fn: ast.FunctionDef):
+        self.fn = fn
+        self.parent: dict[int, ast.AST] = {}
+        self.assigned: dict[str, ast.expr] = {}
+        for node in ast.walk(fn):
+            for child in ast.iter_child_nodes(node):
+                self.parent[id(child)] = node
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.assigned.setdefault(node.targets[0].id, node.value)
+
+
+class UsageReader:
+    """Reads the usage of constructor parameters over the classes and functions of one file."""
+
+    def __init__(self, classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef]):
+        self.classes = classes
+        self.functions = functions
+        self._scopes: dict[int, _Scope] = {}
+
+    def _scope(self, fn: ast.FunctionDef) -> _Scope:
+        if id(fn) not in self._scopes:
+            self._scopes[id(fn)] = _Scope(fn)
+        return self._scopes[id(fn)]
+
+    def _methods(self, class_name: str) -> list[ast.FunctionDef]:
+        out, seen, todo = [], set(), [class_name]
+        while todo:
+            name = todo.pop()
+            cls = self.classes.get(name)
+            if cls is None or name in seen:
+                continue
+            seen.add(name)
+            out += [n for n in cls.body if isinstance(n, ast.FunctionDef)]
+            todo += [b.id for b in cls.bases if isinstance(b, ast.Name)]
+        return out
+
+    def parameter(self, class_name: str, param: str, depth: int = 0) -> Usage:
+        """How `class_name`'s constructor (and what it hands `param` to) uses `param`."""
+        init = _method(self.classes, class_name, "__init__")
+        usage = Usage()
+        if init is None or depth > _MAX_DEPTH:
+            return usage
+        usage.merge(self._in_function(init, param, depth, class_name))
+        return usage
+
+    def _function_parameter(self, fn: ast.FunctionDef, param: str, depth: int) -> Usage:
+        return self._in_function(fn, param, depth, None) if depth <= _MAX_DEPTH else Usage()
+
+    def _in_function(self, fn: ast.FunctionDef, name: str, depth: int, class_name: str | None, loop_bound: bool = False) -> Usage:
+        """Uses of the local `name` in `fn`, following `self.<attr> = name` into the class's methods.
+        Uses after `name` is rebound (`size = (size, size)`) are another value's, and uses under a
+        test of its kind (`tuple(k) if isinstance(k, list) else (k, k)`) say the code takes either:
+        both are left out."""
+        usage = Usage()
+        scope = self._scope(fn)
+        stores = sorted(n.lineno for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
+        if loop_bound:  # a loop's target: its first binding is the value read here
+            stores = stores[1:]
+        rebound = stores[0] if stores else None
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+                if (rebound is not None and node.lineno > rebound) or _kind_tested(scope, node):
+                    continue
+                usage.merge(self._use(scope, node, depth, class_name))
+                parent = scope.parent.get(id(node))
+                if class_name is not None and isinstance(parent, ast.Assign) and parent.value is node:
+                    for target in parent.targets:
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                            usage.merge(self._attribute(class_name, target.attr, depth))
+        return usage
+
+    def _attribute(self, class_name: str, attr: str, depth: int) -> Usage:
+        usage = Usage()
+        for method in self._methods(class_name):
+            scope = self._scope(method)
+            for node in ast.walk(method):
+                if (isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
+                        and node.value.id == "self" and isinstance(node.ctx, ast.Load)):
+                    usage.merge(self._use(scope, node, depth, class_name))
+        return usage
+
+    def _use(self, scope: _Scope, node: ast.expr, depth: int, class_name: str | None) -> Usage:
+        """What the expression `node` (the value, or an alias of it) is used as where it appears."""
+        usage = Usage()
+        parent = scope.parent.get(id(node))
+        if isinstance(parent, ast.Call):
+            if parent.func is node:
+                usage.called = True
+            else:
+                self._argument(scope, parent, node, usage, depth, class_name)
+        elif isinstance(parent, ast.Starred):
+            usage.sequence = True
+            call = scope.parent.get(id(parent))
+            if isinstance(call, ast.Call) and _callee(call) in _PERMUTING:
+                usage.permutation = True
+        elif isinstance(parent, ast.keyword):
+            call = scope.parent.get(id(parent))
+            if parent.arg is None:
+                usage.mapping = True
+            elif parent.arg == "dim" and isinstance(call, ast.Call) and _callee(call) in _AXIS_CALLS:
+                usage.axis = True
+            elif isinstance(call, ast.Call):
+                self._argument(scope, call, parent, usage, depth, class_name)
+        elif isinstance(parent, ast.Attribute) and parent.value is node:
+            grand = scope.parent.get(id(parent))
+            if parent.attr in _MAPPING_METHODS and isinstance(grand, ast.Call) and grand.func is parent:
+                usage.mapping = True
+            elif not (isinstance(grand, ast.Call) and grand.func is parent) and not parent.attr.startswith("__"):
+                usage.attributes.append(parent.attr)
+        elif isinstance(parent, ast.Subscript) and parent.value is node:
+            if isinstance(parent.slice, ast.Constant) and isinstance(parent.slice.value, str):
+                usage.mapping = True
+        elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+            usage.merge(self._iterated(scope, parent, depth, class_name))
+        elif isinstance(parent, ast.Assign) and parent.value is node:
+            target = parent.targets[0]
+            if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                usage.sequence = True
+                usage.length = len(target.elts)
+            elif isinstance(target, ast.Name) and depth <= _MAX_DEPTH:
+                usage.merge(self._in_function(scope.fn, target.id, depth + 1, class_name))  # a local alias
+        elif isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], ast.IsNot):
+            right = parent.comparators[0]
+            if isinstance(right, ast.Constant) and right.value is None and _in_assert(scope, parent):
+                usage.required = True
+        return usage
+
+    def _argument(self, scope: _Scope, call: ast.Call, arg: ast.AST, usage: Usage, depth: int, class_name: str | None) -> None:
+        """`node` is an argument of `call` (`arg` is it, or the keyword holding it)."""
+        callee = _callee(call)
+        if callee in _KIND_TESTS or callee.startswith("is_"):
+            return  # asking what it is says nothing of what it must be
+        if isinstance(call.func, ast.Name) and callee in _ITERATING and arg in call.args:
+            usage.sequence = True
+            if callee == "zip":
+                for loop in _loops_over(scope, call):
+                    if isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == len(call.args):
+                        usage.merge(self._item_target(scope, loop, loop.target.elts[call.args.index(arg)], depth))
+            return
+        if callee == "pad" and len(call.args) > 1 and call.args[1] is arg:
+            usage.sequence = usage.padding = True
+            return
+        if callee in _PERMUTING and arg in call.args:
+            usage.sequence = usage.permutation = True
+            return
+        if depth >= _MAX_DEPTH:
+            return
+        # Handed to one of the file's own classes or functions, or to a method of this class
+        # (`self._make_layer(block, ...)`): read that one's parameter.
+        method = None
+        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self" and class_name:
+            method = _method(self.classes, class_name, callee)
+            target_fn = method
+        elif isinstance(call.func, ast.Name):
+            target_fn = _method(self.classes, callee, "__init__") if callee in self.classes else self.functions.get(callee)
+        else:
+            return
+        if target_fn is None:
+            return
+        params = [p for p in _params(target_fn) if p.kind in ("pos", "kwonly")]
+        bound = None
+        if isinstance(arg, ast.keyword):
+            bound = arg.arg if any(p.name == arg.arg for p in params) else None
+        elif arg in call.args:
+            index = call.args.index(arg)
+            if not any(isinstance(a, ast.Starred) for a in call.args[:index]):
+                positional = [p for p in params if p.kind == "pos"]
+                bound = positional[index].name if index < len(positional) else None
+        if bound is None:
+            return
+        if method is not None:
+            usage.merge(self._in_function(method, bound, depth + 1, class_name))
+        elif callee in self.classes:
+            usage.merge(self.parameter(callee, bound, depth + 1))
+        else:
+            usage.merge(self._function_parameter(target_fn, bound, depth + 1))
+
+    def _iterated(self, scope: _Scope, loop: ast.For | ast.comprehension, depth: int, class_name: str | None) -> Usage:
+        usage = Usage(sequence=True)
+        usage.merge(self._item_target(scope, loop, loop.target, depth, class_name))
+        return usage
+
+    def _item_target(self, scope: _Scope, loop: ast.For | ast.comprehension, target: ast.expr, depth: int,
+                     class_name: str | None = None) -> Usage:
+        """Usage of a sequence whose items are bound to `target` by `loop`."""
+        usage = Usage(sequence=True)
+        if isinstance(target, ast.Name):
+            usage.item = self._in_function(scope.fn, target.id, depth + 1, None, True) if depth <= _MAX_DEPTH else Usage()
+        elif isinstance(target, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in target.elts):
+            usage.item_arity = len(target.elts)
+            usage.item_parts = [self._in_function(scope.fn, e.id, depth + 1, None, True) if isinstance(e, ast.Name) and depth <= _MAX_DEPTH
+                                else Usage() for e in target.elts]
+        return usage
+
+
+
+def _loops_over(scope: _Scope, value: ast.expr) -> list[ast.For | ast.comprehension]:
+    """Loops over `value`, directly or through `list(...)` and a local it is assigned to
+    (`pairs = list(zip(self.layers, args)); for (f, g), _ in pairs`)."""
+    node, parent = value, scope.parent.get(id(value))
+    while isinstance(parent, ast.Call) and _callee(parent) in ("list", "tuple") and parent.args and parent.args[0] is node:
+        node, parent = parent, scope.parent.get(id(parent))
+    if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+        return [parent]
+    if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        local = parent.targets[0].id
+        return [n for n in ast.walk(scope.fn) if isinstance(n, (ast.For, ast.comprehension))
+                and isinstance(n.iter, ast.Name) and n.iter.id == local]
+    return []
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _in_assert(scope: _Scope, node: ast.AST) -> bool:
+    """Whether `node` is (a conjunct of) an assert that always runs: not under an `if`."""
+    parent = scope.parent.get(id(node))
+    while parent is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.BoolOp) and not isinstance(parent.op, ast.And):
+            return False
+        parent = scope.parent.get(id(parent))
+    return isinstance(parent, ast.Assert) and scope.parent.get(id(parent)) is scope.fn
+
+
+# Tests of what kind a value is: code under them accepts more than one kind.
+_KIND_TESTS = {"isinstance", "callable", "hasattr", "type", "is_tensor", "iterable", "is_iterable", "exists"}
+
+
+def _kind_tested(scope: _Scope, node: ast.AST) -> bool:
+    """Whether `node` sits in a branch (if, conditional expression, filtered comprehension) whose
+    test asks what kind of value something is."""
+    child, parent = node, scope.parent.get(id(node))
+    while parent is not None and parent is not scope.fn:
+        test = None
+        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and child is not parent.test:
+            test = parent.test
+        elif isinstance(parent, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            test = ast.BoolOp(ast.And(), [c for g in parent.generators for c in g.ifs]) if any(g.ifs for g in parent.generators) else None
+        if test is not None and any(isinstance(n, ast.Call) and (_callee(n) in _KIND_TESTS or _callee(n).startswith("is_"))
+                                    for n in ast.walk(test)):
+            return True
+        child, parent = parent, scope.parent.get(id(parent))
+    return False
+
+
+def input_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef], class_name: str,
+                 forward: ast.FunctionDef, params: list[str]) -> dict[str, Usage]:
+    """Usage of each of forward's parameters that the code gives evidence about (`**f_args`)."""
+    reader = UsageReader(classes, functions)
+    out = {}
+    for name in params:
+        usage = reader._in_function(forward, name, 0, class_name)
+        if usage.anything():
+            out[name] = usage
+    return out
+
+
+def parameter_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef], class_name: str,
+                     params: list[str]) -> dict[str, Usage]:
+    """Usage of each of `class_name`'s constructor parameters that the code gives evidence about."""
+    reader = UsageReader(classes, functions)
+    out = {}
+    for name in params:
+        usage = reader.parameter(class_name, name)
+        if usage.anything():
+            out[name] = usage
+    return out
+
+
+_IDENTITY = "torch.nn.Identity()"
+
+
+def _item_code(usage: Usage | None) -> tuple[str, object]:
+    """One item of a sequence: a module when it is called, else a small size."""
+    if usage is not None and usage.called:
+        return _IDENTITY, _IDENTITY
+    if usage is not None and usage.mapping:
+        return "dict()", {"expr": "dict()"}
+    return "8", 8
+
+
+def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized: bool = False) -> tuple[str, object] | None:
+    """(python source, JSON value) the usage asks for, or None when `current` (the guess from the
+    name and type hint) already is of that kind, or the usage says nothing decisive. A sequence of
+    numbers repeats the name's scalar guess when it is specific (a kernel size's 3), or a width D
+    when `sized` (the name says it is a size), else 8 (a small length or shape)."""
+    code = current[0] if current else ""
+    value = current[1] if current else None
+    if usage.sequence:
+        if usage.item_arity:
+            parts = [_item_code(usage.item_parts[i] if i < len(usage.item_parts) else None) for i in range(usage.item_arity)]
+            item = "(" + ", ".join(c for c, _ in parts) + ")"
+            n = usage.length or 2
+            src = "[" + ", ".join([item] * n) + "]"
+            return src, {"expr": src}
+        if usage.item is not None and usage.item.called:
+            if "ModuleList" in code or "Sequential" in code:
+                return None
+            n = usage.length or 2
+            src = "torch.nn.ModuleList([" + ", ".join([_IDENTITY] * n) + "])"
+            return src, {"expr": src}
+        if isinstance(value, list):
+            return None
+        if usage.permutation:
+            return "(0, 1, 2, 3)", [0, 1, 2, 3]  # the axes of a rank-4 input, the first input guess
+        n = usage.length or 2
+        if usage.padding:
+            return "(" + ", ".join(["1"] * n) + ")", [1] * n
+        item_code, item_value = _item_code(usage.item)
+        if item_value == 8 and isinstance(value, int) and not isinstance(value, bool) and (value != D or sized):
+            item_code, item_value = repr(value), value  # the name's own scalar guess, once per item
+        if not isinstance(item_value, int):
+            src = "[" + ", ".join([item_code] * n) + "]"
+            return src, {"expr": src}
+        return "(" + ", ".join([item_code] * n) + ("," if n == 1 else "") + ")", [item_value] * n
+    if usage.called:
+        if "torch.nn." in code or "lambda" in code:
+            return None
+        return _IDENTITY, _IDENTITY
+    if usage.mapping:
+        return None if "dict(" in code or code.startswith("{") else ("dict()", {"expr": "dict()"})
+    if usage.axis:
+        return None if value == -1 else ("-1", -1)
+    if usage.attributes:
+        if "SimpleNamespace" in code:
+            return None
+        from autotriton.harvesting.argument_guesses import _guess_value
+
+        fields = [(a, g) for a in usage.attributes for g in [_guess_value(a, "", D)] if g is not None]
+        src = "types.SimpleNamespace(" + ", ".join(f"{a}={g[0]}" for a, g in fields) + ")"
+        return src, {"kind": "namespace", "fields": {a: g[1] for a, g in fields}}
+    return None

@@ -1,0 +1,139 @@
+"""Constructor (and forward) arguments whose kind the code's use of them tells, not their name:
+sequences (`tuple(p)`, `len(p)`, iteration), callables, sequences of pairs of callables, mappings,
+axes, and None defaults the code asserts are given. Each module below is written here, in the
+style of common PyTorch code, and must become a runnable problem through the real harvest path."""
+
+from __future__ import annotations
+
+from autotriton.harvesting.synthesis import synthesize
+
+from tests.test_harvesting_synthesis import HEADER, assert_all_runnable
+
+USAGES = '''
+def keep_order(values):
+    return [v for v in sorted(values)]
+
+
+class Inner(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class ShiftMix(nn.Module):
+    def __init__(self, offsets):
+        super().__init__()
+        self.offsets = tuple(offsets)
+
+    def forward(self, x):
+        return sum(torch.roll(x, s, dims=1) for s in self.offsets)
+
+
+class AxisScales(nn.Module):
+    def __init__(self, dim, axes):
+        super().__init__()
+        self.order = keep_order(axes)
+        self.scales = nn.Parameter(torch.ones(len(axes), dim))
+
+    def forward(self, x):
+        return x * self.scales.sum(0)
+
+
+class Chain(nn.Module):
+    def __init__(self, stages):
+        super().__init__()
+        self.stages = stages
+
+    def forward(self, x):
+        for stage in self.stages:
+            x = stage(x)
+        return x.tanh()
+
+
+class Gate(nn.Module):
+    def __init__(self, dim, g):
+        super().__init__()
+        self.g = Inner(g)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x) * self.g(x).sigmoid()
+
+
+class CouplingStack(nn.Module):
+    def __init__(self, couplings):
+        super().__init__()
+        self.couplings = couplings
+
+    def forward(self, x):
+        for f, g in self.couplings:
+            x = x + f(x)
+            x = x + g(x).sin()
+        return x
+
+
+class Settings(nn.Module):
+    def __init__(self, dim, settings):
+        super().__init__()
+        self.settings = settings
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x) * self.settings.get("scale", 2.0)
+
+
+class SamePadPool(nn.Module):
+    def __init__(self, channels, image_size=None):
+        super().__init__()
+        assert image_size is not None
+        self.pool = nn.AdaptiveAvgPool2d(image_size // 2)
+        self.conv = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+
+
+class Halves(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=self.dim)
+        return a * b.sigmoid()
+
+
+class ApplyWith(nn.Module):
+    def __init__(self, dim, f):
+        super().__init__()
+        self.f = f
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, f_args):
+        return self.proj(self.f(x, **f_args))
+'''
+
+
+def _first(name: str):
+    return synthesize((HEADER + USAGES).replace(f"class {name}(", "class Model("))[0]
+
+
+def test_the_use_of_a_parameter_sets_the_kind_of_its_guess():
+    assert _first("ShiftMix").init_code == ["(8, 8)"]  # tuple(offsets)
+    assert _first("AxisScales").init_code[1] == "(8, 8)"  # len(axes), and sorted() in a helper
+    assert _first("Chain").init_code == ["torch.nn.ModuleList([torch.nn.Identity(), torch.nn.Identity()])"]
+    assert _first("Gate").init_code[1] == "torch.nn.Identity()"  # called through a local wrapper
+    pair = "(torch.nn.Identity(), torch.nn.Identity())"
+    assert _first("CouplingStack").init_code == [f"[{pair}, {pair}]"]
+    assert _first("Settings").init_code[1] == "dict()"
+    assert _first("SamePadPool").init_code[1] == "32"  # asserted not None: given, though it defaults to None
+    assert _first("Halves").init_code == ["-1"]  # an axis of chunk(), not a width
+    apply_with = _first("ApplyWith")
+    assert apply_with.init_code[1] == "torch.nn.Identity()" and apply_with.input_code[1] == "dict()"
+
+
+def test_modules_whose_parameters_are_told_by_their_use_become_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "usages.py", USAGES, 10)
