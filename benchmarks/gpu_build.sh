@@ -80,9 +80,10 @@ case "${1:-}" in
     log "harvest synthetic"; autotriton "${A[@]}" harvest synthetic --count "${SYN_COUNT:-240}" --seed 0 --no-probe --json > "$R/syn_harvest.json"
     autotriton "${A[@]}" harvest synthetic --family pointwise --count "${PW_COUNT:-400}" --seed 0 --no-probe --json > "$R/pw_harvest.json"
     # One distill run over every source (problems taken in turns from each package and the
-    # generator), ended cleanly by its own --time-budget; a later run continues it.
+    # generator), ended cleanly by its own --time-budget; a later run continues it. REDO_UNSOLVED=1
+    # once after a converter fix: the problems without a pair are distilled again.
     log "distill"; t0=$SECONDS
-    bounded $((${DISTILL_S:-1200} + 150)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" --json > "$R/distill.json" 2> "$R/distill.err"
+    bounded $((${DISTILL_S:-1200} + 150)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} --json > "$R/distill.json" 2> "$R/distill.err"
     log "distill: rc $? in $((SECONDS-t0)) s"
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done
