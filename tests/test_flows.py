@@ -53,8 +53,9 @@ def _config(d: Path, suite: Path, replay: Path, **extra):
         "validation.trials": 1, "validation.workers": 1, "validation.timeout_s": 60.0,
         "training.model": "tiny", "training.output_dir": str(d / "runs"), "training.sft_max_steps": 2,
         "training.grpo_max_steps": 1, "training.num_generations": 2, "training.batch_size": 2,
-        # 256: room for the validated relu kernel (222 tokens with the tiny tokenizer); the train flow refuses less
-        "training.max_completion_length": 256, "training.max_length": 512,
+        # 256: room for the validated relu kernel (222 tokens with the tiny tokenizer); the train flow refuses less.
+        # 1024: the SFT row (prompt + kernel) whole: SFT leaves out rows longer than max_length
+        "training.max_completion_length": 256, "training.max_length": 1024,
         "evaluation.suite": str(suite), "evaluation.max_problems": 2, "evaluation.samples": 1,
         "evaluation.max_new_tokens": 24, "evaluation.report_dir": str(d / "eval"),
         "orchestration.max_workers": 2,
