@@ -58,6 +58,9 @@ def _number(node: ast.expr, values: dict[str, Any]) -> int | float:
         return _OPS[type(node.op)](a, b)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_number(node.operand, values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 \
+            and isinstance(node.args[0], ast.Name) and isinstance(values.get(node.args[0].id), (list, tuple)):
+        return len(values[node.args[0].id])  # `self.num_categories = len(categories)`
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "min", "max", "abs") and node.args and not node.keywords:
         args = [_number(a, values) for a in node.args]
         return {"int": lambda *a: int(a[0]), "min": min, "max": max, "abs": lambda *a: abs(a[0])}[node.func.id](*args)

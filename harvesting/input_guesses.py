@@ -165,6 +165,97 @@ def _unpacked_rank(forward: ast.FunctionDef, param: str) -> int | None:
     return None
 
 
+_EINOPS_FUNCS = {"rearrange", "reduce", "repeat"}
+_EINOPS_LAYERS = {"Rearrange", "Reduce", "EinMix"}
+
+
+def _pattern_rank(side: str) -> int | None:
+    """Number of axes one side of an einops pattern names (`b (h w) c` is 3), None with `...`."""
+    if "..." in side or "…" in side:
+        return None
+    depth, count = 0, 0
+    for token in re.findall(r"\(|\)|[^\s()]+", side):
+        if token == "(":
+            count += depth == 0
+            depth += 1
+        elif token == ")":
+            depth -= 1
+        elif depth == 0:
+            count += 1
+    return count or None
+
+
+def _einops_layer_pattern(call: ast.Call) -> str | None:
+    """The pattern of an einops layer (`Rearrange('b c h w -> b (h w) c')`), also as the first
+    layer of an nn.Sequential."""
+    name = ast.unparse(call.func).split(".")[-1]
+    if name == "Sequential" and call.args and isinstance(call.args[0], ast.Call):
+        return _einops_layer_pattern(call.args[0])
+    if name in _EINOPS_LAYERS and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        return call.args[0].value
+    return None
+
+
+def _einops_rank(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call]) -> int | None:
+    """The rank the first einops pattern applied to input `param` names: `rearrange(x, 'b n d -> ...')`,
+    an einops layer from __init__ (`self.to_patches(x)`), or its operand of
+    `einsum('b i d, b j d -> b i j', x, y)`. einops refuses any other rank."""
+    # the input's own pattern only while it is still the input: before forward rebinds the name
+    rebound = min((n.lineno for n in ast.walk(forward) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                   and any(isinstance(t, ast.Name) and t.id == param
+                           for t in ast.walk(ast.Tuple(n.targets if isinstance(n, ast.Assign) else [n.target])))),
+                  default=None)
+    calls_in_order = sorted((n for n in ast.walk(forward) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    for node in calls_in_order:
+        if rebound is not None and node.lineno > rebound:
+            break
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        args = node.args
+        pattern = None
+        if name in _EINOPS_FUNCS and len(args) >= 2 and isinstance(args[0], ast.Name) and args[0].id == param \
+                and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+            pattern = args[1].value
+        elif name == "einsum" and args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+            operands = [a for a in args[1:]]
+            if len(operands) == 1 and isinstance(operands[0], (ast.Tuple, ast.List)):
+                operands = operands[0].elts
+            for k, a in enumerate(operands):
+                if isinstance(a, ast.Name) and a.id == param:
+                    terms = args[0].value.split("->")[0].split(",")
+                    if k < len(terms):
+                        term = terms[k].strip()
+                        # torch.einsum's 'bid' or einops' 'b i d'
+                        pattern = term if " " in term else " ".join(term.replace("...", "…"))
+                    break
+        elif (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in calls
+              and args and isinstance(args[0], ast.Name) and args[0].id == param):
+            pattern = _einops_layer_pattern(calls[f.attr])
+        if pattern is not None:
+            return _pattern_rank(pattern.split("->")[0])
+    return None
+
+
+def _least_unpacked_rank(forward: ast.FunctionDef, param: str) -> int | None:
+    """The least rank `b, n, *_, device = *x.shape, x.device` (a starred target) demands."""
+    shapes = (f"{param}.shape", f"{param}.size()")
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+            targets = node.targets[0].elts
+            stars = [i for i, e in enumerate(targets) if isinstance(e, ast.Starred)]
+            if len(stars) != 1:
+                continue
+            after = len(targets) - stars[0] - 1
+            if ast.unparse(node.value) in shapes:
+                return len(targets) - 1
+            if isinstance(node.value, ast.Tuple) and node.value.elts and isinstance(node.value.elts[0], ast.Starred) \
+                    and ast.unparse(node.value.elts[0].value) in shapes:
+                rest = len(node.value.elts) - 1
+                if after >= rest:  # the values after the shape fill the targets after the star
+                    return len(targets) - 1 - rest
+    return None
+
+
 def _tensor_specs(rank: int, F: int, layout: str, spatial: int) -> list[int]:
     B, T = 2, 8
     if rank <= 1:
@@ -266,6 +357,14 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
                 options.append((3, F, "channels_first"))
     options += [(4, F, "channels_first"), (3, F, "channels_last"), (2, F, "channels_last"), (3, F, "channels_first"), (4, F, "channels_last")]
     exact = _unpacked_rank(forward, p.name) if forward is not None else None
+    told = _einops_rank(forward, p.name, calls) if forward is not None and exact is None else None
+    least = _least_unpacked_rank(forward, p.name) if forward is not None and exact is None and told is None else None
+    if least is not None and 1 <= least <= 5 and not any(r >= least for r, _, _ in options[:1]):
+        options.insert(0, (least, F, "channels_first" if least >= 4 else "channels_last"))
+    if told is not None and 1 <= told <= 5:
+        # the options so far were the fallbacks: the told rank leads, then them at that rank
+        at_rank = [(told, F, "channels_first" if told >= 4 else "channels_last")] + [o for o in options if o[0] == told]
+        options = at_rank + [o for o in options if o[0] != told]
     if exact is not None and any(r == exact for r, _, _ in options):
         # `b, c, h, w = x.shape` fails for any other rank: keep only the layouts of this one
         options = [o for o in options if o[0] == exact]
