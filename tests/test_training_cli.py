@@ -43,7 +43,7 @@ def one_json(result) -> dict:
 def test_sft_verb_exports_trains_and_registers_the_checkpoint(warehouse, tmp_path):
     tiny = make_tiny_model(tmp_path / "tiny")
     args = ["--db", str(warehouse), "--set", "training.device=cpu", "--set", "training.per_device_train_batch_size=2",
-            "--set", "training.max_length=512", "sft", "--model", str(tiny), "--max-steps", "3",
+            "--set", "training.max_length=1024", "sft", "--model", str(tiny), "--max-steps", "3",
             "--output-dir", str(tmp_path / "runs"), "--json"]
     summary = one_json(CliRunner().invoke(app, args))
     assert summary["steps"] == 3 and Path(summary["curves_png"]).is_file()

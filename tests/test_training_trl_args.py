@@ -80,7 +80,7 @@ def test_sft_logs_to_tensorboard_offline_and_its_model_card_names_the_base(tmp_p
     pytest.importorskip("tensorboard")
     tiny = make_tiny_model(tmp_path / "models" / "tiny")
     cfg = TrainingConfig(model=str(tiny), output_dir=str(tmp_path / "out"), device="cpu", per_device_train_batch_size=2,
-                         max_length=512, sft_max_steps=2, save_steps=10, report_to=["tensorboard"])
+                         max_length=1024, sft_max_steps=2, save_steps=10, report_to=["tensorboard"])
     rows = build_sft_rows(validated_pairs(1), val_fraction=0.0)
     result = run_sft(cfg, rows, progress=False)
     events = list((tmp_path / "out" / "sft" / "runs").rglob("events.out.tfevents.*"))
