@@ -147,22 +147,34 @@ def _channels_value(values: dict[str, Any]) -> int | None:
     return None
 
 
-def _unpacked_rank(forward: ast.FunctionDef, param: str) -> int | None:
-    """The rank `a, b, c = x.shape` (no starred target) demands of input `param`, or None."""
+def _unpacked_ranks(forward: ast.FunctionDef, param: str) -> tuple[int | None, int | None]:
+    """(exact, least): the rank `a, b, c = x.shape` (no starred target) demands of input `param`,
+    and the least rank `b, n, *_, device = *x.shape, x.device` (one starred target) demands; None
+    where forward has no such unpacking."""
     shapes = (f"{param}.shape", f"{param}.size()")
+    exact: int | None = None
+    least: int | None = None
     for node in ast.walk(forward):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
-            targets = node.targets[0].elts
-            if any(isinstance(e, ast.Starred) for e in targets):
-                continue
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
+            continue
+        targets = node.targets[0].elts
+        stars = [i for i, e in enumerate(targets) if isinstance(e, ast.Starred)]
+        values = node.value.elts if isinstance(node.value, ast.Tuple) else []
+        if not stars and exact is None:
             if ast.unparse(node.value) in shapes:
-                return len(targets)
-            # `b, n, _, h = *x.shape, self.heads`: the shape fills what the other values leave
-            if isinstance(node.value, ast.Tuple):
-                starred = [e for e in node.value.elts if isinstance(e, ast.Starred)]
-                if len(starred) == 1 and ast.unparse(starred[0].value) in shapes and len(targets) > len(node.value.elts) - 1:
-                    return len(targets) - (len(node.value.elts) - 1)
-    return None
+                exact = len(targets)
+            else:  # `b, n, _, h = *x.shape, self.heads`: the shape fills what the other values leave
+                starred = [e for e in values if isinstance(e, ast.Starred)]
+                if len(starred) == 1 and ast.unparse(starred[0].value) in shapes and len(targets) > len(values) - 1:
+                    exact = len(targets) - (len(values) - 1)
+        elif len(stars) == 1 and least is None:
+            after = len(targets) - stars[0] - 1
+            if ast.unparse(node.value) in shapes:
+                least = len(targets) - 1
+            elif values and isinstance(values[0], ast.Starred) and ast.unparse(values[0].value) in shapes \
+                    and after >= len(values) - 1:  # the values after the shape fill the targets after the star
+                least = len(targets) - 1 - (len(values) - 1)
+    return exact, least
 
 
 _EINOPS_FUNCS = {"rearrange", "reduce", "repeat"}
@@ -233,26 +245,6 @@ def _einops_rank(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call
             pattern = _einops_layer_pattern(calls[f.attr])
         if pattern is not None:
             return _pattern_rank(pattern.split("->")[0])
-    return None
-
-
-def _least_unpacked_rank(forward: ast.FunctionDef, param: str) -> int | None:
-    """The least rank `b, n, *_, device = *x.shape, x.device` (a starred target) demands."""
-    shapes = (f"{param}.shape", f"{param}.size()")
-    for node in ast.walk(forward):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
-            targets = node.targets[0].elts
-            stars = [i for i, e in enumerate(targets) if isinstance(e, ast.Starred)]
-            if len(stars) != 1:
-                continue
-            after = len(targets) - stars[0] - 1
-            if ast.unparse(node.value) in shapes:
-                return len(targets) - 1
-            if isinstance(node.value, ast.Tuple) and node.value.elts and isinstance(node.value.elts[0], ast.Starred) \
-                    and ast.unparse(node.value.elts[0].value) in shapes:
-                rest = len(node.value.elts) - 1
-                if after >= rest:  # the values after the shape fill the targets after the star
-                    return len(targets) - 1 - rest
     return None
 
 
@@ -356,9 +348,9 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
             if r == 3:
                 options.append((3, F, "channels_first"))
     options += [(4, F, "channels_first"), (3, F, "channels_last"), (2, F, "channels_last"), (3, F, "channels_first"), (4, F, "channels_last")]
-    exact = _unpacked_rank(forward, p.name) if forward is not None else None
+    exact, least = _unpacked_ranks(forward, p.name) if forward is not None else (None, None)
     told = _einops_rank(forward, p.name, calls) if forward is not None and exact is None else None
-    least = _least_unpacked_rank(forward, p.name) if forward is not None and exact is None and told is None else None
+    least = least if exact is None and told is None else None
     if least is not None and 1 <= least <= 5 and not any(r >= least for r, _, _ in options[:1]):
         options.insert(0, (least, F, "channels_first" if least >= 4 else "channels_last"))
     if told is not None and 1 <= told <= 5:
