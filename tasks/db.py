@@ -191,9 +191,9 @@ def distilled_problem_keys(wh: Warehouse, teacher: str) -> set[str]:
     return wh.distilled_problem_keys(teacher)
 
 
-def solved_problem_keys(wh: Warehouse) -> set[str]:
-    """Problems with a validated pair (`distill --redo-unsolved` skips only these)."""
-    return wh.solved_problem_keys()
+def solved_problem_keys(wh: Warehouse, require: str = "own_and_odd_sizes") -> set[str]:
+    """Problems with a validated pair at the sizes `require` names (`distill --redo-unsolved` skips only these)."""
+    return wh.solved_problem_keys(require)
 
 
 def candidates_of(wh: Warehouse, problems: list[Problem], generator_prefix: str = "") -> list[Candidate]:

@@ -128,11 +128,10 @@ class ReadsMixin:
         return {row[0] for row in rows}
 
     @_locked
-    def solved_problem_keys(self) -> set[str]:
-        """Keys of the problems with a validated pair: a candidate whose latest verdict is
-        correct and rule_ok (at the problem's own and the odd sizes, the dataset's default)."""
+    def solved_problem_keys(self, require: str = "own_and_odd_sizes") -> set[str]:
+        """Keys of the problems with a validated pair (as `validated_pairs` counts one)."""
         rows = self._con.execute("SELECT DISTINCT c.problem_key FROM latest_verdicts v JOIN candidates c "
-                                 "ON c.key = v.candidate_key WHERE v.correct AND v.rule_ok").fetchall()
+                                 f"ON c.key = v.candidate_key WHERE {_correct_at(require)} AND v.rule_ok").fetchall()
         return {row[0] for row in rows}
 
     @_locked
@@ -170,9 +169,7 @@ class ReadsMixin:
         """(problem, candidate, verdict) where the candidate's latest verdict has reward 1
         (correct at the sizes `require` names, and rule_ok: validation/rewards.py `correct_at`),
         ordered by problem then candidate key."""
-        correct = {"own_and_odd_sizes": "v.correct", "own_sizes": "coalesce(v.correct_own_sizes, v.correct)"}.get(require)
-        if correct is None:
-            raise ValueError(f"unknown size requirement {require!r}: use 'own_sizes' or 'own_and_odd_sizes'")
+        correct = _correct_at(require)
         cur = self._con.execute(
             "SELECT p.key AS pk, c.key AS ck, v.key AS vk FROM latest_verdicts v "
             "JOIN candidates c ON c.key = v.candidate_key JOIN problems p ON p.key = c.problem_key "
@@ -309,3 +306,11 @@ class ReadsMixin:
         return {"ok": not orphans and not missing_files, "orphans": orphans,
                 "missing_export_files": missing_files, "running_runs": running}
 
+
+def _correct_at(require: str) -> str:
+    """The SQL test of a verdict `v` being correct at the sizes `require` names
+    (validation/rewards.py `correct_at`)."""
+    correct = {"own_and_odd_sizes": "v.correct", "own_sizes": "coalesce(v.correct_own_sizes, v.correct)"}.get(require)
+    if correct is None:
+        raise ValueError(f"unknown size requirement {require!r}: use 'own_sizes' or 'own_and_odd_sizes'")
+    return correct

@@ -72,7 +72,7 @@ def distill_cmd(
         if cfg.distill.skip_distilled:  # a build continues where the warehouse it carries stopped
             done = distilled_problem_keys(wh, chosen.name)
             if cfg.distill.redo_unsolved:
-                done &= solved_problem_keys(wh)
+                done &= solved_problem_keys(wh, cfg.training.require_sizes)  # solved as the dataset counts it
             skipped = sum(p.key in done for p in problems)
             problems = [p for p in problems if p.key not in done]
             if not problems:
