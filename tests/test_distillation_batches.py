@@ -185,3 +185,33 @@ def test_cli_distill_redo_unsolved_distils_again_only_what_has_no_pair(tmp_path)
     assert json.loads(CliRunner().invoke(app, base).stdout) == {"problems": 0, "skipped_distilled": 3}
     again = json.loads(CliRunner().invoke(app, [*base, "--redo-unsolved"]).stdout)
     assert again["problems"] == 2 and again["skipped_distilled"] == 1 and again["validated_pairs"] == 0
+
+
+def test_cli_distill_name_glob_distils_only_the_problems_it_matches(tmp_path):
+    """`--name GLOB` (repeatable) narrows a build to one family of problems, e.g. the generator's
+    short pointwise ones first; a glob matching nothing says so and stores nothing."""
+    from autotriton.flows.cli import app
+    from autotriton.warehouse import Warehouse
+
+    problems = relu_problems(3)
+    replay = tmp_path / "r.jsonl"
+    for p in problems:
+        append_record(replay, record_from_candidate(p, Candidate(problem_key=p.key, code=RELU_KERNEL, generator="inductor")))
+    db = tmp_path / "w.duckdb"
+    with Warehouse(db) as wh:
+        run = wh.start_run("harvest", {})
+        wh.put_problems(run, problems)
+        wh.finish_run(run, "succeeded", {})
+    base = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=1", "--set", "validation.workers=1",
+            "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false",
+            "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
+    missing = CliRunner().invoke(app, [*base, "--name", "conv*"])
+    assert missing.exit_code != 0 and "named like 'conv*'" in missing.output
+    picked = json.loads(CliRunner().invoke(app, [*base, "--name", "relu0", "--name", "relu2"]).stdout)
+    assert picked["problems"] == 2 and picked["validated_pairs"] == 1
+    with Warehouse(db, read_only=True) as wh:
+        names = {p.name for p in wh.problems()}
+        assert {c.problem_key for c in wh.candidates()} == {p.key for p in problems if p.name in ("relu0", "relu2")}
+        assert names == {"relu0", "relu1", "relu2"}
+    rest = json.loads(CliRunner().invoke(app, base).stdout)
+    assert rest["problems"] == 1 and rest["skipped_distilled"] == 2

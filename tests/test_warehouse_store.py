@@ -286,7 +286,12 @@ def test_a_build_takes_its_problems_in_turns_from_each_origin(wh):
     problems = [Problem(reference_source=f"x = {i}\n", name=f"big{i}", source_key=sources["big"].key) for i in range(4)]
     problems += [Problem(reference_source=f"y = {i}\n", name=f"small{i}", source_key=sources["small"].key) for i in range(2)]
     problems.append(Problem(reference_source="z = 0\n", name="suite0", suite="kernelbench/level1"))
+    # each family of the generator takes its own turn (one repository, a version per family)
+    families = [SourceRef(kind="synthetic", repo="autotriton/synthetic", commit=version, path=f"s=0/index={i}", licence="MIT")
+                for i, version in enumerate(["synthetic-fused-v2", "synthetic-fused-v2", "synthetic-pointwise-v1"])]
+    wh.put_sources(run, families)
+    problems += [Problem(reference_source=f"w = {i}\n", name=f"gen{i}", source_key=src.key) for i, src in enumerate(families)]
     wh.put_problems(run, problems)
     ordered = interleave_by_origin(problems, problem_origins(wh, problems))
-    assert [p.name for p in ordered] == ["big0", "small0", "suite0", "big1", "small1", "big2", "big3"]
+    assert [p.name for p in ordered] == ["big0", "small0", "suite0", "gen0", "gen2", "big1", "small1", "gen1", "big2", "big3"]
     assert interleave_by_origin([], {}) == []

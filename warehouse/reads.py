@@ -108,9 +108,11 @@ class ReadsMixin:
     @_locked
     def problem_origins(self, keys: Iterable[str]) -> dict[str, str]:
         """Problem key -> where it came from: its source's repository (a package==version, a
-        repo, a dataset file, the synthetic generator), or its suite for suite rows."""
+        repo, a dataset file; for the synthetic generator each family, by its version), or its
+        suite for suite rows."""
         rows = self._con.execute(
-            "SELECT p.key, coalesce(s.repo, p.suite, '') FROM problems p LEFT JOIN sources s ON p.source_key = s.key "
+            "SELECT p.key, coalesce(CASE WHEN s.kind = 'synthetic' THEN s.repo || '@' || s.\"commit\" ELSE s.repo END, p.suite, '') "
+            "FROM problems p LEFT JOIN sources s ON p.source_key = s.key "
             "WHERE p.key IN (SELECT unnest(?::VARCHAR[]))", [sorted(set(keys))]).fetchall()
         return {key: origin for key, origin in rows}
 

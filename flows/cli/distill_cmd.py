@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,6 +25,7 @@ def distill_cmd(
     time_budget: Optional[float] = typer.Option(None, "--time-budget", min=0, help="seconds: start no batch that would end past this; finished batches are stored and a later run continues [config: distill.time_budget_s]", show_default=False),
     suite: Optional[str] = typer.Option(None, "--suite", help="only problems of this suite (e.g. kernelbench/level1)", show_default=False),
     source_kind: Optional[str] = typer.Option(None, "--source-kind", help="only problems harvested from this kind of source: pypi, local, github, dataset, suite, synthetic", show_default=False),
+    names: list[str] = typer.Option([], "--name", help="only problems whose name matches this glob, e.g. 'synthetic_pointwise_*' (repeatable: any of them)", show_default=False),
     redo: bool = typer.Option(False, "--redo", help="also distil problems this teacher was already run on (default: skip them, so a cut-off build continues) [config: distill.skip_distilled=false]"),
     redo_unsolved: bool = typer.Option(False, "--redo-unsolved", help="distil again the problems this teacher was run on without a validated pair (e.g. after a converter fix); solved ones stay skipped [config: distill.redo_unsolved]"),
     replay: list[Path] = typer.Option([], "--replay", help="extra replay JSONL file or teacher cache dir for --teacher replay (repeatable)"),
@@ -64,8 +66,11 @@ def distill_cmd(
         fail(str(exc))
     with wh:
         problems = runnable_problems(wh, suite=suite, source_kind=source_kind)
+        if names:
+            problems = [p for p in problems if any(fnmatch.fnmatchcase(p.name, glob) for glob in names)]
         if not problems:
-            where = (f" of suite {suite!r}" if suite else "") + (f" from {source_kind!r} sources" if source_kind else "")
+            where = ((f" of suite {suite!r}" if suite else "") + (f" from {source_kind!r} sources" if source_kind else "")
+                     + (f" named like {' or '.join(map(repr, names))}" if names else ""))
             fail(f"{cfg.warehouse.path}: no runnable problems{where} in the warehouse. "
                  "Harvest some first (`autotriton harvest ...`), or pass --db pointing at another warehouse.")
         skipped = 0
