@@ -82,14 +82,23 @@ case "${1:-}" in
     # One distill run over every source (problems taken in turns from each package and the
     # generator), ended cleanly by its own --time-budget; a later run continues it. REDO_UNSOLVED=1
     # once after a converter fix: the problems without a pair are distilled again.
+    # The generator's pointwise problems first (their kernels are short enough for a small model
+    # to learn from), then every source; each run ends cleanly by its own budget.
+    if [ "${PW_DISTILL_S:-0}" -gt 0 ]; then
+      log "distill pointwise"; t0=$SECONDS
+      bounded $((PW_DISTILL_S + 150)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --name 'synthetic_pointwise_*' --time-budget "$PW_DISTILL_S" --json > "$R/distill_pw.json" 2> "$R/distill_pw.err"
+      log "distill pointwise: rc $? in $((SECONDS-t0)) s"
+    fi
     log "distill"; t0=$SECONDS
     bounded $((${DISTILL_S:-1200} + 150)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} --json > "$R/distill.json" 2> "$R/distill.err"
     log "distill: rc $? in $((SECONDS-t0)) s"
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done
     # Issue 15: where the validated kernels' time goes (a timing study, bounded: torch.compile of each reference is slow).
-    log "speed profile"; timeout "${SPEED_S:-100}" python3 benchmarks/speed_profile.py --db "$DB" --out "$R/speed.jsonl" --limit "${SPEED_PAIRS:-8}" 2> "$R/speed.err"
-    log "speed profile: rc $?"
+    if [ "${SPEED_S:-100}" -gt 0 ]; then
+      log "speed profile"; timeout "${SPEED_S:-100}" python3 benchmarks/speed_profile.py --db "$DB" --out "$R/speed.jsonl" --limit "${SPEED_PAIRS:-8}" 2> "$R/speed.err"
+      log "speed profile: rc $?"
+    fi
     log "build done" ;;
   learn)
     DB=${2:-$WORK/build.duckdb}; R=$WORK/records; mkdir -p "$R"
@@ -101,14 +110,17 @@ case "${1:-}" in
     TRAIN_SETS=(--set training.model=smollm2-135m --set training.output_dir=$WORK/train
                 --set training.max_length=${MAX_LENGTH:-8192} --set training.max_completion_length=${COMPLETION:-1536}
                 --set training.sft_epochs=${SFT_EPOCHS:-3} --set training.sft_learning_rate=2e-4 --set training.grpo_learning_rate=1e-5
-                --set training.grpo_max_steps=${GRPO_STEPS:-6} --set training.num_generations=8
+                --set training.grpo_max_steps=${GRPO_STEPS:-50} --set training.num_generations=8
                 --set training.per_device_train_batch_size=32 --set validation.time_kernels=false
-                --set validation.trials=3)
+                --set training.sft_time_budget_s=${SFT_S:-240} --set training.grpo_time_budget_s=${GRPO_S:-300}
+                --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3)
+    # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot
+    # answer in its completion budget are left out (training.max_prompt_length).
     log "train"; t0=$SECONDS
-    autotriton "${A[@]}" "${TRAIN_SETS[@]}" train --json > "$R/train.json" 2> "$R/train.err"
+    timeout -s INT -k 30 $((${SFT_S:-240} + ${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" train --json > "$R/train.json" 2> "$R/train.err"
     log "train: rc $? in $((SECONDS-t0)) s"
-    EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-1536} --set evaluation.max_problems=${EVAL_PROBLEMS:-16}
-               --set evaluation.batch_size=16 --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
+    EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-1536} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
+               --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
     SUITE=${HELDOUT_SUITE:-$WORK/exports/rl:validation}
     for m in base sft grpo; do
       case $m in base) MODEL=smollm2-135m ;; sft) MODEL=$WORK/train/sft/final ;; grpo) MODEL=$WORK/train/grpo/final ;; esac

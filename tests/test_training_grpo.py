@@ -64,7 +64,40 @@ def test_grpo_steps_take_rewards_from_the_real_judge(judge, tmp_path):
         assert abs(entry["grad_norm"]) > 0  # non-zero advantages made a real update
     ck = result.checkpoint
     assert ck.trainer == "grpo" and ck.export_key == "rl-export" and result.metrics["judge_calls"] == 2
+    assert result.metrics["stopped_by_time_budget"] is False and result.metrics["long_prompts_dropped"] == 0
     assert result.curves_png and (tmp_path / "out" / "grpo" / "final" / "config.json").is_file()
+
+
+def test_grpo_leaves_out_long_prompts_and_ends_within_its_time_budget(judge, tmp_path):
+    """training.max_prompt_length leaves out prompts a small model cannot answer (counted), and
+    training.grpo_time_budget_s ends the run after the step that used the budget up, with the
+    final model saved as after a full run."""
+    from autotriton.training.grpo import drop_long_prompts
+
+    tiny = make_tiny_model(tmp_path / "tiny")
+    model, tok = load_model(str(tiny), device="cpu")
+    short = elementwise_problem("relu", "torch.relu(x)", n=300)
+    long = elementwise_problem("relu", "torch.relu(x)", n=300, suffix="\n# " + "padding words " * 200)
+    rows = build_rl_rows([short], val_fraction=0.0) + build_rl_rows([long], val_fraction=0.0)  # one near-duplicate cluster
+    import datasets
+
+    lengths = sorted(len(tok.apply_chat_template(list(r["prompt"]), tokenize=True, add_generation_prompt=True)["input_ids"])
+                     for r in rows)
+    kept, dropped = drop_long_prompts(datasets.Dataset.from_list(rows), tok, lengths[0])
+    assert dropped == 1 and [r["problem_key"] for r in kept] == [short.key]
+    assert drop_long_prompts(datasets.Dataset.from_list(rows), tok, 0)[1] == 0
+    good = format_completion("ReLU is elementwise.", elementwise_answer("relu", "tl.maximum(x, 0.0)"))
+    wrong = format_completion("Copy the input.", elementwise_answer("relu", "x"))
+    cfg = TrainingConfig(model=str(tiny), output_dir=str(tmp_path / "out"), device="cpu", grpo_max_steps=5,
+                         num_generations=2, per_device_train_batch_size=2, max_completion_length=400,
+                         save_steps=100, max_prompt_length=lengths[0], grpo_time_budget_s=0.001)
+    result = run_grpo(cfg, rows, judge, model=model, tokenizer=tok, progress=False,
+                      trainer_hook=lambda trainer: steer_generation(trainer.model, tok, [good, wrong]))
+    assert result.steps == 1 and result.metrics["stopped_by_time_budget"] is True
+    assert result.metrics["long_prompts_dropped"] == 1 and result.metrics["prompts"] == 1
+    assert (tmp_path / "out" / "grpo" / "final" / "config.json").is_file()
+    with pytest.raises(ValueError, match="longer than training.max_prompt_length"):
+        run_grpo(cfg.model_copy(update={"max_prompt_length": 5}), rows, judge, model=model, tokenizer=tok, progress=False)
 
 
 def test_reward_functions_judge_a_batch_once_and_zero_rule_breakers(judge):

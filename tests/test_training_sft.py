@@ -84,6 +84,17 @@ def test_lora_sft_saves_a_merged_plain_model(tiny_dir, tmp_path):
     assert (tmp_path / "sft" / "checkpoint-2" / "adapter_config.json").is_file()  # checkpoints keep the adapters
 
 
+def test_sft_ends_within_its_time_budget_and_saves_the_model_so_far(tiny_dir, tmp_path):
+    """training.sft_time_budget_s (a device session's end): no step starts that would end past
+    the budget; the model trained so far is the final one, and the metrics say it stopped early."""
+    rows = build_sft_rows(validated_pairs(2), val_fraction=0.0)
+    cut = run_sft(_cfg(tiny_dir, tmp_path / "cut", sft_max_steps=6, sft_time_budget_s=0.001), rows, progress=False)
+    assert cut.steps == 1 and cut.metrics["stopped_by_time_budget"] is True
+    load_model(cut.checkpoint.path, device="cpu")
+    full = run_sft(_cfg(tiny_dir, tmp_path / "full", sft_max_steps=3, sft_time_budget_s=3600), rows, progress=False)
+    assert full.steps == 3 and full.metrics["stopped_by_time_budget"] is False
+
+
 def test_sft_leaves_out_rows_longer_than_max_length_and_counts_them(tiny_dir, tmp_path):
     """A kernel cut off at max_length would teach the model to stop mid-kernel: such rows are left
     out (training.sft_overlong=drop, the default) and counted; `truncate` keeps trl's behaviour."""

@@ -60,9 +60,14 @@ class TrainingConfig(BaseModel):
     sft_epochs: float = Field(1.0, gt=0, description="SFT epochs (max steps wins when set)")
     sft_max_steps: int = Field(-1, description="stop SFT after this many optimizer steps (-1 = epochs decide)")
     sft_learning_rate: float = Field(2e-5, gt=0, description="SFT peak learning rate")
+    sft_time_budget_s: float = Field(0.0, ge=0, description="SFT wall-time budget (seconds): no step starts that would end past it; the model trained so far is saved as final (metrics: stopped_by_time_budget); 0 = none")
     # --- GRPO --------------------------------------------------------------------------------
     grpo_max_steps: int = Field(10, ge=1, description="GRPO optimizer steps")
     grpo_learning_rate: float = Field(1e-6, gt=0, description="GRPO learning rate")
+    grpo_time_budget_s: float = Field(0.0, ge=0, description="GRPO wall-time budget (seconds), as sft_time_budget_s; 0 = none")
+    max_prompt_length: int = Field(0, ge=0, description=(
+        "GRPO: leave out RL prompts longer than this many tokens (chat template applied; counted as long_prompts_dropped): "
+        "a small model spends a step's generation on prompts it cannot answer; 0 = keep every prompt"))
     num_generations: int = Field(4, ge=2, description="GRPO group size (completions per prompt)")
     max_completion_length: int = Field(512, ge=8, description="GRPO completion length limit (tokens)")
     temperature: float = Field(1.0, gt=0, description="GRPO sampling temperature")

@@ -16,14 +16,14 @@ from typing import Any, Callable
 from autotriton.records import Checkpoint
 from autotriton.training.config import TrainingConfig
 from autotriton.training.models import lora_config, load_model, resolve_device
-from autotriton.training.monitor import GRPO_CURVES, RichProgress, StepTimer, plot_curves, step_breakdown
+from autotriton.training.monitor import GRPO_CURVES, RichProgress, StepTimer, TimeBudget, plot_curves, step_breakdown
 from autotriton.training.rewards import BatchJudge, JudgeRewards
 from autotriton.training.trl_args import check_trl_args, write_model_card
 from autotriton.training.sft import (
     TrainResult, last_checkpoint, precision_args, quiet_stdout, save_final, to_splits, trainer_config_summary,
 )
 
-GRPO_KEYS = ("model", "lora", "grpo_max_steps", "grpo_learning_rate", "num_generations", "max_completion_length",
+GRPO_KEYS = ("model", "lora", "grpo_max_steps", "grpo_learning_rate", "grpo_time_budget_s", "max_prompt_length", "num_generations", "max_completion_length",
              "temperature", "top_p", "beta", "loss_type", "num_iterations", "reward", "speedup_bonus", "speedup_cap",
              "use_vllm", "vllm_mode", "reward_overlap", "per_device_train_batch_size", "gradient_accumulation_steps", "seed", "grpo_trl")
 
@@ -55,6 +55,26 @@ def make_grpo_trainer_class(reward_overlap: bool = False):
 
     TimedGRPOTrainer.reward_overlap = reward_overlap
     return TimedGRPOTrainer
+
+
+def drop_long_prompts(rows: Any, tokenizer: Any, max_prompt_length: int) -> tuple[Any, int]:
+    """(rows whose prompt fits, how many did not): a conversational prompt fits when its rendering
+    with the tokenizer's chat template and the generation prompt is at most `max_prompt_length`
+    tokens; 0 keeps every row."""
+    if not max_prompt_length:
+        return rows, 0
+
+    def fits(row: dict[str, Any]) -> bool:
+        prompt = row["prompt"]
+        if isinstance(prompt, str):
+            ids = tokenizer(prompt)["input_ids"]
+        else:
+            ids = tokenizer.apply_chat_template(list(prompt), tokenize=True, add_generation_prompt=True)
+            ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+        return len(ids) <= max_prompt_length
+
+    kept = rows.filter(fits)
+    return kept, len(rows) - len(kept)
 
 
 def grpo_batch_size(cfg: TrainingConfig) -> int:
@@ -151,14 +171,20 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     if model is None:
         model, tokenizer = load_model(base, device=device, gguf_file=cfg.gguf_file, cache_dir=cfg.model_cache_dir,
                                       attn_implementation=cfg.attn_implementation, progress=on_status)
+    train, long_prompts = drop_long_prompts(train, tokenizer, cfg.max_prompt_length)
+    if len(train) == 0:
+        raise ValueError(f"every RL prompt is longer than training.max_prompt_length={cfg.max_prompt_length} tokens "
+                         f"({long_prompts} left out): raise it, or set it to 0 to keep every prompt.")
+    if long_prompts and on_status:
+        on_status(f"GRPO: left out {long_prompts} prompt(s) longer than training.max_prompt_length={cfg.max_prompt_length} tokens")
     rewards = JudgeRewards(judge, reward=cfg.reward, speedup_bonus=cfg.speedup_bonus, speedup_cap=cfg.speedup_cap,
                            require_sizes=cfg.require_sizes, format_weight=cfg.format_reward)
     funcs, weights = rewards.reward_funcs()
     args = build_grpo_config(cfg, output_dir, device, reward_weights=weights, **grpo_overrides)
-    timer = StepTimer()
+    timer, budget = StepTimer(), TimeBudget(cfg.grpo_time_budget_s)
     trainer = make_grpo_trainer_class(cfg.reward_overlap)(
         model=model, reward_funcs=funcs, args=args, train_dataset=train, processing_class=tokenizer,
-        peft_config=lora_config(cfg), callbacks=[RichProgress("GRPO", console, progress), timer],
+        peft_config=lora_config(cfg), callbacks=[RichProgress("GRPO", console, progress), timer, budget],
     )
     quiet_stdout(trainer)
     if trainer_hook is not None:
@@ -169,7 +195,8 @@ def run_grpo(cfg: TrainingConfig, data: Any, judge: BatchJudge, *, export_key: s
     write_model_card(trainer, base, output_dir / "final", "GRPO")
     trainer.save_state()
     history = list(trainer.state.log_history)
-    metrics: dict[str, Any] = {"steps": trainer.state.global_step, "prompts": len(train),
+    metrics: dict[str, Any] = {"steps": trainer.state.global_step, "prompts": len(train), "long_prompts_dropped": long_prompts,
+                               "stopped_by_time_budget": budget.stopped,
                                "judge_calls": rewards.judge_calls, **reward_summary(history)}
     if timer.step_times:
         metrics["mean_step_s"] = sum(timer.step_times) / len(timer.step_times)

@@ -79,6 +79,36 @@ class StepTimer(TrainerCallback):
         return statistics.median(rest) if rest else None
 
 
+class TimeBudget(TrainerCallback):
+    """Ends training cleanly (the final model is still saved) before a step would end past
+    `seconds` of wall time from the start of training: a step starts only while the time spent
+    plus the longest step so far fits. At least one step always runs; 0 = no budget.
+    `stopped` says whether the budget ended the run early."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.stopped = False
+        self._start: float | None = None
+        self._step_start: float | None = None
+        self._longest = 0.0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._start = time.perf_counter()
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._step_start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        now = time.perf_counter()
+        if self._step_start is not None:
+            self._longest = max(self._longest, now - self._step_start)
+        if self.seconds and self._start is not None and state.global_step < state.max_steps \
+                and now - self._start + self._longest > self.seconds:
+            control.should_training_stop = True
+            self.stopped = True
+        return control
+
+
 def step_breakdown(log_history: Sequence[dict[str, Any]], step_times: Sequence[float]) -> dict[str, float]:
     """Median seconds per GRPO step, split as the trainer spent them (first step left out: it
     pays for warm-up): `generation_s`, `reward_wait_s` (the time the trainer waited for the

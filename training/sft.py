@@ -17,7 +17,7 @@ from typing import Any, Callable
 from autotriton.records import Checkpoint
 from autotriton.training.config import TrainingConfig
 from autotriton.training.models import lora_config, load_model, resolve_device
-from autotriton.training.monitor import SFT_CURVES, RichProgress, StepTimer, plot_curves
+from autotriton.training.monitor import SFT_CURVES, RichProgress, StepTimer, TimeBudget, plot_curves
 from autotriton.training.trl_args import check_trl_args, write_model_card
 
 
@@ -127,7 +127,7 @@ def trainer_config_summary(cfg: TrainingConfig, keys: tuple[str, ...]) -> dict[s
     return {k: dumped[k] for k in keys}
 
 
-SFT_KEYS = ("model", "lora", "max_length", "sft_overlong", "packing", "sft_epochs", "sft_max_steps", "sft_learning_rate", "per_device_train_batch_size",
+SFT_KEYS = ("model", "lora", "max_length", "sft_overlong", "packing", "sft_epochs", "sft_max_steps", "sft_learning_rate", "sft_time_budget_s", "per_device_train_batch_size",
             "gradient_accumulation_steps", "seed", "sft_trl")
 
 
@@ -220,9 +220,9 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
             on_status(f"SFT: left out {dropped} training row(s) longer than training.max_length={cfg.max_length} tokens")
     packing = use_packing(cfg, model)
     args = build_sft_config(cfg, output_dir, device, packing)
-    timer = StepTimer()
+    timer, budget = StepTimer(), TimeBudget(cfg.sft_time_budget_s)
     trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=val, processing_class=tokenizer,
-                         peft_config=lora_config(cfg), callbacks=[RichProgress("SFT", console, progress), timer])
+                         peft_config=lora_config(cfg), callbacks=[RichProgress("SFT", console, progress), timer, budget])
     quiet_stdout(trainer)
     resumed_from = last_checkpoint(output_dir) if resume else None
     result = trainer.train(resume_from_checkpoint=resumed_from)
@@ -231,7 +231,7 @@ def run_sft(cfg: TrainingConfig, data: Any, *, export_key: str = "", output_dir:
     trainer.save_state()
     metrics: dict[str, Any] = {"train_loss": result.training_loss, "steps": trainer.state.global_step,
                                "train_rows": len(train), "val_rows": 0 if val is None else len(val), "packing": packing,
-                               "overlong_dropped": dropped}
+                               "overlong_dropped": dropped, "stopped_by_time_budget": budget.stopped}
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     if losses:
         metrics["first_loss"], metrics["final_loss"] = losses[0], losses[-1]
