@@ -99,6 +99,9 @@ case "${1:-}" in
       log "speed profile"; timeout "${SPEED_S:-100}" python3 benchmarks/speed_profile.py --db "$DB" --out "$R/speed.jsonl" --limit "${SPEED_PAIRS:-8}" 2> "$R/speed.err"
       log "speed profile: rc $?"
     fi
+    # A copy of the warehouse as the build left it, for the next session (learn holds it open later).
+    python3 -c "import duckdb; duckdb.connect('$DB').execute('CHECKPOINT')" 2>/dev/null
+    xz -T8 -3 -c "$DB" > "$WORK/build-done.duckdb.xz.part" && mv "$WORK/build-done.duckdb.xz.part" "$WORK/build-done.duckdb.xz"
     log "build done" ;;
   learn)
     DB=${2:-$WORK/build.duckdb}; R=$WORK/records; mkdir -p "$R"
@@ -149,7 +152,8 @@ case "${1:-}" in
     end=$((SECONDS + ${2:-500})); R=$WORK/records
     while [ $SECONDS -lt $end ] && pgrep -f "gpu_build[.]sh (build|learn|all)" >/dev/null; do sleep 15; done
     tail -40 "$WORK/build.log"; ls "$R" 2>/dev/null
-    (cd "$WORK" && tar -czf "$OUT/records.tgz" records build.log $(ls -d eval 2>/dev/null)) 2>/dev/null
+    (cd "$WORK" && tar -czf "$OUT/records.tgz" records build.log $(ls -d eval train/*/metrics.json 2>/dev/null)) 2>/dev/null
+    [ -f "$WORK/build-done.duckdb.xz" ] && cp "$WORK/build-done.duckdb.xz" "$OUT/"
     # only while no verb holds the warehouse (a copy taken under a writer may miss its last writes)
     if [ -f "$WORK/build.duckdb" ] && ! pgrep -f "autotriton --db|flows[.]cli --db" >/dev/null; then
       python3 -c "import duckdb; duckdb.connect('$WORK/build.duckdb').execute('CHECKPOINT')" 2>/dev/null
