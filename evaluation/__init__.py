@@ -32,6 +32,7 @@ _LAZY = {
     "flat_metrics": "metrics", "table_header": "metrics", "table_cells": "metrics",
     "compare_markdown": "report", "compare_rows": "report", "write_report": "report",
     "SuiteEntry": "suite_entries", "SuiteError": "suite_entries", "filter_entries": "suites", "load_suite": "suites",
+    "cap_problems": "suites",
     "read_suite_jsonl": "suite_entries", "shrink_suite_problem": "suites", "write_suite_jsonl": "suite_entries",
     "looks_like_tritonbench": "suites", "kernelbench_run_candidates": "kernelbench:run_candidates",
     "convert_to_suite_file": "tritonbench",

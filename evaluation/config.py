@@ -28,7 +28,10 @@ class EvaluationConfig(BaseModel):
     batch_size: int = Field(4, ge=1, description="problems per generate() call of a local model")
     seed: int = Field(0, description="sampling seed (local model; passed to endpoints that accept one)")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="where a local model generates; the judge's device is validation.device")
-    max_problems: int = Field(0, ge=0, description="evaluate at most this many problems (0 = all)")
+    max_problems: int = Field(0, ge=0, description="evaluate at most this many problems (0 = all); which ones: pick_problems")
+    pick_problems: Literal["sample", "first"] = Field("sample", description=(
+        "with max_problems: sample = a uniform sample seeded by `seed`, kept in suite order (a capped held-out split or "
+        "suite stays representative); first = the suite's first ones (KernelBench's numbering)"))
     shrink: bool = Field(False, description="shrink problem sizes for the CPU interpreter when loading the suite (the judge also shrinks when validation.shrink_for_cpu)")
     require_sizes: Literal["own_sizes", "own_and_odd_sizes"] = Field("own_sizes", description=(
         "what counts as solved in the metrics (exec accuracy, pass@k, fast_p, speedups): own_sizes = correct at the problem's "

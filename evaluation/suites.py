@@ -154,6 +154,23 @@ def load_suite(path: str | Path, *, levels: Sequence[int] | None = None, ids: Se
     return problems
 
 
+def cap_problems(problems: Sequence[Problem], max_problems: int, pick: str = "sample", seed: int = 0) -> list[Problem]:
+    """At most `max_problems` of `problems` (0 = all), in suite order. `pick="sample"`: a seeded
+    uniform sample (every problem equally likely; a suite sorted by name or level would otherwise
+    give one family only: a held-out split's first problems are its package modules, whose names
+    sort first); `pick="first"`: the suite's first ones (KernelBench's numbering)."""
+    if not max_problems or len(problems) <= max_problems:
+        return list(problems)
+    if pick == "first":
+        return list(problems[:max_problems])
+    if pick != "sample":
+        raise ValueError(f"evaluation.pick_problems = {pick!r}: choose 'sample' or 'first'.")
+    import random
+
+    chosen = sorted(random.Random(seed).sample(range(len(problems)), max_problems))
+    return [problems[i] for i in chosen]
+
+
 def shrink_suite_problem(problem: Problem) -> Problem:
     """The problem with its sizes shrunk for the CPU interpreter (validation's documented rule).
 

@@ -30,7 +30,7 @@ def model_to_evaluate(resources: Resources, config: PipelineConfig, model: str =
 @task(name="evaluate-model", task_run_name="evaluate-{model}")
 def evaluate_model(resources: Resources, config: PipelineConfig, model: str) -> EvaluationResult:
     """Evaluate `model` (HF id, path or checkpoint dir) on config.evaluation.suite with the judge."""
-    from autotriton.evaluation import evaluate, load_suite, make_generator, shrink_suite_problem
+    from autotriton.evaluation import cap_problems, evaluate, load_suite, make_generator, shrink_suite_problem
     from autotriton.tasks.steps import completion_cap_check
 
     ev = config.evaluation
@@ -38,8 +38,9 @@ def evaluate_model(resources: Resources, config: PipelineConfig, model: str) -> 
     problems = load_suite(suite_path(config), levels=ev.levels or None, ids=ev.ids or None, name_glob=ev.name_glob or None)
     in_suite = len(problems)
     if ev.max_problems and in_suite > ev.max_problems:  # said, so a capped evaluation never passes for a whole suite
-        logger.warning(f"evaluating the first {ev.max_problems} of {in_suite} problems (evaluation.max_problems)")
-        problems = problems[: ev.max_problems]
+        logger.warning(f"evaluating {ev.max_problems} of {in_suite} problems (evaluation.max_problems; "
+                       f"pick_problems={ev.pick_problems})")
+        problems = cap_problems(problems, ev.max_problems, ev.pick_problems, ev.seed)
     if ev.shrink:
         problems = [shrink_suite_problem(p) for p in problems]
     generator = make_generator(ev, model_path=model)

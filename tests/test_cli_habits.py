@@ -136,7 +136,7 @@ def test_a_capped_evaluation_says_so_and_outcomes_split_no_code(tmp_path, monkey
     result = CliRunner().invoke(app, ["--db", str(tmp_path / "w.duckdb"), "eval", "--suite", str(suite), "--recorded",
                                       str(recorded), "--verdicts", str(verdicts), "--json"])
     summary = one_json(result)
-    assert "evaluating the first 8 of 10 problems (evaluation.max_problems = 8, from profile:demo" in result.stderr
+    assert "evaluating a sample (seed 0) of 8 of 10 problems (evaluation.max_problems = 8, from profile:demo" in result.stderr
     assert summary["problems"] == 8 and summary["problems_in_suite"] == 10
     assert summary["status_counts"] == {"rule_violation": 16}  # the judge's word for "no kernel"
     assert summary["outcome_counts"] == {"parse_error": 16}  # and why: there was no code

@@ -105,3 +105,26 @@ def test_evaluating_on_the_held_out_split_keeps_the_problems_provenance(exported
         samples = wh.sql("SELECT DISTINCT problem_key FROM candidates WHERE run_id = ?", [summary["run_id"]]).rows
     assert after == before
     assert {key for (key,) in samples} == held_out  # the samples are stored against the warehouse's own problems
+
+
+def test_a_capped_evaluation_samples_the_split_instead_of_taking_its_first_names():
+    """A held-out split is sorted by id (name first): its first problems are one family (package
+    modules, capitalised, sort before `synthetic_...`). With evaluation.max_problems the default
+    pick is a seeded sample in suite order, so a capped evaluation sees every family; `first`
+    keeps the suite's own numbering (KernelBench's first N)."""
+    from autotriton.evaluation import cap_problems
+    from autotriton.records import Problem
+
+    problems = [Problem(reference_source=f"x = {i}\n", name=f"Attention{i}") for i in range(40)]
+    problems += [Problem(reference_source=f"y = {i}\n", name=f"synthetic_pointwise_{i}") for i in range(60)]
+    picked = cap_problems(problems, 20, "sample", seed=0)
+    assert len(picked) == 20 and len({p.key for p in picked}) == 20
+    assert [problems.index(p) for p in picked] == sorted(problems.index(p) for p in picked)  # suite order kept
+    families = {p.name.rstrip("0123456789") for p in picked}
+    assert families == {"Attention", "synthetic_pointwise_"}
+    assert cap_problems(problems, 20, "sample", seed=0) == picked  # seeded: the same problems every time
+    assert cap_problems(problems, 20, "sample", seed=1) != picked
+    assert cap_problems(problems, 20, "first") == problems[:20]
+    assert cap_problems(problems, 0) == problems and cap_problems(problems, 500) == problems
+    with pytest.raises(ValueError, match="pick_problems"):
+        cap_problems(problems, 20, "best")

@@ -181,9 +181,13 @@ def eval_main(
     if ev.max_problems and len(problems) > ev.max_problems:
         # Said out loud: a capped evaluation must not pass for one of the whole suite.
         layer = sources.get("evaluation.max_problems", "default")
-        ERR.print(f"[yellow]evaluating the first {ev.max_problems} of {len(problems)} problems "
-                  f"(evaluation.max_problems = {ev.max_problems}, from {layer}; --max-problems 0 for all)[/]", highlight=False)
-        problems = problems[: ev.max_problems]
+        how = "the first" if ev.pick_problems == "first" else f"a sample (seed {ev.seed}) of"
+        ERR.print(f"[yellow]evaluating {how} {ev.max_problems} of {len(problems)} problems "
+                  f"(evaluation.max_problems = {ev.max_problems}, from {layer}; --max-problems 0 for all; "
+                  f"evaluation.pick_problems = {ev.pick_problems})[/]", highlight=False)
+        from autotriton.evaluation import cap_problems
+
+        problems = cap_problems(problems, ev.max_problems, ev.pick_problems, ev.seed)
     if ev.shrink:
         from autotriton.evaluation import shrink_suite_problem
 
