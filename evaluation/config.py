@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +26,9 @@ class EvaluationConfig(BaseModel):
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling threshold")
     max_new_tokens: int = Field(1024, ge=1, description="completion length limit (tokens)")
     batch_size: int = Field(4, ge=1, description="problems per generate() call of a local model")
+    generation_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
+        "extra transformers generate() arguments for a local model, by their own names (e.g. {cache_implementation = "
+        "\"static\"}: a static KV cache, which generate() compiles on a GPU); they win over the keys above"))
     seed: int = Field(0, description="sampling seed (local model; passed to endpoints that accept one)")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="where a local model generates; the judge's device is validation.device")
     max_problems: int = Field(0, ge=0, description="evaluate at most this many problems (0 = all); which ones: pick_problems")

@@ -96,8 +96,11 @@ class LocalModelGenerator:
 
     def __init__(self, model: str | Any, *, tokenizer: Any = None, name: str | None = None, device: str = "auto",
                  temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 1024, batch_size: int = 4, seed: int = 0,
-                 instruction_fn: Callable[[Problem], str] = problem_instruction):
+                 instruction_fn: Callable[[Problem], str] = problem_instruction, generation_kwargs: dict[str, Any] | None = None):
         self.device = resolve_device(device)
+        # transformers' own generate() arguments, e.g. {"cache_implementation": "static"} (a static
+        # KV cache, which generate() compiles on a GPU); they win over the settings above.
+        self.generation_kwargs = dict(generation_kwargs or {})
         if isinstance(model, (str, Path)):
             self.model, self.tokenizer, self.version = _load_local(str(model), self.device)
             self.name = name or f"model:{Path(str(model)).name if Path(str(model)).exists() else model}"
@@ -150,6 +153,7 @@ class LocalModelGenerator:
                 kwargs.update(temperature=self.temperature, top_p=self.top_p)
             else:
                 kwargs.update(temperature=None, top_p=None, top_k=None)  # silence sampling defaults of generation_config
+            kwargs.update(self.generation_kwargs)
             with torch.inference_mode():
                 generated = self.model.generate(**enc, **kwargs)
             new_tokens = generated[:, enc["input_ids"].shape[1]:]
@@ -352,7 +356,8 @@ def make_generator(config: Any, *, model_path: str | None = None, name: str | No
     if not model:
         raise ValueError("no model to evaluate: pass --model (HF id, local path or checkpoint key) or --endpoint URL --model NAME.")
     return LocalModelGenerator(model, name=name, device=config.device, temperature=config.temperature, top_p=config.top_p,
-                               max_new_tokens=config.max_new_tokens, batch_size=config.batch_size, seed=config.seed)
+                               max_new_tokens=config.max_new_tokens, batch_size=config.batch_size, seed=config.seed,
+                               generation_kwargs=config.generation_kwargs)
 
 
 __all__ = ["Generator", "LocalModelGenerator", "OpenAIGenerator", "RecordedGenerator", "candidate_from_output",

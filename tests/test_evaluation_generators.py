@@ -118,6 +118,30 @@ def test_local_model_generator_greedy_repeats_one_generation(problems, tiny_mode
         assert cands[0].raw_output == cands[1].raw_output and cands[0].sampling["do_sample"] is False
 
 
+def test_local_model_generator_passes_transformers_generate_arguments_through(problems, tiny_model_dir):
+    """evaluation.generation_kwargs reach generate() by transformers' own names (a static KV cache
+    gives the same greedy answers as the default cache) and win over the generator's settings; a
+    name generate() does not know is transformers' own error."""
+    from autotriton.evaluation import make_generator
+    from autotriton.evaluation.config import EvaluationConfig
+
+    plain = LocalModelGenerator(str(tiny_model_dir), device="cpu", temperature=0.0, max_new_tokens=6, batch_size=2)
+    static = make_generator(EvaluationConfig(device="cpu", max_new_tokens=6, batch_size=2,
+                                             generation_kwargs={"cache_implementation": "static", "max_new_tokens": 3}),
+                            model_path=str(tiny_model_dir))
+    seen, generate = [], static.model.generate
+    static.model.generate = lambda **kw: seen.append(kw) or generate(**kw)
+    short = static.generate(problems[:2], 1)
+    assert seen[0]["cache_implementation"] == "static" and seen[0]["max_new_tokens"] == 3
+    full = plain.generate(problems[:2], 1)
+    for a, b in zip(short, full):
+        assert 0 < a[0].usage["completion_tokens"] <= 3
+        assert b[0].raw_output.startswith(a[0].raw_output)  # the same greedy tokens, cut at 3
+    wrong = LocalModelGenerator(str(tiny_model_dir), device="cpu", max_new_tokens=2, generation_kwargs={"no_such_argument": 1})
+    with pytest.raises(ValueError, match="no_such_argument"):
+        wrong.generate(problems[:1], 1)
+
+
 def test_local_model_generator_batches_prompts_of_like_length_and_answers_in_input_order(problems, tiny_model_dir):
     """A long prompt is batched with the long ones (a batch pads to its longest prompt), and every
     answer still comes back at its problem's place, with that problem's own prompt length."""
