@@ -32,5 +32,6 @@ class HarvestConfig(BaseModel):
     near_duplicate_threshold: float = Field(0.85, gt=0, le=1, description="MinHash Jaccard threshold for near-duplicates")
     probe: bool = Field(True, description="confirm each problem by running it in the validation sandbox (off: trust the first input guess, for quick previews only)")
     max_attempts: int = Field(6, ge=1, description="input guesses tried per module before it is rejected")
+    parse_jobs: int = Field(0, ge=0, description="processes that parse a source's files ahead of extraction (libcst: ~0.5 s a file, the harvest's main CPU cost on large packages); 0 = one per CPU core, 1 = parse in the harvest's own process")
     state_path: str = Field("", description="legacy side file of the incremental state (commits, ETags, file hashes, seen modules): the CLI and flows keep that state in the warehouse (tables harvest_state, harvest_seen) and read this file only to import it once into a warehouse that has none (default there: <warehouse>.harvest-state.json, where older versions wrote it); a library call without a warehouse reads and writes it (empty: an in-memory state)")
     incremental: bool = Field(True, description="skip files and repositories unchanged since the last harvest and count modules seen before as duplicates (the state in the warehouse); off: harvest everything and leave the state untouched")

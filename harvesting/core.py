@@ -7,6 +7,7 @@ from; everything after that happens here, so every source yields the same record
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections import Counter
@@ -254,6 +255,8 @@ class Harvester:
         self._local_packages = {p.split("/", 1)[0].removesuffix(".py") for p in repo.paths}
         if self.environments is not None:
             repo.external_ok = _any_package  # each module's environment decides (DependencyError names what is missing)
+        jobs = self.config.parse_jobs or (os.cpu_count() or 1)
+        repo.preparse(paths, min(jobs, max(1, len(paths) // 2)))
         index = ModuleClassIndex(repo)
         bar = self._progress()
         with bar:

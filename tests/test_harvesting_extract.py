@@ -179,6 +179,40 @@ def test_bad_files_are_reported_per_file_and_never_stop_a_harvest(tmp_path):
     assert result.summary()["files"] == 6
 
 
+def test_files_parsed_in_worker_processes_harvest_as_parsed_one_by_one(tmp_path):
+    """harvest.parse_jobs: a large package's files are parsed in processes ahead of extraction
+    (libcst is the harvest's main CPU cost); the problems, their dependencies inlined across
+    files, and the per-file rejections are the same as with one process."""
+    (tmp_path / "LICENSE").write_text("MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy. "
+                                      "The above copyright notice and this permission notice shall be included in all copies.\n")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "common.py").write_text("import torch\nSCALE = 3.0\ndef act(x):\n    return torch.tanh(x) * SCALE\n")
+    bodies = ["act(self.proj(x))", "torch.softmax(self.proj(x), dim=-1) * act(x)", "self.proj(x).cumsum(-1) - act(x).mean()",
+              "torch.relu(self.proj(act(x))).pow(2)", "torch.sigmoid(x) @ self.proj.weight.t() + act(x)",
+              "act(torch.logsumexp(self.proj(x), dim=-1, keepdim=True) * x)"]
+    for i, body in enumerate(bodies):
+        (pkg / f"m{i}.py").write_text(
+            f"import torch\nimport torch.nn as nn\nfrom .common import act\n\n\nclass Block{i}(nn.Module):\n"
+            f"    def __init__(self, dim={8 + i}):\n        super().__init__()\n        self.proj = nn.Linear(dim, dim)\n\n"
+            f"    def forward(self, x):\n        return {body}\n")
+    (pkg / "broken.py").write_text("import torch.nn as nn\nclass S(nn.Module)\n    pass\n")
+    results = {jobs: harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False, parse_jobs=jobs)) for jobs in (1, 2)}
+    one, two = results[1], results[2]
+    assert sorted((p.key, p.status) for p in two.problems) == sorted((p.key, p.status) for p in one.problems)
+    assert len([p for p in two.problems if p.status == "runnable"]) == 6
+    assert all("SCALE = 3.0" in p.reference_source for p in two.problems)  # inlined from pkg/common.py
+    assert [(r.subject, r.reason, r.detail) for r in two.rejections] == [(r.subject, r.reason, r.detail) for r in one.rejections]
+    assert [r.reason for r in two.rejections] == ["syntax_error"] and "line 2" in two.rejections[0].detail
+    files = {f"pkg/{p.name}": p.read_text() for p in pkg.glob("*.py")}
+    repo = Repository(files, lambda path: files[path].encode())
+    assert repo.preparse(files, 2) == len(files)  # every file parsed in the pool, the broken one as its error
+    assert repo.errors["pkg/broken.py"][0] == "syntax_error" and repo.parsed("pkg/broken.py") is None
+    assert repo.parsed("pkg/m0.py").classes == {"Block0": 3}  # the fourth statement
+    assert Repository(files, lambda path: files[path].encode()).preparse(files, 1) == 0  # one job: parsed on demand
+
+
 def test_unknown_licence_is_rejected(tmp_path):
     (tmp_path / "m.py").write_text("import torch.nn as nn\nclass A(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
     result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False))
