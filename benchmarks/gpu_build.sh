@@ -87,11 +87,11 @@ case "${1:-}" in
     # to learn from), then every source; each run ends cleanly by its own budget.
     if [ "${PW_DISTILL_S:-0}" -gt 0 ]; then
       log "distill pointwise"; t0=$SECONDS
-      bounded $((PW_DISTILL_S + 150)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --name 'synthetic_pointwise_*' --time-budget "$PW_DISTILL_S" --json > "$R/distill_pw.json" 2> "$R/distill_pw.err"
+      bounded $((PW_DISTILL_S + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --name 'synthetic_pointwise_*' --time-budget "$PW_DISTILL_S" --json > "$R/distill_pw.json" 2> "$R/distill_pw.err"
       log "distill pointwise: rc $? in $((SECONDS-t0)) s"
     fi
     log "distill"; t0=$SECONDS
-    bounded $((${DISTILL_S:-1200} + 150)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} --json > "$R/distill.json" 2> "$R/distill.err"
+    bounded $((${DISTILL_S:-1200} + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} --json > "$R/distill.json" 2> "$R/distill.err"
     log "distill: rc $? in $((SECONDS-t0)) s"
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done

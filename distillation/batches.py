@@ -34,6 +34,9 @@ class BatchBudget:
     """`distill.time_budget_s`: whether another batch fits, judged from the batches so far (a
     batch is estimated to take as long as the 90th percentile of those yet: with few batches, the
     longest; with many small ones, one slow outlier does not stop the run minutes early).
+    Batches still running count with the time they have run so far (a lower bound of theirs):
+    side by side, the fast batches finish first, and an estimate from finished ones alone is
+    biased short (an H200 build started batches that ran minutes past its budget).
     0 seconds: no limit."""
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
@@ -45,15 +48,20 @@ class BatchBudget:
     def elapsed(self) -> float:
         return self._clock() - self._start
 
-    def estimate(self) -> float:
-        if not self._durations:
+    def estimate(self, running: Sequence[float] = ()) -> float:
+        """A batch's expected duration: the 90th percentile (nearest rank) of the finished batches'
+        durations and the running ones' time so far (`running`)."""
+        ordered = sorted([*self._durations, *running])
+        if not ordered:
             return 0.0
-        ordered = sorted(self._durations)
-        return ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]  # nearest rank
+        return ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
 
-    def may_start(self) -> bool:
-        """Start the next batch? Always the first; later ones only when they should end in time."""
-        return not self.seconds or not self._durations or self.elapsed() + self.estimate() <= self.seconds
+    def may_start(self, running: Sequence[float] = ()) -> bool:
+        """Start the next batch? Always the first; later ones only when they should end in time
+        (`running`: how long each batch in flight has run)."""
+        if not self.seconds or not (self._durations or any(running)):
+            return True
+        return self.elapsed() + self.estimate(running) <= self.seconds
 
     def may_prefetch(self, index: int) -> bool:
         """Write batch `index` in the background now? It is judged after the batch being judged,
@@ -106,11 +114,13 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
                                                                  should_prefetch=budget.may_prefetch))
         pool = background.enter_context(ThreadPoolExecutor(max_workers=side_by_side, thread_name_prefix="distill-batch"))
         running: dict[Future, tuple[int, list[Problem]]] = {}
+        started_at: dict[Future, float] = {}
         next_index = 0
         error: BaseException | None = None
         while next_index < len(batches) or running:
             while error is None and next_index < len(batches) and len(running) < side_by_side:
-                if not budget.may_start():
+                now = time.monotonic()
+                if not budget.may_start([now - t for t in started_at.values()]):
                     run.stopped_by_budget = True
                     break
                 batch = batches[next_index]
@@ -118,12 +128,14 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
                 if len(batches) > 1 and side_by_side == 1:
                     say(f"batch {next_index}/{len(batches)}: {len(batch)} problem(s)")
                 # one live progress bar at a time: only when batches run one after another
-                running[pool.submit(one, batch, side_by_side == 1)] = (next_index, batch)
+                future = pool.submit(one, batch, side_by_side == 1)
+                running[future], started_at[future] = (next_index, batch), time.monotonic()
             if not running:
                 break
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: running[f][0]):
                 number, batch = running.pop(future)
+                started_at.pop(future, None)
                 try:
                     result, seconds = future.result()
                 except BaseException as exc:  # noqa: BLE001  (kept, raised once the others are in)

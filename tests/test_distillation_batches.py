@@ -113,6 +113,24 @@ def test_the_budget_estimates_a_batch_by_the_90th_percentile_of_those_so_far():
     assert not budget.may_start()
 
 
+def test_batches_still_running_count_in_the_estimate_with_their_time_so_far():
+    """Side by side, the fast batches finish first: an estimate from them alone would start
+    batches that end long past the budget while slow ones are still running. A batch in flight
+    counts with the time it has run (a lower bound of its own duration)."""
+    now = [0.0]
+    budget = BatchBudget(100, clock=lambda: now[0])
+    assert budget.may_start([0.0, 0.0])  # nothing known yet: the first wave starts
+    for seconds in (5, 5, 5):
+        budget.record(seconds)
+    now[0] = 60
+    assert budget.estimate() == 5 and budget.may_start()  # from the finished ones alone: 60 + 5 fits
+    running = [60.0] * 9  # nine batches of the first wave still going after 60 s
+    assert budget.estimate(running) == 60 and not budget.may_start(running)
+    for _ in range(17):
+        budget.record(5)
+    assert budget.may_start([60.0])  # one slow batch among twenty finished is an outlier (90th percentile)
+
+
 def test_an_error_stops_new_batches_after_the_running_ones_are_handed_over(judge, judge_config):
     """Batch 2 fails at once while batch 1 is still being written: batch 1 is finished and handed
     over (stored), no further batch starts, then the teacher's error is raised."""
