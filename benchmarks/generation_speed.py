@@ -9,10 +9,13 @@ device session can pick the setting before it spends its time on an evaluation:
 
     python benchmarks/generation_speed.py --model smollm2-135m --suite exports/rl:validation \
         --problems 16 --samples 8 --max-new-tokens 512 \
-        --variant dynamic='{}' --variant static='{"cache_implementation": "static"}' --batch-sizes 4,16
+        --variant dynamic='{}' --variant static='{"cache_implementation": "static"}' \
+        --variant paged='{"continuous_batching": true}' --batch-sizes 4,16
 
 One JSON line per (variant, batch size): seconds of the first call (compilation included) and of
-the rest, generated tokens, tokens per second, milliseconds per decoding step. A timing study, not
+the rest, generated tokens, tokens per second, milliseconds per decoding step. `"continuous_batching":
+true` in a variant's JSON is `evaluation.continuous_batching` (one generate_batch call for every
+sample; its batch size is moot). A timing study, not
 a product figure; correctness of the outputs is the evaluation's business.
 """
 
@@ -46,10 +49,11 @@ def main(argv: list[str] | None = None) -> int:
                                max_new_tokens=args.max_new_tokens)
     for name, raw in variants:
         kwargs = json.loads(raw)
+        continuous = bool(kwargs.pop("continuous_batching", False))  # evaluation.continuous_batching, not a generate() argument
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             gen = LocalModelGenerator(base.model, tokenizer=base.tokenizer, device=args.device, temperature=0.8,
                                       top_p=0.95, max_new_tokens=args.max_new_tokens, batch_size=batch,
-                                      generation_kwargs=kwargs)
+                                      generation_kwargs=kwargs, continuous_batching=continuous)
             times: list[float] = []
             t_last = [time.perf_counter()]
 
@@ -69,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             tokens = sum(c.usage.get("completion_tokens", 0) for cs in out for c in cs)
             steps = len(times) * args.max_new_tokens  # generate() runs to the longest sample of each call
             print(json.dumps({
-                "variant": name, "generation_kwargs": kwargs, "batch_size": batch, "problems": len(problems),
+                "variant": name, "generation_kwargs": kwargs, "continuous_batching": continuous, "batch_size": batch, "problems": len(problems),
                 "samples": args.samples, "max_new_tokens": args.max_new_tokens, "calls": len(times),
                 "first_call_s": round(times[0], 2) if times else None,
                 "rest_s": round(sum(times[1:]), 2), "total_s": round(total, 2), "completion_tokens": tokens,

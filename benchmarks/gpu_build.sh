@@ -117,14 +117,16 @@ case "${1:-}" in
                 --set training.grpo_max_steps=${GRPO_STEPS:-50} --set training.num_generations=8
                 --set training.per_device_train_batch_size=32 --set validation.time_kernels=false
                 --set training.sft_time_budget_s=${SFT_S:-240} --set training.grpo_time_budget_s=${GRPO_S:-300}
-                --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3)
+                --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3
+                --set "training.grpo_trl=${GRPO_TRL:-{\}}")
     # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot
     # answer in its completion budget are left out (training.max_prompt_length).
     log "train"; t0=$SECONDS
     timeout -s INT -k 30 $((${SFT_S:-240} + ${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" train --json > "$R/train.json" 2> "$R/train.err"
     log "train: rc $? in $((SECONDS-t0)) s"
     EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-1536} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
-               --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
+               --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
+               --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
     SUITE=${HELDOUT_SUITE:-$WORK/exports/rl:validation}
     for m in base sft grpo; do
       case $m in base) MODEL=smollm2-135m ;; sft) MODEL=$WORK/train/sft/final ;; grpo) MODEL=$WORK/train/grpo/final ;; esac
@@ -139,7 +141,8 @@ case "${1:-}" in
     export PIP_FIND_LINKS=$WORK/smol PIP_NO_INDEX=1; R=$WORK/records; mkdir -p "$R"
     timeout "${GENSPEED_S:-300}" python3 benchmarks/generation_speed.py --model smollm2-135m --suite "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" \
       --problems "${GS_PROBLEMS:-16}" --samples 8 --max-new-tokens "${GS_TOKENS:-512}" --batch-sizes "${GS_BATCHES:-4,16}" \
-      --variant dynamic='{}' --variant static='{"cache_implementation": "static"}' > "$R/genspeed.jsonl" 2> "$R/genspeed.err"
+      --variant dynamic='{}' --variant static='{"cache_implementation": "static"}' --variant paged='{"continuous_batching": true}' \
+      > "$R/genspeed.jsonl" 2> "$R/genspeed.err"
     log "genspeed: rc $?"; cat "$R/genspeed.jsonl" ;;
   all)
     "$0" build "${2:-$WORK/build.duckdb}" && "$0" learn "${2:-$WORK/build.duckdb}" ;;

@@ -26,6 +26,10 @@ class EvaluationConfig(BaseModel):
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling threshold")
     max_new_tokens: int = Field(1024, ge=1, description="completion length limit (tokens)")
     batch_size: int = Field(4, ge=1, description="problems per generate() call of a local model")
+    continuous_batching: bool = Field(False, description=(
+        "local model: generate every sample through transformers' continuous batching (generate_batch, a paged KV cache "
+        "whose freed slots go to waiting samples) instead of padded batches of batch_size problems that each run to their "
+        "longest answer"))
     generation_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
         "extra transformers generate() arguments for a local model, by their own names (e.g. {cache_implementation = "
         "\"static\"}: a static KV cache, which generate() compiles on a GPU); they win over the keys above"))

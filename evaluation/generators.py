@@ -96,11 +96,15 @@ class LocalModelGenerator:
 
     def __init__(self, model: str | Any, *, tokenizer: Any = None, name: str | None = None, device: str = "auto",
                  temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 1024, batch_size: int = 4, seed: int = 0,
-                 instruction_fn: Callable[[Problem], str] = problem_instruction, generation_kwargs: dict[str, Any] | None = None):
+                 instruction_fn: Callable[[Problem], str] = problem_instruction, generation_kwargs: dict[str, Any] | None = None,
+                 continuous_batching: bool = False):
         self.device = resolve_device(device)
         # transformers' own generate() arguments, e.g. {"cache_implementation": "static"} (a static
         # KV cache, which generate() compiles on a GPU); they win over the settings above.
         self.generation_kwargs = dict(generation_kwargs or {})
+        # transformers' continuous batching (generate_batch: paged KV cache, a finished sequence's
+        # slot goes to the next one) instead of padded batches that run to their longest answer
+        self.continuous_batching = bool(continuous_batching)
         if isinstance(model, (str, Path)):
             self.model, self.tokenizer, self.version = _load_local(str(model), self.device)
             self.name = name or f"model:{Path(str(model)).name if Path(str(model)).exists() else model}"
@@ -140,6 +144,8 @@ class LocalModelGenerator:
         # sequence in it pays attention over that length at each step, so one long package
         # problem among short ones would slow the whole batch. Answers come back in input order.
         prompts = [self.prompt_text(p) for p in problems]
+        if self.continuous_batching:
+            return self._generate_continuous(problems, prompts, samples, per_prompt, progress)
         order = sorted(range(len(problems)), key=lambda i: len(prompts[i]))
         out: list[list[Candidate]] = [[] for _ in problems]
         for start in range(0, len(problems), self.batch_size):
@@ -172,6 +178,45 @@ class LocalModelGenerator:
                 out[chosen[i]] = cands
             if progress:
                 progress(len(batch))
+        return out
+
+
+    def _generate_continuous(self, problems: Sequence[Problem], prompts: list[str], samples: int, per_prompt: int,
+                             progress: ProgressFn | None) -> list[list[Candidate]]:
+        """Every problem's samples in one `generate_batch` call (each sample its own request)."""
+        import torch
+        from transformers import GenerationConfig
+
+        ids = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in prompts]
+        do_sample = self.temperature > 0
+        settings: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": do_sample,
+                                    "pad_token_id": self.tokenizer.pad_token_id,
+                                    "eos_token_id": self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id}
+        if do_sample:
+            settings.update(temperature=self.temperature, top_p=self.top_p)
+        settings.update(self.generation_kwargs)
+        requests = [row for row in ids for _ in range(per_prompt)]
+        with torch.inference_mode():
+            outputs = list(self.model.generate_batch(requests, generation_config=GenerationConfig(**settings),
+                                                     progress_bar=False).values())
+        if len(outputs) != len(requests):
+            raise RuntimeError(f"continuous batching answered {len(outputs)} of {len(requests)} requests "
+                               "(transformers' log names the failed ones); evaluate without evaluation.continuous_batching")
+        out: list[list[Candidate]] = []
+        for i, problem in enumerate(problems):
+            instruction = self.instruction_fn(problem)
+            cands = []
+            for s in range(samples):
+                result = outputs[i * per_prompt + (s if do_sample else 0)]
+                tokens = list(result.generated_tokens)
+                cands.append(candidate_from_output(
+                    problem, self.tokenizer.decode(tokens, skip_special_tokens=True), generator=self.name,
+                    version=self.version, instruction=instruction,
+                    sampling=dict(self.sampling(samples), sample=s, continuous_batching=True),
+                    usage={"prompt_tokens": len(ids[i]), "completion_tokens": len(tokens)}))
+            out.append(cands)
+        if progress:
+            progress(len(problems))
         return out
 
 
@@ -357,7 +402,7 @@ def make_generator(config: Any, *, model_path: str | None = None, name: str | No
         raise ValueError("no model to evaluate: pass --model (HF id, local path or checkpoint key) or --endpoint URL --model NAME.")
     return LocalModelGenerator(model, name=name, device=config.device, temperature=config.temperature, top_p=config.top_p,
                                max_new_tokens=config.max_new_tokens, batch_size=config.batch_size, seed=config.seed,
-                               generation_kwargs=config.generation_kwargs)
+                               generation_kwargs=config.generation_kwargs, continuous_batching=config.continuous_batching)
 
 
 __all__ = ["Generator", "LocalModelGenerator", "OpenAIGenerator", "RecordedGenerator", "candidate_from_output",

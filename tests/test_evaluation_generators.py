@@ -142,6 +142,22 @@ def test_local_model_generator_passes_transformers_generate_arguments_through(pr
         wrong.generate(problems[:1], 1)
 
 
+def test_local_model_generator_with_continuous_batching_answers_every_sample_in_order(problems, tiny_model_dir):
+    """evaluation.continuous_batching: every sample is its own request to transformers'
+    generate_batch; answers come back at their problem's place, as greedy generate() gives them."""
+    padded = LocalModelGenerator(str(tiny_model_dir), device="cpu", temperature=0.0, max_new_tokens=6, batch_size=2)
+    paged = LocalModelGenerator(padded.model, tokenizer=padded.tokenizer, device="cpu", temperature=0.0, max_new_tokens=6,
+                                continuous_batching=True)
+    want = padded.generate(problems, 1)
+    got = paged.generate(problems, 2)
+    assert len(problems) >= 2 and [len(cs) for cs in got] == [2] * len(problems)
+    for w, g in zip(want, got):
+        assert g[0].problem_key == w[0].problem_key and g[0].sampling["continuous_batching"] is True
+        assert g[0].usage["prompt_tokens"] == w[0].usage["prompt_tokens"]
+        assert 0 < g[0].usage["completion_tokens"] <= 6
+        assert g[0].raw_output == w[0].raw_output == g[1].raw_output  # greedy: the same answer
+
+
 def test_local_model_generator_batches_prompts_of_like_length_and_answers_in_input_order(problems, tiny_model_dir):
     """A long prompt is batched with the long ones (a batch pads to its longest prompt), and every
     answer still comes back at its problem's place, with that problem's own prompt length."""
