@@ -1,5 +1,8 @@
 """A split of a training export as a suite: `--suite exports/rl:validation` evaluates on the held-out problems.
 
+A released dataset's `problems` config reads the same way (`--suite datasets/h200/problems:validation`):
+its rows name the reference `reference_source` and the problem `problem_name`.
+
 The `sft` and `rl` exports (`autotriton db export sft|rl`) share one train/validation split by
 near-duplicate cluster (training/data.py `problem_split`), so their `validation` rows are problems
 that neither SFT nor GRPO trained on, nor any near-copy of them. An export lies on disk as a
@@ -69,6 +72,10 @@ def read_export_split(path: str | Path, split: str) -> list[SuiteEntry]:
         table = pq.read_table(path)
         if "split" in table.column_names:
             table = table.filter(pc.equal(table.column("split"), split))
+    # A released dataset (`db release`) names the columns as the warehouse does: accepted alike.
+    for release_name, export_name in (("reference_source", "reference"), ("problem_name", "name")):
+        if release_name in table.column_names and export_name not in table.column_names:
+            table = table.append_column(export_name, table.column(release_name))
     missing = {"problem_key", "reference"} - set(table.column_names)
     if missing:
         raise SuiteError(f"{where}: the export's rows lack {', '.join(sorted(missing))} (an export written before rows "

@@ -43,3 +43,22 @@ def test_a_committed_release_loads_with_datasets_as_its_card_says(release):
     train = pairs["train"]
     assert all("extern_kernels" not in code and "@triton.jit" in code for code in train["code"])
     assert set(train["reward"]) == {1.0} and set(train["verdict_status"]) == {"correct"}
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=[p.name for p in RELEASES])
+def test_a_committed_releases_held_out_problems_are_an_evaluation_suite(release):
+    """`autotriton eval --suite datasets/<release>/problems:validation`: the release's held-out
+    problems (whole near-duplicate clusters no training row holds) load as the suite, one entry
+    a problem, its reference the release's."""
+    import pyarrow.parquet as pq
+
+    from autotriton.evaluation import load_suite
+
+    manifest = json.loads((release / "release.json").read_text())
+    held_out = manifest["counts"]["splits"]["problems"]["validation"]
+    suite = load_suite(f"{release / 'problems'}:validation")
+    table = pq.read_table(release / "problems" / "data" / "validation-00000-of-00001.parquet").to_pylist()
+    assert len(suite) == held_out == len(table)
+    names = {row["reference_source"]: row["problem_name"] for row in table}
+    assert {p.reference_source for p in suite} == set(names)
+    assert all(p.name == names[p.reference_source] and p.suite_id.startswith("heldout/") for p in suite)
