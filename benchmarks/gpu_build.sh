@@ -8,7 +8,7 @@
 #   benchmarks/gpu_build.sh build [DB]       # the dataset build (below); run it in the background
 #   benchmarks/gpu_build.sh learn [DB]       # train (SFT, GRPO) on it and evaluate base/SFT/GRPO
 #   benchmarks/gpu_build.sh all [DB]         # build, then learn
-X
+#   benchmarks/gpu_build.sh genspeed         # time the generate() settings of eval on the released held-out problems
 #   benchmarks/gpu_build.sh watch SECONDS    # follow a background build for SECONDS, then copy its records to $OUT
 #   benchmarks/gpu_build.sh throughput       # judge throughput before (.gpu/before-<commit>.tgz) and after
 # Offline machines: .gpu/site312.tar.xz is a site-packages folder of the missing packages (built
