@@ -46,6 +46,21 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def installed_names(path: str | os.PathLike[str]) -> list[str]:
+    """The distribution names of a list of what the target machine has installed: one per line,
+    as `pip list --format=freeze` or `pip freeze` writes it (`name==version`, `name @ url`) or
+    bare names; blank lines, `#` comments and editable (`-e`) lines are skipped."""
+    names = []
+    for raw in Path(path).read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        name = re.split(r"\s|==|===|~=|>=|<=|!=|<|>|@|;|\[", line, maxsplit=1)[0]
+        if name:
+            names.append(canonical(name))
+    return names
+
+
 def pyproject_requirements(path: str | os.PathLike[str], extras: Sequence[str] = ()) -> list[str]:
     """[build-system] requires + [project] dependencies (+ the named optional-dependencies) of a
     pyproject.toml: everything `pip install --no-index -e .` needs from a wheelhouse."""
@@ -199,8 +214,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--provided", action="append", default=[], help="a pin of what the target already has, e.g. torch==2.11.0 "
                     "(replaces this pin of the constraints files for the resolution; never downloaded when excluded)")
     ap.add_argument("--exclude", action="append", default=None, help=f"distributions the target brings itself (fnmatch; default {' '.join(DEFAULT_EXCLUDE)})")
+    ap.add_argument("--exclude-from", action="append", default=[], help="a file of what the target has installed "
+                    "(`python3 -m pip list --format=freeze` run there, or one name a line): none of it is downloaded, "
+                    "the target keeps its own (added to --exclude and its default)")
     ap.add_argument("--find-links", action="append", default=[], help="also look for wheels here")
     args = ap.parse_args(argv)
+    exclude = list(args.exclude or DEFAULT_EXCLUDE)
+    try:
+        for listing in args.exclude_from:
+            exclude += installed_names(listing)
+    except OSError as exc:
+        ap.error(f"--exclude-from: {exc}")
     reqs = list(args.requirement)
     if args.pyproject:
         reqs = pyproject_requirements(args.pyproject, args.extra) + reqs
@@ -208,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("nothing to fetch: pass --pyproject and/or -r")
     try:
         summary = build_wheelhouse(reqs, args.out, python_version=args.python_version, platforms=args.platform or list(DEFAULT_PLATFORMS),
-                                   constraints=args.constraint, provided=args.provided, exclude=args.exclude or DEFAULT_EXCLUDE, find_links=args.find_links)
+                                   constraints=args.constraint, provided=args.provided, exclude=exclude, find_links=args.find_links)
     except (WheelhouseError, OSError, tomllib.TOMLDecodeError) as exc:
         print(f"wheelhouse: {exc}", file=sys.stderr)
         return 2

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from autotriton.wheelhouse import (
-    DEFAULT_EXCLUDE, WheelhouseError, _target_constraints, excluded, pyproject_requirements, stub_wheels,
+    DEFAULT_EXCLUDE, WheelhouseError, _target_constraints, excluded, installed_names, pyproject_requirements, stub_wheels,
 )
 
 
@@ -38,3 +38,16 @@ def test_the_projects_wheelhouse_asks_for_its_build_backend_and_never_torch_or_c
     assert not excluded("transformers", DEFAULT_EXCLUDE)
     with pytest.raises(WheelhouseError, match="no \\[project.optional-dependencies\\] group 'gpu'"):
         pyproject_requirements(REPO_ROOT / "pyproject.toml", ["gpu"])
+
+
+def test_a_targets_package_listing_becomes_names_it_keeps(tmp_path):
+    """`--exclude-from image.txt`: `pip list --format=freeze` (or `pip freeze`, or bare names) of
+    the GPU machine; none of those is downloaded, the machine keeps its own."""
+    listing = tmp_path / "image.txt"
+    listing.write_text("# pip list --format=freeze on the H200\nPyArrow==21.0.0\ntyping_extensions==4.15.0\n"
+                       "-e git+https://example.invalid/x.git#egg=x\nmy-pkg @ file:///wheels/my_pkg-1.0-py3-none-any.whl\n"
+                       "\neinops\nnumpy>=2 ; python_version >= '3.10'\n")
+    names = installed_names(listing)
+    assert names == ["pyarrow", "typing-extensions", "my-pkg", "einops", "numpy"]
+    patterns = [*DEFAULT_EXCLUDE, *names]
+    assert excluded("pyarrow", patterns) and excluded("typing_extensions", patterns) and not excluded("duckdb", patterns)
