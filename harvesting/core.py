@@ -479,6 +479,9 @@ class Harvester:
                         if r == "runtime_error":
                             r = "no_working_inputs"
                             d = f"{len(p.attempts)} input guesses failed; first error: {d}"
+                            if detail and detail != p.first_failure[1]:
+                                # the last guess is the problem source stored with the rejection
+                                d += f" || last error: {detail}"
                         p.problem.reference_source = src
                         self._finish_rejected(p.problem, r if reason not in PERMANENT_REASONS else reason,
                                               d if reason not in PERMANENT_REASONS else detail)

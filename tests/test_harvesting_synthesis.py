@@ -459,3 +459,24 @@ def test_a_sinusoidal_time_embedding_from_an_integer_range_becomes_runnable(tmp_
         "        emb = time[:, None] * freqs[None, :]\n"
         "        return self.mlp(torch.cat((emb.sin(), emb.cos()), dim=-1))\n")
     assert_all_runnable(tmp_path, "time_embedding.py", source, 1)
+
+
+def test_a_module_no_guess_runs_is_rejected_with_its_first_and_last_error(tmp_path):
+    """no_working_inputs names what the first input guess hit and what the last one (the source
+    stored with the rejection) hit, so a user sees where the guesses ended up."""
+    (tmp_path / "never.py").write_text(HEADER + '''
+class Never(nn.Module):
+    def __init__(self, dim=32):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        raise RuntimeError(f"no input of shape {tuple(x.shape)} will do")
+''')
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (problem,) = result.problems
+    detail = result.details[problem.key]
+    assert problem.reject_reason == "no_working_inputs"
+    first, _, last = detail.partition(" || last error: ")
+    assert "input guesses failed; first error:" in first and "no input of shape" in first
+    assert "no input of shape" in last and last != first.split("first error: ", 1)[1]
