@@ -125,15 +125,20 @@ class Repository:
         import pickle
         from concurrent.futures import ProcessPoolExecutor
 
-        # spawn: the harvest process may hold torch's thread pools, which do not survive a fork
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            outcomes = pool.map(_parse_job, todo, [texts[p] for p in todo], chunksize=4)
-            done = 0
-            for path, blob in zip(todo, outcomes):
-                if blob is None:  # too deep to send back: parsed here when needed
-                    continue
-                self._store_parse(path, *pickle.loads(blob))
-                done += 1
+        from concurrent.futures.process import BrokenProcessPool
+
+        done = 0
+        try:
+            # spawn: the harvest process may hold torch's thread pools, which do not survive a fork
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                outcomes = pool.map(_parse_job, todo, [texts[p] for p in todo], chunksize=4)
+                for path, blob in zip(todo, outcomes):
+                    if blob is None:  # too deep to send back: parsed here when needed
+                        continue
+                    self._store_parse(path, *pickle.loads(blob))
+                    done += 1
+        except (BrokenProcessPool, OSError):  # a worker killed (memory) or no processes to be had:
+            pass  # what is left is parsed here, one file at a time, when extraction reaches it
         return done
 
     def module_file(self, dotted: str, base_dir: str | None) -> str | None:
