@@ -20,6 +20,7 @@ The torch.compile switches a capture sets (Inductor and Dynamo config, the math 
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import math
@@ -374,7 +375,16 @@ def capture_problem(
     try:
         with torch.no_grad():
             torch.manual_seed(seed + 2)
-            expected = model(*inputs)
+            # The reference output from a copy: a forward that fills a cache on the module (timm's
+            # per-device `attention_bias_cache` in eval mode) would otherwise hand Dynamo the cached
+            # tensor as a graph input, which a freshly built ModelNew does not have (KeyError in
+            # the judge); traced on the untouched module, the graph computes it from the parameters.
+            try:
+                reference = copy.deepcopy(model)
+            except Exception:  # noqa: BLE001 - a module that cannot be copied runs as before
+                reference = model
+            expected = reference(*inputs)
+            del reference
             torch._dynamo.reset()
             with ic.patch(inductor_settings(max_autotune, search_space, autotune_pointwise, max_mm_configs)), \
                     torch._dynamo.config.patch(dynamo_settings(dynamic, dynamic_parameters and dynamic)), \

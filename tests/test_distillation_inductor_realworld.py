@@ -216,7 +216,52 @@ def get_init_inputs():
     return [16]
 '''
 
-PROBLEMS = {"nested": NESTED, "config": CONFIG, "globals": GLOBALS, "logging": LOGGING}
+# timm's TinyViT / LeViT attention: in eval mode the bias gather is cached per device on the module.
+# On an H200 (2026-12-02) the capture traced the filled cache, and ModelNew read
+# `self.blocks[0].attn.attention_bias_cache['cuda:0']`: KeyError in the judge.
+CACHE = '''import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int, resolution: int = 4):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+        n = resolution * resolution
+        self.attention_biases = nn.Parameter(torch.randn(1, n) * 0.02)
+        self.register_buffer("attention_bias_idxs", torch.arange(n * n).remainder(n).view(n, n), persistent=False)
+        self.attention_bias_cache = {}
+
+    def get_attention_biases(self, device: torch.device) -> torch.Tensor:
+        if self.training:
+            return self.attention_biases[:, self.attention_bias_idxs]
+        key = str(device)
+        if key not in self.attention_bias_cache:
+            self.attention_bias_cache[key] = self.attention_biases[:, self.attention_bias_idxs]
+        return self.attention_bias_cache[key]
+
+    def forward(self, x):
+        return (x * self.scale + self.get_attention_biases(x.device)).softmax(-1)
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.attn = Attention(dim)
+
+    def forward(self, x):
+        return self.attn(x) + x
+
+
+def get_inputs():
+    return [torch.randn(2, 16, 16)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+PROBLEMS = {"nested": NESTED, "config": CONFIG, "globals": GLOBALS, "logging": LOGGING, "cache": CACHE}
 
 
 @pytest.fixture(scope="module")
@@ -331,6 +376,16 @@ def test_warnings_and_log_calls_in_forward_do_not_break_the_graph(captured, conv
     assert "sigmoid" in attempt["graphs"][0]["fx_graph"]
     code = converted["logging"].code
     assert converted["logging"].ok and "warn" not in code and "logger" not in code
+
+
+def test_a_cache_the_forward_fills_is_computed_not_read(converted):
+    """The capture traces an untouched module (the reference output comes from a copy), so the
+    cached bias is gathered from the parameter inside the kernels, not read from a cache entry a
+    fresh ModelNew lacks."""
+    result = converted["cache"]
+    assert result.ok, f"{result.reason}: {result.detail}"
+    forward = result.code[result.code.index("    def forward"):]
+    assert "attention_bias_cache" not in forward and "attention_biases" in forward
 
 
 def test_graph_input_sources_become_forward_expressions():
