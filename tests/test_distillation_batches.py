@@ -180,10 +180,9 @@ def test_cli_distill_side_by_side_stores_what_one_after_another_does(tmp_path):
         assert s["validated_pairs"] == 1 and s["verdicts"] == {"correct": 1, "incorrect": 2}
 
 
-def test_cli_distill_redo_unsolved_distils_again_only_what_has_no_pair(tmp_path):
-    """After a teacher or converter fix, `--redo-unsolved` distils again the problems the teacher
-    was run on without a validated pair; the solved ones stay skipped."""
-    from autotriton.flows.cli import app
+def replayed_relu_warehouse(tmp_path):
+    """(problems, warehouse path, the distill command's arguments): three harvested ReLU problems
+    and a replay file answering each with the ReLU kernel (right for the first only)."""
     from autotriton.warehouse import Warehouse
 
     problems = relu_problems(3)
@@ -198,6 +197,15 @@ def test_cli_distill_redo_unsolved_distils_again_only_what_has_no_pair(tmp_path)
     base = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=1", "--set", "validation.workers=1",
             "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false",
             "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
+    return problems, db, base
+
+
+def test_cli_distill_redo_unsolved_distils_again_only_what_has_no_pair(tmp_path):
+    """After a teacher or converter fix, `--redo-unsolved` distils again the problems the teacher
+    was run on without a validated pair; the solved ones stay skipped."""
+    from autotriton.flows.cli import app
+
+    problems, db, base = replayed_relu_warehouse(tmp_path)
     first = json.loads(CliRunner().invoke(app, base).stdout)
     assert first["problems"] == 3 and first["validated_pairs"] == 1
     assert json.loads(CliRunner().invoke(app, base).stdout) == {"problems": 0, "skipped_distilled": 3}
@@ -211,18 +219,7 @@ def test_cli_distill_name_glob_distils_only_the_problems_it_matches(tmp_path):
     from autotriton.flows.cli import app
     from autotriton.warehouse import Warehouse
 
-    problems = relu_problems(3)
-    replay = tmp_path / "r.jsonl"
-    for p in problems:
-        append_record(replay, record_from_candidate(p, Candidate(problem_key=p.key, code=RELU_KERNEL, generator="inductor")))
-    db = tmp_path / "w.duckdb"
-    with Warehouse(db) as wh:
-        run = wh.start_run("harvest", {})
-        wh.put_problems(run, problems)
-        wh.finish_run(run, "succeeded", {})
-    base = ["--db", str(db), "--set", "validation.device=cpu", "--set", "validation.trials=1", "--set", "validation.workers=1",
-            "--set", "distill.replay_shipped=false", "--set", "distill.describe_trace=false",
-            "distill", "--teacher", "replay", "--replay", str(replay), "--json"]
+    problems, db, base = replayed_relu_warehouse(tmp_path)
     missing = CliRunner().invoke(app, [*base, "--name", "conv*"])
     assert missing.exit_code != 0 and "named like 'conv*'" in missing.output
     picked = json.loads(CliRunner().invoke(app, [*base, "--name", "relu0", "--name", "relu2"]).stdout)
