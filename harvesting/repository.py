@@ -181,9 +181,11 @@ class Repository:
             target = self.module_file(binding.module, None)
             return target
         target = self.module_file(binding.module, None)
-        if target is None:
-            return None
         sub = self.module_file(f"{binding.module}.{binding.name}", None)
+        if target is None:
+            # a namespace package (a folder without __init__.py, PEP 420) is the repository's own
+            # when the submodule named is: `from pytorch_tabnet import sparsemax`
+            return sub
         parsed = self.parsed(target)
         if sub is not None and (parsed is None or binding.name not in parsed.defines):
             return sub

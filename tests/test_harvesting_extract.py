@@ -242,6 +242,31 @@ def test_module_object_imports_of_the_repository_are_inlined_and_rewritten():
     assert ns["Block"]()(torch.zeros(3)).item() == 0.0
 
 
+def test_a_submodule_of_a_namespace_package_is_the_repositorys_own():
+    """pytorch-tabnet ships `pytorch_tabnet/` without an __init__.py (a PEP 420 namespace package)
+    and imports `from pytorch_tabnet import sparsemax`: the submodule is inlined, not reported as
+    a missing dependency `pytorch_tabnet`; a name that is no submodule stays external."""
+    files = {
+        "nspkg/sparse.py": "import torch\nimport torch.nn as nn\nclass Sparse(nn.Module):\n    def forward(self, x):\n"
+                           "        return torch.relu(x - x.mean())\n",
+        "nspkg/net.py": "import torch.nn as nn\nfrom nspkg import sparse\nclass Net(nn.Module):\n    def __init__(self):\n"
+                        "        super().__init__()\n        self.act = sparse.Sparse()\n    def forward(self, x):\n"
+                        "        return self.act(x) * 2\n",
+        "nspkg/other.py": "import torch.nn as nn\nfrom nspkg import Missing\nclass Other(nn.Module):\n    def forward(self, x):\n"
+                          "        return Missing(x)\n",
+    }
+    source = extract_class(_repo(files), "nspkg/net.py", "Net").source
+    assert "import nspkg" not in source and "from nspkg" not in source and "class Sparse(nn.Module)" in source
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    import torch
+
+    assert ns["Net"]()(torch.tensor([1.0, 3.0])).tolist() == [0.0, 2.0]
+    with pytest.raises(ExtractionError) as err:
+        extract_class(_repo(files), "nspkg/other.py", "Other")
+    assert err.value.reason == "missing_dependency" and "nspkg" in err.value.detail
+
+
 def test_synthesis_never_executes_harvested_code(tmp_path):
     marker = tmp_path / "pwned"
     src = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
