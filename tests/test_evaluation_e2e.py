@@ -107,8 +107,9 @@ def test_eval_endpoint_end_to_end_metrics_warehouse_report_and_compare(workdir):
     assert len(lines) == 6 and json.loads(lines[1])["violations"]
 
     # The endpoint's stored candidates, scored again from the warehouse (how a teacher's upper bound is taken).
-    second = one_json(CliRunner().invoke(app, ["--db", str(db), *JUDGE, "eval", "--suite", "tiny.jsonl", "--stored",
-                                               f"openai:{MODEL}", "--samples", "3", "--max-problems", "1", "--json"]))
+    second = one_json(CliRunner().invoke(app, ["--db", str(db), *JUDGE, "--set", "evaluation.pick_problems=first", "eval",
+                                               "--suite", "tiny.jsonl", "--stored", f"openai:{MODEL}", "--samples", "3",
+                                               "--max-problems", "1", "--json"]))
     assert second["generator"] == f"stored:openai:{MODEL}" and second["samples"] == 3 and second["problems"] == 1
     assert second["exec_accuracy"] == pytest.approx(1 / 3) and second["rule_pass"] == pytest.approx(1 / 3)
     nothing = CliRunner().invoke(app, ["--db", str(db), "eval", "--suite", "tiny.jsonl", "--stored", "inductor"])
