@@ -20,6 +20,11 @@ _RNN_INPUT = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expect
 _EINOPS_RANK = re.compile(r"Wrong shape: expected (\d+) dims\. Received (\d+)-dim tensor")
 _EINOPS_CHUNKS = re.compile(r"can't divide axis of length (\d+) in chunks of (\d+)")
 _RANK = re.compile(r"[Ee]xpected (\d)D (?:\(unbatched\) or (\d)D \(batched\) )?input(?: to conv\dd)?(?:,| \(got)")
+# A package's own message, in the common "expected N ... but got/found M" phrasing (vector-quantize's
+# FSQ: "expected dimension of 2 but found dimension of 32"; torch.cat: "Expected size 32 but got size 8"):
+# tried last, on an input dimension that is M.
+_EXPECTED_GOT = re.compile(r"\bexpected\b[^\d\n]{0,60}?(\d+)\b[^\d\n]{0,60}?\b(?:got|found|received)\b[^\d\n]{0,30}?(\d+)\b",
+                           re.IGNORECASE)
 
 
 def _tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
@@ -79,4 +84,15 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
                 return s[:rank]
             return None
         return reshape(to_rank)
+    m = _EXPECTED_GOT.search(detail)
+    if m and m.group(1) != m.group(2):
+        want, got = int(m.group(1)), int(m.group(2))
+
+        def one_dim(s: list[int]) -> list[int] | None:
+            # the last dimension when it is M (features), else the first non-batch one that is
+            if s and s[-1] == got:
+                return s[:-1] + [want]
+            at = next((i for i, d in enumerate(s) if i > 0 and d == got), None)
+            return None if at is None else s[:at] + [want] + s[at + 1:]
+        return reshape(one_dim)
     return None

@@ -331,6 +331,10 @@ def test_states_saved_by_separate_harvests_merge(tmp_path):
     ("EinopsError: Error while processing rearrange-reduction pattern. Input tensor shape: torch.Size([2, 32, 8]). "
      "Wrong shape: expected 4 dims. Received 3-dim tensor.", [2, 32, 8], [2, 32, 8, 8]),
     ("EinopsError: Shape mismatch, can't divide axis of length 8 in chunks of 7", [2, 32, 8, 8], [2, 32, 14, 14]),
+    # a package's own assert message (vector-quantize-pytorch's FSQ), and torch.cat's
+    ("AssertionError: expected dimension of 2 but found dimension of 32", [2, 8, 32], [2, 8, 2]),
+    ("RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 16 but got size 8 for tensor "
+     "number 1 in the list.", [2, 8, 32], [2, 16, 32]),
 ])
 def test_torch_shape_errors_steer_the_next_input_guess(message, shape, expected):
     from autotriton.harvesting.input_repair import repair_attempt
@@ -341,6 +345,7 @@ def test_torch_shape_errors_steer_the_next_input_guess(message, shape, expected)
     assert fixed is not None and fixed.input_spec[0]["shape"] == expected
     assert fixed.input_code[0] == f"torch.randn({', '.join(map(str, expected))})" and fixed.init_code == ["16"]
     assert repair_attempt(attempt, "ZeroDivisionError: division by zero") is None
+    assert repair_attempt(attempt, "AssertionError: expected 2 heads, got 2") is None  # nothing to change
 
 
 def test_randomness_outside_init_is_found_unless_gated_on_training():

@@ -480,3 +480,27 @@ class Never(nn.Module):
     first, _, last = detail.partition(" || last error: ")
     assert "input guesses failed; first error:" in first and "no input of shape" in first
     assert "no input of shape" in last and last != first.split("first error: ", 1)[1]
+
+
+FSQ_LIKE = '''
+class Quantize(nn.Module):
+    def __init__(self, levels=(8, 5, 5)):
+        super().__init__()
+        self.register_buffer("levels", torch.tensor(levels, dtype=torch.float32))
+
+    def check(self, z):
+        width = self.levels.numel()  # known only when the module runs
+        if z.shape[-1] != width:
+            raise ValueError(f"expected dimension of {width} but found dimension of {z.shape[-1]}")
+
+    def forward(self, z):
+        self.check(z)
+        half = (self.levels - 1) / 2
+        return torch.round(torch.tanh(z) * half) / half
+'''
+
+
+def test_a_packages_own_expected_but_found_message_steers_the_input(tmp_path):
+    """vector-quantize-pytorch's FSQ asserts its input's last dimension against len(levels) and says
+    "expected dimension of 3 but found dimension of 32": the next guess takes that dimension."""
+    assert_all_runnable(tmp_path, "fsq.py", FSQ_LIKE, 1)
