@@ -20,6 +20,9 @@ _RNN_INPUT = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expect
 _EINOPS_RANK = re.compile(r"Wrong shape: expected (\d+) dims\. Received (\d+)-dim tensor")
 _EINOPS_CHUNKS = re.compile(r"can't divide axis of length (\d+) in chunks of (\d+)")
 _RANK = re.compile(r"[Ee]xpected (\d)D (?:\(unbatched\) or (\d)D \(batched\) )?input(?: to conv\dd)?(?:,| \(got)")
+# Broadcasting: "The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 3";
+# which side is the input is not said: the input's dimension that is one size becomes the other.
+_BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)")
 # A package's own message, in the common "expected N ... but got/found M" phrasing (vector-quantize's
 # FSQ: "expected dimension of 2 but found dimension of 32"; torch.cat: "Expected size 32 but got size 8"):
 # tried last, on an input dimension that is M.
@@ -84,6 +87,19 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
                 return s[:rank]
             return None
         return reshape(to_rank)
+    m = _BROADCAST.search(detail)
+    if m:
+        a, b, axis = int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+        def broadcast(s: list[int]) -> list[int] | None:
+            # the dimension torch names (of the broadcast shape: the input's own when the ranks
+            # agree), else any non-batch dimension of that size, from the right
+            for got, want in ((a, b), (b, a)):
+                for at in (axis, *range(len(s) - 1, 0, -1)):
+                    if 0 < at < len(s) and s[at] == got and want > 1:
+                        return s[:at] + [want] + s[at + 1:]
+            return None
+        return reshape(broadcast)
     m = _EXPECTED_GOT.search(detail)
     if m and m.group(1) != m.group(2):
         want, got = int(m.group(1)), int(m.group(2))

@@ -333,6 +333,11 @@ def test_states_saved_by_separate_harvests_merge(tmp_path):
     ("EinopsError: Shape mismatch, can't divide axis of length 8 in chunks of 7", [2, 32, 8, 8], [2, 32, 14, 14]),
     # a package's own assert message (vector-quantize-pytorch's FSQ), and torch.cat's
     ("AssertionError: expected dimension of 2 but found dimension of 32", [2, 8, 32], [2, 8, 2]),
+    # broadcasting against a constructor-sized tensor (vector-quantize's ResidualFSQ)
+    ("RuntimeError: The size of tensor a (32) must match the size of tensor b (2) at non-singleton dimension 2",
+     [2, 8, 32], [2, 8, 2]),
+    ("RuntimeError: The size of tensor a (64) must match the size of tensor b (16) at non-singleton dimension 1",
+     [2, 16, 8], [2, 64, 8]),
     ("RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 16 but got size 8 for tensor "
      "number 1 in the list.", [2, 8, 32], [2, 16, 32]),
 ])

@@ -504,3 +504,20 @@ def test_a_packages_own_expected_but_found_message_steers_the_input(tmp_path):
     """vector-quantize-pytorch's FSQ asserts its input's last dimension against len(levels) and says
     "expected dimension of 3 but found dimension of 32": the next guess takes that dimension."""
     assert_all_runnable(tmp_path, "fsq.py", FSQ_LIKE, 1)
+
+
+SCALED_BY_LEVELS = '''
+class ScaleByLevels(nn.Module):
+    def __init__(self, levels=(8, 5)):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(levels, dtype=torch.float32))
+
+    def forward(self, z):
+        return torch.tanh(z) * self.scale
+'''
+
+
+def test_a_broadcast_against_a_constructor_sized_tensor_steers_the_input(tmp_path):
+    """torch says which sizes failed to broadcast ("size of tensor a (32) must match the size of
+    tensor b (2)"): the next guess gives the input's dimension the other size."""
+    assert_all_runnable(tmp_path, "levels.py", SCALED_BY_LEVELS, 1)
