@@ -132,7 +132,7 @@ case "${1:-}" in
                --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
                --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
     SUITE=${HELDOUT_SUITE:-$WORK/exports/rl:validation}
-    for m in base sft grpo; do
+    for m in ${EVAL_ORDER:-sft base grpo}; do  # the SFT model first: the last session ran out before it
       case $m in base) MODEL=smollm2-135m ;; sft) MODEL=$WORK/train/sft/final ;; grpo) MODEL=$WORK/train/grpo/final ;; esac
       log "eval $m ($MODEL)"; t0=$SECONDS
       autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$MODEL" --suite "$SUITE" --json > "$R/eval_$m.json" 2> "$R/eval_$m.err"
