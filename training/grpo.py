@@ -20,7 +20,7 @@ from autotriton.training.monitor import GRPO_CURVES, RichProgress, StepTimer, Ti
 from autotriton.training.rewards import BatchJudge, JudgeRewards
 from autotriton.training.trl_args import check_trl_args, write_model_card
 from autotriton.training.sft import (
-    TrainResult, last_checkpoint, precision_args, quiet_stdout, save_final, to_splits, trainer_config_summary,
+    TrainResult, chat_tokens, last_checkpoint, precision_args, quiet_stdout, save_final, to_splits, trainer_config_summary,
 )
 
 GRPO_KEYS = ("model", "lora", "grpo_max_steps", "grpo_learning_rate", "grpo_time_budget_s", "max_prompt_length", "num_generations", "max_completion_length",
@@ -65,13 +65,7 @@ def drop_long_prompts(rows: Any, tokenizer: Any, max_prompt_length: int) -> tupl
         return rows, 0
 
     def fits(row: dict[str, Any]) -> bool:
-        prompt = row["prompt"]
-        if isinstance(prompt, str):
-            ids = tokenizer(prompt)["input_ids"]
-        else:
-            ids = tokenizer.apply_chat_template(list(prompt), tokenize=True, add_generation_prompt=True)
-            ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
-        return len(ids) <= max_prompt_length
+        return chat_tokens(tokenizer, row["prompt"], add_generation_prompt=True) <= max_prompt_length
 
     kept = rows.filter(fits)
     return kept, len(rows) - len(kept)

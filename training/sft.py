@@ -165,15 +165,20 @@ def build_sft_config(cfg: TrainingConfig, output_dir: Path, device: str, packing
     return SFTConfig(**kwargs)
 
 
+def chat_tokens(tokenizer: Any, messages: Any, add_generation_prompt: bool = False) -> int:
+    """Tokens of `messages` rendered with the tokenizer's chat template (a plain string: as is)."""
+    if isinstance(messages, str):
+        return len(tokenizer(messages)["input_ids"])
+    ids = tokenizer.apply_chat_template(list(messages), tokenize=True, add_generation_prompt=add_generation_prompt)
+    return len(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+
+
 def drop_overlong(rows: Any, tokenizer: Any, max_length: int) -> tuple[Any, int]:
     """(rows that fit, how many did not): a conversational prompt/completion row fits when its
     rendering with the tokenizer's chat template (prompt and completion messages in one
-    conversation) is at most `max_length`
-    tokens."""
+    conversation) is at most `max_length` tokens."""
     def fits(row: dict[str, Any]) -> bool:
-        ids = tokenizer.apply_chat_template(list(row["prompt"]) + list(row["completion"]), tokenize=True)
-        ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
-        return len(ids) <= max_length
+        return chat_tokens(tokenizer, list(row["prompt"]) + list(row["completion"])) <= max_length
 
     kept = rows.filter(fits)
     return kept, len(rows) - len(kept)
