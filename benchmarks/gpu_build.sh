@@ -83,6 +83,7 @@ case "${1:-}" in
     # One distill run over every source (problems taken in turns from each package and the
     # generator), ended cleanly by its own --time-budget; a later run continues it. REDO_UNSOLVED=1
     # once after a converter fix: the problems without a pair are distilled again.
+    # SOURCE_KIND=pypi: only the packages' problems (issue 13's yield from real code).
     # The generator's pointwise problems first (their kernels are short enough for a small model
     # to learn from), then every source; each run ends cleanly by its own budget.
     if [ "${PW_DISTILL_S:-0}" -gt 0 ]; then
@@ -91,7 +92,7 @@ case "${1:-}" in
       log "distill pointwise: rc $? in $((SECONDS-t0)) s"
     fi
     log "distill"; t0=$SECONDS
-    bounded $((${DISTILL_S:-1200} + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} --json > "$R/distill.json" 2> "$R/distill.err"
+    bounded $((${DISTILL_S:-1200} + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} ${SOURCE_KIND:+--source-kind "$SOURCE_KIND"} --json > "$R/distill.json" 2> "$R/distill.err"
     log "distill: rc $? in $((SECONDS-t0)) s"
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done
