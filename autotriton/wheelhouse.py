@@ -46,19 +46,26 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def installed_names(path: str | os.PathLike[str]) -> list[str]:
-    """The distribution names of a list of what the target machine has installed: one per line,
-    as `pip list --format=freeze` or `pip freeze` writes it (`name==version`, `name @ url`) or
-    bare names; blank lines, `#` comments and editable (`-e`) lines are skipped."""
-    names = []
+def installed_versions(path: str | os.PathLike[str]) -> dict[str, str | None]:
+    """What the target machine has installed, from `pip list --format=freeze` or `pip freeze` run
+    there (`name==version`, `name @ url`) or bare names: canonical name -> version (None where the
+    line gives no exact version). Blank lines, `#` comments and editable (`-e`) lines are skipped."""
+    found: dict[str, str | None] = {}
     for raw in Path(path).read_text(encoding="utf-8").splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line or line.startswith("-"):
             continue
         name = re.split(r"\s|==|===|~=|>=|<=|!=|<|>|@|;|\[", line, maxsplit=1)[0]
         if name:
-            names.append(canonical(name))
-    return names
+            m = re.match(r"[^=<>!~;@\s\[]+\s*===?\s*([A-Za-z0-9.+!_-]+)\s*$", line)
+            found[canonical(name)] = m.group(1) if m else None
+    return found
+
+
+def installed_names(path: str | os.PathLike[str]) -> list[str]:
+    """The distribution names of a listing of what the target machine has installed (see
+    installed_versions)."""
+    return list(installed_versions(path))
 
 
 def pyproject_requirements(path: str | os.PathLike[str], extras: Sequence[str] = ()) -> list[str]:
@@ -88,10 +95,10 @@ def _pip_failed(proc: subprocess.CompletedProcess, what: str) -> WheelhouseError
     return WheelhouseError(f"pip {what} failed:\n" + "\n".join(errors[-8:]))
 
 
-def resolve(requirements: Sequence[str], *, python_version: str, platforms: Sequence[str] = (*DEFAULT_PLATFORMS,),
-            constraints: Sequence[str] = (), find_links: Sequence[str] = (), no_index: bool = False,
-            pip: Sequence[str] = (sys.executable, "-m", "pip")) -> list[tuple[str, str]]:
-    """(name, version) of every distribution pip would install for `requirements` on the target."""
+def resolve_report(requirements: Sequence[str], *, python_version: str, platforms: Sequence[str] = (*DEFAULT_PLATFORMS,),
+                   constraints: Sequence[str] = (), find_links: Sequence[str] = (), no_index: bool = False,
+                   pip: Sequence[str] = (sys.executable, "-m", "pip")) -> list[dict]:
+    """pip's installation report (its `install` items) for `requirements` on the target."""
     with tempfile.TemporaryDirectory(prefix="wheelhouse-") as tmp:
         report = os.path.join(tmp, "report.json")
         cmd = [*pip, "install", "--dry-run", "--ignore-installed", "--disable-pip-version-check", "--quiet",
@@ -106,8 +113,70 @@ def resolve(requirements: Sequence[str], *, python_version: str, platforms: Sequ
         if proc.returncode != 0:
             raise _pip_failed(proc, "resolution")
         with open(report, encoding="utf-8") as f:
-            installs = json.load(f).get("install", [])
+            return list(json.load(f).get("install", []))
+
+
+def resolve(requirements: Sequence[str], *, python_version: str, platforms: Sequence[str] = (*DEFAULT_PLATFORMS,),
+            constraints: Sequence[str] = (), find_links: Sequence[str] = (), no_index: bool = False,
+            pip: Sequence[str] = (sys.executable, "-m", "pip")) -> list[tuple[str, str]]:
+    """(name, version) of every distribution pip would install for `requirements` on the target."""
+    installs = resolve_report(requirements, python_version=python_version, platforms=platforms, constraints=constraints,
+                              find_links=find_links, no_index=no_index, pip=pip)
     return sorted((canonical(i["metadata"]["name"]), i["metadata"]["version"]) for i in installs)
+
+
+def _packaging():
+    """packaging's Requirement and Version: the installed library, else the copy pip vendors
+    (this module runs from a clone with nothing but Python and pip)."""
+    try:
+        from packaging.requirements import Requirement
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # pragma: no cover - depends on the machine
+        from pip._vendor.packaging.requirements import Requirement  # type: ignore[no-redef]
+        from pip._vendor.packaging.version import InvalidVersion, Version  # type: ignore[no-redef]
+    return Requirement, Version, InvalidVersion
+
+
+def kept_by_target(installs: Sequence[dict], requirements: Sequence[str], target: dict[str, str | None],
+                   python_version: str) -> set[str]:
+    """The resolved distributions the target may keep: it has them at a version that every
+    requirement on them (the root requirements' and each resolved distribution's own, markers
+    evaluated for the target) accepts, so `pip install` there keeps its own instead of needing a
+    wheel. A version the resolution needs and the target does not have (an older typer) is not kept."""
+    Requirement, Version, InvalidVersion = _packaging()
+    env = {"python_version": python_version, "python_full_version": f"{python_version}.0", "sys_platform": "linux",
+           "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix", "implementation_name": "cpython",
+           "platform_python_implementation": "CPython"}
+    specs: dict[str, list] = {}
+
+    def add(line: str, extras: Sequence[str]) -> None:
+        try:
+            req = Requirement(line)
+        except Exception:  # an unreadable requirement constrains nothing we can check
+            return
+        if req.marker is not None and not any(req.marker.evaluate({**env, "extra": e}) for e in ("", *extras)):
+            return
+        specs.setdefault(canonical(req.name), []).append(req.specifier)
+
+    for line in requirements:
+        add(line, ())
+    for item in installs:
+        meta = item.get("metadata") or {}
+        for line in meta.get("requires_dist") or []:
+            add(line, item.get("requested_extras") or ())
+    kept = set()
+    for item in installs:
+        name = canonical((item.get("metadata") or {}).get("name", ""))
+        have = target.get(name)
+        if not have:
+            continue
+        try:
+            version = Version(have)
+        except InvalidVersion:
+            continue
+        if all(spec.contains(version, prereleases=True) for spec in specs.get(name, [])):
+            kept.add(name)
+    return kept
 
 
 def excluded(name: str, patterns: Iterable[str]) -> bool:
@@ -177,19 +246,43 @@ def stub_wheels(provided: Sequence[str], folder: str, python_version: str, platf
 def build_wheelhouse(requirements: Sequence[str], out: str | os.PathLike[str], *, python_version: str = "3.12",
                      platforms: Sequence[str] = (*DEFAULT_PLATFORMS,), constraints: Sequence[str] = (),
                      provided: Sequence[str] = (), exclude: Sequence[str] = DEFAULT_EXCLUDE, find_links: Sequence[str] = (),
+                     target: dict[str, str | None] | None = None, build_requirements: Sequence[str] = (),
                      pip: Sequence[str] = (sys.executable, "-m", "pip")) -> dict[str, object]:
     """Resolve for the target (whose own packages are pinned by `provided`, e.g. torch==2.11.0),
     download every resolved wheel but the excluded, and write `wheelhouse.json` (what was asked,
-    resolved, downloaded and left to the target machine)."""
+    resolved, downloaded and left to the target machine).
+
+    `target`: what the target has installed (installed_versions): a distribution it has at a
+    version every requirement accepts is left to it (kept_by_target), one it has at another
+    version is downloaded, one listed without a version is excluded. `build_requirements` (the
+    project's [build-system] requires) are always downloaded: pip installs them into an isolated
+    build environment from the wheelhouse, whatever the target has."""
     with tempfile.TemporaryDirectory(prefix="wheelhouse-constraints-") as folder:
         stubs = os.path.join(folder, "provided")
         os.mkdir(stubs)
         stub_wheels(provided, stubs, python_version, platforms[0])
-        pins = resolve(requirements, python_version=python_version, platforms=platforms,
-                       constraints=_target_constraints(constraints, provided, exclude, folder),
-                       find_links=[stubs, *find_links], pip=pip)
-    wanted = [(n, v) for n, v in pins if not excluded(n, exclude)]
-    left = [f"{n}=={v}" for n, v in pins if excluded(n, exclude)]
+        installs = resolve_report(requirements, python_version=python_version, platforms=platforms,
+                                  constraints=_target_constraints(constraints, provided, exclude, folder),
+                                  find_links=[stubs, *find_links], pip=pip)
+    pins = sorted((canonical(i["metadata"]["name"]), i["metadata"]["version"]) for i in installs)
+    target = target or {}
+    unversioned = [n for n, v in target.items() if v is None]
+    kept = kept_by_target(installs, requirements, target, python_version)
+    isolated = set()
+    Requirement = _packaging()[0]
+    for line in build_requirements:
+        try:
+            isolated.add(canonical(Requirement(line).name))
+        except Exception:
+            continue
+    # build isolation: pip needs the backend's own wheels whatever the target has installed
+    kept -= isolated
+
+    def leave(name: str) -> bool:
+        return excluded(name, exclude) or (name not in isolated and excluded(name, unversioned)) or name in kept
+
+    wanted = [(n, v) for n, v in pins if not leave(n)]
+    left = [f"{n}=={v}" if not (n in kept and target.get(n)) else f"{n}=={target[n]} (the target's)" for n, v in pins if leave(n)]
     download(wanted, out, python_version=python_version, platforms=platforms, find_links=find_links, pip=pip)
     summary: dict[str, object] = {"python_version": python_version, "platforms": list(platforms), "requirements": list(requirements),
                                   "downloaded": [f"{n}=={v}" for n, v in wanted], "left_to_the_target": left,
@@ -215,24 +308,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "(replaces this pin of the constraints files for the resolution; never downloaded when excluded)")
     ap.add_argument("--exclude", action="append", default=None, help=f"distributions the target brings itself (fnmatch; default {' '.join(DEFAULT_EXCLUDE)})")
     ap.add_argument("--exclude-from", action="append", default=[], help="a file of what the target has installed "
-                    "(`python3 -m pip list --format=freeze` run there, or one name a line): none of it is downloaded, "
-                    "the target keeps its own (added to --exclude and its default)")
+                    "(`python3 -m pip list --format=freeze` run there): what it has at a version every requirement "
+                    "accepts is not downloaded (the target keeps its own); other versions are; bare names are excluded")
     ap.add_argument("--find-links", action="append", default=[], help="also look for wheels here")
     args = ap.parse_args(argv)
     exclude = list(args.exclude or DEFAULT_EXCLUDE)
+    target: dict[str, str | None] = {}
     try:
         for listing in args.exclude_from:
-            exclude += installed_names(listing)
+            target.update(installed_versions(listing))
     except OSError as exc:
         ap.error(f"--exclude-from: {exc}")
     reqs = list(args.requirement)
+    build: list[str] = []
     if args.pyproject:
         reqs = pyproject_requirements(args.pyproject, args.extra) + reqs
+        build = list((tomllib.loads(Path(args.pyproject).read_text(encoding="utf-8")).get("build-system") or {}).get("requires") or [])
     if not reqs:
         ap.error("nothing to fetch: pass --pyproject and/or -r")
     try:
         summary = build_wheelhouse(reqs, args.out, python_version=args.python_version, platforms=args.platform or list(DEFAULT_PLATFORMS),
-                                   constraints=args.constraint, provided=args.provided, exclude=exclude, find_links=args.find_links)
+                                   constraints=args.constraint, provided=args.provided, exclude=exclude, find_links=args.find_links,
+                                   target=target, build_requirements=build)
     except (WheelhouseError, OSError, tomllib.TOMLDecodeError) as exc:
         print(f"wheelhouse: {exc}", file=sys.stderr)
         return 2
