@@ -243,6 +243,25 @@ def stub_wheels(provided: Sequence[str], folder: str, python_version: str, platf
     return made
 
 
+def left_to_target(installs: Sequence[dict], requirements: Sequence[str], target: dict[str, str | None],
+                   exclude: Sequence[str], build_requirements: Sequence[str], python_version: str) -> set[str]:
+    """The resolved distributions not to download: the excluded patterns (the target's torch,
+    triton, CUDA libraries), what the target lists without a version, and what it has at a version
+    every requirement accepts (kept_by_target), except the build backend (`build_requirements`):
+    pip installs that into an isolated build environment from the wheelhouse, whatever the target has."""
+    Requirement = _packaging()[0]
+    isolated = set()
+    for line in build_requirements:
+        try:
+            isolated.add(canonical(Requirement(line).name))
+        except Exception:  # an unreadable build requirement: pip will say so on the target
+            continue
+    kept = kept_by_target(installs, requirements, target, python_version) - isolated
+    unversioned = [n for n, v in target.items() if v is None and n not in isolated]
+    names = {canonical((i.get("metadata") or {}).get("name", "")) for i in installs}
+    return {n for n in names if excluded(n, exclude) or excluded(n, unversioned) or n in kept}
+
+
 def build_wheelhouse(requirements: Sequence[str], out: str | os.PathLike[str], *, python_version: str = "3.12",
                      platforms: Sequence[str] = (*DEFAULT_PLATFORMS,), constraints: Sequence[str] = (),
                      provided: Sequence[str] = (), exclude: Sequence[str] = DEFAULT_EXCLUDE, find_links: Sequence[str] = (),
@@ -266,23 +285,9 @@ def build_wheelhouse(requirements: Sequence[str], out: str | os.PathLike[str], *
                                   find_links=[stubs, *find_links], pip=pip)
     pins = sorted((canonical(i["metadata"]["name"]), i["metadata"]["version"]) for i in installs)
     target = target or {}
-    unversioned = [n for n, v in target.items() if v is None]
-    kept = kept_by_target(installs, requirements, target, python_version)
-    isolated = set()
-    Requirement = _packaging()[0]
-    for line in build_requirements:
-        try:
-            isolated.add(canonical(Requirement(line).name))
-        except Exception:
-            continue
-    # build isolation: pip needs the backend's own wheels whatever the target has installed
-    kept -= isolated
-
-    def leave(name: str) -> bool:
-        return excluded(name, exclude) or (name not in isolated and excluded(name, unversioned)) or name in kept
-
-    wanted = [(n, v) for n, v in pins if not leave(n)]
-    left = [f"{n}=={v}" if not (n in kept and target.get(n)) else f"{n}=={target[n]} (the target's)" for n, v in pins if leave(n)]
+    leave = left_to_target(installs, requirements, target, exclude, build_requirements, python_version)
+    wanted = [(n, v) for n, v in pins if n not in leave]
+    left = [f"{n}=={target[n]} (the target's)" if target.get(n) else f"{n}=={v}" for n, v in pins if n in leave]
     download(wanted, out, python_version=python_version, platforms=platforms, find_links=find_links, pip=pip)
     summary: dict[str, object] = {"python_version": python_version, "platforms": list(platforms), "requirements": list(requirements),
                                   "downloaded": [f"{n}=={v}" for n, v in wanted], "left_to_the_target": left,

@@ -51,3 +51,41 @@ def test_a_targets_package_listing_becomes_names_it_keeps(tmp_path):
     assert names == ["pyarrow", "typing-extensions", "my-pkg", "einops", "numpy"]
     patterns = [*DEFAULT_EXCLUDE, *names]
     assert excluded("pyarrow", patterns) and excluded("typing_extensions", patterns) and not excluded("duckdb", patterns)
+
+
+def _install(name: str, version: str, *requires: str, extras: tuple[str, ...] = ()) -> dict:
+    """One item of `pip install --report`'s "install" list, as pip writes it."""
+    return {"metadata": {"name": name, "version": version, "requires_dist": list(requires)}, "requested_extras": list(extras)}
+
+
+def test_the_target_keeps_only_versions_every_requirement_accepts(tmp_path):
+    """The H200 image has typer 0.27.2 and setuptools 81; autotriton needs typer>=0.29.2, and pip
+    builds the project in an isolated environment that cannot see the image's setuptools: both
+    must be in the wheelhouse, while the image's own rich, torch and numpy are left to it."""
+    from autotriton.wheelhouse import installed_versions, kept_by_target, left_to_target
+
+    listing = tmp_path / "freeze.txt"
+    listing.write_text("typer==0.27.2\nrich==15.0.0\ntorch==2.11.0+cu130\nnumpy==2.5.2\nsetuptools==81.0.0\n"
+                       "pydantic==1.10.0\neinops\n")
+    target = installed_versions(listing)
+    assert target == {"typer": "0.27.2", "rich": "15.0.0", "torch": "2.11.0+cu130", "numpy": "2.5.2",
+                      "setuptools": "81.0.0", "pydantic": "1.10.0", "einops": None}
+    requirements = ["setuptools>=69", "typer>=0.29.2,<0.30", "torch>=2.11,<2.14", "duckdb>=1.4", "pydantic>=2"]
+    installs = [
+        _install("setuptools", "84.2.1"), _install("typer", "0.29.2", "rich>=12.3.0", "click>=8.2"),
+        _install("rich", "15.0.1", "markdown-it-py>=2.2"), _install("torch", "2.11.0"),
+        _install("duckdb", "2.0.1", "numpy>=1.26; extra == 'numpy'", "pandas<0; python_version < '3.0'"),
+        _install("numpy", "2.5.3"), _install("pydantic", "2.14.4"), _install("einops", "0.8.2"),
+    ]
+    kept = kept_by_target(installs, requirements, target, "3.12")
+    assert kept == {"rich", "torch", "numpy", "setuptools"}  # typer and pydantic too old; einops: no version
+    leave = left_to_target(installs, requirements, target, ("torch", "nvidia-*"), ["setuptools>=69"], "3.12")
+    assert leave == {"rich", "torch", "numpy", "einops"}
+    # a requirement the target's version fails, from a resolved package's own metadata
+    installs.append(_install("newlib", "1.0", "rich>=16; python_version >= '3.10'"))
+    assert "rich" not in kept_by_target(installs, requirements, target, "3.12")
+    # an extra's requirement binds only where that extra was asked for
+    installs[4]["metadata"]["requires_dist"][0] = "numpy>=3; extra == 'numpy'"
+    assert "numpy" in kept_by_target(installs, requirements, target, "3.12")
+    installs[4]["requested_extras"] = ["numpy"]
+    assert "numpy" not in kept_by_target(installs, requirements, target, "3.12")
