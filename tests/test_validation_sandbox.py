@@ -277,6 +277,9 @@ PROBES = {
     "needs_data_files": (problem("relu").replace("super().__init__()", "super().__init__()\n        open('weights.bin').read()"), "needs_data_files"),
     "nondeterministic": (problem("relu").replace("return torch.relu(x)", "import random\n        return torch.relu(x) * random.random()"), "nondeterministic"),
     "input_independent": (problem("relu").replace("return torch.relu(x)", "return torch.ones(3)"), "input_independent"),
+    "returns_input": (problem("relu").replace("return torch.relu(x)", "return torch.nn.functional.dropout(x, 0.5, self.training)"), "returns_input"),
+    # changed in place and returned: computed, not passed through
+    "in_place": (problem("relu").replace("return torch.relu(x)", "return x.mul_(2)"), None),
     "runtime_error": (problem("relu").replace("return torch.relu(x)", "return x @ x"), "runtime_error"),
     "too_slow": (problem("relu").replace("return torch.relu(x)", "import time\n        time.sleep(2)\n        return torch.relu(x)"), "too_slow"),
     "timeout": (problem("relu").replace("return torch.relu(x)", "while True:\n            pass"), "timeout"),
@@ -290,7 +293,7 @@ def test_probe_reasons():
     results = probe_many(sources, judge_config(probe_budget_s=1.0, probe_timeout_s=8.0))
     for name, result in zip(names, results):
         assert result.reason == PROBES[name][1], (name, result)
-        assert result.ok == (name == "ok")
+        assert result.ok == (PROBES[name][1] is None), (name, result)
     assert results[0].output_shapes == [[4, 32]] and results[0].shrunk  # batch 16 -> 4, dim 64 -> 32
 
 

@@ -5,7 +5,9 @@ Problem code comes from the wild, so it runs like a candidate: in a confined pro
 a worker's template, on the CPU, with shapes shrunk by `shrink_problem` (when configured).
 
 Reasons (ProbeResult.reason): "missing_dependency", "needs_data_files", "bad_format",
-"runtime_error", "nondeterministic", "input_independent", "too_slow", "timeout", "crashed".
+"runtime_error", "nondeterministic", "input_independent", "returns_input", "too_slow", "timeout", "crashed".
+"returns_input": every output is one of the inputs, unchanged (DropPath, Dropout and friends in eval
+mode): there is nothing to compute, so nothing for a kernel to do.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import traceback
 from typing import Any
 
 REASONS = ("missing_dependency", "needs_data_files", "bad_format", "runtime_error", "nondeterministic",
-           "input_independent", "too_slow", "timeout", "crashed")
+           "input_independent", "returns_input", "too_slow", "timeout", "crashed")
 
 
 def _fail(reason: str, detail: str, start: float, **extra: Any) -> dict[str, Any]:
@@ -79,9 +81,10 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
             model.eval()
         torch.manual_seed(input_seed)
         inputs = list(module.get_inputs())
+        before = [x.detach().clone() for x in inputs if isinstance(x, torch.Tensor)]  # forward may change them in place
         with torch.no_grad():
             out = model(*inputs)
-        return [o.detach().clone() for o in _flatten_outputs(out)], inputs
+        return [o.detach().clone() for o in _flatten_outputs(out)], before
 
     try:
         first, inputs_a = run(job["seed"], job["seed"] + 1)
@@ -99,9 +102,12 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
     shapes = [list(o.shape) for o in first]
     if not _same(first, second):
         return _fail("nondeterministic", "two runs with the same seed gave different outputs", start, output_shapes=shapes)
-    inputs_differ = not _same([x for x in inputs_a if isinstance(x, torch.Tensor)], [x for x in inputs_b if isinstance(x, torch.Tensor)])
+    inputs_differ = not _same(inputs_a, inputs_b)
     if inputs_differ and _same(first, third):
         return _fail("input_independent", "different inputs gave the same outputs", start, output_shapes=shapes)
+    if first and all(any(_same([o], [x]) for x in inputs_a) for o in first):
+        return _fail("returns_input", "forward returns its input unchanged (in eval mode): nothing to compute", start,
+                     output_shapes=shapes)
     return {"ok": True, "reason": None, "detail": "", "output_shapes": shapes, "elapsed_s": time.monotonic() - start,
             "output_dtypes": [str(o.dtype).removeprefix("torch.") for o in first]}
 
