@@ -29,7 +29,7 @@ from autotriton.harvesting.state import HarvestState
 from autotriton.hashing import source_key
 from autotriton.harvesting.input_repair import repair_attempt
 from autotriton.harvesting.randomness import random_calls
-from autotriton.harvesting.renaming import positional_init
+from autotriton.harvesting.renaming import positional_forward, positional_init
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
@@ -341,8 +341,10 @@ class Harvester:
         module = HarvestedModule(source=ref, class_name=class_name, original_source=original, standalone_source=standalone)
         self.result.modules.append(module)
         # Keyword-only constructors (`__init__(self, *, dim, depth)`, common in einops-era code)
-        # take positional arguments in the problem, as KernelBench builds `Model(*get_init_inputs())`.
-        model_source = positional_init(rename_to_model(standalone, source_name or class_name))
+        # take positional arguments in the problem, as KernelBench builds `Model(*get_init_inputs())`;
+        # likewise forward's required keyword-only inputs (`forward(self, x, *, context)`), as it
+        # calls `model(*get_inputs())`.
+        model_source = positional_forward(positional_init(rename_to_model(standalone, source_name or class_name)))
         requirements = module_requirements(standalone, self._declared, local_packages=self._local_packages)
         try:
             environment_key = requirement_key(requirements)

@@ -4,6 +4,8 @@ module chains (`pkg.sub.fn`) to the bare names that were inlined.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import libcst as cst
 
 from autotriton.harvesting.parsing import _dotted
@@ -77,13 +79,17 @@ def _top_names(module: cst.Module) -> set[str]:
     return names
 
 
-class _PositionalInit(cst.CSTTransformer):
-    """`def __init__(self, *, a, b=1)` of the top-level class `name` -> `def __init__(self, a, b=1)`."""
+class _MethodParams(cst.CSTTransformer):
+    """Rewrites the parameters of method `method` of the top-level class `name` by `rewrite`
+    (which returns None to leave them): a nested class's or a nested function's method of the
+    same name is not the class's own."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, method: str, rewrite: Callable[[cst.Parameters], cst.Parameters | None]):
         self.name = name
+        self.method = method
+        self.rewrite = rewrite
         self.classes: list[str] = []  # the classes we are inside, outermost first
-        self.functions = 0  # functions we are inside (an __init__ nested in a method is not the class's)
+        self.functions = 0  # functions we are inside
         self.changed = False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
@@ -100,18 +106,53 @@ class _PositionalInit(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self.functions -= 1
-        params = updated.params
-        if not (self.classes == [self.name] and self.functions == 0 and updated.name.value == "__init__" and params.kwonly_params
-                and isinstance(params.star_arg, cst.ParamStar)):  # a bare `*`: with *args they cannot move
+        if not (self.classes == [self.name] and self.functions == 0 and updated.name.value == self.method):
             return updated
-        # Required parameters first (their own order), then those with defaults: any other order
-        # would put a required positional parameter after a defaulted one.
-        moved = [*params.params, *params.kwonly_params]
-        ordered = [p for p in moved if p.default is None] + [p for p in moved if p.default is not None]
+        params = self.rewrite(updated.params)
+        if params is None:
+            return updated
         self.changed = True
-        return updated.with_changes(params=params.with_changes(
-            params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in ordered],
-            star_arg=cst.MaybeSentinel.DEFAULT, kwonly_params=[]))
+        return updated.with_changes(params=params)
+
+
+def _all_positional(params: cst.Parameters) -> cst.Parameters | None:
+    """`(self, *, a, b=1)` -> `(self, a, b=1)`: every keyword-only parameter positional."""
+    if not (params.kwonly_params and isinstance(params.star_arg, cst.ParamStar)):  # a bare `*`: with *args they cannot move
+        return None
+    # Required parameters first (their own order), then those with defaults: any other order
+    # would put a required positional parameter after a defaulted one.
+    moved = [*params.params, *params.kwonly_params]
+    ordered = [p for p in moved if p.default is None] + [p for p in moved if p.default is not None]
+    return params.with_changes(params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in ordered],
+                               star_arg=cst.MaybeSentinel.DEFAULT, kwonly_params=[])
+
+
+def _required_positional(params: cst.Parameters) -> cst.Parameters | None:
+    """`(self, x, y=None, *, mask, scale=1.0)` -> `(self, x, mask, y=None, *, scale=1.0)`: the
+    required keyword-only parameters positional, after the required positional ones and before
+    the defaulted ones (no other place keeps the signature valid); optional ones stay behind `*`."""
+    required = [p for p in params.kwonly_params if p.default is None]
+    if not (required and isinstance(params.star_arg, cst.ParamStar)):  # with *args they cannot move
+        return None
+    if any(p.default is not None for p in params.posonly_params):
+        return None  # after a defaulted positional-only parameter every positional one needs a default
+    positional = list(params.params)
+    first_default = next((i for i, p in enumerate(positional) if p.default is not None), len(positional))
+    ordered = positional[:first_default] + required + positional[first_default:]
+    optional = [p for p in params.kwonly_params if p.default is not None]
+    return params.with_changes(params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in ordered],
+                               star_arg=params.star_arg if optional else cst.MaybeSentinel.DEFAULT,
+                               kwonly_params=[p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in optional])
+
+
+def _rewrite_method(source: str, name: str, method: str, rewrite: Callable[[cst.Parameters], cst.Parameters | None]) -> str:
+    try:
+        tree = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return source
+    rewriter = _MethodParams(name, method, rewrite)
+    new = tree.visit(rewriter)
+    return new.code if rewriter.changed else source
 
 
 def positional_init(source: str, name: str = MODEL_NAME) -> str:
@@ -119,10 +160,13 @@ def positional_init(source: str, name: str = MODEL_NAME) -> str:
     positional-or-keyword (required ones first), so KernelBench's `Model(*get_init_inputs())` can
     build a module whose constructor is `__init__(self, *, dim, depth, ...)`. Keyword calls keep
     working; the body is unchanged. Other sources come back as they were."""
-    try:
-        tree = cst.parse_module(source)
-    except cst.ParserSyntaxError:
-        return source
-    rewriter = _PositionalInit(name)
-    new = tree.visit(rewriter)
-    return new.code if rewriter.changed else source
+    return _rewrite_method(source, name, "__init__", _all_positional)
+
+
+def positional_forward(source: str, name: str = MODEL_NAME) -> str:
+    """The source with the required keyword-only parameters of class `name`'s own `forward` made
+    positional-or-keyword (after the required positional ones), so KernelBench's
+    `model(*get_inputs())` can call `forward(self, x, *, context)`. Optional keyword-only ones stay
+    keyword-only; keyword calls keep working; the body is unchanged. A forward with `*args` (they
+    cannot move past it), and other sources, come back as they were."""
+    return _rewrite_method(source, name, "forward", _required_positional)

@@ -253,7 +253,9 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
         init = _forwarded_params(init)
     fparams = _params(forward) if forward is not None else [_Param("x", "", None, "pos")]
     if forward is not None and any(p.kind == "kwonly" and p.default is None for p in fparams):
-        raise SynthesisError("keyword_only_forward", "forward() has required keyword-only arguments")
+        # positional_forward (renaming.py) made Model's own ones positional unless they follow *args
+        raise SynthesisError("keyword_only_forward", "forward() has required keyword-only arguments (after *args, or in "
+                             "a base class's forward); get_inputs() passes positional ones")
     required = [p for p in fparams if p.kind == "pos" and p.default is None]
     if forward is not None and not required and any(p.kind == "vararg" for p in fparams):
         required = [_Param("x", "", None, "pos")]

@@ -1,0 +1,109 @@
+"""Forward signatures, outputs and inputs of real-world modules that KernelBench's calling
+convention (`Model(*get_init_inputs())(*get_inputs())`, a tensor or a tuple of tensors back) does
+not fit as written. Each module below is written here, in the style of common PyTorch code, and
+must become a runnable problem through the real harvest path (the validation sandbox's probe)."""
+
+from __future__ import annotations
+
+import ast
+
+import torch
+
+from autotriton.harvesting import HarvestConfig, harvest_local
+from autotriton.harvesting.renaming import positional_forward
+
+from tests.test_harvesting_synthesis import HEADER
+
+
+def _harvest(tmp_path, file_name: str, source: str) -> dict:
+    """Harvest `source` (under HEADER) as one file; problems by class name, each runnable."""
+    (tmp_path / file_name).write_text(HEADER + source)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    problems = {p.name: p for p in result.problems}
+    status = {n: (p.status, p.reject_reason, result.details.get(p.key)) for n, p in problems.items()}
+    assert all(s[:2] == ("runnable", None) for s in status.values()), status
+    return problems
+
+
+def _load(problem_source: str) -> dict:
+    namespace: dict = {}
+    exec(compile(problem_source, "<problem>", "exec"), namespace)
+    return namespace
+
+
+def _forward_args(problem_source: str) -> ast.arguments:
+    model = next(n for n in ast.parse(problem_source).body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    return next(n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward").args
+
+
+# -- keyword-only forward inputs ------------------------------------------------------------
+
+KEYWORD_ONLY_FORWARD = '''
+class MaskedFeedForward(nn.Module):
+    """A feed-forward block whose padded positions (mask 0) contribute nothing."""
+
+    def __init__(self, dim, mult=2):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(dim, dim * mult), nn.GELU(), nn.Linear(dim * mult, dim))
+
+    def forward(self, x, *, mask):
+        return self.net(x * mask) * mask
+
+
+class CrossAttend(nn.Module):
+    """Queries from x, keys and values from a context (a perceiver-style cross attention)."""
+
+    def __init__(self, dim, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.to_q = nn.Linear(dim, dim)
+        self.to_kv = nn.Linear(dim, dim * 2)
+
+    def forward(self, x, scale=None, *, context, temperature=1.0):
+        q = self.to_q(x)
+        k, v = self.to_kv(context).chunk(2, dim=-1)
+        scale = scale or q.shape[-1] ** -0.5
+        attn = (q @ k.transpose(-1, -2) * scale / temperature).softmax(dim=-1)
+        return attn @ v
+'''
+
+
+def test_positional_forward_moves_only_the_required_keyword_only_inputs():
+    """Required keyword-only parameters go after the required positional ones and before the
+    defaulted ones; optional ones stay keyword-only; `*args` and a nested class's forward stay."""
+    src = ("class Model(nn.Module):\n"
+           "    class Head(nn.Module):\n        def forward(self, *, q):\n            return q\n\n"
+           "    def forward(self, x, y=None, *, mask, scale=1.0):\n        return x\n\n\n"
+           "class Other(nn.Module):\n    def forward(self, x, *, mask):\n        return x\n")
+    out = positional_forward(src)
+    assert "def forward(self, x, mask, y=None, *, scale=1.0):" in out
+    assert "def forward(self, *, q):" in out and "class Other(nn.Module):\n    def forward(self, x, *, mask):" in out
+    starred = "class Model(nn.Module):\n    def forward(self, x, *args, mask):\n        return x\n"
+    assert positional_forward(starred) == starred
+    multiline = "class Model(nn.Module):\n    def forward(\n        self,\n        x,\n        *,\n        context: Tensor,\n    ):\n        return x\n"
+    args = _forward_args(positional_forward(multiline))
+    assert [a.arg for a in args.args] == ["self", "x", "context"] and not args.kwonlyargs
+
+
+def test_required_keyword_only_forward_inputs_become_positional_inputs(tmp_path):
+    """`forward(self, x, *, mask)` used to be rejected as keyword_only_forward: KernelBench calls
+    `model(*get_inputs())`. The problem's forward takes them positionally, the inputs are guessed
+    like any other, and keyword calls of the problem's Model give the same result."""
+    problems = _harvest(tmp_path, "readouts.py", KEYWORD_ONLY_FORWARD)
+    assert set(problems) == {"MaskedFeedForward", "CrossAttend"}
+    pool, cross = problems["MaskedFeedForward"], problems["CrossAttend"]
+    args = _forward_args(pool.reference_source)
+    assert [a.arg for a in args.args] == ["self", "x", "mask"] and not args.kwonlyargs
+    args = _forward_args(cross.reference_source)
+    assert [a.arg for a in args.args] == ["self", "x", "context", "scale"]
+    assert [a.arg for a in args.kwonlyargs] == ["temperature"]
+    assert len(pool.input_spec) == 2 and len(cross.input_spec) == 2
+
+    for problem, keyword in ((pool, "mask"), (cross, "context")):
+        ns = _load(problem.reference_source)
+        torch.manual_seed(0)
+        model = ns["Model"](*ns["get_init_inputs"]()).eval()
+        torch.manual_seed(1)
+        x, other = ns["get_inputs"]()
+        with torch.no_grad():
+            assert torch.equal(model(x, other), model(x, **{keyword: other}))
