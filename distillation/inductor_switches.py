@@ -109,16 +109,53 @@ def dynamo_settings(dynamic: bool, dynamic_parameters: bool = False) -> dict[str
     return {k: v for k, v in wanted.items() if hasattr(dc, k)}
 
 
-def _math_attention() -> Any:
-    """scaled_dot_product_attention through its math path (bmm + softmax, which Inductor makes
-    Triton of) instead of the flash/efficient kernels, which stay ATen fallbacks in the output."""
-    import contextlib
+class _math_attention:
+    """Context manager: scaled_dot_product_attention through its math path (bmm + softmax, which
+    Inductor makes Triton of) instead of the flash/efficient/cuDNN kernels, which stay ATen
+    fallbacks in the output, for the whole capture, whatever the model's own forward asks for.
 
-    try:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError:
-        return contextlib.nullcontext()
-    return sdpa_kernel([SDPBackend.MATH])
+    Setting the math backend around the compile is not enough: a forward that selects backends
+    itself (x-transformers' and lucidrains' `Attend`: `with sdpa_kernel([FLASH_ATTENTION,
+    EFFICIENT_ATTENTION, MATH])` or the deprecated `torch.backends.cuda.sdp_kernel(...)` around
+    F.scaled_dot_product_attention) re-enables the fused kernels while Dynamo traces it: Dynamo
+    enters the context and bakes `torch.nn.attention._sdpa_kernel(...)` calls into the FX graph,
+    which run again when AOTAutograd traces the graph, right before SDPA picks its kernel (an H200
+    run lost 5 package problems to `_scaled_dot_product_efficient_attention` fallbacks). So, while
+    active, every `torch._C._set_sdp_use_*` switch (what sdpa_kernel, _sdpa_kernel and
+    torch.backends.cuda.enable_*_sdp all call) is pinned: math on, every other backend off. Math
+    attention computes the same function as the fused kernels (the eager reference may use
+    either). On exit the switches are real again and the backends the caller had come back."""
+
+    def __enter__(self) -> "_math_attention":
+        import contextlib
+        from unittest import mock
+
+        import torch
+
+        self._stack = contextlib.ExitStack()
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+        except ImportError:
+            return self
+        # first the math backend (sdpa_kernel restores the caller's backends on exit, after the
+        # switches below are real again: ExitStack closes in reverse)
+        self._stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
+        for name in sorted(n for n in dir(torch._C) if n.startswith("_set_sdp_use_")):
+            self._stack.enter_context(mock.patch.object(torch._C, name, _pinned_switch(getattr(torch._C, name),
+                                                                                         name == "_set_sdp_use_math")))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.close()
+
+
+def _pinned_switch(setter: Any, value: bool) -> Any:
+    """An SDPA backend switch that sets `value` whatever it is asked."""
+
+    def pinned(enabled: bool = value) -> None:
+        setter(value)
+
+    return pinned
 
 
 INT32_HEADROOM = 8  # int32 indexing only for kernels whose sizes stay 8x below the int32 limit at capture

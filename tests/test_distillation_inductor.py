@@ -416,6 +416,40 @@ def test_attention_is_captured_through_its_math_path():
     assert capture["max_abs_err"] < 1e-5
 
 
+def test_attention_stays_on_its_math_path_when_the_forward_picks_fused_backends_itself():
+    """x-transformers' / lucidrains' `Attend` shape: the forward wraps F.scaled_dot_product_attention
+    in its own `sdpa_kernel([FLASH, EFFICIENT, MATH])`, which Dynamo bakes into the graph and which
+    re-enabled the fused kernels under the capture's math-only context (an H200 run: 5 package
+    problems refused as `_scaled_dot_product_efficient_attention` ATen fallbacks; on the CPU the same
+    forward gave `_scaled_dot_product_flash_attention_for_cpu`). The capture pins the math path and
+    gives the caller's backend switches back afterwards."""
+    import torch
+
+    source = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+              "from torch.nn.attention import SDPBackend, sdpa_kernel\n"
+              "class Model(nn.Module):\n    def __init__(self, dim, heads):\n        super().__init__()\n"
+              "        self.heads = heads\n        self.qkv = nn.Linear(dim, 3 * dim)\n"
+              "        self.backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]\n"
+              "    def forward(self, x, mask):\n        b, n, d = x.shape\n"
+              "        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)\n"
+              "        with sdpa_kernel(self.backends):\n"
+              "            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"
+              "        return out.transpose(1, 2).reshape(b, n, d)\n"
+              "def get_inputs():\n    return [torch.randn(2, 8, 32), torch.rand(2, 1, 8, 8) > 0.2]\n"
+              "def get_init_inputs():\n    return [32, 4]\n")
+    switches = {n: getattr(torch._C, n) for n in dir(torch._C) if n.startswith("_set_sdp_use_")}
+    torch.backends.cuda.enable_flash_sdp(True)
+    torch.backends.cuda.enable_math_sdp(True)
+    before = (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.mem_efficient_sdp_enabled(),
+              torch.backends.cuda.math_sdp_enabled())
+    capture, call = cpu_capture(source, "sdpa_own_backends")
+    assert "_scaled_dot_product" not in call and "bmm" in call, call
+    assert capture["max_abs_err"] < 1e-5
+    assert {n: getattr(torch._C, n) for n in switches} == switches  # the real switches again
+    assert (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.mem_efficient_sdp_enabled(),
+            torch.backends.cuda.math_sdp_enabled()) == before
+
+
 def test_capture_runs_the_model_in_eval_mode_like_the_judge():
     """The judge compares ModelNew with Model.eval(); BatchNorm captured in train mode would
     normalise by batch statistics instead of the running ones and fail every trial."""
