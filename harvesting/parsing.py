@@ -106,7 +106,7 @@ def parse_file(path: str, text: str) -> ParsedFile:
 
     Raises cst.ParserSyntaxError on a syntax error.
     """
-    wrapper = MetadataWrapper(cst.parse_module(text))
+    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)  # a fresh tree, shared with no one: no deep copy
     module = wrapper.module
     statements = list(module.body)
     table: dict[int, int] = {}
