@@ -26,6 +26,7 @@ from autotriton.harvesting.extract import (
 )
 from autotriton.harvesting.requirements import module_requirements
 from autotriton.harvesting.state import HarvestState
+from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
 from autotriton.harvesting.input_repair import repair_attempt
 from autotriton.harvesting.randomness import random_calls
@@ -465,6 +466,16 @@ class Harvester:
                         continue
                     reason = _field(res, "reason") or "runtime_error"
                     detail = _last_lines(str(_field(res, "detail") or ""))
+                    last_round = round_no + 1 >= self.config.max_attempts
+                    flat = tuple_outputs(p.model_source) if structured_output(detail) and not last_round else None
+                    if flat is not None:
+                        # it ran, but returned a dict (a dataclass): the same inputs again, with a
+                        # Model that returns its tensors as a tuple (structured_outputs.py)
+                        p.model_source = flat
+                        p.attempts.insert(round_no + 1, p.attempts[round_no])
+                        del p.attempts[self.config.max_attempts:]
+                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
+                        continue
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
                         p.first_failure = (reason, detail)
                     _reorder_after_failure(p.attempts, round_no + 1, detail)

@@ -107,3 +107,102 @@ def test_required_keyword_only_forward_inputs_become_positional_inputs(tmp_path)
         x, other = ns["get_inputs"]()
         with torch.no_grad():
             assert torch.equal(model(x, other), model(x, **{keyword: other}))
+
+
+# -- structured outputs -----------------------------------------------------------------------
+
+STRUCTURED_OUTPUTS = '''
+from dataclasses import dataclass
+from typing import Optional
+
+
+class Classifier(nn.Module):
+    """A classifier head that hands back its features too (a Hugging Face-style output dict)."""
+
+    def __init__(self, dim, num_classes=4):
+        super(Classifier, self).__init__()
+        self.encoder = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        hidden = torch.relu(self.encoder(x))
+        return {"logits": self.head(hidden), "hidden": hidden}
+
+
+class Tagger(nn.Module):
+    """Per-token logits, with bookkeeping values that are not tensors."""
+
+    def __init__(self, dim, num_tags=5):
+        super().__init__()
+        self.proj = nn.Linear(dim, num_tags)
+
+    def forward(self, x):
+        return {"logits": self.proj(x).log_softmax(dim=-1), "num_tokens": x.shape[1], "loss": None}
+
+
+@dataclass
+class EncoderOutput:
+    last_hidden_state: torch.Tensor
+    pooled: Optional[torch.Tensor] = None
+    attentions: Optional[tuple] = None
+
+
+class Encoder(nn.Module):
+    """An encoder returning a dataclass of tensors (transformers' BaseModelOutput's shape)."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, scale: float = 1.0):
+        h = torch.tanh(self.proj(x)) * scale
+        return EncoderOutput(last_hidden_state=h, pooled=h.mean(dim=1))
+'''
+
+
+def test_forwards_returning_dicts_or_dataclasses_become_problems_returning_tuples(tmp_path):
+    """The probe refused them ("forward returned dict; expected a tensor or a tuple of tensors"),
+    and they ended as no_working_inputs. The problem now keeps the module as `StructuredModel`
+    and exposes `class Model(StructuredModel)` whose forward returns the output's tensors as a
+    tuple, in order (values that are not tensors left out); the constructor is the module's own,
+    and the Inductor converter reads it as a `class Model(<a class of the source>)`."""
+    from autotriton.distillation.inductor_module import reference_model
+
+    problems = _harvest(tmp_path, "heads.py", STRUCTURED_OUTPUTS)
+    assert set(problems) == {"Classifier", "Tagger", "Encoder"}
+    counts = {}
+    for name, problem in problems.items():
+        ns = _load(problem.reference_source)
+        assert "class Model(StructuredModel):" in problem.reference_source
+        torch.manual_seed(0)
+        init = ns["get_init_inputs"]()
+        model = ns["Model"](*init).eval()
+        torch.manual_seed(0)
+        structured = ns["StructuredModel"](*init).eval()
+        inputs = ns["get_inputs"]()
+        with torch.no_grad():
+            out, raw = model(*inputs), structured(*inputs)
+        assert isinstance(out, tuple) and all(isinstance(t, torch.Tensor) for t in out)
+        expected = list(raw.values()) if isinstance(raw, dict) else [raw.last_hidden_state, raw.pooled]
+        assert all(torch.equal(a, b) for a, b in zip(out, [t for t in expected if isinstance(t, torch.Tensor)]))
+        counts[name] = len(out)
+        ref = reference_model(problem.reference_source)
+        assert ref.bases == ["StructuredModel"]
+        assert ref.positional == [a.arg for a in _forward_args(problem.reference_source).args[1:]]
+    assert counts == {"Classifier": 2, "Tagger": 1, "Encoder": 2}
+    # the module's own signature, defaults included; super(Classifier, self) now names the base
+    assert "def forward(self, x, scale=1.0):" in problems["Encoder"].reference_source
+    assert "super(StructuredModel, self).__init__()" in problems["Classifier"].reference_source
+
+
+def test_a_structured_output_rewrite_needs_the_probes_message_and_happens_once():
+    from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
+
+    detail = 'TypeError: forward returned dict; expected a tensor or a tuple of tensors'
+    assert structured_output(detail) == "dict"
+    assert structured_output(detail.replace("dict", "NoneType")) is None  # nothing a tuple could hold
+    assert structured_output("RuntimeError: mat1 and mat2 shapes cannot be multiplied") is None
+    src = HEADER + "class Model(nn.Module):\n    def forward(self, x, /, *rest, k=2, **kw):\n        return {'y': x}\n"
+    once = tuple_outputs(src)
+    assert "return _output_tensors(super().forward(x, *rest, k=k, **kw))" in once
+    assert tuple_outputs(once) is None

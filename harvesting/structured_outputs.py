@@ -1,0 +1,113 @@
+"""Forwards that return a structure of tensors: a dict (`{"logits": ..., "hidden": ...}`, Hugging
+Face's ModelOutput), a dataclass, or lists of them. KernelBench compares a tensor or a tuple of
+tensors, and the probe says so ("forward returned dict; expected a tensor or a tuple of tensors").
+
+The problem keeps the module as written, renamed `StructuredModel`, and appends
+
+    class Model(StructuredModel):
+        def forward(self, x, mask=None):
+            return _output_tensors(super().forward(x, mask=mask))
+
+so `Model`'s constructor is the module's own, its forward has the module's signature, and the
+Inductor converter finds it as for any `class Model(<a class of the source>)`
+(distillation/inductor_module.py: ModelNew takes the base, without its forward).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from autotriton.harvesting.renaming import MODEL_NAME, rename_names
+
+# validation/candidate_runner.py's _flatten_outputs
+STRUCTURED_OUTPUT = re.compile(r"forward returned (\w+); expected a tensor or a tuple of tensors")
+# types with no tensors in them: a tuple of their tensors would be empty
+_NOT_STRUCTURES = {"NoneType", "str", "bytes", "type", "function", "method"}
+
+_HELPER = '''
+
+def {helper}(out):
+    """The tensors of a forward's output, in order: dict values, dataclass fields, list and
+    tuple items, nested; other values (None, numbers, strings) left out."""
+    if isinstance(out, torch.Tensor):
+        return (out,)
+    if isinstance(out, dict):
+        items = list(out.values())
+    elif hasattr(out, "__dataclass_fields__") and not isinstance(out, type):
+        items = [getattr(out, name, None) for name in out.__dataclass_fields__]
+    elif isinstance(out, (list, tuple)):
+        items = list(out)
+    else:
+        return ()
+    return tuple(t for item in items for t in {helper}(item))
+
+
+class {model}({base}):
+    """{base}, returning its output's tensors as a tuple (KernelBench compares tensors)."""
+
+    def forward({params}):
+        return {helper}(super().forward({call}))
+'''
+
+
+def structured_output(detail: str) -> str | None:
+    """The type a probe's error says forward returned when that was not a tensor or a tuple of
+    tensors (`dict`, a dataclass's name), or None."""
+    m = STRUCTURED_OUTPUT.search(detail or "")
+    return m.group(1) if m and m.group(1) not in _NOT_STRUCTURES else None
+
+
+def _forward(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> ast.FunctionDef | None:
+    """forward of class `name`, or of the first base class of the source that has one."""
+    cls = classes.get(name)
+    if cls is None or depth > 20:
+        return None
+    own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    if own is not None:
+        return own
+    for base in cls.bases:
+        found = _forward(classes, ast.unparse(base), depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _signature(forward: ast.FunctionDef | None) -> tuple[str, str]:
+    """forward's parameters (defaults kept, annotations dropped: they may name what the subclass
+    cannot see) and the call passing each on as it was given."""
+    if forward is None:
+        return "self, *args, **kwargs", "*args, **kwargs"
+    args = ast.parse(ast.unparse(forward)).body[0].args  # a copy
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if a is not None:
+            a.annotation = None
+    positional = [a.arg for a in [*args.posonlyargs, *args.args][1:]]
+    call = positional + ([f"*{args.vararg.arg}"] if args.vararg else [])
+    call += [f"{a.arg}={a.arg}" for a in args.kwonlyargs]
+    call += [f"**{args.kwarg.arg}"] if args.kwarg else []
+    return ast.unparse(args), ", ".join(call)
+
+
+def tuple_outputs(model_source: str) -> str | None:
+    """The source with `Model` renamed `StructuredModel` (every reference to it too, so that
+    `super(Model, self)` stays right) and a `Model` subclass appended whose forward returns the
+    tensors of the module's output as a flat tuple (module docstring). None when the source has
+    no class Model or was rewritten already."""
+    try:
+        tree = ast.parse(model_source)
+    except SyntaxError:
+        return None
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if MODEL_NAME not in classes:
+        return None
+    taken = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    taken |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    if "_output_tensors" in taken:
+        return None  # already rewritten (or a name of its own in the way)
+    base = "StructuredModel"
+    while base in taken:
+        base += "_"
+    params, call = _signature(_forward(classes, MODEL_NAME))
+    renamed = rename_names(model_source, {MODEL_NAME: base})
+    return renamed.rstrip() + "\n" + _HELPER.format(helper="_output_tensors", model=MODEL_NAME, base=base, params=params, call=call)
