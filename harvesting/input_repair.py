@@ -28,6 +28,13 @@ _BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tens
 # tried last, on an input dimension that is M.
 _EXPECTED_GOT = re.compile(r"\bexpected\b[^\d\n]{0,60}?(\d+)\b[^\d\n]{0,60}?\b(?:got|found|received)\b[^\d\n]{0,30}?(\d+)\b",
                            re.IGNORECASE)
+# nn.Embedding / F.embedding / EmbeddingBag fed a float guess:
+# "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int;
+# but got torch.FloatTensor instead (while checking arguments for embedding)"
+_FLOAT_INDICES = re.compile(r"Expected tensor for argument #\d+ '\w+' to have one of the following scalar types: "
+                            r"Long, Int; but got torch\.\w+ instead \(while checking arguments for embedding")
+# an index past the vocabulary (embedding, index_select)
+_INDEX_RANGE = re.compile(r"index out of range in self")
 
 
 def _tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
@@ -37,8 +44,48 @@ def _tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
     return f"torch.randn({dims})"
 
 
+def _vocabulary_bound(init_spec: list[Any]) -> int:
+    """An index bound the module's embedding tables can hold: the smallest integer constructor
+    argument of at least 2 (a vocabulary is rarely smaller than the other sizes), at most 10."""
+    ints = []
+    for spec in init_spec:
+        if isinstance(spec, dict):
+            values = list(spec.get("fields", {}).values()) if spec.get("kind") == "namespace" else [spec.get("value")]
+        else:
+            values = [spec]
+        ints += [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 2]
+    return min([10, *ints])
+
+
+def _index_inputs(attempt: Attempt, detail: str) -> Attempt | None:
+    """Index inputs: the first float tensor input as integers below a vocabulary bound when an
+    embedding refused floats; integer inputs' bound lowered to 2 when an index ran past a table."""
+    specs = list(attempt.input_spec)
+    tensors = [i for i, spec in enumerate(specs) if isinstance(spec, dict) and spec.get("kind") == "tensor"]
+    changed = False
+    if _FLOAT_INDICES.search(detail):
+        at = next((i for i in tensors if specs[i].get("dtype") != "int64"), None)
+        if at is None:
+            return None
+        specs[at] = {**specs[at], "dtype": "int64", "high": _vocabulary_bound(attempt.init_spec)}
+        changed = True
+    else:
+        for i in tensors:
+            if specs[i].get("dtype") == "int64" and specs[i].get("high", 10) > 2:
+                specs[i] = {**specs[i], "high": 2}
+                changed = True
+    if not changed:
+        return None
+    codes = [code if new is old else _tensor_code(list(new["shape"]), new)
+             for code, new, old in zip(attempt.input_code, specs, attempt.input_spec)]
+    return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
+
+
 def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
-    """A new attempt whose tensor inputs are reshaped as a torch shape error asks, or None."""
+    """A new attempt whose tensor inputs are reshaped as a torch shape error asks (or made
+    integer indices, as an embedding's dtype or range error asks), or None."""
+    if _FLOAT_INDICES.search(detail) or _INDEX_RANGE.search(detail):
+        return _index_inputs(attempt, detail)
     def reshape(fn) -> Attempt | None:
         codes, specs, changed = [], [], False
         for code, spec in zip(attempt.input_code, attempt.input_spec):

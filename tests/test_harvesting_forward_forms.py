@@ -206,3 +206,82 @@ def test_a_structured_output_rewrite_needs_the_probes_message_and_happens_once()
     once = tuple_outputs(src)
     assert "return _output_tensors(super().forward(x, *rest, k=k, **kw))" in once
     assert tuple_outputs(once) is None
+
+
+# -- integer index inputs ----------------------------------------------------------------------
+
+def _torch_error(fn) -> str:
+    try:
+        fn()
+    except (RuntimeError, IndexError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    raise AssertionError("torch raised nothing")
+
+
+def test_an_embedding_fed_a_float_guess_gets_integer_indices_the_vocabulary_holds():
+    """torch's own message for a float tensor fed to nn.Embedding / F.embedding: the first float
+    tensor input becomes `torch.randint(0, high, shape)`, high the smallest integer constructor
+    argument of at least 2 (at most 10); integer inputs are left as they were."""
+    from autotriton.harvesting.input_repair import repair_attempt
+    from autotriton.harvesting.synthesis import Attempt
+
+    detail = _torch_error(lambda: torch.nn.Embedding(6, 4)(torch.randn(2, 8)))
+    assert "while checking arguments for embedding" in detail
+    attempt = Attempt(["6", "32", "True"], [{"name": "vocab", "value": 6}, {"name": "dim", "value": 32}, {"name": "bias", "value": True}],
+                      ["torch.randint(0, 3, (2,))", "torch.randn(2, 8)", "torch.randn(2, 8, 32)"],
+                      [{"kind": "tensor", "shape": [2], "dtype": "int64", "high": 3},
+                       {"kind": "tensor", "shape": [2, 8], "dtype": "float32"},
+                       {"kind": "tensor", "shape": [2, 8, 32], "dtype": "float32"}], label="D=32 option 0")
+    fixed = repair_attempt(attempt, detail)
+    assert fixed.input_code == ["torch.randint(0, 3, (2,))", "torch.randint(0, 6, (2, 8))", "torch.randn(2, 8, 32)"]
+    assert fixed.input_spec[1] == {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": 6}
+    assert fixed.init_code == attempt.init_code and fixed.label == "D=32 option 0 repaired"
+    # F.embedding says the same; a config namespace's sizes count; no integer argument: 10
+    detail = _torch_error(lambda: torch.nn.functional.embedding(torch.randn(3), torch.randn(5, 2)))
+    namespace = Attempt(["types.SimpleNamespace(vocab_size=4, dim=16)"], [{"kind": "namespace", "fields": {"vocab_size": 4, "dim": 16}}],
+                        ["torch.randn(3)"], [{"kind": "tensor", "shape": [3], "dtype": "float32"}])
+    assert repair_attempt(namespace, detail).input_code == ["torch.randint(0, 4, (3,))"]
+    bare = Attempt([], [], ["torch.randn(2, 8)"], [{"kind": "tensor", "shape": [2, 8], "dtype": "float32"}])
+    assert repair_attempt(bare, detail).input_code == ["torch.randint(0, 10, (2, 8))"]
+    # nothing left to make integer: no repair
+    ints = Attempt([], [], ["torch.randint(0, 10, (2, 8))"], [{"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": 10}])
+    assert repair_attempt(ints, detail) is None
+
+
+def test_an_index_past_the_embedding_table_lowers_the_integer_inputs_bound():
+    """"index out of range in self": the integer inputs' bound drops to 2, once."""
+    from autotriton.harvesting.input_repair import repair_attempt
+    from autotriton.harvesting.synthesis import Attempt
+
+    detail = _torch_error(lambda: torch.nn.Embedding(4, 8)(torch.randint(6, 10, (2, 8))))
+    assert "index out of range in self" in detail
+    attempt = Attempt(["4"], [{"name": "num_tokens", "value": 4}], ["torch.randint(0, 10, (2, 8))", "torch.randn(2, 8)"],
+                      [{"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": 10},
+                       {"kind": "tensor", "shape": [2, 8], "dtype": "float32"}])
+    fixed = repair_attempt(attempt, detail)
+    assert fixed.input_code == ["torch.randint(0, 2, (2, 8))", "torch.randn(2, 8)"]
+    assert fixed.input_spec[0]["high"] == 2
+    assert repair_attempt(fixed, detail) is None
+
+
+TOKEN_EMBEDDINGS = '''
+class TokenMixer(nn.Module):
+    """Token ids in, mixed embeddings out; the ids' name says nothing about being indices."""
+
+    def __init__(self, num_tokens, dim):
+        super().__init__()
+        self.emb = nn.Embedding(num_tokens, dim)
+        self.mix = nn.Linear(dim, dim)
+
+    def forward(self, seq):
+        h = self.emb.weight[0] + torch.nn.functional.embedding(seq, self.emb.weight)
+        return self.mix(h)
+'''
+
+
+def test_a_module_embedding_an_unrecognised_input_becomes_runnable(tmp_path):
+    """The guesser reads `seq` as float features (it reaches the embedding through a functional
+    call on a weight); the embedding's dtype error turns it into integer indices."""
+    problems = _harvest(tmp_path, "tokens.py", TOKEN_EMBEDDINGS)
+    (spec,) = problems["TokenMixer"].input_spec
+    assert spec["dtype"] == "int64" and spec["high"] <= problems["TokenMixer"].init_spec[0]["value"]
