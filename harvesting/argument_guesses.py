@@ -84,18 +84,24 @@ def module_usage(init: ast.FunctionDef | None, name: str) -> str:
     return usage
 
 
+#: The guess for a module instance the code wraps and calls (`self.fn = fn`, `self.fn(x)`).
+WRAPPED_MODULE = "torch.nn.GELU()"
+
+
 def _builds_class(n: str, usage: str) -> bool:
     return usage == "called" or (usage == "passed" and bool(_CLASS_NAME.search(n)))
 
 
 def _module_guess(n: str, ann: str, usage: str) -> tuple[str, Any] | None:
-    """nn.Identity for a wrapped module or function: it takes any input, keeps its shape, and
-    (as a class) accepts any constructor arguments, so `block(dim, heads=4)` builds it too."""
+    """A wrapped module or function: as an instance, nn.GELU (WRAPPED_MODULE): it takes any float
+    input and keeps its shape, and it computes something (with nn.Identity a pure wrapper returned
+    its input, which the probe rejects as `returns_input`); as a class __init__ builds, nn.Identity,
+    which accepts any constructor arguments, so `block(dim, heads=4)` builds it too."""
     if not (_MODULE_NAME.search(n) or _MODULE_ANNOTATION.search(ann)):
         return None
     if "int" in ann.lower() or "float" in ann.lower() or ann in ("str", "bool"):
         return None
-    code = "torch.nn.Identity" if _builds_class(n, usage) else "torch.nn.Identity()"
+    code = "torch.nn.Identity" if _builds_class(n, usage) else WRAPPED_MODULE
     return code, code
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from autotriton.harvesting.argument_guesses import WRAPPED_MODULE
 from autotriton.harvesting.signatures import _method, _params
 
 # Builtins whose argument must be iterable: `tuple(p)`, `len(p)`, `zip(p, q)`, `sorted(p)`.
@@ -343,7 +344,7 @@ def parameter_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.
     return out
 
 
-_IDENTITY = "torch.nn.Identity()"
+_IDENTITY = WRAPPED_MODULE  # a called item: a module that computes and keeps the shape
 
 
 def _item_code(usage: Usage | None) -> tuple[str, object]:

@@ -151,8 +151,8 @@ class Stage(nn.Module):
 def test_module_parameters_are_guessed_as_modules_or_layer_classes():
     source = HEADER + WRAPPERS
     prenorm = synthesize(source.replace("class PreNorm", "class Model"))[0]
-    assert prenorm.init_code == ["32", "torch.nn.Identity()"]
-    assert synthesize(source.replace("class Residual", "class Model"))[0].init_code == ["torch.nn.Identity()"]
+    assert prenorm.init_code == ["32", "torch.nn.GELU()"]
+    assert synthesize(source.replace("class Residual", "class Model"))[0].init_code == ["torch.nn.GELU()"]
     # called in __init__ (`block_fn(dim)`): the class, which takes any constructor arguments
     assert synthesize(source.replace("class Stage", "class Model"))[0].init_code[2] == "torch.nn.Identity"
 

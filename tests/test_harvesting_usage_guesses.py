@@ -124,15 +124,15 @@ def _first(name: str):
 def test_the_use_of_a_parameter_sets_the_kind_of_its_guess():
     assert _first("ShiftMix").init_code == ["(8, 8)"]  # tuple(offsets)
     assert _first("AxisScales").init_code[1] == "(8, 8)"  # len(axes), and sorted() in a helper
-    assert _first("Chain").init_code == ["torch.nn.ModuleList([torch.nn.Identity(), torch.nn.Identity()])"]
-    assert _first("Gate").init_code[1] == "torch.nn.Identity()"  # called through a local wrapper
-    pair = "(torch.nn.Identity(), torch.nn.Identity())"
+    assert _first("Chain").init_code == ["torch.nn.ModuleList([torch.nn.GELU(), torch.nn.GELU()])"]
+    assert _first("Gate").init_code[1] == "torch.nn.GELU()"  # called through a local wrapper
+    pair = "(torch.nn.GELU(), torch.nn.GELU())"
     assert _first("CouplingStack").init_code == [f"[{pair}, {pair}]"]
     assert _first("Settings").init_code[1] == "dict()"
     assert _first("SamePadPool").init_code[1] == "32"  # asserted not None: given, though it defaults to None
     assert _first("Halves").init_code == ["-1"]  # an axis of chunk(), not a width
     apply_with = _first("ApplyWith")
-    assert apply_with.init_code[1] == "torch.nn.Identity()" and apply_with.input_code[1] == "dict()"
+    assert apply_with.init_code[1] == "torch.nn.GELU()" and apply_with.input_code[1] == "dict()"
 
 
 def test_modules_whose_parameters_are_told_by_their_use_become_runnable(tmp_path):
