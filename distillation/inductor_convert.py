@@ -181,6 +181,7 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
     statements = ref.module_statements(set())  # `from __future__` imports first, as Python wants them
     generated = {_HELPER_RENAMES.get(n, n) for n in helper_srcs} | {f.name for k in launched_kernels for f in k.extra_defs}
     clash = ref.conflicts(generated)
+    header += _math_import(ref, forward_src, statements)
     if clash:
         raise ConversionError("name_conflict", f"the reference defines {', '.join(sorted(clash))}, "
                               "which Inductor's helpers also need as names")
@@ -202,6 +203,22 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
             raise ConversionError("inductor_runtime_left", f"`{banned}` still referenced after conversion")
     compile(source, "<converted>", "exec")
     return source, launched
+
+
+def _math_import(ref: Any, forward_src: str, statements: list[str]) -> str:
+    """`import math` for forward's size arithmetic (`math.ceil(float(s0) / 2)`, inductor_forward
+    _SIZE_MATH), unless the reference's carried statements already import it; a reference that
+    binds `math` to something else where forward would read it is refused."""
+    if "math" not in _module._loaded_names(ast.parse(forward_src or "pass")):
+        return ""
+    if "math" in ref.names:
+        raise ConversionError("name_conflict", "forward has a parameter named `math`; its size arithmetic needs the module")
+    if "import math" in statements:
+        return ""
+    if "math" in ref.carried:
+        raise ConversionError("name_conflict", "the reference binds `math` to something other than the math module, "
+                              "which forward's size arithmetic needs")
+    return "import math\n"
 
 
 def _helper_order(name: str, srcs: dict[str, str]) -> tuple[int, str]:
