@@ -315,3 +315,16 @@ def test_shrink_and_check_falls_back_when_the_shrunk_problem_breaks(pool):
     fragile = problem("relu").replace("return torch.relu(x)", "return torch.relu(x).reshape(16, 64)")
     kept, result = shrink_and_check(fragile, pool=pool)
     assert kept == fragile and result.ok and not result.shrunk
+
+
+def test_a_problem_that_only_fails_shrunk_is_probed_at_its_own_sizes():
+    """An Inception-style block fixes its own input channels (192): shrinking get_inputs() to 24
+    channels breaks it, so the probe runs it again as written instead of blaming the input guess."""
+    fixed = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+             "        self.conv = nn.Conv2d(192, 8, 1)\n\n    def forward(self, x):\n        return torch.relu(self.conv(x))\n\n\n"
+             "def get_inputs():\n    return [torch.randn(2, 192, 8, 8)]\n\n\ndef get_init_inputs():\n    return []\n")
+    broken = fixed.replace("torch.relu(self.conv(x))", "torch.relu(self.conv(x)) @ torch.ones(3, 3)")
+    ok, bad = probe_many([fixed, broken], judge_config(probe_budget_s=5.0, probe_timeout_s=20.0))
+    assert ok.ok and not ok.shrunk and ok.output_shapes == [[2, 8, 8, 8]]
+    # failing as written too: that error is the one reported (its sizes are the guess's own)
+    assert not bad.ok and bad.reason == "runtime_error" and "192 channels" not in bad.detail and not bad.shrunk

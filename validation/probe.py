@@ -113,24 +113,41 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def probe_in_sandbox(worker, problem_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
-    """Worker side: shrink, fork a confined child, run the probe there, read a JSON answer."""
-    from autotriton.validation import shrink, wire
+    """Worker side: shrink, fork a confined child, run the probe there, read a JSON answer.
+
+    A shrunk problem that fails at run time is probed again at its own sizes: shrinking scales
+    every size in `get_inputs()`, also one the module fixes itself (an Inception block's 192 input
+    channels become 24 while its convolution still wants 192), and the error's sizes are then
+    ones the input guess never wrote, so the harvester's repair cannot act on them."""
+    from autotriton.validation import shrink
 
     start = time.monotonic()
     source = shrink.shrink_problem(problem_source, cfg["shrink_max_dim"]) if cfg["shrink_for_cpu"] else problem_source
+    answer = _probe_once(worker, source, cfg, start)
+    answer["shrunk"] = source != problem_source
+    if answer["shrunk"] and not answer.get("ok") and answer.get("reason") == "runtime_error":
+        again = _probe_once(worker, problem_source, cfg, time.monotonic())
+        # its verdict stands (its error's sizes are the guess's own, for the repair), unless the
+        # problem is too big to run as written
+        if again.get("reason") not in ("timeout", "crashed", "too_slow"):
+            answer = dict(again, shrunk=False)
+    answer["elapsed_s"] = time.monotonic() - start
+    return answer
+
+
+def _probe_once(worker, source: str, cfg: dict[str, Any], start: float) -> dict[str, Any]:
+    from autotriton.validation import wire
+
     spawned = worker.spawn("probe", dict(cfg, device="cpu"))
     pid, sock, workdir = spawned.pid, spawned.sock, spawned.workdir
     try:
         wire.send_pickle(sock, {"source": source, "seed": cfg["seed"], "budget_s": cfg["probe_budget_s"]})
         try:
-            answer = json.loads(wire.recv_frame(sock, deadline=start + cfg["probe_timeout_s"], max_bytes=1 << 20))
+            return json.loads(wire.recv_frame(sock, deadline=start + cfg["probe_timeout_s"], max_bytes=1 << 20))
         except TimeoutError:
-            return _fail("timeout", f"the problem did not finish within {cfg['probe_timeout_s']:g} s", start, shrunk=source != problem_source)
+            return _fail("timeout", f"the problem did not finish within {cfg['probe_timeout_s']:g} s", start)
         except (EOFError, ConnectionError, OSError, ValueError, wire.WireError) as exc:
             how = worker.exit_status(pid)
-            return _fail("crashed", f"the problem's process died ({how or exc})", start, shrunk=source != problem_source)
-        answer["shrunk"] = source != problem_source
-        answer["elapsed_s"] = time.monotonic() - start
-        return answer
+            return _fail("crashed", f"the problem's process died ({how or exc})", start)
     finally:
         worker.finish(pid, sock, workdir)
