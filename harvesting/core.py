@@ -35,7 +35,8 @@ from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_sou
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
 # Probe reasons that another input guess cannot fix.
-PERMANENT_REASONS = frozenset({"missing_dependency", "needs_data_files", "nondeterministic", "input_independent", "bad_format"})
+PERMANENT_REASONS = frozenset({"missing_dependency", "needs_data_files", "nondeterministic", "input_independent", "bad_format",
+                               "broken_dependency"})
 
 # probe(sources) -> results; called as probe(sources, environments={problem key: site-packages folders})
 # when some of the sources need their dependency environment (SandboxProbe does).

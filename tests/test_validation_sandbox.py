@@ -281,6 +281,10 @@ PROBES = {
     # changed in place and returned: computed, not passed through
     "in_place": (problem("relu").replace("return torch.relu(x)", "return x.mul_(2)"), None),
     "runtime_error": (problem("relu").replace("return torch.relu(x)", "return x @ x"), "runtime_error"),
+    # a package that is installed but raises while it is imported (a CUDA torchvision beside a CPU torch)
+    "broken_dependency": ("import os, sys\nsys.path.insert(0, os.getcwd())\n"
+                          "open('brokendep.py', 'w').write('raise RuntimeError(\"operator brokendep::nms does not exist\")')\n"
+                          "import brokendep\n" + problem("relu"), "broken_dependency"),
     "too_slow": (problem("relu").replace("return torch.relu(x)", "import time\n        time.sleep(2)\n        return torch.relu(x)"), "too_slow"),
     "timeout": (problem("relu").replace("return torch.relu(x)", "while True:\n            pass"), "timeout"),
     "crashed": (problem("relu").replace("return torch.relu(x)", "import os\n        os._exit(1)"), "crashed"),

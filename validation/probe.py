@@ -5,7 +5,11 @@ Problem code comes from the wild, so it runs like a candidate: in a confined pro
 a worker's template, on the CPU, with shapes shrunk by `shrink_problem` (when configured).
 
 Reasons (ProbeResult.reason): "missing_dependency", "needs_data_files", "bad_format",
-"runtime_error", "nondeterministic", "input_independent", "returns_input", "too_slow", "timeout", "crashed".
+"broken_dependency", "runtime_error", "nondeterministic", "input_independent", "returns_input", "too_slow",
+"timeout", "crashed".
+"broken_dependency": an import of the problem raised inside the imported package (not an
+ImportError): the package is installed but does not work with this torch (a CUDA torchvision wheel
+beside a CPU torch: "operator torchvision::nms does not exist"); no input guess can help.
 "returns_input": every output is one of the inputs, unchanged (DropPath, Dropout and friends in eval
 mode): there is nothing to compute, so nothing for a kernel to do.
 """
@@ -18,7 +22,7 @@ import time
 import traceback
 from typing import Any
 
-REASONS = ("missing_dependency", "needs_data_files", "bad_format", "runtime_error", "nondeterministic",
+REASONS = ("missing_dependency", "needs_data_files", "bad_format", "broken_dependency", "runtime_error", "nondeterministic",
            "input_independent", "returns_input", "too_slow", "timeout", "crashed")
 
 
@@ -40,6 +44,16 @@ def _same(a: list, b: list) -> bool:
         elif not torch.equal(x, y):
             return False
     return True
+
+
+def _failing_import(exc: BaseException, path: str) -> str | None:
+    """The problem's import statement whose execution raised `exc` inside another file, or None."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [i for i, f in enumerate(frames) if f.filename == path]
+    if not own or own[-1] == len(frames) - 1:
+        return None
+    line = (frames[own[-1]].line or "").strip()
+    return line if line.startswith(("import ", "from ")) else None
 
 
 def run_probe(job: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +81,11 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
     except (FileNotFoundError, IsADirectoryError) as exc:
         return _fail("needs_data_files", f"{type(exc).__name__}: {exc}", start)
     except BaseException as exc:  # noqa: BLE001
-        return _fail("runtime_error", "".join(traceback.format_exception_only(type(exc), exc)), start)
+        message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        statement = _failing_import(exc, path)
+        if statement is not None:
+            return _fail("broken_dependency", f"`{statement}` failed inside the package: {message}", start)
+        return _fail("runtime_error", message, start)
     missing = [a for a in ("Model", "get_inputs", "get_init_inputs") if not callable(getattr(module, a, None))]
     if missing:
         return _fail("bad_format", f"the problem defines no {', '.join(missing)}", start)
