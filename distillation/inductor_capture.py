@@ -248,6 +248,19 @@ def _problem_namespace(source: str, name: str) -> dict[str, Any]:
     return module.__dict__
 
 
+def _forward_signature(forward: Any) -> list[dict[str, Any]]:
+    """forward's parameters as inspect sees them ({"name", "kind", "default"?: its repr}): the
+    converter's signature of ModelNew.forward when the source has none (a Model that is a torch
+    layer, e.g. `class Model(nn.Sequential)`: nn.Sequential.forward(input))."""
+    out = []
+    for p in inspect.signature(forward).parameters.values():
+        entry: dict[str, Any] = {"name": p.name, "kind": p.kind.name}
+        if p.default is not inspect.Parameter.empty:
+            entry["default"] = repr(p.default)[:200]
+        out.append(entry)
+    return out
+
+
 def _to_device(value: Any, device: str) -> Any:
     """Inputs moved to the device, also inside lists, tuples and dicts (forward(self, xs: list))."""
     import torch
@@ -342,6 +355,7 @@ def capture_problem(
     result["parameters"] = {n: list(p.shape) for n, p in model.named_parameters()}
     result["buffers"] = {n: list(b.shape) for n, b in model.named_buffers()}
     result["forward_args"] = arg_names
+    result["forward_signature"] = _forward_signature(model.forward)
     result["input_shapes"] = [list(x.shape) if isinstance(x, torch.Tensor) else repr(x) for x in inputs]
 
     graphs: list[dict[str, Any]] = []

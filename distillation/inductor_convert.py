@@ -103,16 +103,19 @@ def convert_output_code(
     output: dict[str, Any] | None = None,
     captured_inputs: list[Any] | None = None,
     state_names: list[str] | None = None,
+    forward_signature: list[Any] | None = None,
 ) -> ConversionResult:
     """Convert one Inductor output module into a standalone ModelNew (never raises).
     `captured_inputs`: the capture's `input_shapes` (shapes of tensors, reprs of other values
     forward was called with), for the guards on values the graph was specialised on.
     `state_names`: every parameter and buffer name of the captured model (None: unknown), so that
-    reference code holding no state, which the rules forbid, can be left out (inductor_prune.py)."""
+    reference code holding no state, which the rules forbid, can be left out (inductor_prune.py).
+    `forward_signature`: the captured forward's parameters, for a Model whose forward is a torch
+    layer's (inductor_module.reference_model)."""
     notes: list[str] = []
     try:
         code, kernels = _convert(output_code, reference_source, graph_inputs, kernel_configs or {}, output, notes,
-                                 captured_inputs or [], state_names)
+                                 captured_inputs or [], state_names, forward_signature)
     except ConversionError as exc:
         return ConversionResult(ok=False, reason=exc.reason, detail=exc.detail, notes=notes)
     except (SyntaxError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
@@ -122,14 +125,16 @@ def convert_output_code(
 
 def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[str, Any]],
              configs: dict[str, dict[str, Any]], output: dict[str, Any] | None, notes: list[str],
-             captured_inputs: list[Any], state_names: list[str] | None = None) -> tuple[str, list[str]]:
+             captured_inputs: list[Any], state_names: list[str] | None = None,
+             forward_signature: list[Any] | None = None) -> tuple[str, list[str]]:
     try:
         module = ast.parse(output_code)
     except SyntaxError as exc:
         raise ConversionError("parse_error", f"output code does not parse: {exc}") from exc
     kernels = _find_kernels(module)
     call = _find_call(module)
-    ref = _module.reference_model(reference_source)
+    ref = _module.reference_model(reference_source, forward_signature)
+    ref.state_names = set(state_names) if state_names is not None else None
     # unique readable names, none shadowing a module-level name of the reference
     taken = set(ref.top_level)
     for k in kernels.values():
@@ -231,6 +236,19 @@ def _indent(src: str, n: int) -> str:
     return "\n".join((" " * n + line) if line.strip() else "" for line in src.splitlines())
 
 
+def _forward_signature(attempt: dict[str, Any], recorded: dict[str, Any]) -> list[Any] | None:
+    """The captured forward's parameters: the recorded signature, or (captures before it was
+    recorded) the parameter names forward was called with, positionally."""
+    for record in (attempt, recorded):
+        if record.get("forward_signature"):
+            return record["forward_signature"]
+    names = attempt.get("forward_args") or recorded.get("forward_args")
+    passed = attempt.get("input_shapes")
+    if not names:
+        return None
+    return list(names[:len(passed)] if passed is not None else names)
+
+
 def convert_capture(capture: dict[str, Any], reference_source: str | None = None) -> ConversionResult:
     """Convert the best attempt of a capture record (benchmarks/inductor_l1.py format, or a single
     `capture_problem` dict). An attempt without extern kernels is preferred."""
@@ -256,7 +274,7 @@ def convert_capture(capture: dict[str, Any], reference_source: str | None = None
             [*(recorded.get("parameters") or {}), *(recorded.get("buffers") or {})]
         res = convert_output_code(code, source, graphs[0]["inputs"], kernel_configs=att.get("kernel_configs"),
                                   output=att.get("output"), captured_inputs=att.get("input_shapes"),
-                                  state_names=state)
+                                  state_names=state, forward_signature=_forward_signature(att, recorded))
         res.notes.insert(0, f"dynamic={att.get('dynamic')}")
         if res.ok:
             return res

@@ -132,7 +132,8 @@ def _convert_call(call: ast.FunctionDef, kernels: dict[str, _Kernel], graph_inpu
                                           "buffer, input, size, attribute nor module-level value of the reference")
                 mapping[name] = expr
                 argument = desc.get("kind") == "input" or ("shape" in desc and str(desc.get("source")).startswith("L[")
-                                                           and not str(desc.get("source")).startswith("L['self']"))
+                                                           and desc.get("kind") not in ("param", "buffer")
+                                                           and not str(desc.get("source")).startswith(("L['self']", "L['fn']")))
                 if argument and device_expr is None:  # a forward argument's tensor, also one inside a list
                     device_expr = f"{ast.unparse(expr)}.device"
                 if desc.get("kind") not in ("param", "buffer", "input"):

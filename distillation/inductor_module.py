@@ -14,6 +14,12 @@ KernelBench) survive the conversion:
   (`_initialize_weights`, `reset_parameters`, `self.apply(self._init_weights)`, properties),
   so the judge can load the reference's weights into the same parameters and buffers; methods
   only the reference forward used are left out (their torch compute is not ModelNew's);
+- a Model that is a torch layer (`class Model(nn.Sequential)`, `class Model(nn.LayerNorm)`, also
+  through classes of the source): ModelNew must still be a plain nn.Module (the judge's
+  MODELNEW-BASE rule), so the reference class, renamed `ModelState` and without its forward, only
+  builds the state as the reference's constructor does, and `ModelNew.__init__` registers its
+  parameters, buffers and submodules on itself under the same names (`adopt_state`); a forward
+  the source does not have (nn.Sequential's) gets the signature the capture recorded;
 - `forward` with the reference's full signature (defaults, annotations, keyword-only arguments,
   `*args`), and a guard for each argument the graph was specialised on (a `context=None` or
   `scale=1.0` that was not passed at capture): another value raises a ValueError that says so,
@@ -118,6 +124,10 @@ class ReferenceModel:
     top_level: dict[str, list[int]] = field(default_factory=dict)  # module-level name -> statement indices
     extra_roots: set[str] = field(default_factory=set)  # module-level names forward uses (globals of the graph)
     carried: set[str] = field(default_factory=set)  # module-level names module_statements carried over
+    # the torch layer Model derives from (`torch.nn.Sequential`), directly or through classes of the
+    # source; None for a plain nn.Module. ModelNew is then an nn.Module adopting the state (class_source)
+    layer_base: str | None = None
+    state_names: set[str] | None = None  # the capture's parameter and buffer names (None: unknown)
 
     # ---------------------------------------------------------------- graph inputs
     def input_expr(self, index: int) -> ast.expr | None:
@@ -131,6 +141,12 @@ class ReferenceModel:
     def graph_input_expr(self, desc: dict[str, Any]) -> ast.expr | None:
         """A graph input of the capture (inductor_capture._describe_inputs) as an expression
         inside forward, or None when nothing names it."""
+        expr = self._graph_input_expr(desc)
+        if expr is not None and self.layer_base is not None:
+            expr = _UnindexSelf().visit(expr)  # ModelNew is no container: `self[0]` -> getattr(self, '0')
+        return expr
+
+    def _graph_input_expr(self, desc: dict[str, Any]) -> ast.expr | None:
         kind = desc.get("kind")
         if kind in ("param", "buffer") and desc.get("name"):
             return param_expr(desc["name"])
@@ -155,11 +171,19 @@ class ReferenceModel:
         if not m:
             return None
         name = m.group("name")
-        if m.group("scope") == "L" and name != "self" and name not in self.names:
-            return None
+        expr, rest = name, source[m.end():]
+        if m.group("scope") == "L" and name not in self.names:
+            # a torch layer's forward (nn.Sequential's) is traced through Module._call_impl, whose
+            # locals name the module `fn` and the forward's arguments `args`
+            index = re.match(r"^\[(\d+)\]", rest) if name == "args" else None
+            if name == "fn":
+                expr = "self"
+            elif index is not None and self.input_expr(int(index.group(1))) is not None:
+                expr, rest = ast.unparse(self.input_expr(int(index.group(1)))), rest[index.end():]
+            elif name != "self":
+                return None
         if m.group("scope") == "G" and (name not in self.top_level or name in _PROBLEM_NAMES):
             return None
-        expr, rest = name, source[m.end():]
         while rest:
             step = _SOURCE_STEP.match(rest)
             if not step:
@@ -217,7 +241,54 @@ class ReferenceModel:
         signature = ast.unparse(forward).splitlines()[0]
         body = [ast.unparse(s) for s in self.body]
         forward_src = signature + "\n" + "\n".join("    " + line for line in forward_lines or ["pass"])
+        if self.layer_base is not None:
+            return self._adopting_class_source(bases, body, forward_src, forward_lines)
         return f"class ModelNew({bases}):\n" + "\n\n".join(_indent(s, 4) for s in [*body, forward_src]) + "\n"
+
+    def _adopting_class_source(self, bases: str, body: list[str], forward_src: str, forward_lines: list[str]) -> str:
+        """For a Model that is a torch layer (`class Model(nn.Sequential)`, `class Model(nn.LayerNorm)`):
+        ModelNew must be a plain nn.Module (the judge's MODELNEW-BASE rule: a torch layer carries
+        PyTorch compute), with the reference's state_dict keys and the generated forward. The
+        reference class, without its forward and renamed, only builds the parameters, buffers and
+        submodules as the reference's constructor does (the torch layer's own __init__ included);
+        ModelNew.__init__ registers them on itself under the same names, and takes the plain
+        attributes the generated forward reads. Nothing of it is called in forward."""
+        taken = set(self.top_level) | {"ModelNew", "Model"}
+        state_cls, adopt = _unique("ModelState", taken), _unique("adopt_state", taken)
+        body = [ast.unparse(_RenameName("ModelNew", state_cls).visit(ast.parse(b))) for b in body]
+        doc = (f'"""{self.layer_base.rsplit(".", 1)[-1]} as the reference builds it (its class, without forward): '
+               'ModelNew takes its parameters, buffers and submodules."""')
+        state_src = f"class {state_cls}({bases}):\n" + "\n\n".join(_indent(s, 4) for s in [doc, *body])
+        init = next((s for s in self.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == "__init__"), None)
+        if init is not None:
+            args = ast.parse(ast.unparse(init)).body[0].args
+        else:  # the torch layer's own constructor: whatever it takes
+            args = ast.parse("def f(self, *args, **kwargs): pass").body[0].args
+        init_def = ast.FunctionDef(name="__init__", args=args, body=[ast.Pass()], decorator_list=[], returns=None,
+                                   lineno=0)
+        positional = [a.arg for a in [*args.posonlyargs, *args.args][1:]]
+        passed = [*positional, *([f"*{args.vararg.arg}"] if args.vararg else []),
+                  *[f"{a.arg}={a.arg}" for a in args.kwonlyargs], *([f"**{args.kwarg.arg}"] if args.kwarg else [])]
+        roots = {n.split(".", 1)[0] for n in self.state_names} if self.state_names is not None else set()
+        read = sorted({n.attr for line in [ast.parse("\n".join(forward_lines) or "pass")] for n in ast.walk(line)
+                       if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"}
+                      - roots)
+        lines = ["super().__init__()", f"state = {state_cls}({', '.join(passed)})", f"{adopt}(self, state)",
+                 *[f"self.{a} = state.{a}" for a in read]]
+        init_src = ast.unparse(init_def).splitlines()[0] + "\n" + "\n".join("    " + line for line in lines)
+        adopt_src = (
+            f"def {adopt}(module, layer):\n"
+            '    """Registers the parameters, buffers and submodules of `layer` on `module`, under the same names."""\n'
+            "    persistent = layer.state_dict(keep_vars=True)\n"
+            "    for name, child in layer.named_children():\n"
+            "        module.add_module(name, child)\n"
+            "    for name, param in layer.named_parameters(recurse=False, remove_duplicate=False):\n"
+            "        module.register_parameter(name, param)\n"
+            "    for name, buffer in layer.named_buffers(recurse=False, remove_duplicate=False):\n"
+            "        module.register_buffer(name, buffer, persistent=name in persistent)\n")
+        model_src = "class ModelNew(nn.Module):\n" + "\n\n".join(_indent(s, 4) for s in [init_src, forward_src])
+        return state_src + "\n\n\n" + adopt_src + "\n\n" + model_src + "\n"
 
     def module_statements(self, used_in_forward: set[str]) -> list[str]:
         """The reference's module-level statements the class needs (name closure), imports
@@ -318,6 +389,102 @@ def param_expr(name: str) -> ast.expr:
     return ast.parse("self" + "".join(_child(p) for p in name.split(".")), mode="eval").body
 
 
+class _UnindexSelf(ast.NodeTransformer):
+    """`self[0]` / `self['a-b']` -> `getattr(self, '0')`: a child of a container Model, read from
+    ModelNew, which is a plain nn.Module holding the same children."""
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.slice, ast.Constant):
+            return ast.parse(f"getattr(self, {str(node.slice.value)!r})", mode="eval").body
+        return node
+
+
+class _RenameName(ast.NodeTransformer):
+    def __init__(self, old: str, new: str):
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == self.old:
+            return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node)
+        return node
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    out, n = name, 1
+    while out in taken:
+        n += 1
+        out = f"{name}{n}"
+    return out
+
+
+_TORCH_MODULE = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+
+
+def _torch_layer_base(tree: ast.Module, cls: ast.ClassDef, depth: int = 0) -> str | None:
+    """The torch layer (`torch.nn.Sequential`, `torch.nn.LayerNorm`, ...) `cls` derives from,
+    directly or through classes of the source, as a qualified name; None when it is a plain
+    nn.Module (or derives from something that is not torch's)."""
+    aliases: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    aliases[alias.asname or alias.name.split(".")[0]] = _qualified(alias, stmt)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    for base in cls.bases:
+        text = ast.unparse(base)
+        if text in classes and classes[text] is not cls:
+            found = _torch_layer_base(tree, classes[text], depth + 1) if depth < 20 else None
+            if found is not None:
+                return found
+            continue
+        parts = text.split(".")
+        if parts[0] not in aliases:
+            continue
+        qualified = ".".join([aliases[parts[0]], *parts[1:]])
+        if qualified.startswith("torch.nn.") and qualified not in _TORCH_MODULE:
+            return qualified
+    return None
+
+
+def _signature_function(signature: list[Any]) -> ast.FunctionDef:
+    """`def forward(self, ...)` from a recorded signature (inductor_capture: the forward of a torch
+    layer, which the source does not have): entries {"name", "kind", "default"?} as
+    inspect.Parameter says them, or bare names (positional). A default that is not a literal
+    ends the positional parameters (a keyword-only one is left out): nothing is guessed."""
+    params: list[str] = []
+    positional_open, star_done = True, False
+    for entry in signature:
+        entry = {"name": entry} if isinstance(entry, str) else entry
+        name, kind = entry["name"], entry.get("kind", "POSITIONAL_OR_KEYWORD")
+        if not str(name).isidentifier():
+            raise ConversionError("bad_problem", f"recorded forward parameter {name!r}")
+        default = ""
+        if "default" in entry:
+            try:
+                ast.literal_eval(entry["default"])
+                default = f"={entry['default']}"
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                default = None
+        if kind in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"):
+            if default is None:
+                positional_open = False
+            if positional_open:
+                params.append(f"{name}{default}")
+        elif kind == "VAR_POSITIONAL":
+            positional_open, star_done = False, True
+            params.append(f"*{name}")
+        elif kind == "KEYWORD_ONLY" and default is not None:
+            if not star_done:
+                params.append("*")
+                star_done = True
+            params.append(f"{name}{default}")
+        elif kind == "VAR_KEYWORD":
+            params.append(f"**{name}")
+    return ast.parse(f"def forward(self, {', '.join(params)}):\n    pass").body[0]
+
+
 def _without_forward(stmt: ast.stmt) -> ast.stmt:
     """A carried-over class without its `forward`: ModelNew owns such submodules for their
     parameters only, never calls them, and their forward is the reference's PyTorch compute
@@ -352,8 +519,11 @@ def _inherited_forward(tree: ast.Module, cls: ast.ClassDef, depth: int = 0) -> a
     return None
 
 
-def reference_model(reference_source: str) -> ReferenceModel:
-    """Parse the reference problem and pick out what ModelNew needs (module docstring)."""
+def reference_model(reference_source: str, forward_signature: list[Any] | None = None) -> ReferenceModel:
+    """Parse the reference problem and pick out what ModelNew needs (module docstring).
+    `forward_signature`: the captured model's forward parameters (inductor_capture's
+    "forward_signature", or "forward_args" names), for a Model whose forward is a torch layer's
+    (`class Model(nn.Sequential)` without one of its own)."""
     try:
         tree = ast.parse(reference_source)
     except SyntaxError as exc:
@@ -363,8 +533,13 @@ def reference_model(reference_source: str) -> ReferenceModel:
         raise ConversionError("bad_problem", "the reference source defines no `class Model`")
     methods = {n.name: n for n in model.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     forward = methods.get("forward") or _inherited_forward(tree, model)
+    layer_base = _torch_layer_base(tree, model)
+    if forward is None and layer_base is not None and forward_signature:
+        forward = _signature_function(forward_signature)  # the torch layer's forward, as captured
     if forward is None:
-        raise ConversionError("bad_problem", "Model has no forward() (nor a base class of the source with one)")
+        raise ConversionError("bad_problem", "Model has no forward() (nor a base class of the source with one)"
+                              + (f"; it is {layer_base}'s, whose signature the capture did not record"
+                                 if layer_base is not None else ""))
     # __init__ and what it reaches through self.<name>, transitively; class attributes always
     keep: set[str] = set()
     todo = ["__init__"] if "__init__" in methods else []
@@ -402,4 +577,5 @@ def reference_model(reference_source: str) -> ReferenceModel:
     bases = [ast.unparse(b) for b in base_nodes]  # metaclass=... included
     base_names = set().union(*(_loaded_names(b) for b in base_nodes)) if base_nodes else set()
     return ReferenceModel(tree=tree, bases=bases, base_names=base_names, body=body, forward_args=args, positional=positional,
-                          vararg=args.vararg.arg if args.vararg else None, names=names, top_level=top_level)
+                          vararg=args.vararg.arg if args.vararg else None, names=names, top_level=top_level,
+                          layer_base=layer_base)
