@@ -28,7 +28,7 @@ from autotriton.harvesting.requirements import module_requirements
 from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
-from autotriton.harvesting.input_repair import repair_attempt
+from autotriton.harvesting.input_repair import repair_attempts
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_forward, positional_init
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
@@ -480,12 +480,16 @@ class Harvester:
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
                         p.first_failure = (reason, detail)
                     _reorder_after_failure(p.attempts, round_no + 1, detail)
-                    fixed = repair_attempt(p.attempts[round_no], str(_field(res, "detail") or ""))
-                    if fixed is not None and reason not in PERMANENT_REASONS:
+                    fixed = repair_attempts(p.attempts[round_no], str(_field(res, "detail") or ""))
+                    # a repair that leads back to a guess already tried (the bottleneck's channel
+                    # error undoing its broadcast repair) would only loop: it is left out
+                    tried = {a.functions() for a in p.attempts[:round_no + 1]}
+                    fixed = [f for f in fixed if f.functions() not in tried]
+                    if fixed and reason not in PERMANENT_REASONS:
                         # torch said which shape it wanted: try that next, within the attempt budget
-                        p.attempts.insert(round_no + 1, fixed)
+                        p.attempts[round_no + 1:round_no + 1] = fixed
                         del p.attempts[self.config.max_attempts:]
-                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
+                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + len(fixed))
                     if reason in PERMANENT_REASONS or round_no + 1 >= len(p.attempts):
                         p.done = True
                         bar.advance(task, len(p.attempts) - round_no - 1)

@@ -81,6 +81,32 @@ def _index_inputs(attempt: Attempt, detail: str) -> Attempt | None:
     return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
 
 
+def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:
+    """The attempts to try next for a torch error, best first: repair_attempt's and, for a failed
+    broadcast that wants a larger size, also the same with the first constructor size equal to the
+    smaller one raised to match: a ResNet bottleneck adds its input to an output of
+    `planes * expansion` channels, so `inplanes` must grow with the input (inplanes=32, planes=32:
+    "size of tensor a (128) must match the size of tensor b (32)")."""
+    first = repair_attempt(attempt, detail)
+    out = [first] if first is not None else []
+    m = _BROADCAST.search(detail)
+    if first is None or m is None:
+        return out
+    a, b = int(m.group(1)), int(m.group(2))
+    got, want = min(a, b), max(a, b)
+    grown = [s["shape"] for s in first.input_spec if isinstance(s, dict) and s.get("kind") == "tensor"]
+    if want not in {d for shape in grown for d in shape}:
+        return out
+    for i, spec in enumerate(attempt.init_spec):
+        value = spec.get("value") if isinstance(spec, dict) else None
+        if type(value) is int and value == got and i < len(attempt.init_code) and attempt.init_code[i] == str(got):
+            codes, specs = list(first.init_code), list(first.init_spec)
+            codes[i], specs[i] = str(want), {**spec, "value": want}
+            out.append(Attempt(codes, specs, first.input_code, first.input_spec, label=f"{attempt.label} repaired with constructor"))
+            break
+    return out
+
+
 def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     """A new attempt whose tensor inputs are reshaped as a torch shape error asks (or made
     integer indices, as an embedding's dtype or range error asks), or None."""

@@ -521,3 +521,47 @@ def test_a_broadcast_against_a_constructor_sized_tensor_steers_the_input(tmp_pat
     """torch says which sizes failed to broadcast ("size of tensor a (32) must match the size of
     tensor b (2)"): the next guess gives the input's dimension the other size."""
     assert_all_runnable(tmp_path, "levels.py", SCALED_BY_LEVELS, 1)
+
+
+BOTTLENECK = '''
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes, planes, stride=1, downsample=None):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, kernel_size=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.conv3 = nn.Conv2d(planes, planes * self.expansion, kernel_size=1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * self.expansion)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x):
+        residual = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        if self.downsample is not None:
+            residual = self.downsample(x)
+        out += residual
+        return self.relu(out)
+'''
+
+
+def test_a_residual_that_needs_planes_times_expansion_grows_the_constructor_size_too(tmp_path):
+    """A ResNet bottleneck adds its input to `planes * 4` channels: with inplanes = planes (the
+    guess) the broadcast fails; reshaping the input alone then breaks conv1, so the next guess
+    also raises inplanes to the size the broadcast wanted."""
+    from autotriton.harvesting.input_repair import repair_attempts
+    from autotriton.harvesting.synthesis import Attempt
+
+    attempt = Attempt(["32", "32"], [{"name": "inplanes", "value": 32}, {"name": "planes", "value": 32}],
+                      ["torch.randn(2, 32, 8, 8)"], [{"kind": "tensor", "shape": [2, 32, 8, 8], "dtype": "float32"}])
+    message = "RuntimeError: The size of tensor a (128) must match the size of tensor b (32) at non-singleton dimension 1"
+    reshaped, grown = repair_attempts(attempt, message)
+    assert reshaped.init_code == ["32", "32"] and reshaped.input_spec[0]["shape"] == [2, 128, 8, 8]
+    assert grown.init_code == ["128", "32"] and grown.init_spec[0]["value"] == 128 and grown.input_code == reshaped.input_code
+    assert len(repair_attempts(attempt, "RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x8 and 64x8)")) == 1
+    assert_all_runnable(tmp_path, "bottleneck.py", BOTTLENECK, 1)
