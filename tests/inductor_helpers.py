@@ -32,3 +32,35 @@ def seeded_run(tmp_path: Path, bench: Any, names: list[str]) -> tuple[Path, Path
             f.write(json.dumps({"id": capture["id"], "name": capture["name"], "source": capture["source"]}) + "\n")
             shutil.copy(FIXTURES / f"{name}.json", run / "captures" / f"{bench.safe_id(capture['id'])}.json")
     return suite, run
+
+
+def capture_on_cpu(problems: dict[str, str], tmp: Path, prefix: str) -> dict[str, dict]:
+    """cpu-triton captures of `problems` (name -> KernelBench source), as `inductor_l1.py capture`
+    writes them, keyed by name (suite ids `prefix/name`)."""
+    suite = tmp / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"{prefix}/{n}", "name": n, "source": s}) + "\n" for n, s in problems.items()))
+    assert load_bench().main(["capture", "--suite", str(suite), "--out", str(tmp / "run"), "--jobs", "2",
+                              "--capture-device", "cpu-triton"]) == 0
+    return {n: json.loads((tmp / "run" / "captures" / f"{prefix}_{n}.json").read_text()) for n in problems}
+
+
+def convert_all(captured: dict[str, dict], problems: dict[str, str]) -> dict:
+    """Every capture converted; a conversion that fails fails the caller with its reason."""
+    from autotriton.distillation.inductor_convert import convert_capture
+
+    out = {n: convert_capture(c, problems[n]) for n, c in captured.items()}
+    for name, result in out.items():
+        assert result.ok, f"{name}: {result.reason}: {result.detail}"
+    return out
+
+
+def load_source(code: str, path: Path, prefix: str) -> dict:
+    """Write `code` to `path` and import it as a module; its globals."""
+    import sys
+
+    path.write_text(code)
+    spec = importlib.util.spec_from_file_location(f"{prefix}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return vars(module)

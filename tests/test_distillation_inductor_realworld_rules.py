@@ -14,14 +14,11 @@ The rules themselves are unchanged: hand-written candidates with the same code a
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from inductor_helpers import load_bench
+from inductor_helpers import capture_on_cpu, convert_all, load_source
 
 LAYERKIT = '''import torch.nn as nn
 
@@ -176,31 +173,16 @@ def layerkit_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def captured(layerkit_path, tmp_path_factory) -> dict[str, dict]:
-    tmp = tmp_path_factory.mktemp("realworld_rules")
-    suite = tmp / "suite.jsonl"
-    suite.write_text("".join(json.dumps({"id": f"rules/{n}", "name": n, "source": s}) + "\n" for n, s in PROBLEMS.items()))
-    assert load_bench().main(["capture", "--suite", str(suite), "--out", str(tmp / "run"), "--jobs", "2",
-                              "--capture-device", "cpu-triton"]) == 0
-    return {n: json.loads((tmp / "run" / "captures" / f"rules_{n}.json").read_text()) for n in PROBLEMS}
+    return capture_on_cpu(PROBLEMS, tmp_path_factory.mktemp("realworld_rules"), "rules")
 
 
 @pytest.fixture(scope="module")
 def converted(captured) -> dict:
-    from autotriton.distillation.inductor_convert import convert_capture
-
-    out = {n: convert_capture(c, PROBLEMS[n]) for n, c in captured.items()}
-    for name, result in out.items():
-        assert result.ok, f"{name}: {result.reason}: {result.detail}"
-    return out
+    return convert_all(captured, PROBLEMS)
 
 
 def _load(code: str, path: Path) -> dict:
-    path.write_text(code)
-    spec = importlib.util.spec_from_file_location(f"rules_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return vars(module)
+    return load_source(code, path, "rules")
 
 
 def _rules(code: str) -> list[str]:

@@ -13,11 +13,10 @@ each is captured on the CPU (cpu-triton dry run), converted, and judged by the C
 from __future__ import annotations
 
 import ast
-import json
 
 import pytest
 
-from inductor_helpers import load_bench
+from inductor_helpers import capture_on_cpu, convert_all
 
 # vit-style sin-cos position embedding whose grid comes from the input's shape (arange of floats:
 # its length is math.ceil((h - 0.5) / 1.0) in call())
@@ -84,12 +83,7 @@ PROBLEMS = {"sincos": SINCOS, "crop": CROP}
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory) -> dict[str, dict]:
-    tmp = tmp_path_factory.mktemp("size_math")
-    suite = tmp / "suite.jsonl"
-    suite.write_text("".join(json.dumps({"id": f"size/{n}", "name": n, "source": s}) + "\n" for n, s in PROBLEMS.items()))
-    assert load_bench().main(["capture", "--suite", str(suite), "--out", str(tmp / "run"), "--jobs", "2",
-                              "--capture-device", "cpu-triton"]) == 0
-    return {n: json.loads((tmp / "run" / "captures" / f"size_{n}.json").read_text()) for n in PROBLEMS}
+    return capture_on_cpu(PROBLEMS, tmp_path_factory.mktemp("size_math"), "size")
 
 
 def _call_body(capture: dict) -> str:
@@ -105,12 +99,7 @@ def test_call_holds_size_arithmetic_with_math_and_sym_float(captured):
 
 @pytest.fixture(scope="module")
 def converted(captured) -> dict:
-    from autotriton.distillation.inductor_convert import convert_capture
-
-    out = {n: convert_capture(c, PROBLEMS[n]) for n, c in captured.items()}
-    for name, result in out.items():
-        assert result.ok, f"{name}: {result.reason}: {result.detail}"
-    return out
+    return convert_all(captured, PROBLEMS)
 
 
 def test_size_arithmetic_becomes_plain_python_with_math_imported(converted):

@@ -15,14 +15,11 @@ judge's rules are unchanged. The problems are written here (no package code), ca
 from __future__ import annotations
 
 import ast
-import importlib.util
-import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from inductor_helpers import load_bench
+from inductor_helpers import capture_on_cpu, convert_all, load_source
 
 SEQUENTIAL = '''import torch
 import torch.nn as nn
@@ -98,31 +95,16 @@ PROBLEMS = {"sequential": SEQUENTIAL, "layernorm": LAYERNORM, "embedding": EMBED
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory) -> dict[str, dict]:
-    tmp = tmp_path_factory.mktemp("torch_bases")
-    suite = tmp / "suite.jsonl"
-    suite.write_text("".join(json.dumps({"id": f"bases/{n}", "name": n, "source": s}) + "\n" for n, s in PROBLEMS.items()))
-    assert load_bench().main(["capture", "--suite", str(suite), "--out", str(tmp / "run"), "--jobs", "2",
-                              "--capture-device", "cpu-triton"]) == 0
-    return {n: json.loads((tmp / "run" / "captures" / f"bases_{n}.json").read_text()) for n in PROBLEMS}
+    return capture_on_cpu(PROBLEMS, tmp_path_factory.mktemp("torch_bases"), "bases")
 
 
 @pytest.fixture(scope="module")
 def converted(captured) -> dict:
-    from autotriton.distillation.inductor_convert import convert_capture
-
-    out = {n: convert_capture(c, PROBLEMS[n]) for n, c in captured.items()}
-    for name, result in out.items():
-        assert result.ok, f"{name}: {result.reason}: {result.detail}"
-    return out
+    return convert_all(captured, PROBLEMS)
 
 
 def _load(code: str, path: Path) -> dict:
-    path.write_text(code)
-    spec = importlib.util.spec_from_file_location(f"bases_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return vars(module)
+    return load_source(code, path, "bases")
 
 
 def test_modelnew_is_a_plain_module_with_the_references_state(converted, tmp_path):
