@@ -271,9 +271,13 @@ def package_licence(root: Path) -> str | None:
 
 
 def _selected(path: str, src: PackageSource) -> bool:
+    """Whether the include/exclude globs select `path`. A src-layout sdist keeps its package under
+    `src/` while the wheel does not: `include = ["pkg"]` selects `src/pkg/...` too."""
+    paths = (path, path[4:]) if path.startswith("src/") else (path,)
+
     def match(globs: tuple[str, ...]) -> bool:
-        return any(fnmatch.fnmatch(path, g) or path.startswith(g.rstrip("/") + "/") or fnmatch.fnmatch(path, g.rstrip("/") + "/*")
-                   for g in globs)
+        return any(fnmatch.fnmatch(p, g) or p.startswith(g.rstrip("/") + "/") or fnmatch.fnmatch(p, g.rstrip("/") + "/*")
+                   for g in globs for p in paths)
 
     if src.include and not match(src.include):
         return False
@@ -387,6 +391,7 @@ def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | 
         if scanned == 0:
             harvester.reject_file(src.label, "no_files", f"no .py file matches include {list(src.include)} "
                                   f"(exclude {list(src.exclude)}) in {root}; fix the globs")
+            continue  # not harvested: the next run (globs fixed, or a fixed autotriton) tries it again
         for ref in harvester.result.sources[before:]:
             labels[ref.key] = src.label
         sstate.update({"harvested": True, "format": fmt, "licence": licence,

@@ -232,3 +232,15 @@ def test_fetch_only_fills_the_cache_with_sources_only(tmp_path, monkeypatch):
                     "tinytorch_pkg/layers.py", "tinytorch_pkg/needs_einops.py", "tinytorch_pkg/tests/test_layers.py"]
     assert not (root / "docs").exists()  # emptied folders go too
     assert not (tmp_path / "w.duckdb").exists()  # nothing harvested, nothing stored
+
+
+def test_include_globs_select_a_src_layout_sdist_like_its_wheel():
+    """pytorch-metric-learning's sdist keeps its package in src/, its wheel at the top: the same
+    `include = ["pytorch_metric_learning"]` must select both (it selected nothing in the sdist)."""
+    from autotriton.harvesting.packages import PackageSource, _selected
+
+    src = PackageSource("pytorch-metric-learning", "2.9.0", ("pytorch_metric_learning",), ("*/tests/*",))
+    assert _selected("pytorch_metric_learning/losses/arcface_loss.py", src)
+    assert _selected("src/pytorch_metric_learning/losses/arcface_loss.py", src)
+    assert not _selected("src/pytorch_metric_learning/tests/test_x.py", src)
+    assert not _selected("src/other_pkg/x.py", src) and not _selected("setup.py", src)
