@@ -30,7 +30,7 @@ from autotriton.harvesting.structured_outputs import structured_output, tuple_ou
 from autotriton.hashing import source_key
 from autotriton.harvesting.input_repair import repair_attempts
 from autotriton.harvesting.randomness import random_calls
-from autotriton.harvesting.renaming import positional_forward, positional_init
+from autotriton.harvesting.renaming import positional_signatures
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
@@ -346,7 +346,7 @@ class Harvester:
         # take positional arguments in the problem, as KernelBench builds `Model(*get_init_inputs())`;
         # likewise forward's required keyword-only inputs (`forward(self, x, *, context)`), as it
         # calls `model(*get_inputs())`.
-        model_source = positional_forward(positional_init(rename_to_model(standalone, source_name or class_name)))
+        model_source = positional_signatures(rename_to_model(standalone, source_name or class_name))
         requirements = module_requirements(standalone, self._declared, local_packages=self._local_packages)
         try:
             environment_key = requirement_key(requirements)

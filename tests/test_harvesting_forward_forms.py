@@ -285,3 +285,13 @@ def test_a_module_embedding_an_unrecognised_input_becomes_runnable(tmp_path):
     problems = _harvest(tmp_path, "tokens.py", TOKEN_EMBEDDINGS)
     (spec,) = problems["TokenMixer"].input_spec
     assert spec["dtype"] == "int64" and spec["high"] <= problems["TokenMixer"].init_spec[0]["value"]
+
+
+def test_both_signatures_are_rewritten_in_one_pass():
+    from autotriton.harvesting.renaming import positional_forward, positional_init, positional_signatures
+
+    source = ("import torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self, *, dim, depth=2):\n        super().__init__()\n\n"
+              "    def forward(self, x, *, mask, scale=1.0):\n        return x * mask * scale\n")
+    assert positional_signatures(source) == positional_forward(positional_init(source))
+    assert "def __init__(self, dim, depth=2)" in positional_signatures(source)
+    assert "def forward(self, x, mask, *, scale=1.0)" in positional_signatures(source)
