@@ -128,7 +128,6 @@ class _math_attention:
 
     def __enter__(self) -> "_math_attention":
         import contextlib
-        from unittest import mock
 
         import torch
 
@@ -141,8 +140,9 @@ class _math_attention:
         # switches below are real again: ExitStack closes in reverse)
         self._stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
         for name in sorted(n for n in dir(torch._C) if n.startswith("_set_sdp_use_")):
-            self._stack.enter_context(mock.patch.object(torch._C, name, _pinned_switch(getattr(torch._C, name),
-                                                                                         name == "_set_sdp_use_math")))
+            setter = getattr(torch._C, name)
+            setattr(torch._C, name, _pinned_switch(setter, name == "_set_sdp_use_math"))
+            self._stack.callback(setattr, torch._C, name, setter)
         return self
 
     def __exit__(self, *exc: Any) -> None:
