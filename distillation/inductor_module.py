@@ -100,12 +100,16 @@ def _qualified(alias: ast.alias, stmt: ast.stmt) -> str:
     return alias.name if alias.asname else alias.name.split(".")[0]
 
 
-class _RenameModel(ast.NodeTransformer):
-    """`Model` -> `ModelNew` inside the copied class (isinstance checks, class constants)."""
+class _RenameNames(ast.NodeTransformer):
+    """Bare names renamed by `mapping` (`Model` -> `ModelNew` inside the copied class: isinstance
+    checks, class constants; `ModelNew` -> the state class's name)."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id == "Model":
-            return ast.copy_location(ast.Name(id="ModelNew", ctx=node.ctx), node)
+        if node.id in self.mapping:
+            return ast.copy_location(ast.Name(id=self.mapping[node.id], ctx=node.ctx), node)
         return node
 
 
@@ -255,7 +259,7 @@ class ReferenceModel:
         attributes the generated forward reads. Nothing of it is called in forward."""
         taken = set(self.top_level) | {"ModelNew", "Model"}
         state_cls, adopt = _unique("ModelState", taken), _unique("adopt_state", taken)
-        body = [ast.unparse(_RenameName("ModelNew", state_cls).visit(ast.parse(b))) for b in body]
+        body = [ast.unparse(_RenameNames({"ModelNew": state_cls}).visit(ast.parse(b))) for b in body]
         doc = (f'"""{self.layer_base.rsplit(".", 1)[-1]} as the reference builds it (its class, without forward): '
                'ModelNew takes its parameters, buffers and submodules."""')
         state_src = f"class {state_cls}({bases}):\n" + "\n\n".join(_indent(s, 4) for s in [doc, *body])
@@ -397,16 +401,6 @@ class _UnindexSelf(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.slice, ast.Constant):
             return ast.parse(f"getattr(self, {str(node.slice.value)!r})", mode="eval").body
-        return node
-
-
-class _RenameName(ast.NodeTransformer):
-    def __init__(self, old: str, new: str):
-        self.old, self.new = old, new
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id == self.old:
-            return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node)
         return node
 
 
@@ -562,7 +556,7 @@ def reference_model(reference_source: str, forward_signature: list[Any] | None =
                     node.args = []
         else:
             stmt = ast.parse(ast.unparse(stmt)).body[0]
-        body.append(_RenameModel().visit(stmt))
+        body.append(_RenameNames({"Model": "ModelNew"}).visit(stmt))
     args = ast.parse(ast.unparse(forward)).body[0].args  # a copy, `self` included
     positional = [a.arg for a in [*args.posonlyargs, *args.args][1:]]
     names = [*positional, *[a.arg for a in args.kwonlyargs]]
