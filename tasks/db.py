@@ -157,9 +157,11 @@ def harvest_state(config: PipelineConfig, *, read_only: bool = False) -> Any:
 
 
 def import_release(wh: Warehouse, run: Run, path: str | os.PathLike[str]) -> dict[str, int]:
+    from autotriton.harvesting.requirements import module_requirements
     from autotriton.warehouse.transfer import import_release as load
 
-    return load(wh, run, path)
+    # Releases carry each problem's requirement set; older ones get it from the reference's imports.
+    return load(wh, run, path, derive_requirements=module_requirements)
 
 
 def lineage(wh: Warehouse, key: str, max_children: int = 20) -> dict[str, Any]:

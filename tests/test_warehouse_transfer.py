@@ -169,3 +169,44 @@ def test_import_of_something_else_is_a_clear_error(tmp_path):
     assert result.exit_code == 2 and "db dump" in result.stderr and "db release" in result.stderr
     missing = invoke("--db", str(tmp_path / "w.duckdb"), "db", "import", str(tmp_path / "absent"))
     assert missing.exit_code == 2 and "no such folder" in missing.stderr
+
+
+def test_a_release_carries_each_problems_dependency_environment(tmp_path, monkeypatch):
+    """An imported problem keeps the requirement set its judge installs (einops for a module that
+    imports it); a release written before releases carried it gets the set from the reference's imports."""
+    from autotriton.environments import requirement_key
+
+    monkeypatch.chdir(tmp_path)
+    chain = distinct_chain(3)
+    needs = chain.problems[0]
+    needs.reference_source = "import einops\n" + needs.reference_source
+    needs.requirements, needs.environment_key = ["einops>=0.7"], requirement_key(["einops>=0.7"])
+    for cand, verdict in zip(chain.candidates, chain.verdicts):  # keys follow the edited source
+        cand.problem_key = chain.problems[chain.candidates.index(cand)].key
+        verdict.candidate_key, verdict.problem_key = cand.key, cand.problem_key
+    path = tmp_path / "build.duckdb"
+    with Warehouse(path) as wh:
+        run = wh.start_run("refresh", {})
+        store_chain(wh, run, chain)
+        wh.finish_run(run, "succeeded", {})
+    out = tmp_path / "release"
+    one_json(invoke("--db", str(path), "db", "release", "--out", str(out), "--json"))
+
+    def requirements_in(db) -> dict:
+        with Warehouse(db, read_only=True) as wh:
+            rows = wh.sql("SELECT key, requirements::VARCHAR, environment_key FROM problems").rows
+        return {key: (json.loads(reqs), env) for key, reqs, env in rows}
+
+    one_json(invoke("--db", str(tmp_path / "a.duckdb"), "db", "import", str(out), "--json"))
+    got = requirements_in(tmp_path / "a.duckdb")
+    assert got[needs.key] == (["einops>=0.7"], needs.environment_key)
+    assert {k: v for k, v in got.items() if k != needs.key} == {p.key: ([], None) for p in chain.problems[1:]}
+
+    for config in ("pairs", "problems"):  # the same release as written before the columns existed
+        for f in (out / config / "data").iterdir():
+            table = pq.read_table(f)
+            pq.write_table(table.drop_columns(["requirements", "environment_key"]), f, compression="zstd")
+    one_json(invoke("--db", str(tmp_path / "b.duckdb"), "db", "import", str(out), "--json"))
+    got = requirements_in(tmp_path / "b.duckdb")
+    assert got[needs.key] == (["einops"], requirement_key(["einops"]))  # unversioned: the release did not say
+    assert all(v == ([], None) for k, v in got.items() if k != needs.key)

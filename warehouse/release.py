@@ -35,7 +35,8 @@ _PROBLEM_COLUMNS = """
        p.suite, p.suite_id, p.module_key, p.source_key,
        s.kind AS source_kind, s.repo AS source_repo, s."commit" AS source_version, s.path AS source_path,
        s.url AS source_url, s.stars AS source_stars, s.licence AS source_licence,
-       m.class_name AS module_class, m.standalone_source AS module_source"""
+       m.class_name AS module_class, m.standalone_source AS module_source,
+       p.requirements::VARCHAR AS requirements, p.environment_key"""
 
 # The reward-1 rule on each candidate's latest verdict, as in Warehouse.validated_pairs().
 PAIRS_SQL = f"""

@@ -20,11 +20,12 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow.parquet as pq
 
 from autotriton.describe import instruction_for
+from autotriton.environments import requirement_key
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef, Verdict, Violation
 from autotriton.warehouse.layout import read_export
 from autotriton.warehouse.migrations import LATEST_VERSION
@@ -115,7 +116,18 @@ def _json(value: Any, default: Any) -> Any:
     return json.loads(value) if isinstance(value, str) and value else default
 
 
-def _records(row: dict[str, Any]) -> tuple[SourceRef | None, HarvestedModule | None, Problem]:
+def _requirements(row: dict[str, Any], derive: Callable[[str], list[str]] | None) -> tuple[list[str], str | None]:
+    """The problem's dependency environment as released; a release written before releases carried
+    it (no `requirements` column) gets the set derived from the reference's imports by `derive`."""
+    if "requirements" in row:
+        requirements = _json(row["requirements"], [])
+        return requirements, row.get("environment_key") or requirement_key(requirements)
+    requirements = derive(row["reference_source"]) if derive is not None else []
+    return requirements, requirement_key(requirements)
+
+
+def _records(row: dict[str, Any], derive: Callable[[str], list[str]] | None = None
+             ) -> tuple[SourceRef | None, HarvestedModule | None, Problem]:
     source = None
     if row.get("source_kind"):
         source = SourceRef(kind=row["source_kind"], repo=row["source_repo"], commit=row["source_version"] or "",
@@ -132,11 +144,15 @@ def _records(row: dict[str, Any]) -> tuple[SourceRef | None, HarvestedModule | N
                       shape_profile=row["shape_profile"], op_tags=_json(row["op_tags"], []), status="runnable",
                       licence=row["licence"], suite=row["suite"], suite_id=row["suite_id"],
                       instruction=instruction_for(row["reference_source"]))
+    problem.requirements, problem.environment_key = _requirements(row, derive)
     return source, module, problem
 
 
-def import_release(wh: Warehouse, run: Run, path: str | os.PathLike[str]) -> dict[str, int]:
-    """Rebuild the records of a release and put them (one transaction); new rows per table."""
+def import_release(wh: Warehouse, run: Run, path: str | os.PathLike[str],
+                   derive_requirements: Callable[[str], list[str]] | None = None) -> dict[str, int]:
+    """Rebuild the records of a release and put them (one transaction); new rows per table.
+    `derive_requirements(reference_source)`: the requirement set of a problem from a release that
+    does not carry one (released before it did)."""
     root = Path(path)
     sources: dict[str, SourceRef] = {}
     modules: dict[str, HarvestedModule] = {}
@@ -145,7 +161,7 @@ def import_release(wh: Warehouse, run: Run, path: str | os.PathLike[str]) -> dic
     verdicts: list[Verdict] = []
     for config in ("problems", "pairs"):
         for row in read_export(root / config).to_pylist():
-            source, module, problem = _records(row)
+            source, module, problem = _records(row, derive_requirements)
             if problem.key != row["problem_key"]:
                 raise WarehouseError(f"{root / config}: problem {row['problem_key']} does not hash to its key any more "
                                      "(its reference_source was edited); the release is damaged.")
