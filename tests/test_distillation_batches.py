@@ -230,3 +230,19 @@ def test_cli_distill_name_glob_distils_only_the_problems_it_matches(tmp_path):
         assert names == {"relu0", "relu1", "relu2"}
     rest = json.loads(CliRunner().invoke(app, base).stdout)
     assert rest["problems"] == 1 and rest["skipped_distilled"] == 2
+
+
+def test_cli_distill_skips_what_an_imported_release_already_solved(tmp_path):
+    """A build continued on another machine from a release (`db import`, no distill run of its own)
+    does not distil again the problems the release holds this teacher's pairs for."""
+    from autotriton.flows.cli import app
+
+    problems, db, base = replayed_relu_warehouse(tmp_path)
+    assert json.loads(CliRunner().invoke(app, base).stdout)["validated_pairs"] == 1
+    release = tmp_path / "release"
+    assert CliRunner().invoke(app, ["--db", str(db), "db", "release", "--out", str(release), "--json"]).exit_code == 0
+    fresh = tmp_path / "fresh.duckdb"
+    assert CliRunner().invoke(app, ["--db", str(fresh), "db", "import", str(release), "--json"]).exit_code == 0
+    again = [a if a != str(db) else str(fresh) for a in base]
+    rest = json.loads(CliRunner().invoke(app, [*again, "--redo-unsolved"]).stdout)
+    assert rest["skipped_distilled"] == 1 and rest["problems"] == 2  # the release's solved problem stays done
