@@ -7,6 +7,10 @@ reads `os.environ`, a `packaging.version` check, a `torch.jit.Final` annotation,
 `torch.jit.is_tracing()` in a helper method, an einops `Rearrange` layer. This module prunes them,
 before the name closure is taken, so that what only they needed goes away with them:
 
+0. tracer and compiler markers are read as eager execution reads them: `@torch.fx.wrap`,
+   `@torch.jit.ignore`, `@torch.compiler.disable` and the like left out, `torch.jit.is_scripting()`,
+   `torch.compiler.is_compiling()` and the like replaced by False, module-level `torch.fx.wrap("f")`
+   and `self.forward = ...` rebindings left out (the generated forward is the one that runs);
 1. class-body annotations without a value (`fused_attn: torch.jit.Final[bool]`) are dropped, an
    annotated assignment keeps its value as a plain assignment (not in decorated classes nor
    NamedTuple/TypedDict-like ones, where annotations are fields);
@@ -332,6 +336,88 @@ def _holds_state(path: list[str], state_names: set[str]) -> bool:
     return False
 
 
+#: Decorators that only talk to a tracer or compiler: in eager execution each returns the function
+#: itself or a wrapper that calls it unchanged (called with arguments, e.g. `disable(recursive=False)`, too).
+_EAGER_DECORATORS = frozenset({
+    "torch.fx.wrap", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export", "torch.jit.script_if_tracing",
+    "torch.compiler.disable", "torch._dynamo.disable", "torch.compiler.allow_in_graph", "torch._dynamo.allow_in_graph",
+    "torch.compiler.assume_constant_result", "torch._dynamo.assume_constant_result"})
+#: Predicates that are False in eager execution, which is how ModelNew's carried-over code runs.
+_EAGER_FALSE = frozenset({
+    "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
+    "torch._dynamo.is_compiling", "torch.fx._symbolic_trace.is_fx_tracing"})
+
+
+class _EagerOnly(ast.NodeTransformer):
+    """Step 0: tracer and compiler markers in carried-over code, as eager execution sees them:
+    marker decorators left out, `torch.jit.is_scripting()`-like predicates replaced by False,
+    `self.forward = ...` left out (the generated forward is what runs: ModelNew's own, and helper
+    modules' forwards are never called by it)."""
+
+    def __init__(self, aliases: dict[str, str]):
+        self.aliases, self.changed = aliases, 0
+
+    def _qualified(self, node: ast.expr) -> str:
+        parts = _dotted(node.func if isinstance(node, ast.Call) else node) or []
+        return ".".join([self.aliases[parts[0]], *parts[1:]]) if parts and parts[0] in self.aliases else ""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        kept = [d for d in node.decorator_list if self._qualified(d) not in _EAGER_DECORATORS]
+        self.changed += len(node.decorator_list) - len(kept)
+        node.decorator_list = kept
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not node.args and not node.keywords and self._qualified(node.func) in _EAGER_FALSE:
+            self.changed += 1
+            return ast.copy_location(ast.Constant(value=False), node)
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if any(isinstance(t, ast.Attribute) and t.attr == "forward" and isinstance(t.value, ast.Name) and t.value.id == "self"
+               for t in node.targets):
+            self.changed += 1
+            return ast.copy_location(ast.Pass(), node)
+        return self.generic_visit(node)
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:  # a module-level `torch.fx.wrap("name")`
+        if isinstance(node.value, ast.Call) and self._qualified(node.value) in _EAGER_DECORATORS:
+            self.changed += 1
+            return ast.copy_location(ast.Pass(), node)
+        return self.generic_visit(node)
+
+
+def _eager_only(ref: Any, model: ast.ClassDef, header: dict[str, str]) -> int:
+    """Step 0 over the module (Model's forward aside) and Model's carried body; changed nodes are
+    copies (the tree is the caller's), statement positions stay (top_level indexes them)."""
+    aliases = dict(header)
+    for stmt in ref.tree.body:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            for a in stmt.names:
+                aliases[a.asname or a.name] = f"{stmt.module}.{a.name}"
+    changed = 0
+
+    def eager(stmt: ast.stmt) -> ast.stmt:
+        nonlocal changed
+        marker = _EagerOnly(aliases)
+        copy = marker.visit(ast.parse(ast.unparse(stmt)).body[0])
+        changed += marker.changed
+        return copy if marker.changed else stmt
+
+    for i, stmt in enumerate(ref.tree.body):
+        if stmt is not model and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            ref.tree.body[i] = eager(stmt)
+    ref.body = [eager(s) for s in ref.body]
+    return changed
+
+
 def prune_reference(ref: Any, state_names: Iterable[str] | None, forward_src: str, header: dict[str, str],
                     tables: RuleTables | None = None) -> list[str]:
     """Prune `ref` (an inductor_module.ReferenceModel, changed in place) as the module docstring
@@ -339,6 +425,9 @@ def prune_reference(ref: Any, state_names: Iterable[str] | None, forward_src: st
     buffer names (None: unknown, then nothing holding state may go). Returns notes."""
     notes: list[str] = []
     model = next(n for n in ref.tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    n_eager = _eager_only(ref, model, header)
+    if n_eager:
+        notes.append(f"left out {n_eager} tracer/compiler marker(s) (eager execution: decorators, is_scripting(), forward rebinding)")
     helpers = {i: s for i, s in enumerate(ref.tree.body) if isinstance(s, ast.ClassDef) and s is not model}
     ref.body, n_ann = _strip_annotations(ref.body)
     for i, cls in helpers.items():

@@ -156,7 +156,66 @@ def get_init_inputs():
     return [32]
 '''
 
-PROBLEMS = {"env_final": ENV_FINAL, "sequential": SEQUENTIAL, "version": VERSION}
+MARKERS = '''import torch
+import torch.fx
+import torch.nn as nn
+from torch.jit import is_scripting
+
+
+@torch.fx.wrap
+def _checked_scale(scale: float) -> float:
+    if not is_scripting() and not torch.jit.is_tracing():
+        if scale <= 0:
+            raise ValueError("scale must be positive")
+    return float(scale)
+
+
+@torch.compiler.disable(recursive=False)
+def _ramp(dim: int) -> torch.Tensor:
+    return torch.linspace(0.5, 1.5, dim)
+
+
+torch.fx.wrap("_ramp")
+
+
+class Partial(nn.Module):
+    def __init__(self, dim: int, mode: str):
+        super().__init__()
+        self.gain = nn.Parameter(torch.linspace(-1.0, 1.0, dim))
+        if mode == "plain":
+            self.forward = self.forward_plain
+        elif mode == "gated":
+            self.forward = self.forward_gated
+        else:
+            raise NotImplementedError(mode)
+
+    def forward_plain(self, x):
+        return x * self.gain
+
+    def forward_gated(self, x):
+        return x * self.gain * torch.sigmoid(x)
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int, scale: float = 2.0):
+        super().__init__()
+        self.scale = _checked_scale(scale)
+        self.block = Partial(dim, "gated")
+        self.register_buffer("ramp", _ramp(dim))
+
+    def forward(self, x):
+        return self.block(x) * self.ramp * self.scale
+
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+PROBLEMS = {"env_final": ENV_FINAL, "sequential": SEQUENTIAL, "version": VERSION, "markers": MARKERS}
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +268,8 @@ def test_environment_helpers_jit_annotations_and_tracing_checks_are_left_out(con
     code = converted["env_final"].code
     assert _rules(code) == []
     assert "os" not in code.split() and "import os" not in code and "environ" not in code
-    assert "torch.jit" not in code and "use_fused_attn" not in code and "def _bias" not in code
+    assert "torch.jit" not in code and "use_fused_attn" not in code
+    assert "def _bias" not in code or "if False or self.training" in code  # the tracing check read as eager runs it
     assert "scale = 0.5" in code  # an annotated class attribute keeps its value
     assert "self.cache = {}" in code  # dead but allowed: kept, as the reference has it
     _same_state("env_final", code, tmp_path)
@@ -237,10 +297,22 @@ def test_version_checks_go_with_the_code_that_needed_them(converted, tmp_path):
     _same_state("version", code, tmp_path)
 
 
+def test_tracer_markers_and_forward_rebinding_are_read_as_eager_execution_reads_them(converted, tmp_path):
+    """timm's and FasterNet-like shapes: `@torch.fx.wrap` helpers, `torch.jit.is_scripting()`
+    checks, `@torch.compiler.disable(...)`, a module-level `torch.fx.wrap("f")` and a helper module
+    that picks its forward by rebinding `self.forward` in `__init__` (never run by the generated forward)."""
+    code = converted["markers"].code
+    assert _rules(code) == []
+    assert "torch.fx" not in code and "is_scripting" not in code and "torch.compiler" not in code
+    assert "self.forward =" not in code and "raise NotImplementedError(mode)" in code
+    assert "raise ValueError" in code  # the helper's own check stays, as eager execution runs it
+    _same_state("markers", code, tmp_path)
+
+
 def test_pruned_real_world_candidates_pass_the_cpu_judge(converted):
     from autotriton.validation import ValidationConfig, validate_many
 
-    names = ["env_final", "version"]
+    names = ["env_final", "version", "markers"]
     verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in names],
                              ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
     for name, verdict in zip(names, verdicts):
