@@ -18,8 +18,11 @@ before the name closure is taken, so that what only they needed goes away with t
    forbidden. Irrelevant: an `assert`, a local computation nothing kept reads, a call that touches
    no `self` and no local, and `self.<attr> = <expr>` for an attribute no kept code reads (the
    generated forward included) that holds no parameter or buffer (the capture's names say so) and
-   whose value does not read `self`. Forbidden: the statement, or a module-level name it reads
-   (transitively), touches a forbidden name or a module outside the judge's import allowlist;
+   whose value does not read `self`, and an in-place write of parameter or buffer values that needs
+   forbidden code (`conv.weight.data.copy_(repeat(w, ...))`: the judge loads the reference's
+   state_dict into ModelNew). Forbidden: the statement, a module-level name it reads
+   (transitively) or a local it reads that was assigned from forbidden code, touches a forbidden
+   name or a module outside the judge's import allowlist;
 3. helper-class methods only their (dropped) forward reached, when forbidden, likewise;
 4. a layer constructed from a module outside the allowlist (`Rearrange(...)`, also inside
    `nn.Sequential(...)`/`nn.ModuleList([...])`) where the capture shows no parameter or buffer at
@@ -176,14 +179,51 @@ class _Forbidden:
 class _MethodSlice:
     """Step 2 of the module docstring for one function: which statements stay."""
 
-    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, forbidden: _Forbidden, dead_attr: Any):
-        self.fn, self.forbidden, self.dead_attr = fn, forbidden, dead_attr
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, forbidden: _Forbidden, dead_attr: Any,
+                 states: set[str] | None = None):
+        self.fn, self.forbidden, self.dead_attr, self.states = fn, forbidden, dead_attr, states
         args = fn.args
         self.locals = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
                        if a is not None} | set().union(*(_stores(s) for s in fn.body))
         self.locals -= _SELF
         self.live: set[str] = set()
         self.dropped = 0
+        # locals whose value needs forbidden code (flow-insensitive: assigned anywhere from such code)
+        self.tainted: set[str] = set()
+        assigns = [n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))]
+        changed = True
+        while changed:
+            changed = False
+            for n in assigns:
+                value = n.iter if isinstance(n, ast.For) else n.value
+                if value is None or not (forbidden(value) or _loads(value) & self.tainted):
+                    continue
+                new = _stores(n) - self.tainted - _SELF
+                if new:
+                    self.tainted |= new
+                    changed = True
+
+    def _needs_forbidden(self, s: ast.AST) -> bool:
+        return self.forbidden(s) or bool(_loads(s) & self.tainted)
+
+    def _writes_state_value(self, s: ast.stmt) -> bool:
+        """An in-place write of a parameter's or buffer's values (`conv.weight.data.copy_(w)`,
+        `nn.init.zeros_(self.bias)`, `self.gain.uniform_(...)`): irrelevant to ModelNew, whose
+        state the judge loads from the reference's state_dict."""
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)):
+            return False
+        call = s.value
+        if not call.func.attr.endswith("_") or call.func.attr.startswith("_"):
+            return False
+        parts = _dotted(call.func) or []
+        if "init" in parts[:-1] and call.args:  # nn.init.kaiming_uniform_(target, ...)
+            target = _dotted(call.args[0])
+        else:
+            target = _dotted(call.func.value)
+        if not target:
+            return False
+        return ("data" in target[1:] or target[-1] in ("weight", "bias")
+                or (target[0] == "self" and self.states is not None and _holds_state(target[1:], self.states)))
 
     def _is_dead_attribute(self, s: ast.stmt) -> bool:
         if isinstance(s, ast.Assign) and len(s.targets) == 1:
@@ -202,6 +242,11 @@ class _MethodSlice:
             return False
         if self._is_dead_attribute(s):
             return False
+        if self._writes_state_value(s) and self._needs_forbidden(s):
+            return False
+        if (isinstance(s, (ast.Assign, ast.AnnAssign)) and self._needs_forbidden(s)
+                and all(isinstance(t, ast.Name) for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))):
+            return bool(_stores(s) & self.live)  # a local computed with forbidden code matters only if read
         if _loads(s) & _SELF:
             return True
         if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -212,8 +257,9 @@ class _MethodSlice:
             return bool(_stores(s) & self.live)
         if isinstance(s, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return bool(_stores(s) & self.live)
-        if isinstance(s, ast.Expr):
-            return bool(_loads(s) & self.locals)  # a call may mutate what it is given
+        if isinstance(s, ast.Expr):  # a call may mutate what it is given, unless that comes from forbidden code
+            given = _loads(s) & self.locals
+            return bool(given - self.tainted) if self._needs_forbidden(s) else bool(given)
         return True  # del, anything unforeseen
 
     @staticmethod
@@ -246,7 +292,7 @@ class _MethodSlice:
 
     def _keep(self, block: list[ast.stmt], memo: dict[int, bool], kept: set[int], loads: set[str]) -> None:
         for s in block:
-            if not (memo[id(s)] or not self.forbidden(s)):
+            if not (memo[id(s)] or not self._needs_forbidden(s)):
                 continue
             kept.add(id(s))
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not self._children(s):
@@ -504,7 +550,7 @@ def prune_reference(ref: Any, state_names: Iterable[str] | None, forward_src: st
     for i in list(helpers):
         helpers[i] = ref.tree.body[i] = ast.parse(ast.unparse(helpers[i])).body[0]
     for fn in methods_of(ref.body) + [fn for cls in helpers.values() for fn in methods_of(cls.body)]:
-        sliced = _MethodSlice(fn, forbidden, dead_attr)
+        sliced = _MethodSlice(fn, forbidden, dead_attr, states)
         sliced.run()
         dropped += sliced.dropped
     if dropped:
