@@ -171,6 +171,10 @@ def test_yaml_sources_and_the_shipped_default_list():
     shipped = load_sources(root / "harvesting" / "sources" / "pytorch.toml")
     assert len(shipped.packages) >= 12 and len({p.name for p in shipped.packages}) == len(shipped.packages)
     assert all(p.version[0].isdigit() and p.include for p in shipped.packages)
+    held_out = load_sources(root / "harvesting" / "sources" / "held_out.toml")  # issue 13's held-out sets, pinned
+    names = [p.name.lower() for p in held_out.packages]
+    assert len(names) >= 60 and len(set(names)) == len(names) and all(p.version[0].isdigit() for p in held_out.packages)
+    assert not set(names) & {p.name.lower() for p in shipped.packages}  # the two lists never harvest a package twice
 
 
 def test_yaml_file_with_a_folder(tmp_path):
