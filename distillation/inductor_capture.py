@@ -219,13 +219,23 @@ def _max_err(expected: Any, actual: Any) -> float | None:
     return None
 
 
-def _output_structure(value: Any) -> Any:
+def _output_structure(value: Any, inputs: list[Any] | None = None) -> Any:
+    """What forward returned: tensors with shape and dtype, lists/tuples of them, anything else by
+    its repr. In a returned list/tuple, an item that is an earlier item again (`return [out, out]`)
+    is `{"kind": "same_as", "index": j}` and one that is a forward input unchanged `{"kind": "input",
+    "index": i}`: Inductor's call() returns each computed tensor once and never the inputs."""
     import torch
 
     if isinstance(value, torch.Tensor):
         return {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", "")}
     if isinstance(value, (list, tuple)):
-        return {"kind": type(value).__name__, "items": [_output_structure(v) for v in value]}
+        items: list[Any] = []
+        for i, v in enumerate(value):
+            earlier = next((j for j in range(i) if isinstance(v, torch.Tensor) and value[j] is v), None)
+            given = next((k for k, x in enumerate(inputs or []) if isinstance(v, torch.Tensor) and x is v), None)
+            items.append({"kind": "same_as", "index": earlier} if earlier is not None else
+                         {"kind": "input", "index": given} if given is not None else _output_structure(v))
+        return {"kind": type(value).__name__, "items": items}
     return {"kind": "other", "repr": repr(value)[:200]}
 
 
@@ -418,7 +428,7 @@ def capture_problem(
     result["output_codes"] = codes
     result["output_code"] = codes[0] if len(codes) == 1 else None
     result["kernel_configs"] = recorder.configs
-    result["output"] = _output_structure(expected)
+    result["output"] = _output_structure(expected, inputs)
     result["max_abs_err"] = _max_err(expected, actual)
     result["has_extern_kernels"] = any("extern_kernels." in c for c in codes)
     result["ok"] = len(codes) == 1 and len(graphs) == 1

@@ -303,6 +303,33 @@ class _SizeMathRewriter(ast.NodeTransformer):
         return ast.Call(func=ast.parse(plain, mode="eval").body, args=node.args, keywords=node.keywords)
 
 
+def _outputs_rebuilt(values: list[ast.expr], items: list[dict[str, Any]]) -> list[ast.expr]:
+    """forward's returned items from call()'s values, which hold each computed tensor once: an
+    item returned twice (`same_as`) repeats the earlier one, a constant (`other`: `return freqs,
+    1.`) is written as its literal. An input returned unchanged is refused (its expression is not
+    known here)."""
+    out: list[ast.expr] = []
+    fresh = iter(values)
+    for item in items:
+        kind = item.get("kind")
+        if kind == "same_as":
+            out.append(out[item["index"]])
+        elif kind == "other":
+            try:
+                ast.literal_eval(item.get("repr", ""))
+            except (ValueError, SyntaxError):
+                raise ConversionError("unsupported_output", f"forward returns {item.get('repr', '')[:60]!r}, not a literal") from None
+            out.append(ast.parse(item["repr"], mode="eval").body)
+        elif kind == "input":
+            raise ConversionError("unsupported_output", f"forward returns its input {item.get('index')} unchanged")
+        else:
+            value = next(fresh, None)
+            if value is None:
+                raise ConversionError("unsupported_output", f"call() returns {len(values)} values, fewer than forward's tensors")
+            out.append(value)
+    return out
+
+
 def _return(stmt: ast.Return, output: dict[str, Any] | None) -> ast.Return:
     value = stmt.value
     if isinstance(value, ast.Tuple) and output and output.get("kind") == "tensor":
@@ -310,7 +337,10 @@ def _return(stmt: ast.Return, output: dict[str, Any] | None) -> ast.Return:
             raise ConversionError("unsupported_output", "call() returns nothing")
         return ast.Return(value=value.elts[0])
     if isinstance(value, ast.Tuple) and output and output.get("kind") in ("tuple", "list"):
-        n = len(output.get("items", []))
+        items = output.get("items", [])
+        if any(i.get("kind") in ("same_as", "other", "input") for i in items):
+            return ast.Return(value=ast.Tuple(elts=_outputs_rebuilt(value.elts, items), ctx=ast.Load()))
+        n = len(items)
         if len(value.elts) < n:
             raise ConversionError("unsupported_output", f"call() returns {len(value.elts)} values, forward {n}")
         return ast.Return(value=ast.Tuple(elts=value.elts[:n], ctx=ast.Load()))

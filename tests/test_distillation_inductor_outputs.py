@@ -1,0 +1,100 @@
+"""Forwards whose returned items are not one computed tensor each (issue 13 item 2, H200 losses
+of 2026-12-02: timm's SelecSlsBlock returns `[out, out]`, rotary-embedding's forward `freqs, 1.`):
+Inductor's call() returns each computed tensor once, so the converter rebuilds forward's items
+from what the capture recorded about them. Captured on the CPU (cpu-triton dry run), converted,
+judged by the CPU judge."""
+
+from __future__ import annotations
+
+import pytest
+
+from inductor_helpers import capture_on_cpu, convert_all
+
+TWICE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.gain = nn.Parameter(torch.linspace(0.5, 1.5, dim))
+
+    def forward(self, x):
+        out = torch.tanh(x * self.gain)
+        return [out, out]
+
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+CONSTANT = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (100.0 ** (torch.arange(0, dim, 2).float() / dim)))
+
+    def forward(self, t):
+        freqs = t.unsqueeze(-1) * self.inv_freq
+        return torch.cat((freqs, freqs), dim=-1), 1.0
+
+
+def get_inputs():
+    return [torch.randn(2, 8)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+PASSTHROUGH = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, skip):
+        return torch.relu(x) + skip, skip
+
+
+def get_inputs():
+    return [torch.randn(4, 16), torch.randn(4, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+PROBLEMS = {"twice": TWICE, "constant": CONSTANT}
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory) -> dict[str, dict]:
+    return capture_on_cpu({**PROBLEMS, "passthrough": PASSTHROUGH}, tmp_path_factory.mktemp("outputs"), "outputs")
+
+
+def test_the_capture_records_repeated_items_inputs_and_constants(captured):
+    items = {n: c["attempts"][0]["output"]["items"] for n, c in captured.items()}
+    assert items["twice"][1] == {"kind": "same_as", "index": 0}
+    assert items["constant"][1] == {"kind": "other", "repr": "1.0"}
+    assert items["passthrough"][1] == {"kind": "input", "index": 1}
+
+
+def test_repeated_items_and_constants_are_rebuilt_and_judged_correct(captured):
+    from autotriton.distillation.inductor_convert import convert_capture
+    from autotriton.validation import ValidationConfig, validate_many
+
+    converted = convert_all({n: captured[n] for n in PROBLEMS}, PROBLEMS)
+    assert "return (buf" in converted["twice"].code and converted["constant"].code.rstrip().endswith("1.0)")
+    verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in PROBLEMS],
+                             ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
+    for name, verdict in zip(PROBLEMS, verdicts):
+        assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
+    refused = convert_capture(captured["passthrough"], PASSTHROUGH)  # its input's expression is not known to call()
+    assert not refused.ok and refused.reason == "unsupported_output" and "input 1" in refused.detail
