@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 
 from autotriton.harvesting.parsing import ImportBinding, ParsedFile, _dotted, _line
-from autotriton.harvesting.repository import Repository, _follow
+from autotriton.harvesting.repository import Repository, _follow, _up
 
 
 class ExtractionError(Exception):
@@ -204,13 +204,6 @@ class _Collector:
         self.rewrites: dict[str, dict[str, str]] = {}
         for path, prefix, tpath, tname in self.chain_links:
             self.rewrites.setdefault(path, {})[prefix] = final(tpath, tname)
-
-
-def _up(path: str, level: int) -> str:
-    base = posixpath.dirname(path)
-    for _ in range(level - 1):
-        base = posixpath.dirname(base)
-    return base
 
 
 def _is_module_import(parsed: ParsedFile, name: str) -> bool:

@@ -167,7 +167,7 @@ class Repository:
             if target is not None:
                 parsed = self.parsed(target)
                 if parsed is not None and (binding.name in parsed.defines or parsed.star_imports) and not (
-                    sub is not None and binding.name not in parsed.defines
+                    sub is not None and (binding.name not in parsed.defines or self._binds_submodule(target, parsed, binding.name, sub))
                 ):
                     return (target, binding.name)
             if sub is not None:
@@ -187,9 +187,35 @@ class Repository:
             # when the submodule named is: `from pytorch_tabnet import sparsemax`
             return sub
         parsed = self.parsed(target)
-        if sub is not None and (parsed is None or binding.name not in parsed.defines):
+        if sub is not None and (parsed is None or binding.name not in parsed.defines
+                                or self._binds_submodule(target, parsed, binding.name, sub)):
             return sub
         return (target, binding.name)
+
+    def _binds_submodule(self, path: str, parsed: ParsedFile, name: str, sub: str) -> bool:
+        """Whether `path` (a package's __init__.py) binds `name` only by importing the submodule
+        file `sub` (`from . import utils`): then `name` is that module, not a definition to follow."""
+        found = False
+        for idx in parsed.defines.get(name, []):
+            bindings = parsed.imports.get(idx)
+            if bindings is None:
+                return False  # defined by code of its own
+            for b in bindings:
+                if b.asname != name:
+                    continue
+                dotted = f"{b.module}.{b.name}" if b.module and b.name else (b.name or b.module)
+                base = _up(path, b.level) if b.level else None
+                if self.module_file(dotted, base) != sub:
+                    return False
+                found = True
+        return found
+
+
+def _up(path: str, level: int) -> str:
+    base = posixpath.dirname(path)
+    for _ in range(level - 1):
+        base = posixpath.dirname(base)
+    return base
 
 
 def _follow(repo: Repository, path: str, name: str, depth: int = 0) -> tuple[str, str] | None:

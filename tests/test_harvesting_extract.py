@@ -267,6 +267,31 @@ def test_a_submodule_of_a_namespace_package_is_the_repositorys_own():
     assert err.value.reason == "missing_dependency" and "nspkg" in err.value.detail
 
 
+def test_a_package_that_imports_its_own_submodules_in_init_resolves_them(tmp_path):
+    """normflows' shape: `pkg/__init__.py` does `from . import utils` and `pkg/utils/__init__.py`
+    `from . import ops`; a module doing `from . import utils` (or `from ..utils import ops`) and
+    calling `utils.ops.scale(x)` gets the function inlined. The name `utils` bound in `__init__.py`
+    is the submodule itself, not a definition to follow (that followed itself: `relative_import`)."""
+    files = {
+        "pkg/__init__.py": "from . import utils\nfrom . import core\n",
+        "pkg/utils/__init__.py": "from . import ops\n",
+        "pkg/utils/ops.py": "import torch\ndef scale(x):\n    return torch.tanh(x) * 2\n",
+        "pkg/core.py": "import torch.nn as nn\nfrom . import utils\nclass Flow(nn.Module):\n    def forward(self, x):\n"
+                       "        return utils.ops.scale(x) + 1\n",
+        "pkg/nets/mlp.py": "import torch.nn as nn\nfrom ..utils import ops\nclass Mlp(nn.Module):\n    def forward(self, x):\n"
+                           "        return ops.scale(x) - 1\n",
+    }
+    import torch
+
+    for path, name, offset in (("pkg/core.py", "Flow", 1.0), ("pkg/nets/mlp.py", "Mlp", -1.0)):
+        source = extract_class(_repo(files), path, name).source
+        assert "import utils" not in source and "import ops" not in source and "def scale(x)" in source
+        ns: dict = {}
+        exec(compile(source, "<m>", "exec"), ns)
+        x = torch.tensor([0.0, 1.0])
+        assert torch.allclose(ns[name]()(x), torch.tanh(x) * 2 + offset)
+
+
 def test_synthesis_never_executes_harvested_code(tmp_path):
     marker = tmp_path / "pwned"
     src = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
