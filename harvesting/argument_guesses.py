@@ -148,7 +148,9 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     found = _module_guess(n, ann, usage)
     if found:
         return found
-    if ann.startswith(("List[int]", "list[int]", "Tuple[int", "tuple[int", "Sequence[int]")) or re.search(r"(dims|sizes|channels_list|widths|hidden_sizes|features_list)$", n):
+    if ann.startswith(("Tuple[int", "tuple[int")):
+        return f"({D}, {D})", [D, D]  # a tuple where the hint says so (beartype & co check it)
+    if ann.startswith(("List[int]", "list[int]", "Sequence[int]")) or re.search(r"(dims|sizes|channels_list|widths|hidden_sizes|features_list)$", n):
         return f"[{D}, {D}]", [D, D]
     if ann in ("float", "Optional[float]"):
         return "1.0", 1.0

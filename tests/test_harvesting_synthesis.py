@@ -565,3 +565,23 @@ def test_a_residual_that_needs_planes_times_expansion_grows_the_constructor_size
     assert grown.init_code == ["128", "32"] and grown.init_spec[0]["value"] == 128 and grown.input_code == reshaped.input_code
     assert len(repair_attempts(attempt, "RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x8 and 64x8)")) == 1
     assert_all_runnable(tmp_path, "bottleneck.py", BOTTLENECK, 1)
+
+
+def test_a_tuple_hint_gets_a_tuple_and_a_list_hint_a_list():
+    """BS-RoFormer's `@beartype` __init__ takes `dim_inputs: tuple[int, ...]` and refuses a list:
+    the guess follows the hint (a list for `list[int]`, as before)."""
+    source = HEADER + '''class Model(nn.Module):
+    def __init__(self, dim, dim_inputs: tuple[int, ...], hidden: list[int]):
+        super().__init__()
+        self.dims = dim_inputs
+        self.proj = nn.ModuleList([nn.Linear(d, dim) for d in dim_inputs])
+
+    def forward(self, x):
+        return torch.stack([p(t) for p, t in zip(self.proj, x.split(self.dims, dim=-1))], dim=-2)
+'''
+    first = synthesize(source)[0]
+    assert first.init_code[1:] == ["(32, 32)", "[32, 32]"]
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    model = ns["Model"](*[eval(c) for c in first.init_code])
+    assert isinstance(model.dims, tuple) and model(ns["torch"].randn(2, 64)).shape == (2, 2, 32)
