@@ -49,11 +49,13 @@ class Usage:
     attributes: list[str] = field(default_factory=list)  # `p.max_seq_len`: an object with fields
     required: bool = False  # `assert p is not None`
     axis: bool = False  # `x.chunk(2, dim=p)`: a tensor dimension, not a size
+    indexed: int = 0  # `p[3]`: a sequence of at least 4 items (`p[i]`, `p[1:]`: at least 1)
 
     def merge(self, other: Usage) -> None:
         for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis"):
             setattr(self, name, getattr(self, name) or getattr(other, name))
         self.length = self.length or other.length
+        self.indexed = max(self.indexed, other.indexed)
         self.item_arity = self.item_arity or other.item_arity
         if other.item is not None:
             if self.item is None:
@@ -67,7 +69,7 @@ class Usage:
         self.attributes += [a for a in other.attributes if a not in self.attributes]
 
     def anything(self) -> bool:
-        return any((self.called, self.sequence, self.mapping, self.attributes, self.required, self.axis))
+        return any((self.called, self.sequence, self.mapping, self.attributes, self.required, self.axis, self.indexed))
 
 
 class _Scope:
@@ -183,8 +185,16 @@ class UsageReader:
             elif not (isinstance(grand, ast.Call) and grand.func is parent) and not parent.attr.startswith("__"):
                 usage.attributes.append(parent.attr)
         elif isinstance(parent, ast.Subscript) and parent.value is node:
-            if isinstance(parent.slice, ast.Constant) and isinstance(parent.slice.value, str):
+            index = parent.slice
+            if isinstance(index, ast.Constant) and isinstance(index.value, str):
                 usage.mapping = True
+            elif isinstance(index, ast.Constant) and isinstance(index.value, int) and not isinstance(index.value, bool):
+                usage.indexed = max(usage.indexed, index.value + 1)
+            elif (isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) and isinstance(index.operand, ast.Constant)
+                  and isinstance(index.operand.value, int)):
+                usage.indexed = max(usage.indexed, index.operand.value)
+            elif not isinstance(index, ast.Tuple):  # p[i], p[1:]; p[i, j] is a tensor's
+                usage.indexed = max(usage.indexed, 1)
         elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
             usage.merge(self._iterated(scope, parent, depth, class_name))
         elif isinstance(parent, ast.Assign) and parent.value is node:
@@ -363,7 +373,8 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
     when `sized` (the name says it is a size), else 8 (a small length or shape)."""
     code = current[0] if current else ""
     value = current[1] if current else None
-    if usage.sequence:
+    scalar = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    if usage.sequence or (usage.indexed and (scalar or isinstance(value, list)) and not usage.called and not usage.mapping):
         if usage.item_arity:
             parts = [_item_code(usage.item_parts[i] if i < len(usage.item_parts) else None) for i in range(usage.item_arity)]
             item = "(" + ", ".join(c for c, _ in parts) + ")"
@@ -376,14 +387,16 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             n = usage.length or 2
             src = "torch.nn.ModuleList([" + ", ".join([_IDENTITY] * n) + "])"
             return src, {"expr": src}
-        if isinstance(value, list):
+        if isinstance(value, list) and len(value) >= usage.indexed:
             return None
         if usage.permutation:
             return "(0, 1, 2, 3)", [0, 1, 2, 3]  # the axes of a rank-4 input, the first input guess
-        n = usage.length or 2
+        n = max(usage.length or 2, usage.indexed)
         if usage.padding:
             return "(" + ", ".join(["1"] * n) + ")", [1] * n
         item_code, item_value = _item_code(usage.item)
+        if isinstance(value, list) and value and isinstance(value[0], int) and not isinstance(value[0], bool):
+            value = value[0]  # a per-stage guess too short for the indices read: its item, more times
         if item_value == 8 and isinstance(value, int) and not isinstance(value, bool) and (value != D or sized):
             item_code, item_value = repr(value), value  # the name's own scalar guess, once per item
         if not isinstance(item_value, int):

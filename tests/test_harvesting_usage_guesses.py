@@ -137,3 +137,41 @@ def test_the_use_of_a_parameter_sets_the_kind_of_its_guess():
 
 def test_modules_whose_parameters_are_told_by_their_use_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "usages.py", USAGES, 10)
+
+
+INDEXED = '''
+class Stages(nn.Module):
+    def __init__(self, dim, depths):
+        super().__init__()
+        self.first = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depths[0])])
+        self.last = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depths[3])])
+
+    def forward(self, x):
+        return self.last(torch.relu(self.first(x)))
+
+
+class ConvStack(nn.Module):
+    def __init__(self, channels, kernel_size):
+        super().__init__()
+        self.convs = nn.ModuleList(
+            nn.Conv2d(channels[i], channels[i + 1], kernel_size[i], padding=kernel_size[i] // 2)
+            for i in range(len(channels) - 1))
+
+    def forward(self, x):
+        for conv in self.convs:
+            x = torch.tanh(conv(x))
+        return x
+'''
+
+
+def test_an_argument_read_by_index_is_a_sequence_long_enough():
+    """resnest's `layers[0]..layers[3]`, normflows' `channels[i]`, `kernel_size[i]`: a sequence
+    with at least as many items as the highest constant index asks (the name's scalar per item)."""
+    stages = synthesize(HEADER + INDEXED.replace("class Stages", "class Model"))[0]
+    assert stages.init_code[1].startswith("(") and len(eval(stages.init_code[1])) == 4
+    convs = synthesize(HEADER + INDEXED.replace("class ConvStack", "class Model"))[0]
+    assert all(code.startswith("(") for code in convs.init_code)
+
+
+def test_modules_indexing_their_arguments_become_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "indexed.py", INDEXED, 2)
