@@ -22,6 +22,16 @@ from autotriton.harvesting.signatures import _method, _params
 _ITERATING = {"len", "tuple", "list", "sorted", "enumerate", "zip", "reversed", "set", "iter", "map", "filter", "frozenset"}
 # Methods that only a mapping has (a tensor or a module has none of them).
 _MAPPING_METHODS = {"items", "values", "keys", "get", "update", "pop", "setdefault"}
+# Callees that take a sequence of modules (`nn.ModuleList(p)`, `self.layers.extend(p)`) or one
+# module (`self.add_module("net", p)`, its second argument).
+_MODULE_SEQUENCES = {"ModuleList", "extend"}
+_MODULE_SLOTS = {"add_module", "register_module"}
+# Methods only a tensor has (called on the value: `p.ndimension()`, `p.view(1, -1)`), and its
+# attributes (`p.shape`, `p.ndim`): the value is a tensor, not an object with fields.
+_TENSOR_METHODS = {"ndimension", "dim", "numel", "view", "reshape", "unsqueeze", "squeeze", "float", "long", "double",
+                   "half", "bool", "clone", "detach", "contiguous", "index_select", "masked_fill", "masked_select",
+                   "type_as", "expand", "expand_as", "view_as", "new_zeros", "new_ones", "new_empty", "nonzero", "t"}
+_TENSOR_ATTRIBUTES = {"shape", "ndim", "T"}
 # Methods whose sequence arguments are permutations of a tensor's axes.
 _PERMUTING = {"permute"}
 # Tensor methods and torch functions whose `dim=` is an axis (not a layer's width, as the `dim=`
@@ -50,9 +60,10 @@ class Usage:
     required: bool = False  # `assert p is not None`
     axis: bool = False  # `x.chunk(2, dim=p)`: a tensor dimension, not a size
     indexed: int = 0  # `p[3]`: a sequence of at least 4 items (`p[i]`, `p[1:]`: at least 1)
+    tensor: bool = False  # `p.ndimension()`, `p.view(...)`, `p.shape`: a tensor
 
     def merge(self, other: Usage) -> None:
-        for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis"):
+        for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor"):
             setattr(self, name, getattr(self, name) or getattr(other, name))
         self.length = self.length or other.length
         self.indexed = max(self.indexed, other.indexed)
@@ -69,7 +80,8 @@ class Usage:
         self.attributes += [a for a in other.attributes if a not in self.attributes]
 
     def anything(self) -> bool:
-        return any((self.called, self.sequence, self.mapping, self.attributes, self.required, self.axis, self.indexed))
+        return any((self.called, self.sequence, self.mapping, self.attributes, self.required, self.axis, self.indexed,
+                    self.tensor))
 
 
 class _Scope:
@@ -182,6 +194,9 @@ class UsageReader:
             grand = scope.parent.get(id(parent))
             if parent.attr in _MAPPING_METHODS and isinstance(grand, ast.Call) and grand.func is parent:
                 usage.mapping = True
+            elif (parent.attr in _TENSOR_METHODS and isinstance(grand, ast.Call) and grand.func is parent) or (
+                    parent.attr in _TENSOR_ATTRIBUTES and not (isinstance(grand, ast.Call) and grand.func is parent)):
+                usage.tensor = True
             elif not (isinstance(grand, ast.Call) and grand.func is parent) and not parent.attr.startswith("__"):
                 usage.attributes.append(parent.attr)
         elif isinstance(parent, ast.Subscript) and parent.value is node:
@@ -221,6 +236,14 @@ class UsageReader:
                 for loop in _loops_over(scope, call):
                     if isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == len(call.args):
                         usage.merge(self._item_target(scope, loop, loop.target.elts[call.args.index(arg)], depth))
+            return
+        if callee in _MODULE_SEQUENCES and call.args and call.args[0] is arg:
+            usage.sequence = True
+            usage.item = usage.item or Usage()
+            usage.item.called = True
+            return
+        if callee in _MODULE_SLOTS and len(call.args) > 1 and call.args[1] is arg:
+            usage.called = True
             return
         if callee == "pad" and len(call.args) > 1 and call.args[1] is arg:
             usage.sequence = usage.padding = True
@@ -366,6 +389,13 @@ def _item_code(usage: Usage | None) -> tuple[str, object]:
     return "8", 8
 
 
+def _tensor_guess(D: int) -> tuple[str, object]:
+    """A tensor constructor argument (a mask, a permutation, a bias): D alternating 0/1 integers,
+    which index, permute-select and mask alike (`masked_select(m <= 0)` keeps half)."""
+    src = f"torch.arange({D}) % 2"
+    return src, {"expr": src}
+
+
 def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized: bool = False) -> tuple[str, object] | None:
     """(python source, JSON value) the usage asks for, or None when `current` (the guess from the
     name and type hint) already is of that kind, or the usage says nothing decisive. A sequence of
@@ -374,7 +404,8 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
     code = current[0] if current else ""
     value = current[1] if current else None
     scalar = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-    if usage.sequence or (usage.indexed and (scalar or isinstance(value, list)) and not usage.called and not usage.mapping):
+    if usage.sequence or (usage.indexed and (scalar or isinstance(value, list)) and not usage.called and not usage.mapping
+                          and not usage.tensor):
         if usage.item_arity:
             parts = [_item_code(usage.item_parts[i] if i < len(usage.item_parts) else None) for i in range(usage.item_arity)]
             item = "(" + ", ".join(c for c, _ in parts) + ")"
@@ -407,6 +438,10 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
         if "torch.nn." in code or "lambda" in code:
             return None
         return _IDENTITY, _IDENTITY
+    if usage.tensor and not usage.mapping and not usage.attributes:
+        if code.startswith("torch.") and "nn." not in code:
+            return None
+        return _tensor_guess(D)
     if usage.mapping:
         return None if "dict(" in code or code.startswith("{") else ("dict()", {"expr": "dict()"})
     if usage.axis:

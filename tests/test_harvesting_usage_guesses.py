@@ -175,3 +175,51 @@ def test_an_argument_read_by_index_is_a_sequence_long_enough():
 
 def test_modules_indexing_their_arguments_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "indexed.py", INDEXED, 2)
+
+
+CONTAINERS = '''
+class Chain(nn.Module):
+    def __init__(self, flows):
+        super().__init__()
+        self.flows = nn.ModuleList(flows)
+
+    def forward(self, x):
+        for flow in self.flows:
+            x = flow(x)
+        return x
+
+
+class Slot(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.add_module("net", net)
+
+    def forward(self, x):
+        return self.net(x) * 2
+
+
+class Permute(nn.Module):
+    def __init__(self, permutation):
+        super().__init__()
+        if permutation.ndimension() != 1:
+            raise ValueError("a permutation is 1-D")
+        self.register_buffer("perm", permutation)
+
+    def forward(self, x):
+        return x.index_select(-1, self.perm) + x
+'''
+
+
+def test_module_containers_slots_and_tensor_methods_tell_an_arguments_kind():
+    """normflows' shapes: `nn.ModuleList(flows)` takes modules, `add_module(name, net)` one module,
+    `permutation.ndimension()` says a tensor (not an int, not an object with fields)."""
+    chain = synthesize(HEADER + CONTAINERS.replace("class Chain", "class Model"))[0]
+    assert chain.init_code[0].startswith("torch.nn.ModuleList([")
+    slot = synthesize(HEADER + CONTAINERS.replace("class Slot", "class Model"))[0]
+    assert slot.init_code[0].startswith("torch.nn.")
+    permute = synthesize(HEADER + CONTAINERS.replace("class Permute", "class Model"))[0]
+    assert permute.init_code[0].startswith("torch.arange(")
+
+
+def test_modules_with_container_slot_and_tensor_arguments_become_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "containers.py", CONTAINERS, 3)
