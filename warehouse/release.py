@@ -194,7 +194,10 @@ and verdicts, with their content keys), so a build continues from it on another 
 Pairs: the problem (`reference_source`, `init_spec`, `input_spec`, `op_tags`, `op_category`), its
 provenance and licence, the kernel (`code`, `reasoning`, `instruction`, `teacher`), the verdict
 (`verdict_status`, `reward`, `max_abs_err`, `speedup`, `speedup_vs_compile`, `device`, `trials`, ...),
-`split` and `cluster`. Nested values are JSON text.
+`split` and `cluster`. Nested values are JSON text. Both configs carry each problem's dependency
+environment: `requirements` (the third-party distributions its reference imports, with the
+source's declared specifiers; `[]` when torch suffices) and `environment_key`, which `autotriton`
+installs into an isolated, cached environment before probing or judging it.
 """
 
 
