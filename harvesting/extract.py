@@ -23,6 +23,8 @@ The steps, one file each (every name below stays importable from here):
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -207,12 +209,77 @@ def _extract(repo: Repository, path: str, class_name: str) -> Extracted:
             code = tree.code
         if code not in body:
             body.append(code)
-    if any(_has_future_annotations(repo.parsed(f)) for f in files):
+    future = any(_has_future_annotations(repo.parsed(f)) for f in files)
+    body = _definition_order(body, evaluates_annotations=not future)
+    if future:
         # annotations stay unevaluated, as in the files they came from
         import_lines.insert(0, "from __future__ import annotations")
     source = "\n".join(import_lines) + ("\n\n\n" if import_lines else "") + "\n\n\n".join(b.rstrip() for b in body) + "\n"
     final_name = collector.renames.get(path, {}).get(class_name, class_name)
     return Extracted(path=path, class_name=final_name, line=_line(parsed, idx), source=source, files=files)
+
+
+def _definition_order(body: list[str], *, evaluates_annotations: bool) -> list[str]:
+    """`body` (top-level statements in the collector's dependency order) reordered, stably, so that
+    what a statement evaluates when it runs comes first: a class's bases, keywords and
+    decorators, a function's decorators and defaults (and annotations, unless they stay
+    unevaluated), an assignment's value. The collector also counts names read inside function
+    bodies, which run later; where those make a cycle (zuko: `LazyTransform.inv()` returns a
+    `LazyInverse`, a subclass of LazyTransform) its post-order can put a subclass first."""
+    trees = []
+    for code in body:
+        try:
+            trees.append(ast.parse(code).body)
+        except SyntaxError:
+            return body
+    defines = [{n for node in nodes for n in _top_names(node)} for nodes in trees]
+    needs = [{n for node in nodes for n in _definition_time_reads(node, evaluates_annotations)} for nodes in trees]
+    owner: dict[str, int] = {}
+    for i, names in enumerate(defines):
+        for name in names:
+            owner.setdefault(name, i)
+    order: list[int] = []
+    left = list(range(len(body)))
+    while left:
+        ready = next((i for i in left if all(owner.get(n, i) == i or owner[n] in order for n in needs[i])), left[0])
+        order.append(ready)
+        left.remove(ready)
+    return [body[i] for i in order]
+
+
+def _top_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.name]
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return []
+
+
+def _definition_time_reads(node: ast.stmt, annotations: bool) -> list[str]:
+    """Names `node` reads when it is executed (not those its function bodies read later)."""
+    exprs: list[ast.AST] = []
+    if isinstance(node, ast.ClassDef):
+        exprs = [*node.bases, *(k.value for k in node.keywords), *node.decorator_list]
+        for member in node.body:  # class-level statements run with the class
+            exprs += [member] if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                exprs += _signature_exprs(member, annotations)
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        exprs = _signature_exprs(node, annotations)
+    else:
+        exprs = [node]
+    return [n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+
+
+def _signature_exprs(fn: ast.FunctionDef | ast.AsyncFunctionDef, annotations: bool) -> list[ast.AST]:
+    a = fn.args
+    out: list[ast.AST] = [*fn.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None)]
+    if annotations:
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p is not None)]
+        out += [p.annotation for p in params if p.annotation is not None]
+        out += [fn.returns] if fn.returns is not None else []
+    return out
 
 
 def _has_future_annotations(parsed: ParsedFile | None) -> bool:

@@ -292,6 +292,29 @@ def test_a_package_that_imports_its_own_submodules_in_init_resolves_them(tmp_pat
         assert torch.allclose(ns[name]()(x), torch.tanh(x) * 2 + offset)
 
 
+def test_a_base_class_whose_methods_build_its_subclass_comes_before_it():
+    """zuko's shape: `LazyTransform.inv()` returns `LazyInverse(self)` and `LazyInverse` subclasses
+    LazyTransform; a method body's reads run later, so the base is defined first (the cycle put
+    the subclass first: `NameError: name 'LazyTransform' is not defined`, 10 classes of set 7)."""
+    files = {
+        "flows/core.py": "import torch\nimport torch.nn as nn\n\n\nclass Inverse(nn.Module):\n    pass\n\n\n"
+                         "class Lazy(nn.Module):\n    def inv(self):\n        return LazyInverse(self)\n\n"
+                         "    def forward(self, x):\n        return torch.tanh(x)\n\n\n"
+                         "class LazyInverse(Lazy):\n    def __init__(self, base: Lazy):\n        super().__init__()\n"
+                         "        self.base = [base]\n\n    def forward(self, x):\n        return torch.atanh(x)\n",
+        "flows/model.py": "import torch\nfrom .core import Lazy\n\n\nclass Scaled(Lazy):\n    def forward(self, x):\n"
+                          "        return self.inv()(super().forward(x)) * 2\n",
+    }
+    import torch
+
+    source = extract_class(_repo(files), "flows/model.py", "Scaled").source
+    assert source.index("class Lazy(") < source.index("class LazyInverse(") < source.index("class Scaled(")
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    x = torch.tensor([0.25, -0.5])
+    assert torch.allclose(ns["Scaled"]()(x), x * 2)
+
+
 def test_synthesis_never_executes_harvested_code(tmp_path):
     marker = tmp_path / "pwned"
     src = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
