@@ -35,13 +35,41 @@ _FLOAT_INDICES = re.compile(r"Expected tensor for argument #\d+ '\w+' to have on
                             r"Long, Int; but got torch\.\w+ instead \(while checking arguments for embedding")
 # an index past the vocabulary (embedding, index_select)
 _INDEX_RANGE = re.compile(r"index out of range in self")
+# values that must lie in [0, 1] (images, probabilities): piq's "Expected values to be greater or
+# equal to 0, got -3.57", "non-negative", "in range [0, 1]"
+_UNIT_RANGE = re.compile(r"greater (?:than )?or equal to 0\b|non-?negative|\[0,\s*1\]|between 0 and 1|range \(?0", re.IGNORECASE)
+# integer inputs where floats are wanted (a loss's `target` guessed as labels): "mean(): could not
+# infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long"
+_WANTS_FLOAT = re.compile(r"must be either a floating point|expected scalar type (?:Float|Double) but found Long|"
+                          r"\b(?:Float|floating point)\b[^\n]{0,40}\bgot\b[^\n]{0,10}\bLong\b", re.IGNORECASE)
 
 
 def _tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
     dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
     if spec.get("dtype") == "int64":
         return f"torch.randint(0, {spec.get('high', 10)}, ({dims}))"
+    if spec.get("range") == "unit":
+        return f"torch.rand({dims})"
     return f"torch.randn({dims})"
+
+
+def _retyped_inputs(attempt: Attempt, detail: str) -> Attempt | None:
+    """Float inputs drawn in [0, 1) when the module refused negative values; integer inputs made
+    floats when it wanted floats."""
+    unit, floats = bool(_UNIT_RANGE.search(detail)), bool(_WANTS_FLOAT.search(detail))
+    codes, specs, changed = [], [], False
+    for code, spec in zip(attempt.input_code, attempt.input_spec):
+        if isinstance(spec, dict) and spec.get("kind") == "tensor":
+            new = dict(spec)
+            if floats and spec.get("dtype") == "int64":
+                new.pop("dtype"), new.pop("high", None)
+            if unit and new.get("dtype") != "int64":
+                new["range"] = "unit"
+            if new != spec:
+                spec, code, changed = new, _tensor_code(list(spec["shape"]), new), True
+        codes.append(code)
+        specs.append(spec)
+    return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} retyped") if changed else None
 
 
 def _vocabulary_bound(init_spec: list[Any]) -> int:
@@ -112,6 +140,8 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     integer indices, as an embedding's dtype or range error asks), or None."""
     if _FLOAT_INDICES.search(detail) or _INDEX_RANGE.search(detail):
         return _index_inputs(attempt, detail)
+    if _UNIT_RANGE.search(detail) or _WANTS_FLOAT.search(detail):
+        return _retyped_inputs(attempt, detail)
     def reshape(fn) -> Attempt | None:
         codes, specs, changed = [], [], False
         for code, spec in zip(attempt.input_code, attempt.input_spec):

@@ -585,3 +585,40 @@ def test_a_tuple_hint_gets_a_tuple_and_a_list_hint_a_list():
     exec(compile(source, "<m>", "exec"), ns)
     model = ns["Model"](*[eval(c) for c in first.init_code])
     assert isinstance(model.dims, tuple) and model(ns["torch"].randn(2, 64)).shape == (2, 2, 32)
+
+
+VALUE_RANGES = '''
+def _check_range(t, low=0.0, high=1.0):
+    assert low <= t.min(), f"Expected values to be greater or equal to {low}, got {t.min()}"
+    assert t.max() <= high, f"Expected values to be less or equal to {high}, got {t.max()}"
+
+
+class ImageQuality(nn.Module):
+    def forward(self, x, y):
+        _check_range(x)
+        _check_range(y)
+        return ((x - y) ** 2).mean(dim=(1, 2, 3)).sqrt()
+
+
+class SignalRatio(nn.Module):
+    def forward(self, input, target):
+        noise = target - input
+        return 10 * torch.log10((target ** 2).mean(-1) / (noise ** 2).mean(-1).clamp_min(1e-8))
+'''
+
+
+def test_inputs_are_redrawn_in_range_or_as_floats_when_the_module_says_so(tmp_path):
+    """piq's metrics assert images in [0, 1] ("Expected values to be greater or equal to 0, got
+    -3.57"); auraloss' SNR takes a `target` the guesser reads as labels, and `mean()` refuses Long:
+    the next guess draws from [0, 1) (`torch.rand`), or floats for the integer input."""
+    assert_all_runnable(tmp_path, "ranges.py", VALUE_RANGES, 2)
+    from autotriton.harvesting.input_repair import repair_attempt
+    from autotriton.harvesting.synthesis import Attempt
+
+    guess = Attempt([], [], ["torch.randn(2, 3, 8, 8)", "torch.randint(0, 10, (2, 8))"],
+                    [{"kind": "tensor", "shape": [2, 3, 8, 8]}, {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": 10}])
+    ranged = repair_attempt(guess, "AssertionError: Expected values to be greater or equal to 0, got -3.57")
+    assert ranged.input_code == ["torch.rand(2, 3, 8, 8)", "torch.randint(0, 10, (2, 8))"]
+    floats = repair_attempt(guess, "RuntimeError: mean(): could not infer output dtype. Input dtype must be either a "
+                                   "floating point or complex dtype. Got: Long")
+    assert floats.input_code == ["torch.randn(2, 3, 8, 8)", "torch.randn(2, 8)"]
