@@ -68,6 +68,16 @@ seed_warehouse() {
   fi
 }
 
+# One distill run of `build` (its A and R), ended cleanly by its own --time-budget and hard-bounded
+# 300 s after it; records in $R/NAME.json|err. Usage: distill_run NAME SECONDS [distill options]
+distill_run() {
+  local name=$1 seconds=$2 t0=$SECONDS; shift 2
+  log "$name"
+  bounded $((seconds + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 \
+    --time-budget "$seconds" "$@" --json > "$R/$name.json" 2> "$R/$name.err"
+  log "$name: rc $? in $((SECONDS-t0)) s"
+}
+
 case "${1:-}" in
   setup)
     # The README's install: the wheelhouse (scripts/gpu-wheelhouse, carried in parts), pip keeping the
@@ -107,20 +117,10 @@ case "${1:-}" in
     # SOURCE_KIND=pypi: only the packages' problems (issue 13's yield from real code).
     # The generator's pointwise problems first (their kernels are short enough for a small model
     # to learn from), then every source; each run ends cleanly by its own budget.
-    if [ "${PW_DISTILL_S:-0}" -gt 0 ]; then
-      log "distill pointwise"; t0=$SECONDS
-      bounded $((PW_DISTILL_S + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --name 'synthetic_pointwise_*' --time-budget "$PW_DISTILL_S" --json > "$R/distill_pw.json" 2> "$R/distill_pw.err"
-      log "distill pointwise: rc $? in $((SECONDS-t0)) s"
-    fi
-    log "distill"; t0=$SECONDS
-    bounded $((${DISTILL_S:-1200} + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --time-budget "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} ${SOURCE_KIND:+--source-kind "$SOURCE_KIND"} --json > "$R/distill.json" 2> "$R/distill.err"
-    log "distill: rc $? in $((SECONDS-t0)) s"
+    [ "${PW_DISTILL_S:-0}" -gt 0 ] && distill_run distill_pw "$PW_DISTILL_S" --name 'synthetic_pointwise_*'
+    distill_run distill "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} ${SOURCE_KIND:+--source-kind "$SOURCE_KIND"}
     # PW_AFTER_S: the pointwise problems still without a pair, after the main distill (pairs for the dataset).
-    if [ "${PW_AFTER_S:-0}" -gt 0 ]; then
-      log "distill pointwise after"; t0=$SECONDS
-      bounded $((PW_AFTER_S + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 --name 'synthetic_pointwise_*' --redo-unsolved --time-budget "$PW_AFTER_S" --json > "$R/distill_pw_after.json" 2> "$R/distill_pw_after.err"
-      log "distill pointwise after: rc $? in $((SECONDS-t0)) s"
-    fi
+    [ "${PW_AFTER_S:-0}" -gt 0 ] && distill_run distill_pw_after "$PW_AFTER_S" --name 'synthetic_pointwise_*' --redo-unsolved
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done
     # Issue 15: where the validated kernels' time goes (a timing study, bounded: torch.compile of each reference is slow).

@@ -108,6 +108,20 @@ def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunction
     return {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
+def _import_aliases(tree: ast.Module, header: dict[str, str]) -> dict[str, str]:
+    """Module-level name -> the qualified path its import binds (`nn` -> `torch.nn`), `header`'s first."""
+    aliases = dict(header)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(stmt, ast.ImportFrom):
+            base = "." * stmt.level + (stmt.module or "")
+            for a in stmt.names:
+                aliases[a.asname or a.name] = f"{base}.{a.name}" if stmt.module else base + a.name
+    return aliases
+
+
 class _Forbidden:
     """Whether code touches, itself or through the module-level names it reads, something the
     judge's rules forbid (an approximation of validation/rules_safety.py, used only to decide
@@ -115,15 +129,7 @@ class _Forbidden:
 
     def __init__(self, tree: ast.Module, top_level: dict[str, list[int]], header: dict[str, str], tables: RuleTables):
         self.tables = tables
-        self.aliases = dict(header)  # name -> qualified module path
-        for stmt in tree.body:
-            if isinstance(stmt, ast.Import):
-                for a in stmt.names:
-                    self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(stmt, ast.ImportFrom):
-                base = "." * stmt.level + (stmt.module or "")
-                for a in stmt.names:
-                    self.aliases[a.asname or a.name] = f"{base}.{a.name}" if stmt.module else base + a.name
+        self.aliases = _import_aliases(tree, header)
         self.top_level = top_level
         self.tainted: set[str] = set()
         stmts = {i: _without_forward(s) for i, s in enumerate(tree.body)}
@@ -440,18 +446,23 @@ class _EagerOnly(ast.NodeTransformer):
 def _eager_only(ref: Any, model: ast.ClassDef, header: dict[str, str]) -> int:
     """Step 0 over the module (Model's forward aside) and Model's carried body; changed nodes are
     copies (the tree is the caller's), statement positions stay (top_level indexes them)."""
-    aliases = dict(header)
-    for stmt in ref.tree.body:
-        if isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
-            for a in stmt.names:
-                aliases[a.asname or a.name] = f"{stmt.module}.{a.name}"
+    aliases = _import_aliases(ref.tree, header)
+    markers = _EAGER_DECORATORS | _EAGER_FALSE
     changed = 0
+
+    def mentions_marker(stmt: ast.stmt) -> bool:  # cheap: only such statements are copied and visited
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Attribute) and n.attr == "forward":
+                return True
+            parts = _dotted(n) if isinstance(n, (ast.Attribute, ast.Name)) else None
+            if parts and parts[0] in aliases and ".".join([aliases[parts[0]], *parts[1:]]) in markers:
+                return True
+        return False
 
     def eager(stmt: ast.stmt) -> ast.stmt:
         nonlocal changed
+        if not mentions_marker(stmt):
+            return stmt
         marker = _EagerOnly(aliases)
         copy = marker.visit(ast.parse(ast.unparse(stmt)).body[0])
         changed += marker.changed

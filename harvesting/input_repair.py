@@ -62,7 +62,8 @@ def _retyped_inputs(attempt: Attempt, detail: str) -> Attempt | None:
         if isinstance(spec, dict) and spec.get("kind") == "tensor":
             new = dict(spec)
             if floats and spec.get("dtype") == "int64":
-                new.pop("dtype"), new.pop("high", None)
+                del new["dtype"]
+                new.pop("high", None)
             if unit and new.get("dtype") != "int64":
                 new["range"] = "unit"
             if new != spec:

@@ -118,17 +118,16 @@ class ReadsMixin:
 
     @_locked
     def distilled_problem_keys(self, teacher: str) -> set[str]:
-        """Keys of the problems `teacher` has already been run on: a candidate or a distill
-        rejection (a capture that failed leaves no candidate) written by a run configured with
-        that teacher, or a candidate the teacher generated that came in another way (a release
-        or dump imported under an `import` run). A resumed build skips them."""
-        by_teacher = ("JOIN runs u ON t.run_id = u.run_id "
-                      "WHERE json_extract_string(u.config, '$.distill.teacher') = ?")
+        """Keys of the problems `teacher` has already been run on: a candidate it generated
+        (`generator` is its name, or its name and a colon: `replay:inductor`), however it came
+        (a distill run, an imported release or dump), or a distill rejection written by a run
+        configured with that teacher (a capture that failed leaves no candidate). A resumed
+        build skips them."""
         rows = self._con.execute(
-            f"SELECT DISTINCT t.problem_key FROM candidates t {by_teacher} "
-            "UNION SELECT DISTINCT problem_key FROM candidates WHERE generator = ? OR starts_with(generator, ? || ':') "
-            f"UNION SELECT DISTINCT t.subject FROM rejections t {by_teacher} AND t.stage = 'distill'",
-            [teacher, teacher, teacher, teacher]).fetchall()
+            "SELECT DISTINCT problem_key FROM candidates WHERE generator = ? OR starts_with(generator, ? || ':') "
+            "UNION SELECT DISTINCT t.subject FROM rejections t JOIN runs u ON t.run_id = u.run_id "
+            "WHERE json_extract_string(u.config, '$.distill.teacher') = ? AND t.stage = 'distill'",
+            [teacher, teacher, teacher]).fetchall()
         return {row[0] for row in rows}
 
     @_locked
