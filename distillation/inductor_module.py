@@ -479,15 +479,21 @@ def _signature_function(signature: list[Any]) -> ast.FunctionDef:
     return ast.parse(f"def forward(self, {', '.join(params)}):\n    pass").body[0]
 
 
+#: Methods a carried-over class leaves behind: forward (below) and `_apply`, an nn.Module internal
+#: the judge refuses in ModelNew's bases (MODELNEW-CALL); sources override it to keep buffers in
+#: float32 under `.half()` (timm's rotary embeddings), which the judge's float32 runs never meet.
+NOT_CARRIED = frozenset({"forward", "_apply"})
+
+
 def _without_forward(stmt: ast.stmt) -> ast.stmt:
     """A carried-over class without its `forward`: ModelNew owns such submodules for their
     parameters only, never calls them, and their forward is the reference's PyTorch compute
-    (which the judge's rules would rightly count against the candidate)."""
+    (which the judge's rules would rightly count against the candidate). NOT_CARRIED too."""
     if not isinstance(stmt, ast.ClassDef) or not any(
-            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward" for n in stmt.body):
+            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in NOT_CARRIED for n in stmt.body):
         return stmt
     copy = ast.parse(ast.unparse(stmt)).body[0]
-    copy.body = [n for n in copy.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward")]
+    copy.body = [n for n in copy.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in NOT_CARRIED)]
     copy.body = copy.body or [ast.Pass()]
     return copy
 
@@ -513,6 +519,25 @@ def _inherited_forward(tree: ast.Module, cls: ast.ClassDef, depth: int = 0) -> a
     return None
 
 
+def _inherited_methods(tree: ast.Module, cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The methods `cls` inherits from base classes defined in the source, each name resolved as
+    Python's method resolution order does for single bases (the nearest class first)."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    todo, visited = [cls], {cls.name}
+    while todo and len(visited) < 50:
+        for base in todo.pop(0).bases:
+            parent = classes.get(ast.unparse(base))
+            if parent is None or parent.name in visited:
+                continue
+            visited.add(parent.name)
+            for node in parent.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.setdefault(node.name, node)
+            todo.append(parent)
+    return found
+
+
 def reference_model(reference_source: str, forward_signature: list[Any] | None = None) -> ReferenceModel:
     """Parse the reference problem and pick out what ModelNew needs (module docstring).
     `forward_signature`: the captured model's forward parameters (inductor_capture's
@@ -534,15 +559,23 @@ def reference_model(reference_source: str, forward_signature: list[Any] | None =
         raise ConversionError("bad_problem", "Model has no forward() (nor a base class of the source with one)"
                               + (f"; it is {layer_base}'s, whose signature the capture did not record"
                                  if layer_base is not None else ""))
-    # __init__ and what it reaches through self.<name>, transitively; class attributes always
+    # __init__ and what it reaches through self.<name>, transitively, through the base classes of the
+    # source too (a base's __init__ calling `self._create_cache(...)` that only Model defines: the
+    # template-method pattern); Model's own methods among them are kept. Class attributes always.
+    inherited = _inherited_methods(tree, model)
     keep: set[str] = set()
-    todo = ["__init__"] if "__init__" in methods else []
+    seen: set[str] = set()
+    todo = ["__init__"]
     while todo:
         name = todo.pop()
-        if name in keep or name == "forward" or name not in methods:
+        if name in seen or name == "forward":
             continue
-        keep.add(name)
-        todo.extend(_self_attributes(methods[name], {"self", "cls", "Model", "ModelNew"}))
+        seen.add(name)
+        if name in methods:
+            keep.add(name)
+        for method in (methods.get(name), inherited.get(name)):  # the base's too: `super().__init__()`
+            if method is not None:
+                todo.extend(_self_attributes(method, {"self", "cls", "Model", "ModelNew"}))
     body: list[ast.stmt] = []
     for i, stmt in enumerate(model.body):
         if i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):

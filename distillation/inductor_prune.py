@@ -99,7 +99,8 @@ def _dotted(node: ast.AST) -> list[str] | None:
 def _without_forward(stmt: ast.stmt) -> ast.stmt:
     if not isinstance(stmt, ast.ClassDef):
         return stmt
-    body = [n for n in stmt.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward")]
+    body = [n for n in stmt.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                         and n.name in ("forward", "_apply"))]  # inductor_module.NOT_CARRIED
     return ast.ClassDef(name=stmt.name, bases=stmt.bases, keywords=stmt.keywords, body=body,
                         decorator_list=stmt.decorator_list)
 
