@@ -485,14 +485,29 @@ def _signature_function(signature: list[Any]) -> ast.FunctionDef:
 NOT_CARRIED = frozenset({"forward", "_apply"})
 
 
+class _UnsafeParametrizations(ast.NodeTransformer):
+    """`register_parametrization(module, name, P())` -> `..., unsafe=True`: a carried-over
+    parametrization class has no forward (_without_forward), and the registration's consistency
+    check would call it; the generated forward reads the `.original` tensor, never the
+    parametrized one, and the state_dict keys stay the reference's."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if func == "register_parametrization" and len(node.args) < 4 and not any(k.arg == "unsafe" for k in node.keywords):
+            node.keywords.append(ast.keyword(arg="unsafe", value=ast.Constant(True)))
+        return node
+
+
 def _without_forward(stmt: ast.stmt) -> ast.stmt:
     """A carried-over class without its `forward`: ModelNew owns such submodules for their
     parameters only, never calls them, and their forward is the reference's PyTorch compute
-    (which the judge's rules would rightly count against the candidate). NOT_CARRIED too."""
-    if not isinstance(stmt, ast.ClassDef) or not any(
-            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in NOT_CARRIED for n in stmt.body):
+    (which the judge's rules would rightly count against the candidate). NOT_CARRIED too, and
+    parametrizations registered without their check (_UnsafeParametrizations)."""
+    if not isinstance(stmt, ast.ClassDef):
         return stmt
     copy = ast.parse(ast.unparse(stmt)).body[0]
+    copy = _UnsafeParametrizations().visit(copy)
     copy.body = [n for n in copy.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in NOT_CARRIED)]
     copy.body = copy.body or [ast.Pass()]
     return copy
@@ -589,7 +604,7 @@ def reference_model(reference_source: str, forward_signature: list[Any] | None =
                     node.args = []
         else:
             stmt = ast.parse(ast.unparse(stmt)).body[0]
-        body.append(_RenameNames({"Model": "ModelNew"}).visit(stmt))
+        body.append(_UnsafeParametrizations().visit(_RenameNames({"Model": "ModelNew"}).visit(stmt)))
     args = ast.parse(ast.unparse(forward)).body[0].args  # a copy, `self` included
     positional = [a.arg for a in [*args.posonlyargs, *args.args][1:]]
     names = [*positional, *[a.arg for a in args.kwonlyargs]]

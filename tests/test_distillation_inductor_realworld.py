@@ -261,7 +261,44 @@ def get_init_inputs():
     return [16]
 '''
 
-PROBLEMS = {"nested": NESTED, "config": CONFIG, "globals": GLOBALS, "logging": LOGGING, "cache": CACHE}
+# vit-pytorch's NormLinear: a parametrization (a class of the source) on a child's weight; ModelNew
+# carries the class without its forward, so registering it must not call it (H200, 2026-12-02:
+# "Module [L2Norm] is missing the required forward function" when ModelNew was built).
+PARAMETRIZED = '''import torch
+from torch import nn
+import torch.nn.utils.parametrize as parametrize
+import torch.nn.functional as F
+
+
+class UnitNorm(nn.Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, t):
+        return F.normalize(t, dim=self.dim)
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        parametrize.register_parametrization(self.norm, "weight", UnitNorm(dim=-1))
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 8, 32)]
+
+
+def get_init_inputs():
+    return [32]
+'''
+
+PROBLEMS = {"nested": NESTED, "config": CONFIG, "globals": GLOBALS, "logging": LOGGING, "cache": CACHE,
+            "parametrized": PARAMETRIZED}
 
 
 @pytest.fixture(scope="module")
@@ -404,6 +441,14 @@ def test_graph_input_sources_become_forward_expressions():
         assert ast.unparse(ref.source_expr(source)) == expected, source
     assert ref.source_expr("L['other']") is None and ref.source_expr("G['get_inputs']") is None
     assert ast.unparse(ref.graph_input_expr({"kind": "input", "input": 1})) == "feats[1]"  # *args
+
+
+def test_a_parametrization_is_registered_without_calling_the_forward_left_behind(converted, tmp_path):
+    code = converted["parametrized"].code
+    assert "register_parametrization(self.norm, 'weight', UnitNorm(dim=-1), unsafe=True)" in code
+    assert "normalize" not in code[:code.index("class ModelNew")]  # UnitNorm without its forward
+    candidate = _import(code, tmp_path, "parametrized")
+    assert set(candidate["ModelNew"](32).state_dict()) == {"norm.bias", "norm.parametrizations.weight.original"}
 
 
 def test_real_world_candidates_pass_the_cpu_judge(converted):
