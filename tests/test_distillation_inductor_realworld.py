@@ -297,8 +297,43 @@ def get_init_inputs():
     return [32]
 '''
 
+# x-transformers' RotaryEmbedding: forward under a decorator whose wrapper takes (*args, **kwargs);
+# Dynamo names the inputs through the wrapper's `args`, the module first (H200, 2026-12-02: the
+# candidate read `offset.shape[0]` for t's size and `t.inv_freq` for the buffer).
+DECORATED = '''from functools import wraps
+
+import torch
+from torch import nn
+
+
+def float32_math(fn):
+    @wraps(fn)
+    def inner(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return inner
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (100 ** (torch.arange(0, dim, 2).float() / dim)))
+
+    @float32_math
+    def forward(self, t, offset=0):
+        freqs = t.unsqueeze(-1) * self.inv_freq
+        return torch.cat((freqs.sin(), freqs.cos()), dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(2, 16)]
+
+
+def get_init_inputs():
+    return [32]
+'''
+
 PROBLEMS = {"nested": NESTED, "config": CONFIG, "globals": GLOBALS, "logging": LOGGING, "cache": CACHE,
-            "parametrized": PARAMETRIZED}
+            "parametrized": PARAMETRIZED, "decorated": DECORATED}
 
 
 @pytest.fixture(scope="module")
@@ -449,6 +484,13 @@ def test_a_parametrization_is_registered_without_calling_the_forward_left_behind
     assert "normalize" not in code[:code.index("class ModelNew")]  # UnitNorm without its forward
     candidate = _import(code, tmp_path, "parametrized")
     assert set(candidate["ModelNew"](32).state_dict()) == {"norm.bias", "norm.parametrizations.weight.original"}
+
+
+def test_a_decorated_forwards_inputs_are_named_through_the_wrappers_args(converted):
+    code = converted["decorated"].code
+    forward = code[code.index("    def forward"):]
+    assert "self.inv_freq" in forward and "t.shape[0]" in forward
+    assert "offset.shape" not in forward and "t.inv_freq" not in forward
 
 
 def test_real_world_candidates_pass_the_cpu_judge(converted):

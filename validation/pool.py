@@ -28,6 +28,12 @@ from autotriton.records import Verdict, Violation, candidate_key
 from autotriton.validation import sandbox, wire
 from autotriton.validation.config import ValidationConfig
 
+# The caller's static work (content keys, the static rules) parses Python in validate_many's and
+# probe_many's threads; CPython 3.11's AST construction keeps its recursion depth in shared state and
+# can fail under concurrent use with "SystemError: AST constructor recursion depth mismatch"
+# (python/cpython#106905; seen here in a CI run). It is GIL-bound work: one thread at a time costs nothing.
+_AST_LOCK = threading.Lock()
+
 _AUTOTRITON_PARENT = str(Path(__import__("autotriton").__file__).resolve().parent.parent)
 READY_TIMEOUT_S = 180.0
 
@@ -339,10 +345,11 @@ class JudgePool:
 
     def _validate_one(self, problem_source: str, candidate_source: str) -> Verdict:
         start = time.monotonic()
-        pkey = source_key(problem_source)
-        verdict = Verdict(candidate_key=candidate_key(candidate_source, pkey), problem_key=pkey, status="crashed",
-                          device=self.device_name, versions=dict(self.versions), judge_config_hash=self.config_hash)
-        static = static_rules(candidate_source) if self.config.static_rules else []
+        with _AST_LOCK:
+            pkey = source_key(problem_source)
+            verdict = Verdict(candidate_key=candidate_key(candidate_source, pkey), problem_key=pkey, status="crashed",
+                              device=self.device_name, versions=dict(self.versions), judge_config_hash=self.config_hash)
+            static = static_rules(candidate_source) if self.config.static_rules else []
         rules_s = time.monotonic() - start
         if static and self.config.skip_execution_on_rule_violation:
             verdict.status, verdict.violations = "rule_violation", static
@@ -402,8 +409,10 @@ class JudgePool:
         results: list[ProbeResult | None] = [None] * len(sources)
         with _progress(progress, "probing problems", len(sources)) as advance:
             def one(i: int) -> None:
+                with _AST_LOCK:
+                    key = source_key(sources[i])
                 kind, res = self._call({"op": "probe", "problem_source": sources[i], "config": cfg,
-                                        "env_paths": self.environments.get(source_key(sources[i]), [])},
+                                        "env_paths": self.environments.get(key, [])},
                                        self.config.probe_timeout_s * 2 + 60)
                 if kind != "ok":
                     res = {"ok": False, "reason": kind, "detail": res}
