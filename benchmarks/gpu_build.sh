@@ -110,6 +110,7 @@ case "${1:-}" in
     # capture process each), judged at the problem's own sizes and the odd-size trial, and timed
     # against eager and torch.compile of each reference (validation.time_compile). Each distill
     # ends by its own --time-budget (SYN_S, L1_S); its warehouse is kept as $WORK/SUITE.duckdb.xz.
+    # FUSED_SUITES: which of "syn l1" (default both, in that order); SYN_N: how many generated problems.
     R=$WORK/records; mkdir -p "$R"
     FUSED_SETS=(--set validation.trials=3 --set validation.time_compile=true --set validation.timing_runs=20
                 --set validation.timing_input_sets=1 --set distill.batch_problems=1
