@@ -112,3 +112,34 @@ def harvest_totals(results: list[HarvestResult]) -> dict[str, Any]:
         for reason, count in s.get("rejected", {}).items():
             out["rejected"][reason] = out["rejected"].get(reason, 0) + count
     return out
+
+
+def reprobe_stored(cfg: Any, *, source_kind: str | None = None, names: list[str] | None = None,
+                   dry_run: bool = False) -> dict[str, Any]:
+    """`harvest reprobe`: the warehouse's runnable problems (of one source kind, whose names match
+    one of `names`' globs) through the current probe, each with its dependency environment; those
+    it refuses for what they are (harvesting.reprobe.RETIRING) become rejected under a run of their
+    own (unless `dry_run`). Returns harvesting.reprobe's summary, plus `new_rows`."""
+    import fnmatch
+
+    from autotriton.environments import environment_paths
+    from autotriton.harvesting.core import SandboxProbe
+    from autotriton.harvesting.reprobe import reprobe_problems, reprobe_summary
+    from autotriton.tasks.db import open_warehouse
+    from autotriton.tasks.runs import run_scope
+
+    wh = open_warehouse(cfg.warehouse.path, read_only=dry_run)
+    problems = wh.problems(source_kind=source_kind)
+    if names:
+        problems = [p for p in problems if any(fnmatch.fnmatchcase(p.name, glob) for glob in names)]
+    envs, _missing = environment_paths(problems, cfg.environments)  # a missing one: the probe reports the ImportError
+    with SandboxProbe(cfg.validation) as probe:
+        results = reprobe_problems(problems, probe, envs)
+    summary = reprobe_summary(results)
+    if not dry_run:
+        reasons = {r.problem_key: (r.reason or "", r.detail) for r in results if r.retire}
+        with run_scope(wh, "harvest-reprobe", cfg) as scope:
+            changed = wh.reject_problems(scope.run, reasons)
+            summary["new_rows"] = {"problems_rejected": changed}
+            scope.summary = summary
+    return summary

@@ -109,6 +109,33 @@ class WritesMixin:
             return self._insert(con, spec, clean, lineage)
 
     @_locked
+    def reject_problems(self, run: Run, reasons: Mapping[str, tuple[str, str]], stage: str = "reprobe") -> int:
+        """Problems stored as runnable that a later check refuses (`reasons`: problem key -> (reason,
+        detail)): status 'rejected' with the reason, and a rejection row naming the problem, in one
+        transaction. Returns how many problems changed (already rejected ones are left as they are)."""
+        if not reasons:
+            return 0
+        self._require_writable("reject_problems")
+        spec = TABLES["rejections"]
+        rows = [{"stage": stage, "subject": key, "reason": reason, "detail": detail}
+                for key, (reason, detail) in reasons.items()]
+        for row in rows:
+            row["key"] = row_key("rejections", row)
+        lineage = self._lineage_values(run)
+        with self._transaction() as con:
+            keys = pa.table({"key": list(reasons), "why": [f"{stage}: {reason}" for reason, _ in reasons.values()]})
+            con.register("_rejected_problems", keys)
+            try:
+                changed = con.execute("SELECT count(*) FROM problems p JOIN _rejected_problems r ON p.key = r.key "
+                                      "WHERE p.status = 'runnable'").fetchone()[0]
+                con.execute("UPDATE problems SET status = 'rejected', reject_reason = r.why FROM _rejected_problems r "
+                            "WHERE problems.key = r.key AND problems.status = 'runnable'")
+            finally:
+                con.unregister("_rejected_problems")
+            self._insert(con, spec, rows, lineage)
+        return int(changed)
+
+    @_locked
     def put_candidates(self, run: Run, candidates: Iterable[Candidate]) -> int:
         return self._put(run, "candidates", candidates)
 

@@ -1,4 +1,4 @@
-"""`autotriton harvest github|local|dataset|synthetic`: harvest nn.Modules into the warehouse."""
+"""`autotriton harvest github|local|dataset|packages|synthetic|reprobe`: harvest nn.Modules into the warehouse."""
 
 from __future__ import annotations
 
@@ -261,6 +261,46 @@ def github(
     _run("github", json_out, dry_run, lambda cfg, out, state: harvest_github(
         cfg.harvest, progress=True, commit_state=False, state=state(), console=ERR, validation_config=cfg.validation,
         environments=cfg.environments), extra)
+
+
+@harvest_app.command("reprobe")
+@writes_rows("harvest-reprobe")
+def reprobe(
+    source_kind: Optional[str] = typer.Option(None, "--source-kind", help="only problems harvested from this kind of source: pypi, local, github, dataset, suite, synthetic"),
+    names: list[str] = typer.Option([], "--name", help="only problems whose name matches this glob (repeatable: any of them)", show_default=False),
+    dry_run: bool = typer.Option(False, "--dry-run", help="probe and report, but change nothing"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: {checked, runnable, retired: {reason: count}, "
+                                  "retired_examples, failed_not_retired: {reason: count}, new_rows}"),
+) -> None:
+    """Probe the warehouse's runnable problems again with this version's probe, each with its own
+    dependencies, and reject those it refuses for what they are (a module that returns its input
+    in eval mode, one whose output ignores its input, one that is nondeterministic): problems
+    stored before such a rule existed stop being distilled. Timeouts, crashes and missing
+    dependencies are reported, never acted on (they describe the machine, not the problem)."""
+    from autotriton.tasks.db import OPEN_ERRORS
+    from autotriton.tasks.harvest import reprobe_stored
+
+    cfg, _ = load_config_or_fail(None)
+    out = console(json_out)
+    try:
+        summary = reprobe_stored(cfg, source_kind=source_kind, names=names, dry_run=dry_run)
+    except OPEN_ERRORS as exc:
+        fail(f"{cfg.warehouse.path}: {exc}")
+    if json_out:
+        emit_json(summary)
+        return
+    table = Table(title="harvest reprobe" + (" (dry run: nothing changed)" if dry_run else ""))
+    table.add_column("what", style="cyan")
+    table.add_column("count", justify="right")
+    table.add_row("problems probed", str(summary["checked"]))
+    table.add_row("still runnable", f"[green]{summary['runnable']}[/]")
+    for reason, count in summary["retired"].items():
+        table.add_row(f"rejected: {reason}", f"[red]{count}[/]")
+    for reason, count in summary["failed_not_retired"].items():
+        table.add_row(f"failed, kept: {reason}", f"[yellow]{count}[/]")
+    out.print(table)
+    for reason, example in summary["retired_examples"].items():
+        out.print(f"  {reason}: {example}", highlight=False)
 
 
 @harvest_app.command("synthetic")
