@@ -138,6 +138,11 @@ case "${1:-}" in
     mkdir -p "$WORK/env-whl"; cp -n .gpu/env-whl/* "$WORK/env-whl/" 2>/dev/null
     # Decontamination: exports leave out problems that copy KernelBench L1 (a suite copy carried in .gpu/).
     A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
+    # Stored problems the current probe refuses (harvested before its rule existed) are rejected first (REPROBE=0: not).
+    if [ "${REPROBE:-1}" = 1 ]; then
+      log "harvest reprobe"; timeout 300 autotriton "${A[@]}" "${BUILD_SETS[@]}" --set validation.workers=12 harvest reprobe \
+        --json > "$R/reprobe.json" 2> "$R/reprobe.err"; log "harvest reprobe: rc $?"
+    fi
     log "harvest synthetic"; autotriton "${A[@]}" harvest synthetic --count "${SYN_COUNT:-240}" --seed 0 --no-probe --json > "$R/syn_harvest.json"
     autotriton "${A[@]}" harvest synthetic --family pointwise --count "${PW_COUNT:-400}" --seed 0 --no-probe --json > "$R/pw_harvest.json"
     # One distill run over every source (problems taken in turns from each package and the
