@@ -23,7 +23,9 @@ WRITER = textwrap.dedent("""
     db, hold, flag = sys.argv[1], sys.argv[2] == "hold", Path(sys.argv[3])
     wh = Warehouse(db, hold=hold)
     run = wh.start_run("eval", {"what": "a long evaluation"})
-    flag.write_text(run.run_id)
+    tmp = Path(str(flag) + ".tmp")             # written whole, then renamed: the test never reads it half-written
+    tmp.write_text(run.run_id)
+    tmp.rename(flag)
     deadline = time.monotonic() + 25          # the computation: no warehouse call meanwhile
     while time.monotonic() < deadline and not Path(str(flag) + ".stop").exists():
         sum(i * i for i in range(10000))
