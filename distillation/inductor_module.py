@@ -325,6 +325,13 @@ class ReferenceModel:
         roots |= self.base_names
         roots |= used_in_forward | self.extra_roots
         wanted: dict[int, set[str]] = {}  # statement index -> names needed from it
+        stripped: dict[int, ast.stmt] = {}  # statement index -> as carried (_without_forward: a copy per class)
+
+        def carried(idx: int) -> ast.stmt:
+            if idx not in stripped:
+                stripped[idx] = _without_forward(self.tree.body[idx])
+            return stripped[idx]
+
         todo = sorted(roots)
         seen: set[str] = set()
         while todo:
@@ -333,7 +340,7 @@ class ReferenceModel:
                 continue
             seen.add(name)
             for idx in self.top_level.get(name, []):
-                stmt = _without_forward(self.tree.body[idx])
+                stmt = carried(idx)
                 if idx not in wanted:
                     wanted[idx] = set()
                     if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -342,7 +349,7 @@ class ReferenceModel:
         self.carried = {n for names in wanted.values() for n in names}
         future, out = [], []
         for idx in sorted(wanted):
-            stmt = _without_forward(self.tree.body[idx])
+            stmt = carried(idx)
             if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
                 future.append(ast.unparse(stmt))
                 continue
@@ -532,23 +539,6 @@ def _indent(src: str, n: int) -> str:
     return "\n".join((" " * n + line) if line.strip() else "" for line in src.splitlines())
 
 
-def _inherited_forward(tree: ast.Module, cls: ast.ClassDef, depth: int = 0) -> ast.FunctionDef | None:
-    """forward of the first base class defined in the source that has one (`class Model(ResNet)`
-    whose __init__ only picks the layer counts), in method resolution order for single bases."""
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    for base in cls.bases:
-        found = classes.get(ast.unparse(base)) if depth < 20 else None
-        if found is None or found is cls:
-            continue
-        own = next((n for n in found.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
-        if own is not None:
-            return own
-        inherited = _inherited_forward(tree, found, depth + 1)
-        if inherited is not None:
-            return inherited
-    return None
-
-
 def _inherited_methods(tree: ast.Module, cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """The methods `cls` inherits from base classes defined in the source, each name resolved as
     Python's method resolution order does for single bases (the nearest class first)."""
@@ -581,7 +571,10 @@ def reference_model(reference_source: str, forward_signature: list[Any] | None =
     if model is None:
         raise ConversionError("bad_problem", "the reference source defines no `class Model`")
     methods = {n.name: n for n in model.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    forward = methods.get("forward") or _inherited_forward(tree, model)
+    inherited = _inherited_methods(tree, model)
+    # forward of the nearest base class of the source with one (`class Model(ResNet)` whose
+    # __init__ only picks the layer counts)
+    forward = methods.get("forward") or inherited.get("forward")
     layer_base = _torch_layer_base(tree, model)
     if forward is None and layer_base is not None and forward_signature:
         forward = _signature_function(forward_signature)  # the torch layer's forward, as captured
@@ -592,7 +585,6 @@ def reference_model(reference_source: str, forward_signature: list[Any] | None =
     # __init__ and what it reaches through self.<name>, transitively, through the base classes of the
     # source too (a base's __init__ calling `self._create_cache(...)` that only Model defines: the
     # template-method pattern); Model's own methods among them are kept. Class attributes always.
-    inherited = _inherited_methods(tree, model)
     keep: set[str] = set()
     seen: set[str] = set()
     todo = ["__init__"]

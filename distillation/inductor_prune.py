@@ -39,6 +39,9 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+# loaded after inductor_module (inductor_convert._sibling), as inductor_forward and inductor_kernels are
+from autotriton.distillation.inductor_module import NOT_CARRIED
+
 __all__ = ["RuleTables", "rule_tables", "prune_reference"]
 
 _MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module"}
@@ -99,8 +102,7 @@ def _dotted(node: ast.AST) -> list[str] | None:
 def _without_forward(stmt: ast.stmt) -> ast.stmt:
     if not isinstance(stmt, ast.ClassDef):
         return stmt
-    body = [n for n in stmt.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                         and n.name in ("forward", "_apply"))]  # inductor_module.NOT_CARRIED
+    body = [n for n in stmt.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in NOT_CARRIED)]
     return ast.ClassDef(name=stmt.name, bases=stmt.bases, keywords=stmt.keywords, body=body,
                         decorator_list=stmt.decorator_list)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from autotriton.warehouse import (
     MigrationError,
@@ -178,9 +178,11 @@ def migration_summary(wh: Warehouse) -> dict[str, Any]:
 
 
 # -- the stage verbs' queries ---------------------------------------------------------------------
-def runnable_problems(wh: Warehouse, suite: str | None = None, limit: int = 0, source_kind: str | None = None) -> list[Problem]:
-    """The runnable problems (of `suite`, harvested from sources of `source_kind`; the first `limit`, 0: all)."""
-    return wh.problems(status="runnable", suite=suite, limit=limit or None, source_kind=source_kind)
+def runnable_problems(wh: Warehouse, suite: str | None = None, limit: int = 0, source_kind: str | None = None,
+                      names: Sequence[str] = ()) -> list[Problem]:
+    """The runnable problems (of `suite`, harvested from sources of `source_kind`, named like one of
+    the globs `names`; the first `limit`, 0: all)."""
+    return wh.problems(status="runnable", suite=suite, limit=limit or None, source_kind=source_kind, names=names)
 
 
 def problem_origins(wh: Warehouse, problems: list[Problem]) -> dict[str, str]:

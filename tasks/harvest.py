@@ -120,18 +120,14 @@ def reprobe_stored(cfg: Any, *, source_kind: str | None = None, names: list[str]
     one of `names`' globs) through the current probe, each with its dependency environment; those
     it refuses for what they are (harvesting.reprobe.RETIRING) become rejected under a run of their
     own (unless `dry_run`). Returns harvesting.reprobe's summary, plus `new_rows`."""
-    import fnmatch
-
     from autotriton.environments import environment_paths
     from autotriton.harvesting.core import SandboxProbe
     from autotriton.harvesting.reprobe import reprobe_problems, reprobe_summary
-    from autotriton.tasks.db import open_warehouse
+    from autotriton.tasks.db import open_warehouse, runnable_problems
     from autotriton.tasks.runs import run_scope
 
     wh = open_warehouse(cfg.warehouse.path, read_only=dry_run)
-    problems = wh.problems(source_kind=source_kind)
-    if names:
-        problems = [p for p in problems if any(fnmatch.fnmatchcase(p.name, glob) for glob in names)]
+    problems = runnable_problems(wh, source_kind=source_kind, names=names or ())
     envs, _missing = environment_paths(problems, cfg.environments)  # a missing one: the probe reports the ImportError
     with SandboxProbe(cfg.validation) as probe:
         results = reprobe_problems(problems, probe, envs)

@@ -88,14 +88,18 @@ class ReadsMixin:
     @_locked
     def problems(self, status: str | None = "runnable", suite: str | None = None,
                  keys: Iterable[str] | None = None, limit: int | None = None,
-                 source_kind: str | None = None) -> list[Problem]:
+                 source_kind: str | None = None, names: Sequence[str] = ()) -> list[Problem]:
         """Problems, by default the runnable ones; status=None gives all, suite filters by suite
-        name, source_kind by the kind of the source they were harvested from (pypi, local, ...)."""
+        name, source_kind by the kind of the source they were harvested from (pypi, local, ...),
+        names by globs on the problem's name (any of them; case-sensitive, `*`, `?`, `[...]`)."""
         where: list[str] = []
         params: list[Any] = []
         if status is not None:
             where.append("status = ?")
             params.append(status)
+        if names:
+            where.append("(" + " OR ".join(["name GLOB ?"] * len(names)) + ")")
+            params.extend(names)
         if suite is not None:
             where.append("suite = ?")
             params.append(suite)

@@ -126,10 +126,9 @@ class WritesMixin:
             keys = pa.table({"key": list(reasons), "why": [f"{stage}: {reason}" for reason, _ in reasons.values()]})
             con.register("_rejected_problems", keys)
             try:
-                changed = con.execute("SELECT count(*) FROM problems p JOIN _rejected_problems r ON p.key = r.key "
-                                      "WHERE p.status = 'runnable'").fetchone()[0]
-                con.execute("UPDATE problems SET status = 'rejected', reject_reason = r.why FROM _rejected_problems r "
-                            "WHERE problems.key = r.key AND problems.status = 'runnable'")
+                changed = len(con.execute("UPDATE problems SET status = 'rejected', reject_reason = r.why FROM _rejected_problems r "
+                                          "WHERE problems.key = r.key AND problems.status = 'runnable' "
+                                          "RETURNING problems.key").fetchall())
             finally:
                 con.unregister("_rejected_problems")
             self._insert(con, spec, rows, lineage)

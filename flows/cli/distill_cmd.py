@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from pathlib import Path
 from typing import Any, Optional
 
@@ -65,9 +64,7 @@ def distill_cmd(
     except OPEN_ERRORS as exc:
         fail(str(exc))
     with wh:
-        problems = runnable_problems(wh, suite=suite, source_kind=source_kind)
-        if names:
-            problems = [p for p in problems if any(fnmatch.fnmatchcase(p.name, glob) for glob in names)]
+        problems = runnable_problems(wh, suite=suite, source_kind=source_kind, names=names)
         if not problems:
             where = ((f" of suite {suite!r}" if suite else "") + (f" from {source_kind!r} sources" if source_kind else "")
                      + (f" named like {' or '.join(map(repr, names))}" if names else ""))
