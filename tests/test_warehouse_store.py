@@ -295,3 +295,24 @@ def test_a_build_takes_its_problems_in_turns_from_each_origin(wh):
     ordered = interleave_by_origin(problems, problem_origins(wh, problems))
     assert [p.name for p in ordered] == ["big0", "small0", "suite0", "gen0", "gen2", "big1", "small1", "gen1", "big2", "big3"]
     assert interleave_by_origin([], {}) == []
+
+
+def test_a_problem_rejected_after_it_was_solved_takes_its_pairs_with_it(wh):
+    # `harvest reprobe` rejects a stored problem (it returns its input): its validated pair must
+    # leave the SFT data, the pairs export and the release with it, not stay as a pair of no problem.
+    from autotriton.warehouse.exports import pair_rows
+    from autotriton.warehouse.release import release_rows
+
+    chain = make_chain(2)
+    run = wh.start_run("harvest", {})
+    store_chain(wh, run, chain)
+    assert len(wh.validated_pairs()) == 2
+    gone = chain.problems[0]
+    assert wh.reject_problems(wh.start_run("harvest", {}), {gone.key: ("returns_input", "forward returns its input")}) == 1
+    assert [p.key for p, _, _ in wh.validated_pairs()] == [chain.problems[1].key]
+    assert [r["problem_key"] for r in pair_rows(wh)[0]] == [chain.problems[1].key]
+    pairs, problems = release_rows(wh)
+    assert [r["problem_key"] for r in pairs] == [chain.problems[1].key]
+    assert [r["problem_key"] for r in problems] == [chain.problems[1].key]
+    assert wh.stats()["validated_pairs"] == 1
+    assert wh.solved_problem_keys() == {chain.problems[1].key}

@@ -32,7 +32,7 @@ SELECT p.key AS problem_key, c.key AS candidate_key, v.key AS verdict_key,
 FROM latest_verdicts v
 JOIN candidates c ON c.key = v.candidate_key
 JOIN problems p ON p.key = c.problem_key
-WHERE v.correct AND v.rule_ok
+WHERE v.correct AND v.rule_ok AND p.status = 'runnable'
 ORDER BY p.key, c.key
 """
 

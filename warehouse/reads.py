@@ -138,7 +138,8 @@ class ReadsMixin:
     def solved_problem_keys(self, require: str = "own_and_odd_sizes") -> set[str]:
         """Keys of the problems with a validated pair (as `validated_pairs` counts one)."""
         rows = self._con.execute("SELECT DISTINCT c.problem_key FROM latest_verdicts v JOIN candidates c "
-                                 f"ON c.key = v.candidate_key WHERE {_correct_at(require)} AND v.rule_ok").fetchall()
+                                 "ON c.key = v.candidate_key JOIN problems p ON p.key = c.problem_key "
+                                 f"WHERE {_correct_at(require)} AND v.rule_ok AND p.status = 'runnable'").fetchall()
         return {row[0] for row in rows}
 
     @_locked
@@ -175,12 +176,13 @@ class ReadsMixin:
     def validated_pairs(self, require: str = "own_and_odd_sizes") -> list[tuple[Problem, Candidate, Verdict]]:
         """(problem, candidate, verdict) where the candidate's latest verdict has reward 1
         (correct at the sizes `require` names, and rule_ok: validation/rewards.py `correct_at`),
-        ordered by problem then candidate key."""
+        ordered by problem then candidate key. Only runnable problems' pairs: a problem rejected
+        after it was solved (`harvest reprobe`: it returns its input) takes its pairs with it."""
         correct = _correct_at(require)
         cur = self._con.execute(
             "SELECT p.key AS pk, c.key AS ck, v.key AS vk FROM latest_verdicts v "
             "JOIN candidates c ON c.key = v.candidate_key JOIN problems p ON p.key = c.problem_key "
-            f"WHERE {correct} AND v.rule_ok ORDER BY p.key, c.key"
+            f"WHERE {correct} AND v.rule_ok AND p.status = 'runnable' ORDER BY p.key, c.key"
         )
         triples = cur.fetchall()
         if not triples:
@@ -278,7 +280,9 @@ class ReadsMixin:
         by_status = dict(self._con.execute("SELECT status, count(*) FROM runs GROUP BY status ORDER BY status").fetchall())
         problem_status = dict(self._con.execute("SELECT status, count(*) FROM problems GROUP BY status ORDER BY status").fetchall())
         verdict_status = dict(self._con.execute("SELECT status, count(*) FROM latest_verdicts GROUP BY status ORDER BY status").fetchall())
-        validated = int(self._con.execute("SELECT count(*) FROM latest_verdicts WHERE correct AND rule_ok").fetchall()[0][0])
+        validated = int(self._con.execute(
+            "SELECT count(*) FROM latest_verdicts v JOIN problems p ON p.key = v.problem_key "
+            "WHERE v.correct AND v.rule_ok AND p.status = 'runnable'").fetchall()[0][0])
         last = self._fetch_dicts(
             "SELECT run_id, kind, status, started_at, finished_at, flow_run_id, config_hash, code_version FROM runs "
             "ORDER BY started_at DESC, run_id DESC LIMIT 5"

@@ -54,7 +54,7 @@ JOIN candidates c ON c.key = v.candidate_key
 JOIN problems p ON p.key = c.problem_key
 LEFT JOIN sources s ON s.key = p.source_key
 LEFT JOIN modules m ON m.key = p.module_key
-WHERE v.correct AND v.rule_ok
+WHERE v.correct AND v.rule_ok AND p.status = 'runnable'
 ORDER BY p.key, c.key
 """
 
