@@ -184,7 +184,6 @@ class LocalModelGenerator:
     def _generate_continuous(self, problems: Sequence[Problem], prompts: list[str], samples: int, per_prompt: int,
                              progress: ProgressFn | None) -> list[list[Candidate]]:
         """Every problem's samples in one `generate_batch` call (each sample its own request)."""
-        import torch
         from transformers import GenerationConfig
 
         ids = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in prompts]
@@ -196,11 +195,16 @@ class LocalModelGenerator:
             settings.update(temperature=self.temperature, top_p=self.top_p)
         settings.update(self.generation_kwargs)
         requests = [row for row in ids for _ in range(per_prompt)]
-        with torch.inference_mode():
-            outputs = list(self.model.generate_batch(requests, generation_config=GenerationConfig(**settings),
-                                                     progress_bar=False).values())
-        if len(outputs) != len(requests):
-            raise RuntimeError(f"continuous batching answered {len(outputs)} of {len(requests)} requests "
+        # generate_batch is no_grad itself and decodes on a thread of its own: under inference_mode
+        # here, transformers before 5.2x (the H200 image's 5.17) allocated its input buffers as
+        # inference tensors that the thread, outside inference mode, may not update in place, and
+        # every request failed (RESULTS.md, seventh H200 run).
+        outputs = list(self.model.generate_batch(requests, generation_config=GenerationConfig(**settings),
+                                                 progress_bar=False).values())
+        failed = [o for o in outputs if getattr(o, "error", None)]
+        if len(outputs) != len(requests) or failed:
+            why = f": {str(failed[0].error)[:300]}" if failed else ""
+            raise RuntimeError(f"continuous batching answered {len(outputs) - len(failed)} of {len(requests)} requests{why} "
                                "(transformers' log names the failed ones); evaluate without evaluation.continuous_batching")
         out: list[list[Candidate]] = []
         for i, problem in enumerate(problems):

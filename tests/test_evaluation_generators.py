@@ -158,6 +158,23 @@ def test_local_model_generator_with_continuous_batching_answers_every_sample_in_
         assert g[0].raw_output == w[0].raw_output == g[1].raw_output  # greedy: the same answer
 
 
+def test_continuous_batching_that_fails_requests_is_an_error_not_empty_answers(problems, tiny_model_dir, monkeypatch):
+    """transformers' generate_batch reports a request that failed in its decoding thread as an output
+    with `error` set and no tokens (the H200 image's transformers failed every one); the evaluation must
+    stop with that error, not score hundreds of empty answers as a model's failures."""
+    from transformers.generation.continuous_batching.requests import GenerationOutput, RequestStatus
+
+    paged = LocalModelGenerator(str(tiny_model_dir), device="cpu", temperature=0.0, max_new_tokens=4, continuous_batching=True)
+
+    def failing(requests, **_kwargs):
+        return {f"req_{i}": GenerationOutput(request_id=f"req_{i}", prompt_ids=list(r), error="Inplace update to inference tensor",
+                                             status=RequestStatus.FAILED) for i, r in enumerate(requests)}
+
+    monkeypatch.setattr(paged.model, "generate_batch", failing)
+    with pytest.raises(RuntimeError, match="answered 0 of 2 requests: Inplace update"):
+        paged.generate(problems[:2], 1)
+
+
 def test_local_model_generator_batches_prompts_of_like_length_and_answers_in_input_order(problems, tiny_model_dir):
     """A long prompt is batched with the long ones (a batch pads to its longest prompt), and every
     answer still comes back at its problem's place, with that problem's own prompt length."""
