@@ -133,6 +133,28 @@ class LocalModelGenerator:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_new_tokens": self.max_new_tokens,
                 "seed": self.seed, "n": samples, "do_sample": self.temperature > 0}
 
+    @property
+    def context_tokens(self) -> int | None:
+        """The model's context (positions), when its config states one."""
+        value = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return int(value) if isinstance(value, int) and value > 0 else None
+
+    def context_overflow(self, prompt: str) -> str | None:
+        """Why a prompt cannot be answered within the model's context, or None when it can."""
+        context = self.context_tokens
+        if context is None:
+            return None
+        n = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        if n + self.max_new_tokens <= context:
+            return None
+        return (f"prompt_too_long: the prompt's {n} tokens + max_new_tokens {self.max_new_tokens} exceed the model's "
+                f"context of {context} tokens (not generated; a smaller evaluation.max_new_tokens leaves more room)")
+
+    def _unanswered(self, problem: Problem, samples: int, why: str) -> list[Candidate]:
+        instruction = self.instruction_fn(problem)
+        return [candidate_from_output(problem, "", generator=self.name, version=self.version, instruction=instruction,
+                                      sampling=dict(self.sampling(samples), sample=s), error=why) for s in range(samples)]
+
     def generate(self, problems: Sequence[Problem], samples: int, *, progress: ProgressFn | None = None) -> list[list[Candidate]]:
         import torch
         from transformers import set_seed
@@ -144,10 +166,27 @@ class LocalModelGenerator:
         # sequence in it pays attention over that length at each step, so one long package
         # problem among short ones would slow the whole batch. Answers come back in input order.
         prompts = [self.prompt_text(p) for p in problems]
+        out: list[list[Candidate]] = [[] for _ in problems]
+        # A prompt that leaves no room for max_new_tokens in the model's context is not generated
+        # (past its positions a model writes noise, and one such prompt pads its whole batch to
+        # the context: the seventh H200 run decoded 256 sequences at 8k positions for 9 minutes).
+        fits = []
+        for i, problem in enumerate(problems):
+            overflow = self.context_overflow(prompts[i])
+            if overflow:
+                out[i] = self._unanswered(problem, samples, overflow)
+            else:
+                fits.append(i)
+        if len(fits) < len(problems):
+            if progress:
+                progress(len(problems) - len(fits))
+            answered = self.generate([problems[i] for i in fits], samples, progress=progress) if fits else []
+            for i, cands in zip(fits, answered):
+                out[i] = cands
+            return out
         if self.continuous_batching:
             return self._generate_continuous(problems, prompts, samples, per_prompt, progress)
         order = sorted(range(len(problems)), key=lambda i: len(prompts[i]))
-        out: list[list[Candidate]] = [[] for _ in problems]
         for start in range(0, len(problems), self.batch_size):
             chosen = order[start:start + self.batch_size]
             batch = [problems[i] for i in chosen]

@@ -175,6 +175,32 @@ def test_continuous_batching_that_fails_requests_is_an_error_not_empty_answers(p
         paged.generate(problems[:2], 1)
 
 
+def test_a_prompt_beyond_the_models_context_is_a_failed_sample_not_a_generation(problems, tiny_model_dir):
+    """A problem whose prompt plus max_new_tokens exceed the model's positions is answered with failed
+    samples that say so (prompt_too_long), without generating; the others are generated as usual, in order."""
+    from autotriton.evaluation.metrics import outcome
+    from autotriton.records import Problem
+
+    huge = Problem(reference_source=problems[0].reference_source + "\n# " + "padding " * 5000, name="huge")
+    gen = LocalModelGenerator(str(tiny_model_dir), device="cpu", temperature=0.0, max_new_tokens=4, batch_size=4)
+    assert gen.context_tokens == 4096
+    seen = []
+    generate = gen.model.generate
+
+    def recording(**kwargs):
+        seen.append(tuple(kwargs["input_ids"].shape))
+        return generate(**kwargs)
+
+    gen.model.generate = recording
+    out = gen.generate([problems[0], huge, problems[1]], 2)
+    assert [c.problem_key for c in out[1]] == [huge.key] * 2
+    assert all(c.code == "" and c.parse_error.startswith("prompt_too_long") and "4096" in c.parse_error for c in out[1])
+    assert outcome(out[1][0], None) == "parse_error"
+    assert [cs[0].problem_key for cs in (out[0], out[2])] == [problems[0].key, problems[1].key]
+    assert all(c.raw_output for cs in (out[0], out[2]) for c in cs)
+    assert seen and all(rows <= 2 and length < 4096 for rows, length in seen)  # the huge prompt never reached generate()
+
+
 def test_local_model_generator_batches_prompts_of_like_length_and_answers_in_input_order(problems, tiny_model_dir):
     """A long prompt is batched with the long ones (a batch pads to its longest prompt), and every
     answer still comes back at its problem's place, with that problem's own prompt length."""
