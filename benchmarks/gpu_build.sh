@@ -205,8 +205,9 @@ case "${1:-}" in
         --variant dynamic='{}' --variant paged='{"continuous_batching": true}' --variant static='{"cache_implementation": "static"}' \
         > "$R/genspeed.jsonl" 2> "$R/genspeed.err"; log "genspeed: rc $?") &
     fi
-    timeout -s INT -k 30 $((${SFT_S:-240} + ${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" train --json > "$R/train.json" 2> "$R/train.err"
-    log "train: rc $? in $((SECONDS-t0)) s"
+    # TRAIN_VERB=sft: SFT alone (a session too short for GRPO and three evaluations)
+    timeout -s INT -k 30 $((${SFT_S:-240} + ${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" ${TRAIN_VERB:-train} --json > "$R/train.json" 2> "$R/train.err"
+    log "${TRAIN_VERB:-train}: rc $? in $((SECONDS-t0)) s"
     wait
     # The pick: continuous batching unless it failed or ran at under 2/3 of the best (its freed slots
     # pay off when answers end early, which 256 tokens of a base model never do); else the fastest.
@@ -230,6 +231,7 @@ PY
     SUITE=${HELDOUT_SUITE:-$WORK/exports/rl:validation}
     for m in ${EVAL_ORDER:-sft base grpo}; do  # the SFT model first: the last session ran out before it
       case $m in base) MODEL=smollm2-135m ;; sft) MODEL=$WORK/train/sft/final ;; grpo) MODEL=$WORK/train/grpo/final ;; esac
+      [ "$m" = base ] || [ -d "$MODEL" ] || { log "eval $m: no model at $MODEL"; continue; }
       log "eval $m ($MODEL)"; t0=$SECONDS
       autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$MODEL" --suite "$SUITE" --json > "$R/eval_$m.json" 2> "$R/eval_$m.err"
       log "eval $m: rc $? in $((SECONDS-t0)) s"
