@@ -359,8 +359,11 @@ class Harvester:
         if len(standalone) > self.config.max_problem_chars:
             self._finish_rejected(base, "too_large", f"{len(standalone)} characters > harvest.max_problem_chars={self.config.max_problem_chars}")
             return module
+        # Random calls forward could reach, read from the source: the verdict when nothing runs the
+        # module (harvest.probe off); otherwise the probe decides by moving torch's RNG before forward,
+        # since the walk follows calls by name and cannot see a branch the module never takes.
         try:
-            randomness = random_calls(model_source)
+            randomness = random_calls(model_source) if not self.config.probe else []
         except SyntaxError:
             randomness = []
         if randomness:

@@ -107,6 +107,28 @@ def test_nondeterministic_and_input_independent_modules_are_rejected_by_the_sand
     assert fine.init_spec and fine.input_spec[0]["shape"][-1] == fine.init_spec[0]["value"]
 
 
+def test_a_random_call_forward_never_makes_is_no_reason_to_reject_unless_nothing_runs_the_module(tmp_path):
+    """Reading the source, `forward` reaches `sample` (a call by name) and its randn_like; running it, the
+    branch is never taken in eval mode, so the probe (torch's RNG moved before forward) keeps the module.
+    With harvest.probe off, the source is all there is to go by and the module is refused."""
+    from autotriton.harvesting import harvest_local
+
+    (tmp_path / "m.py").write_text(
+        "# SPDX-License-Identifier: MIT\nimport torch\nimport torch.nn as nn\n\n"
+        "class MaybeNoisy(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(dim, dim)\n        self.noisy = False\n\n"
+        "    def sample(self, y):\n        return y + torch.randn_like(y)\n\n"
+        "    def forward(self, x):\n        y = torch.tanh(self.fc(x))\n"
+        "        return self.sample(y) if self.noisy else y\n\n"
+        "class Noisy(nn.Module):\n    def forward(self, x):\n        return x * torch.rand_like(x)\n")
+    probed = {p.name: (p.status, p.reject_reason) for p in harvest_local(tmp_path, HarvestConfig(incremental=False)).problems}
+    assert probed == {"MaybeNoisy": ("runnable", None), "Noisy": ("rejected", "nondeterministic")}
+    unprobed = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False))
+    assert {p.name: p.reject_reason for p in unprobed.problems} == {"MaybeNoisy": "nondeterministic", "Noisy": "nondeterministic"}
+    detail = unprobed.details[next(p.key for p in unprobed.problems if p.name == "MaybeNoisy")]
+    assert "torch.randn_like" in detail
+
+
 def test_a_keyword_only_constructor_becomes_a_problem_built_from_positional_inputs(tmp_path):
     """`__init__(self, *, dim, heads=2, depth)` (vit-pytorch's style): the problem's Model takes them
     positionally (required first), so `Model(*get_init_inputs())` builds it; the module runs in the

@@ -57,7 +57,8 @@ def _failing_import(exc: BaseException, path: str) -> str | None:
 
 
 def run_probe(job: dict[str, Any]) -> dict[str, Any]:
-    """Inside the confined child: run the problem three times (seed A, seed A again, seed B)."""
+    """Inside the confined child: run the problem four times (seed A, seed A again, seed B, seed A with
+    torch's RNG moved before forward)."""
     import importlib.util
     import sys
 
@@ -90,7 +91,7 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
     if missing:
         return _fail("bad_format", f"the problem defines no {', '.join(missing)}", start)
 
-    def run(init_seed: int, input_seed: int) -> tuple[list, list]:
+    def run(init_seed: int, input_seed: int, forward_seed: int | None = None) -> tuple[list, list]:
         torch.manual_seed(init_seed)
         init = list(module.get_init_inputs())
         torch.manual_seed(init_seed)
@@ -100,6 +101,8 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
         torch.manual_seed(input_seed)
         inputs = list(module.get_inputs())
         before = [x.detach().clone() for x in inputs if isinstance(x, torch.Tensor)]  # forward may change them in place
+        if forward_seed is not None:
+            torch.manual_seed(forward_seed)  # the same model and inputs, another RNG state for forward
         with torch.no_grad():
             out = model(*inputs)
         return [o.detach().clone() for o in _flatten_outputs(out)], before
@@ -111,6 +114,10 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
             return _fail("too_slow", f"one forward pass took {t1:.1f} s, over the budget of {job['budget_s']:g} s", start)
         second, _ = run(job["seed"], job["seed"] + 1)
         third, inputs_b = run(job["seed"], job["seed"] + 2)
+        # Two runs with the same seeds agree even when forward draws random numbers (the RNG state is
+        # the same): a fourth run moves torch's RNG before forward, so a forward that draws from it
+        # (noise injection, random masking, sampling) is told apart from one that only could.
+        reseeded, _ = run(job["seed"], job["seed"] + 1, forward_seed=job["seed"] + 3)
     except ImportError as exc:
         return _fail("missing_dependency", f"{type(exc).__name__}: {exc}", start)
     except (FileNotFoundError, IsADirectoryError) as exc:
@@ -120,6 +127,9 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
     shapes = [list(o.shape) for o in first]
     if not _same(first, second):
         return _fail("nondeterministic", "two runs with the same seed gave different outputs", start, output_shapes=shapes)
+    if not _same(first, reseeded):
+        return _fail("nondeterministic", "forward draws random numbers: the same model and inputs gave other outputs after "
+                     "torch's RNG was moved", start, output_shapes=shapes)
     inputs_differ = not _same(inputs_a, inputs_b)
     if inputs_differ and _same(first, third):
         return _fail("input_independent", "different inputs gave the same outputs", start, output_shapes=shapes)
