@@ -29,6 +29,7 @@ from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
 from autotriton.harvesting.input_repair import repair_attempts
+from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
@@ -476,6 +477,15 @@ class Harvester:
                         # it ran, but returned a dict (a dataclass): the same inputs again, with a
                         # Model that returns its tensors as a tuple (structured_outputs.py)
                         p.model_source = flat
+                        p.attempts.insert(round_no + 1, p.attempts[round_no])
+                        del p.attempts[self.config.max_attempts:]
+                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
+                        continue
+                    moved = perturbed_parameters(p.model_source) if reason == "returns_input" and not last_round else None
+                    if moved is not None:
+                        # the identity at its initial parameters (weight 1, bias 0): the same inputs
+                        # again, with a Model whose parameters are moved off them (perturbed.py)
+                        p.model_source = moved
                         p.attempts.insert(round_no + 1, p.attempts[round_no])
                         del p.attempts[self.config.max_attempts:]
                         bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)

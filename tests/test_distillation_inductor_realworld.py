@@ -655,6 +655,28 @@ def test_methods_a_source_base_calls_from_its_init_are_carried_over(tmp_path):
     assert verdict.correct and verdict.rule_ok, f"{verdict.status}: {verdict.error} {verdict.violations}"
 
 
+def test_a_problem_with_its_parameters_moved_at_harvest_is_converted_and_judged(tmp_path):
+    """A module that is the identity at its initial parameters becomes `class Model(InitialModel)`
+    whose constructor moves them (harvesting/perturbed.py); ModelNew subclasses the carried
+    InitialModel with that constructor, so the reference's parameters load into it. Judged on the CPU
+    with the recorded H200 ReLU capture."""
+    from autotriton.distillation.inductor_convert import convert_capture
+    from autotriton.harvesting.perturbed import perturbed_parameters
+    from autotriton.validation import ValidationConfig, validate_candidate
+
+    module = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, dim: int = 256):\n"
+              "        super().__init__()\n        self.g = nn.Parameter(torch.ones(dim))\n\n"
+              "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return torch.relu(x)\n")
+    problem = perturbed_parameters(module) + ("\n\ndef get_inputs():\n    return [torch.randn(16, 256)]\n\n\n"
+                                              "def get_init_inputs():\n    return []\n")
+    relu = json.loads((Path(__file__).parent / "data" / "inductor" / "pointwise_relu.json").read_text())
+    result = convert_capture(relu, problem)
+    assert result.ok, result.detail
+    assert "class ModelNew(InitialModel):" in result.code and "_move_parameters(self)" in result.code
+    verdict = validate_candidate(problem, result.code, ValidationConfig(device="cpu", trials=2))
+    assert verdict.correct and verdict.rule_ok, f"{verdict.status}: {verdict.error} {verdict.violations}"
+
+
 @pytest.mark.gpu
 def test_real_world_problems_become_validated_pairs_on_gpu():
     """The same problems through the GPU teacher (real capture, autotuned configs) and the GPU judge."""

@@ -152,3 +152,31 @@ def test_a_keyword_only_constructor_becomes_a_problem_built_from_positional_inpu
     init = next(n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
     assert [a.arg for a in init.args.args] == ["self", "dim", "depth", "heads"] and not init.args.kwonlyargs
     assert "def __init__(self, *, eps)" in p.reference_source
+
+
+def test_a_module_that_is_the_identity_at_its_initial_parameters_is_probed_with_them_moved(tmp_path):
+    """vit-pytorch's Affine (x * g + b with g = 1, b = 0) returns its input at initialisation: the
+    problem keeps it and moves its parameters in a Model subclass (the reference's values, which the
+    judge loads into candidates). A module with nothing to move (identity in eval mode) stays refused."""
+    import torch
+
+    from autotriton.harvesting import harvest_local
+
+    (tmp_path / "m.py").write_text(
+        "# SPDX-License-Identifier: MIT\nimport torch\nimport torch.nn as nn\n\n"
+        "class Affine(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+        "        self.g = nn.Parameter(torch.ones(1, 1, dim))\n        self.b = nn.Parameter(torch.zeros(1, 1, dim))\n\n"
+        "    def forward(self, x):\n        return x * self.g + self.b\n\n"
+        "class Skip(nn.Module):\n    def __init__(self, p=0.1):\n        super().__init__()\n        self.p = p\n\n"
+        "    def forward(self, x):\n        return nn.functional.dropout(x, self.p, self.training)\n")
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    status = {p.name: (p.status, p.reject_reason) for p in result.problems}
+    assert status == {"Affine": ("runnable", None), "Skip": ("rejected", "returns_input")}
+    affine = next(p for p in result.problems if p.name == "Affine")
+    ns: dict = {}
+    exec(compile(affine.reference_source, "problem.py", "exec"), ns)
+    torch.manual_seed(0)
+    model = ns["Model"](*ns["get_init_inputs"]()).eval()
+    (x,) = ns["get_inputs"]()
+    assert isinstance(model, ns["InitialModel"]) and not torch.allclose(model(x), x)
+    assert sorted(model.state_dict()) == ["b", "g"]  # the module's own parameters, nothing added

@@ -1,0 +1,83 @@
+"""Modules that are the identity at their initial parameters: an affine layer with weight 1 and
+bias 0 (vit-pytorch's Affine, a LayerScale of ones, a zero-initialised residual branch) returns its
+input unchanged at initialisation, so the probe refuses it as `returns_input`, though it computes
+once trained. Such a problem keeps the module as written, renamed `InitialModel`, and appends
+
+    class Model(InitialModel):
+        def __init__(self, dim, init_values=1.0):
+            super().__init__(dim, init_values=init_values)
+            _move_parameters(self)
+
+which moves every floating parameter by a seeded normal draw (the judge seeds construction and loads
+the reference's parameters into the candidate, so both see the same values). The probe then decides
+again: a module that still returns its input (no parameters, or none on the path) stays refused.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from autotriton.harvesting.renaming import MODEL_NAME, rename_names
+from autotriton.harvesting.structured_outputs import _signature
+
+HELPER = "_move_parameters"
+SCALE = 0.5  # the draw's standard deviation: far from an identity within the probe's 1e-5 tolerance
+
+_TEMPLATE = '''
+
+def {helper}(module):
+    """Move every floating-point parameter of `module` off its initial value (seeded by the caller)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.is_floating_point():
+                p.add_(torch.randn_like(p) * {scale})
+
+
+class {model}({base}):
+    """{base}, its parameters moved off their initial values (at which it returns its input unchanged)."""
+
+    def __init__({params}):
+        super().__init__({call})
+        {helper}(self)
+'''
+
+
+def _method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
+    """`method` of class `name`, or of the first base class of the source that defines it."""
+    cls = classes.get(name)
+    if cls is None or depth > 20:
+        return None
+    own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
+    if own is not None:
+        return own
+    for base in cls.bases:
+        found = _method(classes, ast.unparse(base), method, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def perturbed_parameters(model_source: str) -> str | None:
+    """The source with `Model` renamed `InitialModel` and a `Model` subclass appended whose
+    constructor (the module's own signature) moves its parameters (module docstring). None when the
+    source has no class Model, does not import torch by that name, or was rewritten already."""
+    try:
+        tree = ast.parse(model_source)
+    except SyntaxError:
+        return None
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if MODEL_NAME not in classes:
+        return None
+    imports_torch = any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname in (None, "torch") for a in n.names)
+                        for n in tree.body)
+    taken = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    taken |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    if not imports_torch or HELPER in taken:
+        return None  # already rewritten (or a name of its own in the way)
+    base = "InitialModel"
+    while base in taken:
+        base += "_"
+    params, call = _signature(_method(classes, MODEL_NAME, "__init__"))
+    renamed = rename_names(model_source, {MODEL_NAME: base})
+    return renamed.rstrip() + "\n" + _TEMPLATE.format(helper=HELPER, scale=SCALE, model=MODEL_NAME, base=base,
+                                                     params=params, call=call)
