@@ -234,6 +234,15 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     return codes[: last_needed + 1], specs[: last_needed + 1], values
 
 
+def _abstract(fn: ast.FunctionDef) -> bool:
+    """A body that, past its docstring and `pass`/`...`, only raises NotImplementedError."""
+    body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) and not isinstance(n, ast.Pass)]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, (ast.Name, ast.Attribute)) and ast.unparse(exc).split(".")[-1] == "NotImplementedError"
+
+
 def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...] = (32, 16)) -> list[Attempt]:
     """Attempts, best guess first, for the `Model` class of `standalone` (already renamed).
 
@@ -246,6 +255,9 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     forward = _method(classes, "Model", "forward")
     if forward is None and not _has_torch_base(classes, "Model"):
         raise SynthesisError("no_forward", "the class (and its bases in the file) defines no forward()")
+    if forward is not None and _abstract(forward):
+        # an interface for subclasses to fill in: no input guess can make it compute
+        raise SynthesisError("no_forward", "forward() only raises NotImplementedError (an abstract base class)")
     init: ast.FunctionDef | list[_Param] | None = _method(classes, "Model", "__init__")
     if init is None:
         init = _torch_base_params(classes, "Model")

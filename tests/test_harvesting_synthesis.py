@@ -622,3 +622,21 @@ def test_inputs_are_redrawn_in_range_or_as_floats_when_the_module_says_so(tmp_pa
     floats = repair_attempt(guess, "RuntimeError: mean(): could not infer output dtype. Input dtype must be either a "
                                    "floating point or complex dtype. Got: Long")
     assert floats.input_code == ["torch.randn(2, 3, 8, 8)", "torch.randn(2, 8)"]
+
+
+def test_an_abstract_forward_is_no_forward_without_a_probe():
+    """A base class whose forward only raises NotImplementedError (normflows' Flow, a Distribution
+    base) is an interface: it is refused as no_forward before any input guess is probed (it used
+    to cost every guess and end as no_working_inputs); a forward that raises on a branch is kept."""
+    import pytest
+
+    from autotriton.harvesting.synthesis import SynthesisError
+
+    abstract = HEADER + ('class Model(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n'
+                         '    def forward(self, x):\n        """Subclasses compute."""\n        raise NotImplementedError()\n')
+    with pytest.raises(SynthesisError) as err:
+        synthesize(abstract)
+    assert err.value.reason == "no_forward" and "NotImplementedError" in err.value.detail
+    branch = abstract.replace('        raise NotImplementedError()\n',
+                              '        if x.dim() > 4:\n            raise NotImplementedError\n        return x * 2\n')
+    assert synthesize(branch)
