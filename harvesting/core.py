@@ -472,20 +472,16 @@ class Harvester:
                     reason = _field(res, "reason") or "runtime_error"
                     detail = _last_lines(str(_field(res, "detail") or ""))
                     last_round = round_no + 1 >= self.config.max_attempts
-                    flat = tuple_outputs(p.model_source) if structured_output(detail) and not last_round else None
-                    if flat is not None:
-                        # it ran, but returned a dict (a dataclass): the same inputs again, with a
-                        # Model that returns its tensors as a tuple (structured_outputs.py)
-                        p.model_source = flat
-                        p.attempts.insert(round_no + 1, p.attempts[round_no])
-                        del p.attempts[self.config.max_attempts:]
-                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
-                        continue
-                    moved = perturbed_parameters(p.model_source) if reason == "returns_input" and not last_round else None
-                    if moved is not None:
-                        # the identity at its initial parameters (weight 1, bias 0): the same inputs
-                        # again, with a Model whose parameters are moved off them (perturbed.py)
-                        p.model_source = moved
+                    # It ran, but returned a dict or a dataclass (structured_outputs.py), or returned its
+                    # input at its initial parameters, weight 1 and bias 0 (perturbed.py): the same inputs
+                    # again, with a Model that returns its tensors as a tuple / has its parameters moved.
+                    rewritten = None
+                    if not last_round and structured_output(detail):
+                        rewritten = tuple_outputs(p.model_source)
+                    elif not last_round and reason == "returns_input":
+                        rewritten = perturbed_parameters(p.model_source)
+                    if rewritten is not None:
+                        p.model_source = rewritten
                         p.attempts.insert(round_no + 1, p.attempts[round_no])
                         del p.attempts[self.config.max_attempts:]
                         bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import ast
 
-from autotriton.harvesting.renaming import MODEL_NAME, rename_names
-from autotriton.harvesting.structured_outputs import _signature
+from autotriton.harvesting.structured_outputs import rewrite_model
 
 HELPER = "_move_parameters"
 SCALE = 0.5  # the draw's standard deviation: far from an identity within the probe's 1e-5 tolerance
@@ -42,21 +41,6 @@ class {model}({base}):
 '''
 
 
-def _method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
-    """`method` of class `name`, or of the first base class of the source that defines it."""
-    cls = classes.get(name)
-    if cls is None or depth > 20:
-        return None
-    own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-    if own is not None:
-        return own
-    for base in cls.bases:
-        found = _method(classes, ast.unparse(base), method, depth + 1)
-        if found is not None:
-            return found
-    return None
-
-
 def perturbed_parameters(model_source: str) -> str | None:
     """The source with `Model` renamed `InitialModel` and a `Model` subclass appended whose
     constructor (the module's own signature) moves its parameters (module docstring). None when the
@@ -65,19 +49,7 @@ def perturbed_parameters(model_source: str) -> str | None:
         tree = ast.parse(model_source)
     except SyntaxError:
         return None
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    if MODEL_NAME not in classes:
-        return None
-    imports_torch = any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname in (None, "torch") for a in n.names)
-                        for n in tree.body)
-    taken = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-    taken |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    if not imports_torch or HELPER in taken:
-        return None  # already rewritten (or a name of its own in the way)
-    base = "InitialModel"
-    while base in taken:
-        base += "_"
-    params, call = _signature(_method(classes, MODEL_NAME, "__init__"))
-    renamed = rename_names(model_source, {MODEL_NAME: base})
-    return renamed.rstrip() + "\n" + _TEMPLATE.format(helper=HELPER, scale=SCALE, model=MODEL_NAME, base=base,
-                                                     params=params, call=call)
+    if not any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname in (None, "torch") for a in n.names)
+               for n in tree.body):
+        return None  # the helper calls torch by that name
+    return rewrite_model(model_source, helper=HELPER, base="InitialModel", method="__init__", template=_TEMPLATE, scale=SCALE)

@@ -58,16 +58,16 @@ def structured_output(detail: str) -> str | None:
     return m.group(1) if m and m.group(1) not in _NOT_STRUCTURES else None
 
 
-def _forward(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> ast.FunctionDef | None:
-    """forward of class `name`, or of the first base class of the source that has one."""
+def inherited_method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
+    """`method` of class `name`, or of the first base class of the source that defines it."""
     cls = classes.get(name)
     if cls is None or depth > 20:
         return None
-    own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
     if own is not None:
         return own
     for base in cls.bases:
-        found = _forward(classes, ast.unparse(base), depth + 1)
+        found = inherited_method(classes, ast.unparse(base), method, depth + 1)
         if found is not None:
             return found
     return None
@@ -89,11 +89,12 @@ def _signature(forward: ast.FunctionDef | None) -> tuple[str, str]:
     return ast.unparse(args), ", ".join(call)
 
 
-def tuple_outputs(model_source: str) -> str | None:
-    """The source with `Model` renamed `StructuredModel` (every reference to it too, so that
-    `super(Model, self)` stays right) and a `Model` subclass appended whose forward returns the
-    tensors of the module's output as a flat tuple (module docstring). None when the source has
-    no class Model or was rewritten already."""
+def rewrite_model(model_source: str, *, helper: str, base: str, method: str, template: str, **fields: object) -> str | None:
+    """The source with `Model` renamed `base` (every reference to it too, so that `super(Model,
+    self)` stays right; a free name if `base` is taken) and `template` appended, formatted with
+    `helper`, `model`, `base` and `params`/`call`: the signature of Model's `method` (its own or
+    inherited) and the call passing each parameter on. None when the source has no class Model or
+    already defines `helper` (rewritten already, or a name of its own in the way)."""
     try:
         tree = ast.parse(model_source)
     except SyntaxError:
@@ -103,11 +104,18 @@ def tuple_outputs(model_source: str) -> str | None:
         return None
     taken = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     taken |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    if "_output_tensors" in taken:
-        return None  # already rewritten (or a name of its own in the way)
-    base = "StructuredModel"
+    if helper in taken:
+        return None
     while base in taken:
         base += "_"
-    params, call = _signature(_forward(classes, MODEL_NAME))
+    params, call = _signature(inherited_method(classes, MODEL_NAME, method))
     renamed = rename_names(model_source, {MODEL_NAME: base})
-    return renamed.rstrip() + "\n" + _HELPER.format(helper="_output_tensors", model=MODEL_NAME, base=base, params=params, call=call)
+    return renamed.rstrip() + "\n" + template.format(helper=helper, model=MODEL_NAME, base=base, params=params, call=call,
+                                                     **fields)
+
+
+def tuple_outputs(model_source: str) -> str | None:
+    """The source with `Model` renamed `StructuredModel` and a `Model` subclass appended whose
+    forward returns the tensors of the module's output as a flat tuple (module docstring). None
+    when the source has no class Model or was rewritten already."""
+    return rewrite_model(model_source, helper="_output_tensors", base="StructuredModel", method="forward", template=_HELPER)
