@@ -1,7 +1,8 @@
 """Evaluation reports: markdown with tables and PNG plots, and side-by-side comparisons.
 
-`write_report(result, out_dir)` writes `report.md`, `metrics.json`, `samples.jsonl` (one line per
-sample: problem, candidate, verdict, status, speedup) and the plots: `accuracy_by_level.png`
+`write_report(result, out_dir)` writes `report.md` (with one example answer per outcome),
+`metrics.json`, `samples.jsonl` (one line per sample: problem, candidate, verdict, status, speedup,
+the completion) and the plots: `accuracy_by_level.png`
 (rule pass / compile / exec accuracy / hack rate per level), `status_mix.png` (verdict statuses per
 level) and, when the judge ran on a GPU, `speedups.png` (distribution of the speedups of correct
 samples). `compare_markdown(evaluations)` puts several evaluations side by side.
@@ -130,8 +131,32 @@ def _plot_speedups(speedups: list[float], path: Path) -> None:
     plt.close(fig)
 
 
+def _examples(result: Any, lines_per_example: int = 40) -> list[dict[str, Any]]:
+    """One sample per outcome (correct ones first): what a reader of the report should see of the
+    model's answers, its working kernels and its typical failures, with why each failed."""
+    from autotriton.evaluation.metrics import outcome
+
+    chosen: dict[str, dict[str, Any]] = {}
+    for problem, cands, verdicts in zip(result.problems, result.candidates, result.verdicts):
+        for c, v in zip(cands, verdicts):
+            kind = outcome(c, v)
+            if kind in chosen:
+                continue
+            error_lines = (v.error or "").strip().splitlines()
+            why = (c.parse_error or "; ".join(f"{x.rule}: {x.message}" for x in v.violations[:2])
+                   or (error_lines[-1] if error_lines else ""))
+            text = c.code if c.code.strip() else (c.raw_output or "")
+            shown = text.splitlines()
+            # code from its start; an answer with no code block from its end, where it stopped
+            excerpt = shown[:lines_per_example] if c.code.strip() else shown[-lines_per_example:]
+            chosen[kind] = {"outcome": kind, "problem": problem.suite_id or problem.name, "why": why[:300],
+                            "excerpt": "\n".join(excerpt), "cut": len(shown) > lines_per_example}
+    order = ["correct"] + [k for k in chosen if k != "correct"]
+    return [chosen[k] for k in order if k in chosen]
+
+
 def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, str], timings: dict[str, float] | None,
-              per_problem_limit: int = 200) -> str:
+              per_problem_limit: int = 200, examples: Sequence[dict[str, Any]] = ()) -> str:
     ks = _ks(metrics)
     cfg = evaluation.config
     lines = [f"# Evaluation {evaluation.key}", "",
@@ -179,6 +204,16 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
                         ("Speedup distribution", "speedups.png")):
         if name in plots:
             lines += [f"![{title}]({name})", ""]
+    if examples:
+        lines += ["## Examples", "", "One sample per outcome, as the model wrote it (code from its start; an answer without a "
+                  "complete code block from where it stopped).", ""]
+        for ex in examples:
+            where = "last" if ex["outcome"] in ("truncated", "parse_error") else "first"
+            lines += [f"### {ex['outcome']}: `{ex['problem']}`", ""]
+            if ex["why"]:
+                lines += [f"Why: {ex['why']}", ""]
+            lines += [f"({where} {ex['excerpt'].count(chr(10)) + 1} lines{' of more' if ex['cut'] else ''})", "",
+                      "````python", ex["excerpt"], "````", ""]
     per = metrics.get("per_problem") or []
     if per:
         lines += ["## Per problem", "",
@@ -230,6 +265,7 @@ def write_report(result: Any, out_dir: str | Path) -> Path:
                         "odd_sizes_ok": v.odd_sizes_ok,
                         "violations": [x.rule for x in v.violations], "parse_error": c.parse_error,
                         "error": (v.error or "")[:500] or None,
+                        "completion_tokens": (c.usage or {}).get("completion_tokens"), "completion": c.raw_output or c.code,
                     }) + "\n")
         # KernelBench's own result file too, so its tooling (and its users) can read the judge's answers.
         if any((p.suite_id or "").startswith(BENCHMARK + "/") for p in result.problems):
@@ -241,7 +277,8 @@ def write_report(result: Any, out_dir: str | Path) -> Path:
                                                    "generator": evaluation.generator, "config": evaluation.config,
                                                    "metrics": metrics}, indent=2, default=str), encoding="utf-8")
     report = out / "report.md"
-    report.write_text(_markdown(evaluation, metrics, plots, timings), encoding="utf-8")
+    examples = [] if isinstance(result, Evaluation) else _examples(result)
+    report.write_text(_markdown(evaluation, metrics, plots, timings, examples=examples), encoding="utf-8")
     return report
 
 

@@ -66,3 +66,27 @@ def test_report_from_a_stored_evaluation_and_comparison(tmp_path):
     assert "| h200 | openai:m | kb/level1+kb/level2 | 2 | 4 | 75.0% |" in md
     assert "| cpu | openai:m | kb/level1+kb/level2 | 2 | 4 | 75.0% | 100.0% | 50.0% | 25.0% | 50.0% | 100.0% | n/a |" in md
     assert "## kb/level1" in md and "## kb/level2" in md
+
+
+def test_report_shows_one_example_answer_per_outcome_and_samples_keep_the_completion(tmp_path):
+    """What the model can and cannot do, in its own words: the report shows one answer per outcome,
+    the correct one first, with why a failed one failed; samples.jsonl keeps every completion."""
+    from autotriton.records import Violation
+
+    result = _result("NVIDIA H200")
+    violating = result.verdicts[1][1]
+    result.verdicts[1][1] = Verdict(candidate_key=violating.candidate_key, problem_key=violating.problem_key,
+                                    status="rule_violation", correct=True, rule_ok=False, compiled=True, device="NVIDIA H200",
+                                    violations=[Violation("TORCH-COMPUTE", "torch.relu computes in forward", 3)])
+    cut = Candidate(problem_key=result.problems[0].key, code="", raw_output="<think>\nplan\n</think>\n```python\nimport triton\n",
+                    parse_error="truncated code block (no closing ```)")
+    result.candidates[0][1] = cut
+    report = write_report(result, tmp_path / "r").read_text()
+    examples = report[report.index("## Examples"):]
+    order = [line.split(":")[0].removeprefix("### ") for line in examples.splitlines() if line.startswith("### ")]
+    assert order[0] == "correct" and set(order) == {"correct", "truncated", "rule_violation"}
+    assert "Why: TORCH-COMPUTE: torch.relu computes in forward" in examples
+    assert "Why: truncated code block" in examples and "import triton" in examples
+    assert "class ModelNew: pass  # 0" in examples
+    rows = [json.loads(line) for line in (tmp_path / "r" / "samples.jsonl").read_text().splitlines()]
+    assert rows[1]["completion"].startswith("<think>") and rows[0]["completion"].startswith("class ModelNew")
