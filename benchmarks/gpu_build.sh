@@ -225,7 +225,10 @@ PY
 )"
       log "eval generation: continuous_batching=$EVAL_CB generation_kwargs=$EVAL_GEN"
     fi
+    # EVAL_T: the sampling temperature (the gpu profile's 0.8 unless set; a 135M model's long, templated
+    # answers break on one wrong token, RESULTS.md seventh run)
     EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-3072} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
+               --set evaluation.temperature=${EVAL_T:-0.8}
                --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
                --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
     SUITE=${HELDOUT_SUITE:-$WORK/exports/rl:validation}
