@@ -29,6 +29,7 @@ The steps, one file each (the public names stay importable from here):
     inductor_kernels.py   reading the output code: kernels parsed, renamed, rewritten to plain tl; call()
     inductor_forward.py   call() -> forward(): buffers, views, launches with baked configs; its refusals
     inductor_module.py    ModelNew's class and module-level statements, from the reference's source
+    inductor_carried.py   the source's classes it carries over (bases, submodule classes, parametrizations)
     inductor_convert.py   (this file) assembling the candidate module, `convert_capture`
 """
 
@@ -63,6 +64,7 @@ def _sibling(module: str) -> Any:
         return mod
 
 
+_sibling("inductor_carried")  # the source's classes ModelNew carries over, which inductor_module imports
 _module = _sibling("inductor_module")  # ModelNew's class and module-level statements
 ConversionError = _module.ConversionError
 # The converter's steps, loaded the same way and in this order: each imports the ones before it,
