@@ -239,6 +239,15 @@ PY
       autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$MODEL" --suite "$SUITE" --json > "$R/eval_$m.json" 2> "$R/eval_$m.err"
       log "eval $m: rc $? in $((SECONDS-t0)) s"
     done
+    # KernelBench level 1 at full sizes (issue 17 item 5b), the same settings; L1_ORDER="" skips it.
+    for m in ${L1_ORDER-sft base}; do
+      case $m in base) MODEL=smollm2-135m ;; sft) MODEL=$WORK/train/sft/final ;; grpo) MODEL=$WORK/train/grpo/final ;; esac
+      [ "$m" = base ] || [ -d "$MODEL" ] || { log "eval L1 $m: no model at $MODEL"; continue; }
+      log "eval L1 $m ($MODEL)"; t0=$SECONDS
+      autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$MODEL" \
+        --suite .gpu/kernelbench_level1.jsonl --json > "$R/eval_l1_$m.json" 2> "$R/eval_l1_$m.err"
+      log "eval L1 $m: rc $? in $((SECONDS-t0)) s"
+    done
     log "learn done" ;;
   genspeed)
     # A timing study before `learn`: the evaluation's generator per generate() setting (benchmarks/generation_speed.py).
