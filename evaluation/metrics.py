@@ -16,6 +16,9 @@ judged because the reference itself failed (still counted as failures).
 
 from __future__ import annotations
 
+import re
+import zlib
+
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -91,6 +94,25 @@ def truncated(candidate: Candidate) -> bool:
         return True
     cap, used = sampling.get("max_new_tokens") or sampling.get("max_tokens"), usage.get("completion_tokens")
     return bool(cap and used and int(used) >= int(cap))
+
+
+def looping(candidate: Candidate, tail: int = 2000, ratio: float = 0.06) -> bool:
+    """A truncated answer that was repeating itself when the cap cut it off: its last `tail`
+    characters, numbers masked, compress (zlib) to under `ratio` of their size. Calibrated on the
+    released pairs and the eighth H200 run (RESULTS.md): the teacher's kernels, cut anywhere, stay
+    above it (none of 600 cuts of the 200 longest below 0.06, median 0.30), while a small model running
+    away in Inductor's `tmp101 = tmp100 + tmp101` numbering, or writing one launch inside another,
+    falls to 0.01-0.06 (82 of the run's 151 truncated answers).
+    More tokens would not have finished such an answer; a long kernel still being written would."""
+    if not truncated(candidate):
+        return False
+    text = _DIGITS.sub("N", candidate.raw_output or candidate.code or "")[-tail:]
+    if len(text) < tail // 2:
+        return False
+    return len(zlib.compress(text.encode(), 9)) < ratio * len(text)
+
+
+_DIGITS = re.compile(r"\d+")
 
 
 def outcome(candidate: Candidate, verdict: Verdict) -> str:
@@ -292,6 +314,9 @@ for _metric in (
            lambda s: s.share(sum(bool(c.parse_error) for c in s.candidates)), views=(SUMMARY,)),
     Metric("truncated_rate", "Share of samples that hit the token cap, whatever came of them.",
            lambda s: s.share(sum(truncated(c) for c in s.candidates)), views=(SUMMARY,)),
+    Metric("looping_rate", "Share of samples cut off at the token cap while repeating themselves (their last 2,000 "
+           "characters, numbers masked, compress to under 6 %: `looping`): more tokens would not have finished them.",
+           lambda s: s.share(sum(looping(c) for c in s.candidates)), views=(SUMMARY,)),
     Metric("pass_at_k", "Per problem, the unbiased estimator of Chen et al. (2021) with n samples of which c are correct "
            "and rule-ok, averaged over problems; a k above the fewest samples of any problem is left out (it cannot be "
            "estimated).", _pass_at_ks, "per_k", (TABLE, SUMMARY, LEVEL, FLAT)),

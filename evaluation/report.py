@@ -194,8 +194,10 @@ def _markdown(evaluation: Evaluation, metrics: dict[str, Any], plots: dict[str, 
         lines += ["## Sample outcomes", "", _table(["outcome", "samples", "meaning"],
                                                    [[s, str(n), OUTCOME_MEANING.get(s, "")] for s, n in counts.items()]), ""]
         if metrics.get("truncated_rate"):
+            loop = (f"; {fmt(metrics['looping_rate'], pct=True)} were repeating themselves when cut off (the same lines or "
+                    "calls over and over, numbers aside), which more tokens would not have finished") if metrics.get("looping_rate") else ""
             lines += [f"{fmt(metrics['truncated_rate'], pct=True)} of the samples hit the token cap (max new tokens "
-                      f"{cfg.get('max_new_tokens')}).", ""]
+                      f"{cfg.get('max_new_tokens')}){loop}.", ""]
     if metrics.get("unsupported_here"):
         lines += [f"{metrics['unsupported_here']} sample(s) could not be judged on this device (`unsupported_here`: GPU-only "
                   "features such as libdevice or inline assembly on the CPU judge). They earn no credit above; judge them "

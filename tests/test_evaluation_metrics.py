@@ -178,6 +178,7 @@ CPU_EXPECTED = {
     # the status of each sample, except JUNK (no code): parse_error rather than its rule_violation
     "outcome_counts": {"correct": 3, "incorrect": 2, "rule_violation": 1, "timeout": 3, "crashed": 2, "parse_error": 1},
     "truncated_rate": 0.0,  # no sample says it hit the token cap (tests/test_evaluation_outcomes.py)
+    "looping_rate": 0.0,  # nor ran away repeating itself there (tests/test_evaluation_outcomes.py)
 }
 
 _GPU = dict(device="NVIDIA H200")
@@ -209,6 +210,7 @@ GPU_EXPECTED = {
     "unsupported_here": 0,
     "outcome_counts": {"correct": 4, "rule_violation": 1, "timeout": 1, "crashed": 2},
     "truncated_rate": 0.0,
+    "looping_rate": 0.0,
     # no verdict was timed against torch.compile
     "fast_compile_1": 0.0,
     "geomean_speedup_vs_compile": None,

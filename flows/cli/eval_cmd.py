@@ -308,8 +308,10 @@ def eval_main(
         out.print(f"[yellow]{summary['problems']} of the suite's {summary['problems_in_suite']} problems were evaluated "
                   "(evaluation.max_problems).[/]", highlight=False)
     if summary.get("truncated_rate"):
-        out.print(f"[yellow]{summary['truncated_rate']:.0%} of the samples were cut off at max_new_tokens: raise "
-                  "--max-new-tokens.[/]", highlight=False)
+        looping = summary.get("looping_rate") or 0.0
+        out.print(f"[yellow]{summary['truncated_rate']:.0%} of the samples were cut off at max_new_tokens"
+                  + (f", {looping:.0%} while repeating themselves (more tokens will not finish those)" if looping else "")
+                  + (": raise --max-new-tokens.[/]" if summary["truncated_rate"] > looping else ".[/]"), highlight=False)
     if summary.get("kernels", {}).get("unmatched"):
         out.print(f"[yellow]kernels matching no problem of the suite (not judged): {', '.join(summary['kernels']['unmatched'][:10])}[/]",
                   highlight=False)
