@@ -231,23 +231,20 @@ PY
                --set evaluation.temperature=${EVAL_T:-0.8}
                --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
                --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
-    SUITE=${HELDOUT_SUITE:-$WORK/exports/rl:validation}
-    for m in ${EVAL_ORDER:-sft base grpo}; do  # the SFT model first: the last session ran out before it
-      case $m in base) MODEL=smollm2-135m ;; sft) MODEL=$WORK/train/sft/final ;; grpo) MODEL=$WORK/train/grpo/final ;; esac
-      [ "$m" = base ] || [ -d "$MODEL" ] || { log "eval $m: no model at $MODEL"; continue; }
-      log "eval $m ($MODEL)"; t0=$SECONDS
-      autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$MODEL" --suite "$SUITE" --json > "$R/eval_$m.json" 2> "$R/eval_$m.err"
-      log "eval $m: rc $? in $((SECONDS-t0)) s"
-    done
+    # One model (base, sft, grpo) on one suite; records in $R/eval_<tag><model>.json|err. Usage: eval_model MODEL SUITE TAG
+    eval_model() {
+      local m=$1 suite=$2 tag=$3 model t0=$SECONDS
+      case $m in base) model=smollm2-135m ;; sft) model=$WORK/train/sft/final ;; grpo) model=$WORK/train/grpo/final ;; esac
+      [ "$m" = base ] || [ -d "$model" ] || { log "eval $tag$m: no model at $model"; return; }
+      log "eval $tag$m ($model)"
+      autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$model" --suite "$suite" \
+        --json > "$R/eval_$tag$m.json" 2> "$R/eval_$tag$m.err"
+      log "eval $tag$m: rc $? in $((SECONDS-t0)) s"
+    }
+    # the SFT model first: a session may run out before the others
+    for m in ${EVAL_ORDER:-sft base grpo}; do eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" ""; done
     # KernelBench level 1 at full sizes (issue 17 item 5b), the same settings; L1_ORDER="" skips it.
-    for m in ${L1_ORDER-sft base}; do
-      case $m in base) MODEL=smollm2-135m ;; sft) MODEL=$WORK/train/sft/final ;; grpo) MODEL=$WORK/train/grpo/final ;; esac
-      [ "$m" = base ] || [ -d "$MODEL" ] || { log "eval L1 $m: no model at $MODEL"; continue; }
-      log "eval L1 $m ($MODEL)"; t0=$SECONDS
-      autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$MODEL" \
-        --suite .gpu/kernelbench_level1.jsonl --json > "$R/eval_l1_$m.json" 2> "$R/eval_l1_$m.err"
-      log "eval L1 $m: rc $? in $((SECONDS-t0)) s"
-    done
+    for m in ${L1_ORDER-sft base}; do eval_model "$m" .gpu/kernelbench_level1.jsonl l1_; done
     log "learn done" ;;
   genspeed)
     # A timing study before `learn`: the evaluation's generator per generate() setting (benchmarks/generation_speed.py).

@@ -16,10 +16,9 @@ judged because the reference itself failed (still counted as failures).
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
-
-import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -96,6 +95,9 @@ def truncated(candidate: Candidate) -> bool:
     return bool(cap and used and int(used) >= int(cap))
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def looping(candidate: Candidate, tail: int = 2000, ratio: float = 0.06) -> bool:
     """A truncated answer that was repeating itself when the cap cut it off: its last `tail`
     characters, numbers masked, compress (zlib) to under `ratio` of their size. Calibrated on the
@@ -110,9 +112,6 @@ def looping(candidate: Candidate, tail: int = 2000, ratio: float = 0.06) -> bool
     if len(text) < tail // 2:
         return False
     return len(zlib.compress(text.encode(), 9)) < ratio * len(text)
-
-
-_DIGITS = re.compile(r"\d+")
 
 
 def outcome(candidate: Candidate, verdict: Verdict) -> str:

@@ -3,7 +3,11 @@ unparseable) from code that broke a rule, though the judge calls all three `rule
 
 from __future__ import annotations
 
-from autotriton.evaluation.metrics import compute_metrics, outcome, truncated
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from autotriton.evaluation.metrics import compute_metrics, looping, outcome, truncated
 from autotriton.evaluation.report import _markdown
 from autotriton.records import Candidate, Evaluation, Problem, Verdict, Violation
 from kernel_fixtures import elementwise_reference
@@ -57,11 +61,6 @@ def _nested_launch(n: int = 40) -> str:
 
 
 def test_answers_cut_off_while_repeating_themselves_are_told_from_long_kernels():
-    import pyarrow.parquet as pq
-    from pathlib import Path
-
-    from autotriton.evaluation.metrics import looping
-
     problem = Problem(reference_source=elementwise_reference("torch.relu(x)"), name="relu", suite="custom/level1",
                       suite_id="custom/level1/relu")
     cap = {"max_new_tokens": 2048}
