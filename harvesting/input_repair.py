@@ -20,6 +20,16 @@ _RNN_INPUT = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expect
 _EINOPS_RANK = re.compile(r"Wrong shape: expected (\d+) dims\. Received (\d+)-dim tensor")
 _EINOPS_CHUNKS = re.compile(r"can't divide axis of length (\d+) in chunks of (\d+)")
 _RANK = re.compile(r"[Ee]xpected (\d)D (?:\(unbatched\) or (\d)D \(batched\) )?input(?: to conv\dd)?(?:,| \(got)")
+# A package's own rank check, "N ... got M" with the word for a rank before N: pytorch-crf's "emissions must
+# have dimension of 3, got 4", piq's "Expected number of dimensions to be 2, got 4"; read as a rank only
+# when an input has rank M (else "expected dimension 3, got 4" may be a size: _EXPECTED_GOT's case).
+_RANK_GOT = re.compile(r"\b(?:dimensions?|dims|ndims?|rank)\b(?: of| to be| =|:| must be| should be)?\s*(\d)\b[^\d\n]{0,12}?\bgot\b\s*(\d)\b",
+                       re.IGNORECASE)
+# indexing a dimension the input lacks: "Dimension out of range (expected to be in range of [-4, 3], but got 4)"
+_DIM_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[-(\d+), \d+\], but got (-?\d+)\)")
+# a kernel larger than the (downsampled) input: "Calculated padded input size per channel: (2 x 2). Kernel size:
+# (8 x 8). Kernel size can't be greater than actual input size"
+_PADDED = re.compile(r"Calculated padded input size per channel: \(([\d x]+)\)\. Kernel size: \(([\d x]+)\)")
 # Broadcasting: "The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 3";
 # which side is the input is not said: the input's dimension that is one size becomes the other.
 _BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)")
@@ -110,6 +120,15 @@ def _index_inputs(attempt: Attempt, detail: str) -> Attempt | None:
     return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
 
 
+def _to_rank(s: list[int], rank: int) -> list[int] | None:
+    """A shape of another rank: dimensions of 8 inserted after batch and channels, or the trailing ones cut."""
+    if len(s) < rank:
+        return s[:2] + [8] * (rank - len(s)) + s[2:] if len(s) >= 2 else None
+    if len(s) > rank:
+        return s[:rank]
+    return None
+
+
 def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:
     """The attempts to try next for a torch error, best first: repair_attempt's and, for a failed
     broadcast that wants a larger size, also the same with the first constructor size equal to the
@@ -183,14 +202,28 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     rank_m = _RANK.search(detail)
     if m or rank_m:
         rank = int(m.group(1)) if m else int(rank_m.group(2) or rank_m.group(1))
-
-        def to_rank(s: list[int]) -> list[int] | None:
-            if len(s) < rank:
-                return s[:2] + [8] * (rank - len(s)) + s[2:] if len(s) >= 2 else None
-            if len(s) > rank:
-                return s[:rank]
-            return None
-        return reshape(to_rank)
+        return reshape(lambda s: _to_rank(s, rank))
+    m = _RANK_GOT.search(detail)
+    if m and m.group(1) != m.group(2):
+        want, got = int(m.group(1)), int(m.group(2))
+        ranked = reshape(lambda s: _to_rank(s, want) if len(s) == got else None)
+        if ranked is not None:
+            return ranked
+    m = _DIM_RANGE.search(detail)
+    if m:
+        rank, asked = int(m.group(1)), int(m.group(2))
+        need = asked + 1 if asked >= 0 else -asked
+        if need > rank:
+            return reshape(lambda s: _to_rank(s, need) if len(s) == rank else None)
+    m = _PADDED.search(detail)
+    if m:
+        padded = [int(x) for x in m.group(1).split("x")]
+        kernel = [int(x) for x in m.group(2).split("x")]
+        if len(padded) == len(kernel):
+            factor = max(-(-k // max(p, 1)) for p, k in zip(padded, kernel))
+            spatial = len(kernel)
+            # the input's spatial sizes (its last ones) grown by what the kernel lacked, whatever downsampled them first
+            return reshape(lambda s: s[:-spatial] + [d * factor for d in s[-spatial:]] if len(s) >= spatial + 2 and factor > 1 else None)
     m = _BROADCAST.search(detail)
     if m:
         a, b, axis = int(m.group(1)), int(m.group(2)), int(m.group(3))

@@ -54,7 +54,29 @@ IMPORT_TO_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "huggingface_hub": ("huggingface-hub",),
     "sentencepiece": ("sentencepiece",),
     "Levenshtein": ("levenshtein",),
+    # found on real packages' imports (issue 13's held-out sets): the import is not the distribution's name
+    "pywt": ("pywavelets",),
+    "open_clip": ("open-clip-torch",),
+    "pkg_resources": ("setuptools",),
+    "faiss": ("faiss-cpu", "faiss-gpu"),
+    "clip": ("openai-clip",),
+    "umap": ("umap-learn",),
+    "tree": ("dm-tree",),
+    "haiku": ("dm-haiku",),
+    "cpuinfo": ("py-cpuinfo",),
+    "zmq": ("pyzmq",),
+    "OpenGL": ("pyopengl",),
+    "Bio": ("biopython",),
+    "fitz": ("pymupdf",),
+    "docx": ("python-docx",),
+    "magic": ("python-magic",),
+    "serial": ("pyserial",),
+    "ruamel": ("ruamel-yaml",),
 }
+
+#: A specifier for a distribution chosen from an import, when the repository declares none: the
+#: newest release no longer provides what the import needs (setuptools 81 removed pkg_resources).
+IMPLIED_SPECIFIERS: dict[str, str] = {"setuptools": "setuptools<81"}
 
 _NOT_DISTRIBUTIONS = frozenset({"__future__", "__main__"})
 
@@ -249,5 +271,5 @@ def module_requirements(source: str, declared: dict[str, str] | None = None, *, 
         if any(n in JUDGE_PROVIDED for n in names):
             continue
         chosen = next((n for n in names if n in declared), None)
-        out.append(declared[chosen] if chosen else names[0])
+        out.append(declared[chosen] if chosen else IMPLIED_SPECIFIERS.get(names[0], names[0]))
     return list(dict.fromkeys(out))

@@ -145,6 +145,16 @@ def test_module_requirements_map_imports_to_distributions_with_the_declared_spec
     assert reqs == ["einops>=0.7", "opencv-python>=4", "pillow", "pyyaml", "scikit-learn"]
 
 
+def test_imports_named_unlike_their_distribution_get_the_distribution_and_a_release_that_still_has_them():
+    """pytorch-wavelets imports `pywt` (PyWavelets) and `pkg_resources` without declaring either: the
+    import names are not distributions on PyPI ("Could not find a version that satisfies the
+    requirement pywt"), and setuptools dropped pkg_resources in release 81."""
+    source = "import pywt\nimport pkg_resources\nimport open_clip\nimport faiss\n"
+    assert module_requirements(source, {}, providers={}) == ["pywavelets", "setuptools<81", "open-clip-torch", "faiss-cpu"]
+    # what the repository declares still wins
+    assert module_requirements(source, {"setuptools": "setuptools>=60,<70"}, providers={})[1] == "setuptools>=60,<70"
+
+
 def test_requirement_sets_are_normalised_and_keyed_without_the_judges_packages():
     a = normalize_requirements(["Einops>=0.6", "einops<1", "torch>=2.0", "numpy", "PyYAML", "win-only; sys_platform == 'win32'"])
     assert a == ["einops<1,>=0.6", "pyyaml"]

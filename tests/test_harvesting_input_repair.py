@@ -1,0 +1,79 @@
+"""Input guesses repaired from the messages real modules raise: a rank asked for in a package's own
+words, a dimension indexed past the input's rank, and a kernel larger than a downsampled input.
+Each module is written here in the shape of the package code that raised it (issue 13's held-out
+sets: pytorch-crf, piq, gigagan-pytorch's discriminator stems)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotriton.harvesting.input_repair import repair_attempt
+from autotriton.harvesting.synthesis import Attempt
+
+from tests.test_harvesting_synthesis import assert_all_runnable
+
+
+def _guess(shape: list[int]) -> Attempt:
+    return Attempt([], [], [f"torch.randn({', '.join(map(str, shape))})"], [{"kind": "tensor", "shape": shape}])
+
+
+@pytest.mark.parametrize("message, shape, repaired", [
+    ("ValueError: emissions must have dimension of 3, got 4", [2, 32, 8, 8], [2, 32, 8]),
+    ("AssertionError: Expected number of dimensions to be 2, got 4", [2, 32, 8, 8], [2, 32]),
+    ("ValueError: x should have rank 5, got 4", [2, 32, 8, 8], [2, 32, 8, 8, 8]),
+    ("IndexError: Dimension out of range (expected to be in range of [-4, 3], but got 4)", [2, 32, 8, 8], [2, 32, 8, 8, 8]),
+    ("IndexError: Dimension out of range (expected to be in range of [-3, 2], but got -5)", [2, 32, 8], [2, 32, 8, 8, 8]),
+    ("RuntimeError: Calculated padded input size per channel: (2 x 2). Kernel size: (8 x 8). Kernel size can't be "
+     "greater than actual input size", [2, 32, 8, 8], [2, 32, 32, 32]),
+    ("RuntimeError: Calculated padded input size per channel: (32). Kernel size: (64). Kernel size can't be greater "
+     "than actual input size", [2, 16, 32], [2, 16, 64]),
+])
+def test_the_message_says_the_shape(message, shape, repaired):
+    attempt = repair_attempt(_guess(shape), message)
+    assert attempt is not None and attempt.input_spec[0]["shape"] == repaired
+    assert attempt.input_code == [f"torch.randn({', '.join(map(str, repaired))})"]
+
+
+def test_a_rank_message_that_matches_no_input_is_read_as_a_size():
+    """'expected dimension of 3 but found dimension of 32' (vector-quantize's FSQ) is about the last
+    size, and "dimension 3, got 4" names no input of rank 4 here: neither is taken as a rank."""
+    assert repair_attempt(_guess([2, 32]), "ValueError: expected dimension of 3 but found dimension of 32").input_spec[0]["shape"] == [2, 3]
+    sized = repair_attempt(_guess([2, 4]), "ValueError: expected dimension 3, got 4")
+    assert sized is not None and sized.input_spec[0]["shape"] == [2, 3]
+
+
+MODULES = '''
+class CRFLike(nn.Module):
+    def __init__(self, num_tags):
+        super().__init__()
+        self.transitions = nn.Parameter(torch.randn(num_tags, num_tags))
+
+    def forward(self, emissions):
+        if emissions.dim() != 3:
+            raise ValueError(f"emissions must have dimension of 3, got {emissions.dim()}")
+        scores = emissions.unsqueeze(-1) + self.transitions
+        return scores.logsumexp(dim=-2)
+
+
+class VolumeSoftmax(nn.Module):
+    def __init__(self, scale=2.0):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.softmax(x * self.scale, dim=4)
+
+
+class PatchDiscriminator(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.stem = nn.Conv2d(channels, channels, 4, stride=4)
+        self.head = nn.Conv2d(channels, 1, 8)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.stem(x)))
+'''
+
+
+def test_modules_that_say_what_they_want_become_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "said.py", MODULES, 3)
