@@ -215,6 +215,7 @@ class Harvester:
         self.environments = environments if environments is not None and environments.enabled else None
         self._declared: dict[str, str] = {}  # the repository being scanned: distribution -> declared requirement
         self._local_packages: set[str] = set()  # ... and its own top-level packages (never installed from an index)
+        self._own: str | None = None  # ... and, for a released distribution, its own requirement (`name==version`)
         self.probe = probe
         self.validation_config = validation_config
         self.state = state
@@ -249,12 +250,15 @@ class Harvester:
     # -- repositories -------------------------------------------------------------------------
 
     def scan_repository(self, repo: Repository, paths: Sequence[str], ref_for: Callable[[str, str], SourceRef],
-                        label: str, declared: dict[str, str] | None = None) -> None:
+                        label: str, declared: dict[str, str] | None = None, own: str | None = None) -> None:
         """Extract every nn.Module class of `paths` (files of `repo`). `ref_for(path, text)` gives the
         SourceRef of a file (and may reject it by returning a ref whose licence is not allowed).
         `declared`: the repository's declared requirements (harvesting/requirements.py), whose
-        version specifiers the modules' requirement sets take."""
+        version specifiers the modules' requirement sets take. `own`: the requirement of the scanned
+        distribution itself (package harvests), for modules that import a part of it no problem can
+        carry (module_requirements)."""
         self._declared = dict(declared or {})
+        self._own = own
         self._local_packages = {p.split("/", 1)[0].removesuffix(".py") for p in repo.paths}
         if self.environments is not None:
             repo.external_ok = _any_package  # each module's environment decides (DependencyError names what is missing)
@@ -319,7 +323,7 @@ class Harvester:
         self._new_keys.add(key)
         # What its file imports: for a module that could not stand alone, the best account of
         # what it would need (a missing_dependency here names the package in its detail).
-        requirements = module_requirements(text, self._declared, local_packages=self._local_packages)
+        requirements = module_requirements(text, self._declared, local_packages=self._local_packages, own=self._own)
         try:
             environment_key = requirement_key(requirements)
         except ValueError:
@@ -348,7 +352,7 @@ class Harvester:
         # likewise forward's required keyword-only inputs (`forward(self, x, *, context)`), as it
         # calls `model(*get_inputs())`.
         model_source = positional_signatures(rename_to_model(standalone, source_name or class_name))
-        requirements = module_requirements(standalone, self._declared, local_packages=self._local_packages)
+        requirements = module_requirements(standalone, self._declared, local_packages=self._local_packages, own=self._own)
         try:
             environment_key = requirement_key(requirements)
         except ValueError:  # a declared specifier packaging cannot read: keep the bare names

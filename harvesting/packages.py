@@ -315,7 +315,8 @@ def harvest_package_root(harvester: Harvester, src: PackageSource, root: Path, l
                          licence=spdx_header(text) or licence,
                          url=f"https://pypi.org/project/{src.name}/{src.version}/#{fmt}:{rel}")
 
-    harvester.scan_repository(repo, scan, ref_for, label=src.label, declared=declared_in_package(root))
+    harvester.scan_repository(repo, scan, ref_for, label=src.label, declared=declared_in_package(root),
+                              own=f"{src.name}=={src.version}")
     return len(scan)
 
 

@@ -252,16 +252,22 @@ def _installed_providers() -> dict[str, list[str]]:
 
 
 def module_requirements(source: str, declared: dict[str, str] | None = None, *, local_packages: Iterable[str] = (),
-                        providers: dict[str, list[str]] | None = None) -> list[str]:
+                        providers: dict[str, list[str]] | None = None, own: str | None = None) -> list[str]:
     """The requirement set of one module: for each third-party top-level import (not the standard
     library, not the judge's torch/triton/numpy, not one of the repository's own `local_packages`),
-    the distribution that provides it, with the repository's declared specifier when it has one."""
+    the distribution that provides it, with the repository's declared specifier when it has one.
+    `own`: the requirement of the harvested distribution itself (`compressai==1.2.8`), needed when
+    the module still imports one of its `local_packages`, i.e. a part the extractor could not carry
+    into the problem (a compiled extension such as `compressai._CXX`)."""
     declared = declared or {}
     providers = _installed_providers() if providers is None else providers
     local = set(local_packages)
     out: list[str] = []
     for dotted in imported_modules(source):
         top = dotted.partition(".")[0]
+        if top in local and own:
+            out.append(own)
+            continue
         if top in sys.stdlib_module_names or top in _NOT_DISTRIBUTIONS or top in local or top.startswith("_"):
             continue
         candidates = IMPORT_TO_DISTRIBUTIONS.get(dotted) or IMPORT_TO_DISTRIBUTIONS.get(top)
