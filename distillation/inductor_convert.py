@@ -73,7 +73,7 @@ _sibling("inductor_kernels")
 _sibling("inductor_forward")
 _prune = _sibling("inductor_prune")  # what only the reference forward needed and the rules forbid
 
-from autotriton.distillation.inductor_forward import _convert_call, _rename_sizes  # noqa: E402
+from autotriton.distillation.inductor_forward import _convert_call, _rank_generic_sizes, _rename_sizes  # noqa: E402
 from autotriton.distillation.inductor_kernels import (  # noqa: E402
     _HELPER_RENAMES, _find_call, _find_kernels, _inductor_helpers, _KernelRewriter, _remove_dead_assignments,
     readable_kernel_name,
@@ -150,6 +150,12 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
                                  kw_defaults=[], defaults=[]), body=forward_body, decorator_list=[], lineno=0)
     _remove_dead_assignments(forward_fn)
     _rename_sizes(forward_fn)
+    ranks = {}
+    for desc in graph_inputs:
+        expr = ref.graph_input_expr(desc) if desc.get("kind") == "input" and "shape" in desc else None
+        if isinstance(expr, ast.Name):
+            ranks[expr.id] = len(desc["shape"])
+    _rank_generic_sizes(forward_fn, ranks)
     forward_src = "\n".join(ast.unparse(s) for s in forward_fn.body)
     for k in kernels.values():  # triton_poi_fused_add_relu_0_xnumel -> add_relu_xnumel
         forward_src = forward_src.replace(f"{k.inductor_name}_", f"{k.name.removesuffix('_kernel')}_")
