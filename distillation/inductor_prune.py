@@ -10,7 +10,9 @@ before the name closure is taken, so that what only they needed goes away with t
 0. tracer and compiler markers are read as eager execution reads them: `@torch.fx.wrap`,
    `@torch.jit.ignore`, `@torch.compiler.disable` and the like left out, `torch.jit.is_scripting()`,
    `torch.compiler.is_compiling()` and the like replaced by False, module-level `torch.fx.wrap("f")`
-   and `self.forward = ...` rebindings left out (the generated forward is the one that runs);
+   and `self.forward = ...` rebindings left out (the generated forward is the one that runs); run-time
+   type checkers (`@beartype`, `@jaxtyped(...)`) and the signature annotations they read go too
+   (inductor_eager.py);
 1. class-body annotations without a value (`fused_attn: torch.jit.Final[bool]`) are dropped, an
    annotated assignment keeps its value as a plain assignment (not in decorated classes nor
    NamedTuple/TypedDict-like ones, where annotations are fields);
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 # loaded after inductor_module (inductor_convert._sibling), as inductor_forward and inductor_kernels are
+from autotriton.distillation.inductor_eager import dotted_parts as _dotted, eager_only as _eager_only, import_aliases as _import_aliases
 from autotriton.distillation.inductor_module import NOT_CARRIED
 
 __all__ = ["RuleTables", "rule_tables", "prune_reference"]
@@ -89,16 +92,6 @@ def _stores(node: ast.AST) -> set[str]:
     return out
 
 
-def _dotted(node: ast.AST) -> list[str] | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id, *reversed(parts)]
-
-
 def _without_forward(stmt: ast.stmt) -> ast.stmt:
     if not isinstance(stmt, ast.ClassDef):
         return stmt
@@ -109,20 +102,6 @@ def _without_forward(stmt: ast.stmt) -> ast.stmt:
 
 def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     return {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
-def _import_aliases(tree: ast.Module, header: dict[str, str]) -> dict[str, str]:
-    """Module-level name -> the qualified path its import binds (`nn` -> `torch.nn`), `header`'s first."""
-    aliases = dict(header)
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(stmt, ast.ImportFrom):
-            base = "." * stmt.level + (stmt.module or "")
-            for a in stmt.names:
-                aliases[a.asname or a.name] = f"{base}.{a.name}" if stmt.module else base + a.name
-    return aliases
 
 
 class _Forbidden:
@@ -391,93 +370,6 @@ def _holds_state(path: list[str], state_names: set[str]) -> bool:
     return False
 
 
-#: Decorators that only talk to a tracer or compiler: in eager execution each returns the function
-#: itself or a wrapper that calls it unchanged (called with arguments, e.g. `disable(recursive=False)`, too).
-_EAGER_DECORATORS = frozenset({
-    "torch.fx.wrap", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export", "torch.jit.script_if_tracing",
-    "torch.compiler.disable", "torch._dynamo.disable", "torch.compiler.allow_in_graph", "torch._dynamo.allow_in_graph",
-    "torch.compiler.assume_constant_result", "torch._dynamo.assume_constant_result"})
-#: Predicates that are False in eager execution, which is how ModelNew's carried-over code runs.
-_EAGER_FALSE = frozenset({
-    "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
-    "torch._dynamo.is_compiling", "torch.fx._symbolic_trace.is_fx_tracing"})
-
-
-class _EagerOnly(ast.NodeTransformer):
-    """Step 0: tracer and compiler markers in carried-over code, as eager execution sees them:
-    marker decorators left out, `torch.jit.is_scripting()`-like predicates replaced by False,
-    `self.forward = ...` left out (the generated forward is what runs: ModelNew's own, and helper
-    modules' forwards are never called by it)."""
-
-    def __init__(self, aliases: dict[str, str]):
-        self.aliases, self.changed = aliases, 0
-
-    def _qualified(self, node: ast.expr) -> str:
-        parts = _dotted(node.func if isinstance(node, ast.Call) else node) or []
-        return ".".join([self.aliases[parts[0]], *parts[1:]]) if parts and parts[0] in self.aliases else ""
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
-        self.generic_visit(node)
-        kept = [d for d in node.decorator_list if self._qualified(d) not in _EAGER_DECORATORS]
-        self.changed += len(node.decorator_list) - len(kept)
-        node.decorator_list = kept
-        return node
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        if not node.args and not node.keywords and self._qualified(node.func) in _EAGER_FALSE:
-            self.changed += 1
-            return ast.copy_location(ast.Constant(value=False), node)
-        return node
-
-    def visit_Assign(self, node: ast.Assign) -> ast.AST:
-        if any(isinstance(t, ast.Attribute) and t.attr == "forward" and isinstance(t.value, ast.Name) and t.value.id == "self"
-               for t in node.targets):
-            self.changed += 1
-            return ast.copy_location(ast.Pass(), node)
-        return self.generic_visit(node)
-
-    def visit_Expr(self, node: ast.Expr) -> ast.AST:  # a module-level `torch.fx.wrap("name")`
-        if isinstance(node.value, ast.Call) and self._qualified(node.value) in _EAGER_DECORATORS:
-            self.changed += 1
-            return ast.copy_location(ast.Pass(), node)
-        return self.generic_visit(node)
-
-
-def _eager_only(ref: Any, model: ast.ClassDef, header: dict[str, str]) -> int:
-    """Step 0 over the module (Model's forward aside) and Model's carried body; changed nodes are
-    copies (the tree is the caller's), statement positions stay (top_level indexes them)."""
-    aliases = _import_aliases(ref.tree, header)
-    markers = _EAGER_DECORATORS | _EAGER_FALSE
-    changed = 0
-
-    def mentions_marker(stmt: ast.stmt) -> bool:  # cheap: only such statements are copied and visited
-        for n in ast.walk(stmt):
-            if isinstance(n, ast.Attribute) and n.attr == "forward":
-                return True
-            parts = _dotted(n) if isinstance(n, (ast.Attribute, ast.Name)) else None
-            if parts and parts[0] in aliases and ".".join([aliases[parts[0]], *parts[1:]]) in markers:
-                return True
-        return False
-
-    def eager(stmt: ast.stmt) -> ast.stmt:
-        nonlocal changed
-        if not mentions_marker(stmt):
-            return stmt
-        marker = _EagerOnly(aliases)
-        copy = marker.visit(ast.parse(ast.unparse(stmt)).body[0])
-        changed += marker.changed
-        return copy if marker.changed else stmt
-
-    for i, stmt in enumerate(ref.tree.body):
-        if stmt is not model and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            ref.tree.body[i] = eager(stmt)
-    ref.body = [eager(s) for s in ref.body]
-    return changed
-
-
 def prune_reference(ref: Any, state_names: Iterable[str] | None, forward_src: str, header: dict[str, str],
                     tables: RuleTables | None = None) -> list[str]:
     """Prune `ref` (an inductor_module.ReferenceModel, changed in place) as the module docstring
@@ -487,7 +379,8 @@ def prune_reference(ref: Any, state_names: Iterable[str] | None, forward_src: st
     model = next(n for n in ref.tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
     n_eager = _eager_only(ref, model, header)
     if n_eager:
-        notes.append(f"left out {n_eager} tracer/compiler marker(s) (eager execution: decorators, is_scripting(), forward rebinding)")
+        notes.append(f"left out {n_eager} tracer, compiler or type-checker marker(s) (eager execution: decorators, "
+                     "is_scripting(), forward rebinding, signature annotations)")
     helpers = {i: s for i, s in enumerate(ref.tree.body) if isinstance(s, ast.ClassDef) and s is not model}
     ref.body, n_ann = _strip_annotations(ref.body)
     for i, cls in helpers.items():

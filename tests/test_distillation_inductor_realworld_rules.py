@@ -253,8 +253,48 @@ def get_init_inputs():
     return [8]
 '''
 
+# lucidrains-style run-time type checking (an H200 run, 2026-12-03: 8 of 197 package problems broke the
+# import allowlist through `@beartype` on __init__ and `beartype.typing` annotations left in ModelNew)
+TYPE_CHECKED = '''import torch
+import torch.nn as nn
+from beartype import beartype
+from beartype.typing import Tuple
+
+
+def cast_tuple(t, length=1) -> Tuple[int, ...]:
+    return t if isinstance(t, tuple) else (t,) * length
+
+
+@beartype
+class Gain(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.gain = nn.Parameter(torch.linspace(0.5, 1.5, dim)[:, None])
+
+
+class Model(nn.Module):
+    @beartype
+    def __init__(self, dim: int, kernel_size: int | Tuple[int, int] = 3):
+        super().__init__()
+        k, _ = cast_tuple(kernel_size, 2)
+        self.conv = nn.Conv1d(dim, dim, k, padding=k // 2)
+        self.gain = Gain(dim)
+
+    @beartype
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(self.conv(x)) * self.gain.gain + x
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 16)]
+
+
+def get_init_inputs():
+    return [8]
+'''
+
 PROBLEMS = {"env_final": ENV_FINAL, "sequential": SEQUENTIAL, "version": VERSION, "markers": MARKERS,
-            "init_values": INIT_VALUES}
+            "init_values": INIT_VALUES, "type_checked": TYPE_CHECKED}
 
 
 @pytest.fixture(scope="module")
@@ -362,11 +402,18 @@ def test_weight_initialisation_through_a_forbidden_package_is_left_out(converted
 def test_pruned_real_world_candidates_pass_the_cpu_judge(converted):
     from autotriton.validation import ValidationConfig, validate_many
 
-    names = ["env_final", "version", "markers", "init_values"]
+    names = ["env_final", "version", "markers", "init_values", "type_checked"]
     verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in names],
                              ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
     for name, verdict in zip(names, verdicts):
         assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
+
+
+def test_run_time_type_checkers_and_the_annotations_they_read_are_left_out(converted, tmp_path):
+    code = converted["type_checked"].code
+    assert _rules(code) == [], code
+    assert "beartype" not in code and "Tuple" not in code
+    _same_state("type_checked", code, tmp_path)
 
 
 def test_the_rules_still_catch_the_same_code_in_a_hand_written_candidate(converted):
@@ -378,6 +425,8 @@ def test_the_rules_still_catch_the_same_code_in_a_hand_written_candidate(convert
     assert any(v.startswith("SYSTEM-ACCESS") for v in _rules(hostile))
     jit = code.replace("class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n    fused_attn: torch.jit.Final[bool]\n", 1)
     assert any(v.startswith("TORCH-COMPILE") for v in _rules(jit))
+    checked = converted["type_checked"].code.replace("import torch\n", "import torch\nfrom beartype import beartype\n", 1)
+    assert any(v.startswith("IMPORT-FORBIDDEN") for v in _rules(checked))
 
 
 def test_state_and_kept_reads_are_never_pruned():
