@@ -71,6 +71,7 @@ ConversionError = _module.ConversionError
 # which sys.modules then holds even where the package's __init__ cannot be imported.
 _sibling("inductor_kernels")
 _sibling("inductor_forward")
+_sibling("inductor_eager")  # step 0 of the pruning, which inductor_prune imports
 _prune = _sibling("inductor_prune")  # what only the reference forward needed and the rules forbid
 
 from autotriton.distillation.inductor_forward import _convert_call, _rank_generic_sizes, _rename_sizes  # noqa: E402

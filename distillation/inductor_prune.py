@@ -41,7 +41,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-# loaded after inductor_module (inductor_convert._sibling), as inductor_forward and inductor_kernels are
+# loaded after inductor_module and inductor_eager (inductor_convert._sibling), as inductor_forward and inductor_kernels are
 from autotriton.distillation.inductor_eager import dotted_parts as _dotted, eager_only as _eager_only, import_aliases as _import_aliases
 from autotriton.distillation.inductor_module import NOT_CARRIED
 

@@ -221,10 +221,10 @@ def evaluation_keys(wh: Warehouse, ref: str) -> tuple[list[str], bool]:
     return wh.evaluation_keys(ref)
 
 
-def requirement_sets(db_path: str | os.PathLike[str]) -> list[list[str]]:
-    """The distinct requirement sets recorded with the warehouse's problems (raises
-    FileNotFoundError when there is no warehouse at `db_path`)."""
+def requirement_sets(db_path: str | os.PathLike[str], *, runnable_only: bool = False) -> list[list[str]]:
+    """The distinct requirement sets recorded with the warehouse's problems (`runnable_only`: the
+    runnable ones'; raises FileNotFoundError when there is no warehouse at `db_path`)."""
     if str(db_path) != ":memory:" and not Path(db_path).exists():
         raise FileNotFoundError(db_path)
     with Warehouse(db_path) as wh:
-        return wh.requirement_sets()
+        return wh.requirement_sets(runnable_only=runnable_only)

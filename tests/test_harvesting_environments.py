@@ -298,13 +298,19 @@ def test_env_verbs_list_and_build_the_warehouses_recorded_environments(world, tm
     from autotriton.warehouse import Warehouse
 
     (p,) = [p for p in world["first"].problems if p.name == "ChannelsLastScale"]
+    rejected = [q for q in world["broken"].problems if q.status == "rejected" and q.requirements]
+    assert rejected
     db = str(tmp_path / "wh.duckdb")
     with Warehouse(db) as wh:
-        wh.put_problems(wh.start_run("harvest", {}), [p])
+        wh.put_problems(wh.start_run("harvest", {}), [p, *rejected])
     common = ["--db", db, "--set", f"environments.cache_dir={world['envs'].cache_dir}"]
     built = CliRunner().invoke(app, [*common, "env", "build", "--json"])
     assert built.exit_code == 0, built.output
+    # the runnable problem's set only: a rejected problem is never distilled, so its set is not built
     assert json.loads(built.stdout.strip().splitlines()[-1]) == {"built": 0, "reused": 1, "failed": {}}
+    everything = CliRunner().invoke(app, [*common, "env", "build", "--all", "--json"])
+    failed = json.loads(everything.stdout.strip().splitlines()[-1])["failed"]
+    assert any("autotriton-no-such-dist-zq" in reqs for reqs in failed), failed
     listed = CliRunner().invoke(app, [*common, "env", "list", "--json"])
     envs = json.loads(listed.stdout.strip().splitlines()[-1])["environments"]
     assert any(e["requirements"] == ["einops>=0.6"] and "einops" in e["installed"] for e in envs)

@@ -240,10 +240,13 @@ class ReadsMixin:
         return list(dict.fromkeys(r[0] for r in rows)), is_run
 
     @_locked
-    def requirement_sets(self) -> list[list[str]]:
-        """The distinct requirement sets recorded with the problems (none: [])."""
+    def requirement_sets(self, *, runnable_only: bool = False) -> list[list[str]]:
+        """The distinct requirement sets recorded with the problems (none: []); `runnable_only`: of
+        the runnable problems only (the ones distill takes)."""
+        status = "AND status = 'runnable' " if runnable_only else ""
         rows = self._con.execute("SELECT DISTINCT CAST(requirements AS VARCHAR) AS r FROM problems "
-                                 "WHERE requirements IS NOT NULL AND CAST(requirements AS VARCHAR) <> '[]' ORDER BY r").fetchall()
+                                 "WHERE requirements IS NOT NULL AND CAST(requirements AS VARCHAR) <> '[]' "
+                                 f"{status}ORDER BY r").fetchall()
         return [json.loads(r[0]) for r in rows]
 
     @_locked

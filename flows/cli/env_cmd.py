@@ -16,12 +16,18 @@ env_app = typer.Typer(help="Dependency environments of harvested problems: list,
 app.add_typer(env_app, name="env")
 
 
-def _recorded_sets(db_path: str) -> list[list[str]]:
-    """The distinct requirement sets recorded with the warehouse's problems."""
+#: `env build|prefetch --all`: also the sets of rejected problems (by default only runnable problems',
+#: which are all that distill and the judge ever run: the rejected ones' can be large, e.g. a
+#: package whose own release pulls matplotlib and scipy, and are no use on a GPU machine).
+ALL_SETS_HELP = "also the requirement sets of rejected problems (default: runnable problems only, the ones distill takes)"
+
+
+def _recorded_sets(db_path: str, all_sets: bool = False) -> list[list[str]]:
+    """The distinct requirement sets recorded with the warehouse's (runnable) problems."""
     from autotriton.tasks.db import requirement_sets
 
     try:
-        return requirement_sets(db_path)
+        return requirement_sets(db_path, runnable_only=not all_sets)
     except FileNotFoundError:
         fail(f"{db_path}: no such warehouse; harvest first (`autotriton harvest local PATH`) or pass --db")
 
@@ -46,8 +52,9 @@ def list_envs(json_out: bool = typer.Option(False, "--json", help="print {enviro
 
 
 @env_app.command("build")
-def build(json_out: bool = typer.Option(False, "--json", help="print {built, reused, failed: {requirements: reason}}")) -> None:
-    """Build the environment of every requirement set recorded in the warehouse (offline from
+def build(all_sets: bool = typer.Option(False, "--all", help=ALL_SETS_HELP),
+          json_out: bool = typer.Option(False, "--json", help="print {built, reused, failed: {requirements: reason}}")) -> None:
+    """Build the environment of every runnable problem's requirement set (offline from
     `environments.find_links` with `--set environments.offline=true`), e.g. on a GPU machine
     before `autotriton distill`. Failures name the requirement."""
     from autotriton.environments import DependencyError, EnvironmentCache
@@ -55,7 +62,7 @@ def build(json_out: bool = typer.Option(False, "--json", help="print {built, reu
     cfg, _ = load_config_or_fail()
     cache = EnvironmentCache(cfg.environments)
     out: dict[str, Any] = {"built": 0, "reused": 0, "failed": {}}
-    for reqs in _recorded_sets(cfg.warehouse.path):
+    for reqs in _recorded_sets(cfg.warehouse.path, all_sets):
         try:
             env = cache.ensure(reqs)
         except DependencyError as exc:
@@ -78,15 +85,15 @@ def prefetch(
     platform: list[str] = typer.Option([], "--platform", help="its platform tags (default: manylinux 2_28 down to manylinux1, x86_64); repeatable"),
     provided: list[str] = typer.Option([], "--provided", help="what it already has, pinned for the resolution and never downloaded "
                                        "(default: this machine's torch and triton versions), e.g. --provided torch==2.11.0"),
+    all_sets: bool = typer.Option(False, "--all", help=ALL_SETS_HELP),
     json_out: bool = typer.Option(False, "--json", help="print {sets, downloaded, failed: {requirements: error}}"),
 ) -> None:
-    """Download the wheels of every requirement set recorded in the warehouse for another Python
-    and platform (autotriton/wheelhouse.py), without torch, triton or CUDA libraries."""
+    """Download the wheels of every runnable problem's requirement set for another Python and platform (autotriton/wheelhouse.py), without torch, triton or CUDA libraries."""
     from autotriton.environments import judge_pins
     from autotriton.wheelhouse import DEFAULT_EXCLUDE, DEFAULT_PLATFORMS, WheelhouseError, build_wheelhouse
 
     cfg, _ = load_config_or_fail()
-    sets = _recorded_sets(cfg.warehouse.path)
+    sets = _recorded_sets(cfg.warehouse.path, all_sets)
     pins = list(provided) or [f"{d}=={v.split('+')[0]}" for d, v in judge_pins().items() if d != "numpy"]
     summary: dict[str, Any] = {"sets": len(sets), "downloaded": [], "failed": {}, "provided": pins}
     for reqs in sets:  # one resolution per set: two sets may pin the same package differently
