@@ -64,3 +64,16 @@ def load_source(code: str, path: Path, prefix: str) -> dict:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return vars(module)
+
+
+def assert_cpu_judge_passes(problems: dict[str, str], converted: dict, names: list[str] | None = None) -> list:
+    """Every converted candidate of `names` (default: all of `problems`) judged by the CPU judge
+    (interpreter, two trials) is correct and within the rules; the verdicts, in `names`' order."""
+    from autotriton.validation import ValidationConfig, validate_many
+
+    names = list(problems) if names is None else names
+    verdicts = validate_many([(problems[n], converted[n].code) for n in names],
+                             ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
+    for name, verdict in zip(names, verdicts):
+        assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
+    return verdicts

@@ -10,7 +10,7 @@ import ast
 
 import pytest
 
-from inductor_helpers import capture_on_cpu, convert_all
+from inductor_helpers import assert_cpu_judge_passes, capture_on_cpu, convert_all
 
 HEAD = "import torch\nimport torch.nn as nn\n\n\n"
 
@@ -83,13 +83,7 @@ def test_a_row_reduction_allocates_like_its_input_and_keeps_the_sizes_its_kernel
 
 
 def test_rank_generic_candidates_pass_the_cpu_judge(converted):
-    from autotriton.validation import ValidationConfig, validate_many
-
-    names = list(PROBLEMS)
-    verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in names],
-                             ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
-    for name, verdict in zip(names, verdicts):
-        assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
+    assert_cpu_judge_passes(PROBLEMS, converted)
 
 
 def test_only_contiguous_allocations_of_every_dimension_are_rewritten():

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from inductor_helpers import load_bench
+from inductor_helpers import assert_cpu_judge_passes, load_bench
 
 NESTED = '''import math
 from typing import Optional, Tuple
@@ -495,13 +495,9 @@ def test_a_decorated_forwards_inputs_are_named_through_the_wrappers_args(convert
 
 def test_real_world_candidates_pass_the_cpu_judge(converted):
     """Under the Triton interpreter, on the reference's weights: correct and within the rules."""
-    from autotriton.validation import ValidationConfig, validate_many
-
     names = sorted(converted)
-    verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in names],
-                             ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
+    verdicts = assert_cpu_judge_passes(PROBLEMS, converted, names)
     for name, verdict in zip(names, verdicts):
-        assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
         assert verdict.triton_kernels_launched
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from inductor_helpers import capture_on_cpu, convert_all, load_source
+from inductor_helpers import assert_cpu_judge_passes, capture_on_cpu, convert_all, load_source
 
 LAYERKIT = '''import torch.nn as nn
 
@@ -400,13 +400,7 @@ def test_weight_initialisation_through_a_forbidden_package_is_left_out(converted
 
 
 def test_pruned_real_world_candidates_pass_the_cpu_judge(converted):
-    from autotriton.validation import ValidationConfig, validate_many
-
-    names = ["env_final", "version", "markers", "init_values", "type_checked"]
-    verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in names],
-                             ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
-    for name, verdict in zip(names, verdicts):
-        assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
+    assert_cpu_judge_passes(PROBLEMS, converted, ["env_final", "version", "markers", "init_values", "type_checked"])
 
 
 def test_run_time_type_checkers_and_the_annotations_they_read_are_left_out(converted, tmp_path):

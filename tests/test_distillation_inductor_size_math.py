@@ -16,7 +16,7 @@ import ast
 
 import pytest
 
-from inductor_helpers import capture_on_cpu, convert_all
+from inductor_helpers import assert_cpu_judge_passes, capture_on_cpu, convert_all
 
 # vit-style sin-cos position embedding whose grid comes from the input's shape (arange of floats:
 # its length is math.ceil((h - 0.5) / 1.0) in call())
@@ -116,13 +116,7 @@ def test_size_arithmetic_becomes_plain_python_with_math_imported(converted):
 
 
 def test_size_arithmetic_candidates_pass_the_cpu_judge(converted):
-    from autotriton.validation import ValidationConfig, validate_many
-
-    names = list(PROBLEMS)
-    verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in names],
-                             ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
-    for name, verdict in zip(names, verdicts):
-        assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
+    assert_cpu_judge_passes(PROBLEMS, converted)
 
 
 @pytest.mark.parametrize("printed, plain", [

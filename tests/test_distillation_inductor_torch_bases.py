@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from inductor_helpers import capture_on_cpu, convert_all, load_source
+from inductor_helpers import assert_cpu_judge_passes, capture_on_cpu, convert_all, load_source
 
 SEQUENTIAL = '''import torch
 import torch.nn as nn
@@ -136,13 +136,7 @@ def test_modelnew_is_a_plain_module_with_the_references_state(converted, tmp_pat
 
 
 def test_torch_layer_models_pass_the_cpu_judge(converted):
-    from autotriton.validation import ValidationConfig, validate_many
-
-    names = list(PROBLEMS)
-    verdicts = validate_many([(PROBLEMS[n], converted[n].code) for n in names],
-                             ValidationConfig(device="cpu", trials=2, workers=2, timeout_s=300))
-    for name, verdict in zip(names, verdicts):
-        assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
+    assert_cpu_judge_passes(PROBLEMS, converted)
 
 
 def test_the_torch_layer_is_found_through_imports_and_classes_of_the_source():
