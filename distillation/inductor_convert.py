@@ -76,8 +76,8 @@ _prune = _sibling("inductor_prune")  # what only the reference forward needed an
 
 from autotriton.distillation.inductor_forward import _convert_call, _rank_generic_sizes, _rename_sizes  # noqa: E402
 from autotriton.distillation.inductor_kernels import (  # noqa: E402
-    _HELPER_RENAMES, _find_call, _find_kernels, _inductor_helpers, _KernelRewriter, _remove_dead_assignments,
-    readable_kernel_name,
+    _HELPER_RENAMES, _find_call, _find_kernels, _inductor_helpers, _inline_single_use, _KernelRewriter,
+    _remove_dead_assignments, readable_kernel_name,
 )
 
 
@@ -170,6 +170,7 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
         fn = rewriter.visit(k.fn)
         fn.name = k.name
         _remove_dead_assignments(fn)
+        _inline_single_use(fn)
         extra = [rewriter.visit(f) for f in k.extra_defs]
         kernel_srcs.extend(ast.unparse(f) for f in extra)
         kernel_srcs.append(ast.unparse(fn))

@@ -182,6 +182,79 @@ def _is_pure(value: ast.expr) -> bool:
     return True
 
 
+_TEMP = re.compile(r"tmp\d+$")
+#: calls whose value depends on where they run: a load (another statement may store to the same
+#: place), atomics and the like; what reads them stays a named temporary
+_PLACED_CALLS = _IMPURE_CALLS | {"load", "atomic_and", "atomic_or", "atomic_xor", "rand", "randn", "randint", "program_id"}
+_INLINED_LINE = 140  # longest statement an inlining may make (unparsed characters)
+
+
+def _placed(value: ast.expr) -> bool:
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            if (fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")) in _PLACED_CALLS:
+                return True
+    return False
+
+
+def _inline_single_use(fn: ast.FunctionDef) -> None:
+    """Inductor's SSA temporaries (`tmp7 = tmp5 + tmp6`) that are assigned once and read once,
+    written into the statement that reads them when it follows in the same block: kernels read
+    as expressions, not counters (a small model trained on `tmp0..tmp100` chains continues them
+    past where they end; the eighth H200 run). Loads and atomics stay named, nothing moves into a
+    loop, and nothing is inlined past an assignment to a name it reads or into a line longer than
+    _INLINED_LINE characters."""
+    stores: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name):
+            counts = stores if isinstance(n.ctx, ast.Store) else loads
+            counts[n.id] = counts.get(n.id, 0) + 1
+
+    class _Substitute(ast.NodeTransformer):
+        def __init__(self, name: str, value: ast.expr):
+            self.name, self.value = name, value
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return self.value if node.id == self.name and isinstance(node.ctx, ast.Load) else node
+
+    def inline_once(body: list[ast.stmt]) -> bool:
+        for i, stmt in enumerate(body):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            name, value = stmt.targets[0].id, stmt.value
+            if not _TEMP.match(name) or stores.get(name) != 1 or loads.get(name) != 1 or _placed(value) or not _is_pure(value):
+                continue
+            reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+            for j in range(i + 1, len(body)):
+                later = body[j]
+                if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(later)):
+                    if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in reads for n in ast.walk(later)):
+                        break  # a name the value reads changes before the use
+                    continue
+                if isinstance(later, (ast.For, ast.While, ast.If, ast.With, ast.FunctionDef)):
+                    break  # into a loop or a branch: not the same evaluation
+                candidate = _Substitute(name, value).visit(ast.parse(ast.unparse(later)).body[0])
+                if len(ast.unparse(candidate)) > _INLINED_LINE:
+                    break
+                body[j] = candidate
+                del body[i]
+                return True
+        return False
+
+    def block(body: list[ast.stmt]) -> None:
+        for stmt in body:
+            for attr in ("body", "orelse"):
+                inner = getattr(stmt, attr, None)
+                if isinstance(inner, list) and not isinstance(stmt, ast.FunctionDef):
+                    block(inner)
+        while inline_once(body):
+            pass
+
+    block(fn.body)
+
+
 # ---------------------------------------------------------------- kernel names
 _KERNEL_NAME = re.compile(r"^triton_(?P<kind>poi|red|per|tem|sca|for|mix)_(?:fused_)?(?P<ops>.*?)_?(?P<index>\d+)$")
 
