@@ -224,7 +224,7 @@ def _inline_single_use(fn: ast.FunctionDef) -> None:
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
                 continue
             name, value = stmt.targets[0].id, stmt.value
-            if not _TEMP.match(name) or stores.get(name) != 1 or loads.get(name) != 1 or _placed(value) or not _is_pure(value):
+            if not _TEMP.match(name) or stores.get(name) != 1 or loads.get(name) != 1 or _placed(value):
                 continue
             reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
             for j in range(i + 1, len(body)):
