@@ -44,6 +44,7 @@ CHEATS = {
     "c3_replace_compile_check": ("relu", {"rule_violation", "compile_error"}, {"SYSTEM-ACCESS"}, "own"),
     "c3_exclude_python_key": ("relu", {"rule_violation"}, {"RUNTIME-ATEN-COMPUTE", "TORCH-OPS"}, "own"),
     "c3_disable_dispatch_via_modules": ("relu", {"rule_violation"}, {"RUNTIME-ATEN-COMPUTE", "SYSTEM-ACCESS"}, "own"),
+    "c3_disable_uninitialised_fill": ("relu", {"rule_violation"}, {"RUNTIME-TAMPERING"}, "own"),
     # 4. static rules sidestepped
     "c4_exec_shadowed": ("relu", {"rule_violation"}, {"RUNTIME-ATEN-COMPUTE", "DYNAMIC-CODE"}, "own"),
     "c4_import_thread": ("relu", {"rule_violation"}, {"RUNTIME-THREADS"}, "own"),
@@ -57,14 +58,17 @@ CHEATS = {
     # 7. sizes in tuple assignments and get_inputs() literals get an odd-size trial too
     "c7_tuned_width_tuple": ("relu_tuple_sizes", {"incorrect"}, set(), "shrunk"),
     "c7_tuned_width_literals": ("relu_literal_sizes", {"incorrect"}, set(), "shrunk"),
+    "c7_tuned_width_fast_alloc": ("relu_tuple_sizes", {"incorrect"}, set(), "shrunk"),
 }
 # Details the verdict must show, beyond status and rules.
 DETAILS = {
     "c1_list_subclass_iter": lambda v: "only torch.Tensor objects" in v.error,
     "c6_predict_inputs_generator": lambda v: not v.correct,
     "c6_precomputed_answers": lambda v: not v.correct,
-    "c7_tuned_width_tuple": lambda v: "odd_sizes" in v.error,
+    # the 4 columns left unwritten at the odd width read as NaN, whatever memory held before
+    "c7_tuned_width_tuple": lambda v: "odd_sizes" in v.error and "NaN where the reference has none (4 " in v.error,
     "c7_tuned_width_literals": lambda v: "odd_sizes" in v.error,
+    "c7_tuned_width_fast_alloc": lambda v: "odd_sizes" in v.error and "NaN where the reference has none (4 " in v.error,
     "c3_replace_compile_check": lambda v: not v.compiled,
     "c5_constexpr_variant_kw": lambda v: "Unsupported function" in v.error,
     "c5_constexpr_variant_positional": lambda v: "Unsupported function" in v.error,
@@ -180,6 +184,20 @@ def test_trial_seeds_are_secret_and_fresh(verdicts):
     seeds = [t["seed"] for name in HONEST for t in verdicts[name].trials]
     assert seeds and not documented & set(seeds)
     assert len(set(seeds)) == len(seeds)
+
+
+def test_unwritten_outputs_never_match_by_chance():
+    """A partly written output (c7 at the odd width) judged right after an honest candidate of the
+    same problem in the same worker: the unwritten elements once held that candidate's freed answer
+    or zeros and matched in a few % of judgements; now each is NaN, every time."""
+    prob = problem("relu_tuple_sizes")
+    honest = (JUDGE_DATA / "candidates" / "correct_relu.py").read_text()
+    cheat = _candidate("c7_tuned_width_tuple")
+    with JudgePool(judge_config(timeout_s=30), workers=1) as pool:
+        got = pool.validate_many([(prob, honest), (prob, cheat)] * 8)
+    assert [v.status for v in got[0::2]] == ["correct"] * 8
+    errors = [v.error for v in got[1::2]]
+    assert all("NaN where the reference has none (4 element(s))" in (e or "") for e in errors), errors
 
 
 @pytest.mark.gpu

@@ -219,6 +219,42 @@ class CudaAsCpu(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class Poison:
+    """Memory allocated but never written reads as NaN (integers: their maximum) while the
+    correctness trials run, so an output a candidate leaves partly unwritten cannot match the
+    reference by what the allocator happened to hold (zeros, or a freed buffer of an earlier
+    candidate of the same problem). PyTorch's deterministic mode fills every `torch.empty*` and
+    `resize_`; Inductor's fast allocators in `torch._C._dynamo.guards` skip that fill, so they are
+    replaced here, before the candidate is imported, by ones that take the filling path while the
+    poison is on. Timing runs with it off (PyTorch's defaults, nothing filled)."""
+
+    FAST = ("_empty_strided_cuda", "_empty_strided_cpu")
+
+    def __init__(self) -> None:
+        self.on = False
+        guards = torch._C._dynamo.guards
+        for name, device in zip(self.FAST, ("cuda", "cpu")):
+            setattr(guards, name, self._filling(getattr(guards, name), device))
+
+    def _filling(self, fast: Any, device: str) -> Any:
+        def allocate(size: Any, stride: Any, dtype: Any) -> torch.Tensor:
+            if self.on:
+                return torch.empty_strided(size, stride, dtype=dtype, device=device)
+            return fast(size, stride, dtype)
+        allocate.__name__ = fast.__name__
+        return allocate
+
+    def set(self, on: bool) -> None:
+        self.on = on
+        torch.use_deterministic_algorithms(on, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+
+    def intact(self) -> bool:
+        """Still filling: the candidate switched neither PyTorch's mode nor the fill off."""
+        return (torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+                and torch.utils.deterministic.fill_uninitialized_memory is True)
+
+
 def _as_cpu(device: Any) -> Any:
     if isinstance(device, str) and device.startswith("cuda"):
         return "cpu"
@@ -264,6 +300,8 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
     install_concurrency_watch()
     install_autotuner_scope(guard)
     judge = _preload()
+    poison = Poison()
+    poison.set(True)
     snapshot = integrity_snapshot()
     main_ident = threading.get_ident()
     cpu_mode = CudaAsCpu() if device == "cpu" else None
@@ -362,7 +400,8 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
             tr["stream_violation"] = STATE.stream_violation
             tr["escapes"] = sorted(set(STATE.escapes))
             tr["tampered"] = tampered(snapshot) + ([] if modes_ok else ["the dispatch/function mode stack"]) \
-                + ([] if not gc.isenabled() else ["gc re-enabled"])
+                + ([] if not gc.isenabled() else ["gc re-enabled"]) \
+                + ([] if poison.intact() else ["the fill of uninitialised memory (torch.use_deterministic_algorithms)"])
             if "error" in tr:
                 break
             try:
@@ -378,6 +417,7 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
         if any("error" in t for t in ph["trials"]):
             break
 
+    poison.set(False)
     if job.get("timing") and main_model is not None and not header["error"]:
         try:
             header["timing"] = _time(model_cls, main_model, job, device, main_inputs, judge)

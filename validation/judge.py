@@ -458,7 +458,7 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
             if tr.get("escapes"):
                 violations.append(_violation(cr.RULE_ESCAPE, f"forward computed where the judge cannot watch: {', '.join(tr['escapes'])}"))
             if tr.get("tampered"):
-                violations.append(_violation(cr.RULE_TAMPER, f"the judge's recorders were replaced: {', '.join(tr['tampered'])}"))
+                violations.append(_violation(cr.RULE_TAMPER, f"the judge's recorders or trial settings were changed: {', '.join(tr['tampered'])}"))
             if tr.get("stream_violation"):
                 violations.append(_violation(cr.RULE_STREAM, str(tr["stream_violation"])))
             if errored:
