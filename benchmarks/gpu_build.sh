@@ -58,10 +58,11 @@ bounded() {
 
 # The warehouse a build continues: a carried one (.gpu/build.duckdb.xz or .gpu/build.duckdb), else the
 # released dataset imported (SEED_RELEASE, default datasets/h200: its problems and validated pairs;
-# the problems without a pair are distilled again by --redo-unsolved).
+# the problems without a pair are distilled again by --redo-unsolved); SEED_RELEASE=none: a fresh one.
 seed_warehouse() {
   local db=$1 records=$2
   [ -f "$db" ] && return 0
+  if [ "${SEED_RELEASE:-}" = none ]; then log "a fresh warehouse"; return 0; fi
   if [ -f .gpu/build.duckdb.xz ]; then xz -dc .gpu/build.duckdb.xz > "$db"
   elif [ -f .gpu/build.duckdb ]; then cp .gpu/build.duckdb "$db"
   else
@@ -143,8 +144,10 @@ case "${1:-}" in
       log "harvest reprobe"; timeout 300 autotriton "${A[@]}" "${BUILD_SETS[@]}" --set validation.workers=12 harvest reprobe \
         --json > "$R/reprobe.json" 2> "$R/reprobe.err"; log "harvest reprobe: rc $?"
     fi
-    log "harvest synthetic"; autotriton "${A[@]}" harvest synthetic --count "${SYN_COUNT:-240}" --seed 0 --no-probe --json > "$R/syn_harvest.json"
-    autotriton "${A[@]}" harvest synthetic --family pointwise --count "${PW_COUNT:-400}" --seed 0 --no-probe --json > "$R/pw_harvest.json"
+    # SYN_COUNT / PW_COUNT=0: no generated fused / pointwise problems
+    log "harvest synthetic"
+    [ "${SYN_COUNT:-240}" -gt 0 ] && autotriton "${A[@]}" harvest synthetic --count "${SYN_COUNT:-240}" --seed 0 --no-probe --json > "$R/syn_harvest.json"
+    [ "${PW_COUNT:-400}" -gt 0 ] && autotriton "${A[@]}" harvest synthetic --family pointwise --count "${PW_COUNT:-400}" --seed "${PW_SEED:-0}" --no-probe --json > "$R/pw_harvest.json"
     # One distill run over every source (problems taken in turns from each package and the
     # generator), ended cleanly by its own --time-budget; a later run continues it. REDO_UNSOLVED=1
     # once after a converter fix: the problems without a pair are distilled again.
@@ -157,7 +160,7 @@ case "${1:-}" in
       names=(); for n in $FIRST_NAMES; do names+=(--name "$n"); done
       distill_run distill_first "${FIRST_S:-120}" --redo-unsolved ${SOURCE_KIND:+--source-kind "$SOURCE_KIND"} "${names[@]}"
     fi
-    distill_run distill "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} ${SOURCE_KIND:+--source-kind "$SOURCE_KIND"}
+    [ "${DISTILL_S:-1200}" -gt 0 ] && distill_run distill "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} ${SOURCE_KIND:+--source-kind "$SOURCE_KIND"}
     # PW_AFTER_S: the pointwise problems still without a pair, after the main distill (pairs for the dataset).
     [ "${PW_AFTER_S:-0}" -gt 0 ] && distill_run distill_pw_after "$PW_AFTER_S" --name 'synthetic_pointwise_*' --redo-unsolved
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
