@@ -22,6 +22,12 @@ failed (`extern_kernels`, `aten_fallback`, `graph_breaks`, `capture_failed: ...`
 output code in `raw_output`, so failures are recorded, counted in `counters`, and never raise.
 Instruction and reasoning are left empty: the pipeline (or the replay teacher, for shipped data)
 fills them with `describe_problem`, or the LLM explainer when one is configured.
+
+Repair (the pipeline's repair rounds): GEMM and convolution templates multiply on the tensor cores
+(TF32, `tf32_matmuls`), which the judge allows a looser fp32 tolerance; in a deep chain (attention
+plus MLP, stacked convolutions) the TF32 error can still pass it. A candidate judged `incorrect`
+by values (not by shape) whose kernels call `tl.dot` is captured once more with TF32 off (fp32
+products); every other failed candidate has no repair (the compiler would write the same code).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from typing import Any, Optional, Sequence
 from pydantic import BaseModel, Field
 
 from autotriton.distillation.inductor_convert import ConversionResult, convert_capture
-from autotriton.distillation.teacher import GPUUnavailableError, TeacherSpec
+from autotriton.distillation.teacher import GPUUnavailableError, RepairRequest, TeacherSpec
 from autotriton.records import Candidate, Problem
 
 __all__ = ["InductorTeacher", "InductorSettings", "TEACHER", "capture_in_subprocess", "may_convolve"]
@@ -59,16 +65,17 @@ def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: 
                           decompose_convolution: bool = True, max_autotune: bool = True,
                           device: str = "cuda", max_mm_configs: int | None = None,
                           dynamic_parameters: bool = False, env_paths: Sequence[str] = (),
-                          compile_threads: int = 0) -> dict[str, Any]:
+                          compile_threads: int = 0, tf32: bool = True) -> dict[str, Any]:
     """Run `inductor_capture.capture_problem` in a child process; a crash or timeout becomes a
     capture with `ok` False and `stage` "crashed"/"timeout" instead of taking the caller down.
     `dynamic_parameters`: capture_problem's opt-in symbolic parameter shapes. `env_paths`: the
     problem's dependency environment, appended to the child's sys.path after its own.
     `compile_threads` (> 0): Inductor's Triton compile workers in the child
-    (TORCHINDUCTOR_COMPILE_THREADS, unless the caller's environment sets it)."""
+    (TORCHINDUCTOR_COMPILE_THREADS, unless the caller's environment sets it). `tf32` False: GEMM and
+    convolution templates multiply in fp32 (capture_problem's `tf32`)."""
     request = {"source": source, "name": name, "dynamic": dynamic, "decompose_convolution": decompose_convolution,
                "max_autotune": max_autotune, "device": device, "max_mm_configs": max_mm_configs,
-               "dynamic_parameters": dynamic_parameters, "env_paths": [str(p) for p in env_paths]}
+               "dynamic_parameters": dynamic_parameters, "env_paths": [str(p) for p in env_paths], "tf32": tf32}
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
     if compile_threads > 0 and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
@@ -152,22 +159,7 @@ class InductorTeacher:
         """Per problem: its first candidate (converted, or empty with `parse_error` saying why),
         then the symbolic-parameter variant when `samples` >= 2 and it converts to different code."""
         variants = self.variants(samples)
-
-        def capture(problem: Problem, dynamic_parameters: bool) -> dict[str, Any]:
-            first = capture_in_subprocess(problem.reference_source, name=problem.name, timeout_s=self.timeout_s,
-                                          dynamic=self.dynamic, decompose_convolution=self.decompose_convolution,
-                                          max_autotune=self.max_autotune, device=self.device,
-                                          max_mm_configs=self.max_mm_configs, dynamic_parameters=dynamic_parameters,
-                                          env_paths=self.environments.get(problem.key, ()),
-                                          compile_threads=self.compile_threads)
-            attempts = [first]
-            if not first.get("ok") and self.dynamic and first.get("stage") not in ("timeout", "crashed"):
-                attempts.append(capture_in_subprocess(
-                    problem.reference_source, name=problem.name, timeout_s=self.timeout_s, dynamic=False,
-                    decompose_convolution=self.decompose_convolution, max_autotune=self.max_autotune,
-                    device=self.device, max_mm_configs=self.max_mm_configs,
-                    env_paths=self.environments.get(problem.key, ()), compile_threads=self.compile_threads))
-            return {"attempts": attempts, "source": problem.reference_source}
+        capture = self._capture
 
         def one(problem: Problem) -> list[Candidate]:
             out = [self._candidate(problem, capture(problem, variants[0]), dynamic_parameters=variants[0])]
@@ -187,11 +179,47 @@ class InductorTeacher:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             return [c for cands in pool.map(one, problems) for c in cands]
 
+    def _capture(self, problem: Problem, dynamic_parameters: bool, tf32: bool = True) -> dict[str, Any]:
+        """The problem's capture(s): dynamic first, static when that fails (not after a timeout or crash)."""
+        settings = dict(name=problem.name, timeout_s=self.timeout_s, decompose_convolution=self.decompose_convolution,
+                        max_autotune=self.max_autotune, device=self.device, max_mm_configs=self.max_mm_configs,
+                        env_paths=self.environments.get(problem.key, ()), compile_threads=self.compile_threads, tf32=tf32)
+        first = capture_in_subprocess(problem.reference_source, dynamic=self.dynamic,
+                                      dynamic_parameters=dynamic_parameters, **settings)
+        attempts = [first]
+        if not first.get("ok") and self.dynamic and first.get("stage") not in ("timeout", "crashed"):
+            attempts.append(capture_in_subprocess(problem.reference_source, dynamic=False, **settings))
+        return {"attempts": attempts, "source": problem.reference_source}
+
+    @staticmethod
+    def tf32_repairable(request: RepairRequest) -> bool:
+        """Whether `request`'s candidate failed by values with TF32 tensor-core products in it (module docstring)."""
+        parent, verdict = request.parent, request.verdict
+        return (parent.generator == "inductor" and (parent.sampling or {}).get("tf32", True) is not False
+                and "tl.dot(" in parent.code and verdict is not None and verdict.status == "incorrect"
+                and "outside atol" in (verdict.error or ""))
+
+    def repair(self, requests: list[RepairRequest]) -> list[Candidate]:
+        """Per TF32-repairable request (tf32_repairable), the problem captured again with TF32 off:
+        a candidate with `repair_round` and `parent_key` set. Other requests get none."""
+        todo = [r for r in requests if self.tf32_repairable(r)]
+
+        def one(request: RepairRequest) -> Candidate:
+            dynamic_parameters = bool((request.parent.sampling or {}).get("dynamic_parameters", False))
+            capture = self._capture(request.problem, dynamic_parameters, tf32=False)
+            cand = self._candidate(request.problem, capture, dynamic_parameters=dynamic_parameters, variant="tf32_repairs", tf32=False)
+            cand.repair_round, cand.parent_key = request.repair_round, request.parent.key
+            return cand
+
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            return [c for c in pool.map(one, todo) if c.code]
+
     def _candidate(self, problem: Problem, capture: dict[str, Any], *, dynamic_parameters: bool = False,
-                   variant: bool = False) -> Candidate:
+                   variant: bool | str = False, tf32: bool = True) -> Candidate:
         result = convert_capture(capture, problem.reference_source)
-        if variant:  # a second capture of a problem already counted
-            self.counters["variants_converted" if result.ok else "variants_failed"] += 1
+        if variant:  # a second capture of a problem already counted (a variant, or a repair: `variant` names it)
+            label = variant if isinstance(variant, str) else "variants"
+            self.counters[f"{label}_converted" if result.ok else f"{label}_failed"] += 1
         else:
             self.conversions[problem.key] = result
             if result.ok:
@@ -207,7 +235,8 @@ class InductorTeacher:
             generator=self.name,
             generator_version=self.version,
             prompt_version="",
-            sampling={"dynamic": attempt.get("dynamic"), "dynamic_parameters": dynamic_parameters, "max_autotune": self.max_autotune,
+            sampling={"dynamic": attempt.get("dynamic"), "dynamic_parameters": dynamic_parameters, "tf32": tf32,
+                      "max_autotune": self.max_autotune,
                       "decompose_convolution": self.decompose_convolution, "kernels": result.kernels,
                       "notes": result.notes,
                       # wall time of the capture(s) behind this candidate (a timeout or crash included)

@@ -8,7 +8,8 @@ own output; `distillation.pipeline.distill` sends every candidate to the validat
 Three teachers implement the protocol: `ReplayTeacher` (recorded outputs, offline default),
 `InductorTeacher` (torch.compile on a GPU) and `OpenAITeacher` (any OpenAI-compatible endpoint).
 A teacher that can also fix its mistakes implements `RepairingTeacher.repair`: the pipeline then
-sends it the validator's errors for up to `rounds` rounds, as a multi-turn conversation.
+sends it the validator's errors for up to `rounds` rounds, as a multi-turn conversation (the
+Inductor teacher answers only candidates that TF32 products made wrong: recaptured in fp32).
 Each teacher describes itself to the registry (teachers.py) with a `TeacherSpec`, defined here so a
 teacher's file can declare its spec without importing the registry.
 
@@ -80,7 +81,8 @@ class RepairRequest:
 @runtime_checkable
 class RepairingTeacher(Teacher, Protocol):
     def repair(self, requests: list[RepairRequest]) -> list[Candidate]:
-        """One new candidate per request (same order), with repair_round and parent_key set."""
+        """At most one new candidate per request (same order), with repair_round and parent_key set;
+        none where the teacher has nothing new to offer (the Inductor teacher repairs only TF32 errors)."""
         ...
 
 
