@@ -24,7 +24,7 @@ from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
 from autotriton.harvesting.extract import (
     ExtractionError, ModuleClassIndex, Repository, extract_class, rename_to_model,
 )
-from autotriton.harvesting.requirements import module_requirements
+from autotriton.harvesting.requirements import module_requirements, package_import_source
 from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
@@ -216,6 +216,7 @@ class Harvester:
         self._declared: dict[str, str] = {}  # the repository being scanned: distribution -> declared requirement
         self._local_packages: set[str] = set()  # ... and its own top-level packages (never installed from an index)
         self._own: str | None = None  # ... and, for a released distribution, its own requirement (`name==version`)
+        self._own_needs: list[str] = []  # ... and what importing that release needs (package_import_source)
         self.probe = probe
         self.validation_config = validation_config
         self.state = state
@@ -260,6 +261,8 @@ class Harvester:
         self._declared = dict(declared or {})
         self._own = own
         self._local_packages = {p.split("/", 1)[0].removesuffix(".py") for p in repo.paths}
+        self._own_needs = module_requirements(package_import_source(repo.paths, repo.text), self._declared,
+                                              local_packages=self._local_packages) if own else []
         if self.environments is not None:
             repo.external_ok = _any_package  # each module's environment decides (DependencyError names what is missing)
         jobs = self.config.parse_jobs or (os.cpu_count() or 1)
@@ -323,7 +326,8 @@ class Harvester:
         self._new_keys.add(key)
         # What its file imports: for a module that could not stand alone, the best account of
         # what it would need (a missing_dependency here names the package in its detail).
-        requirements = module_requirements(text, self._declared, local_packages=self._local_packages, own=self._own)
+        requirements = module_requirements(text, self._declared, local_packages=self._local_packages, own=self._own,
+                                           own_needs=self._own_needs)
         try:
             environment_key = requirement_key(requirements)
         except ValueError:
@@ -352,7 +356,8 @@ class Harvester:
         # likewise forward's required keyword-only inputs (`forward(self, x, *, context)`), as it
         # calls `model(*get_inputs())`.
         model_source = positional_signatures(rename_to_model(standalone, source_name or class_name))
-        requirements = module_requirements(standalone, self._declared, local_packages=self._local_packages, own=self._own)
+        requirements = module_requirements(standalone, self._declared, local_packages=self._local_packages, own=self._own,
+                                           own_needs=self._own_needs)
         try:
             environment_key = requirement_key(requirements)
         except ValueError:  # a declared specifier packaging cannot read: keep the bare names

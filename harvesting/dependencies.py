@@ -188,22 +188,104 @@ class _Collector:
             self.owner.setdefault(name, (path, idx))
 
     def final_names(self) -> None:
-        """Propagate renames through import links, then turn module chains into names."""
+        """Propagate renames through import links, then turn module chains into names. Where the
+        name a use would be renamed to is bound inside a function or class of that file (`from .c
+        import biort as _biort` read as `_biort(biort)` in a method whose parameter is `biort`), the
+        definition itself takes a fresh name (the alias, when free), so no local shadows it."""
         def final(file: str, name: str) -> str:
             return self.renames.get(file, {}).get(name, name)
 
-        for _ in range(10):  # re-exports chain renames through files; a few passes settle them
-            changed = False
-            for path, local, tpath, tname in self.links:
-                want = final(tpath, tname)
-                if want != local and self.renames.get(path, {}).get(local) != want:
-                    self.renames.setdefault(path, {})[local] = want
-                    changed = True
-            if not changed:
+        def propagate() -> None:
+            for _ in range(10):  # re-exports chain renames through files; a few passes settle them
+                changed = False
+                for path, local, tpath, tname in self.links:
+                    want = final(tpath, tname)
+                    if want != local and self.renames.get(path, {}).get(local) != want:
+                        self.renames.setdefault(path, {})[local] = want
+                        changed = True
+                    elif want == local and local in self.renames.get(path, {}):
+                        del self.renames[path][local]  # the definition now has this name itself
+                        changed = True
+                if not changed:
+                    break
+
+        propagate()
+        for _ in range(10):
+            shadowed = self._shadowed(final)
+            if not shadowed:
                 break
+            for (dpath, dname), local in shadowed.items():
+                bound = set().union(*(self._scoped(p) for p in {p for p, _ in self.order}))
+                fresh, n = local, 2
+                while fresh in self.owner or fresh in bound or not fresh.isidentifier():
+                    fresh, n = f"{dname}_{n}", n + 1
+                self.renames.setdefault(dpath, {})[dname] = fresh
+                self.owner[fresh] = self.owner.get(final(dpath, dname), (dpath, -1))
+            propagate()
         self.rewrites: dict[str, dict[str, str]] = {}
         for path, prefix, tpath, tname in self.chain_links:
             self.rewrites.setdefault(path, {})[prefix] = final(tpath, tname)
+
+
+    def _origin(self, path: str, name: str) -> tuple[str, str]:
+        """The file and name that define what `name` in `path` is linked to (re-exports followed)."""
+        for _ in range(20):
+            nxt = next(((t, n) for p, l, t, n in self.links if p == path and l == name), None)
+            if nxt is None or nxt == (path, name):
+                break
+            path, name = nxt
+        return path, name
+
+    def _scoped(self, path: str) -> set[str]:
+        """Names bound inside functions, lambdas and classes of the needed statements of `path`."""
+        cache = self.__dict__.setdefault("_scoped_cache", {})
+        if path not in cache:
+            parsed = self.repo.parsed(path)
+            names: set[str] = set()
+            for p, idx in self.order:
+                if p == path and parsed is not None:
+                    names |= _nested_bindings(parsed.codes[idx])
+            cache[path] = names
+        return cache[path]
+
+    def _shadowed(self, final) -> dict[tuple[str, str], str]:
+        """Definitions (file, name) some use of which would be renamed to a name bound locally
+        where it is used: {definition: the local alias, a candidate fresh name}."""
+        out: dict[tuple[str, str], str] = {}
+        # a `pkg.sub.fn` chain becomes the bare final name, so it is shadowed even when it keeps its name
+        uses = [(p, l, t, n, False) for p, l, t, n in self.links] + [(p, "_" + n, t, n, True) for p, _c, t, n in self.chain_links]
+        for path, local, tpath, tname, chain in uses:
+            want = final(tpath, tname)
+            if (chain or want != local) and want in self._scoped(path):
+                out.setdefault(self._origin(tpath, tname), local)
+        return out
+
+
+def _nested_bindings(code: str) -> set[str]:
+    """Names bound below the module level of `code`: parameters, assignments, loop and `with`
+    targets, comprehension variables and nested definitions inside functions, lambdas and classes."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for scope in ast.walk(tree):
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = scope.args
+            names |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None}
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            body = scope.body if isinstance(scope.body, list) else [scope.body]
+            for stmt in body:
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                        names.add(node.id)
+                    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        names.add(node.name)
+                    elif isinstance(node, ast.alias):
+                        names.add((node.asname or node.name).split(".")[0])
+    return names
 
 
 def _is_module_import(parsed: ParsedFile, name: str) -> bool:

@@ -24,7 +24,7 @@ import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from autotriton.environments import JUDGE_PROVIDED, canonical_name
 
@@ -236,6 +236,36 @@ def imported_modules(source: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+# Calls that find a package's files or modules by the package's name (pkg_resources, importlib.resources,
+# importlib, pkgutil): the name is a string, not an import, yet the call needs that package installed.
+_LOOKUP_CALLS = frozenset({
+    "resource_filename", "resource_stream", "resource_string", "resource_exists", "resource_listdir",
+    "resource_isdir", "files", "open_binary", "open_text", "read_binary", "read_text", "contents", "is_resource",
+    "as_file", "import_module", "get_data", "find_spec",
+})
+
+
+def packages_looked_up(source: str) -> list[str]:
+    """Top-level package names that `source` passes as a string to a resource or import lookup
+    (`pkg_resources.resource_filename("pkg", ...)`, `importlib.resources.files("pkg.data")`,
+    `importlib.import_module("pkg.sub")`), in order of appearance."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        top = node.args[0].value.partition(".")[0]
+        if name in _LOOKUP_CALLS and top.isidentifier():
+            out.append(top)
+    return list(dict.fromkeys(out))
+
+
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     if handler.type is None:
         return True
@@ -251,18 +281,65 @@ def _installed_providers() -> dict[str, list[str]]:
         return {}
 
 
+def package_import_source(paths: Iterable[str], read: Any) -> str:
+    """The import statements that importing the repository's packages runs: those of each
+    top-level package's `__init__.py` and, transitively, of the package's own modules they import
+    (relative or absolute). Installing a release and importing it needs their third-party
+    imports, declared or not (pytorch-wavelets 1.3.0 imports `pywt` in `__init__` without declaring
+    PyWavelets). `read(path)` returns a file's text or None. Returned as source for
+    module_requirements."""
+    files = set(paths)
+
+    def module_file(dotted: str) -> str | None:
+        base = dotted.replace(".", "/")
+        return next((f for f in (base + ".py", base + "/__init__.py") if f in files), None)
+
+    todo = sorted(f for f in files if f.count("/") == 1 and f.endswith("/__init__.py"))
+    seen: set[str] = set()
+    lines: list[str] = []
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            tree = ast.parse(read(path) or "")
+        except SyntaxError:
+            continue
+        package = path.rsplit("/", 1)[0].replace("/", ".") if path.endswith("__init__.py") else path[:-3].rsplit("/", 1)[0].replace("/", ".")
+        for node in tree.body:  # module level only: what `import pkg` runs
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1]) if node.level else ""
+                mod = ".".join(x for x in (base, node.module or "") if x)
+                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+                if not node.level:
+                    lines.append(ast.unparse(node))
+            if isinstance(node, ast.Import):
+                lines.append(ast.unparse(node))
+            todo += [f for f in (module_file(t) for t in targets) if f and f not in seen]
+    return "\n".join(lines) + "\n"
+
+
 def module_requirements(source: str, declared: dict[str, str] | None = None, *, local_packages: Iterable[str] = (),
-                        providers: dict[str, list[str]] | None = None, own: str | None = None) -> list[str]:
+                        providers: dict[str, list[str]] | None = None, own: str | None = None,
+                        own_needs: Iterable[str] = ()) -> list[str]:
     """The requirement set of one module: for each third-party top-level import (not the standard
     library, not the judge's torch/triton/numpy, not one of the repository's own `local_packages`),
     the distribution that provides it, with the repository's declared specifier when it has one.
     `own`: the requirement of the harvested distribution itself (`compressai==1.2.8`), needed when
     the module still imports one of its `local_packages`, i.e. a part the extractor could not carry
-    into the problem (a compiled extension such as `compressai._CXX`)."""
+    into the problem (a compiled extension such as `compressai._CXX`), or looks up that package's
+    files or modules by name (`pkg_resources.resource_filename("pytorch_wavelets", "dtcwt/data")`:
+    packaged data, which only the installed release has). `own_needs`: what importing that release
+    needs besides (the requirements of package_import_source), added with it."""
     declared = declared or {}
     providers = _installed_providers() if providers is None else providers
     local = set(local_packages)
-    out: list[str] = []
+    out: list[str] = [own] if own and local & set(packages_looked_up(source)) else []
     for dotted in imported_modules(source):
         top = dotted.partition(".")[0]
         if top in local and own:
@@ -278,4 +355,6 @@ def module_requirements(source: str, declared: dict[str, str] | None = None, *, 
             continue
         chosen = next((n for n in names if n in declared), None)
         out.append(declared[chosen] if chosen else IMPLIED_SPECIFIERS.get(names[0], names[0]))
+    if own and own in out:
+        out += [r for r in own_needs if r != own]
     return list(dict.fromkeys(out))

@@ -17,7 +17,7 @@ from pathlib import Path
 from autotriton.environments import EnvironmentConfig
 from autotriton.harvesting import HarvestConfig
 from autotriton.harvesting.packages import harvest_packages
-from autotriton.harvesting.requirements import module_requirements
+from autotriton.harvesting.requirements import module_requirements, package_import_source
 
 from tests.test_harvesting_packages import MIT
 
@@ -75,6 +75,42 @@ def test_an_import_of_the_harvested_package_itself_requires_its_release():
     assert module_requirements(source, {}, local_packages={"ownpkg"}, own="ownpkg==0.1", providers={}) == ["ownpkg==0.1", "einops"]
     # a local clone has no release to install: its own imports stay out of the requirements
     assert module_requirements(source, {}, local_packages={"ownpkg"}, providers={}) == ["einops"]
+
+
+def test_a_lookup_of_the_packages_own_files_by_name_requires_its_release():
+    """pytorch-wavelets' filter banks load `.npz` data shipped in the package, found with
+    `pkg_resources.resource_filename("pytorch_wavelets", ...)`: a string, not an import, yet only the
+    installed release has the files."""
+    for call in ('pkg_resources.resource_filename("ownpkg", "data")', 'importlib.resources.files("ownpkg.data")',
+                 'resource_stream("ownpkg", "x.npz")', 'importlib.import_module("ownpkg.sub")'):
+        source = f"import torch\nimport numpy as np\n\n\ndef bank(name):\n    return np.load({call})\n"
+        assert module_requirements(source, {}, local_packages={"ownpkg"}, own="ownpkg==0.1", providers={}) == ["ownpkg==0.1"], call
+    # another package's files, or a string that only looks like a name: nothing to install
+    other = 'import torch\n\n\ndef f():\n    return files("otherpkg"), open_text("ownpkg data")\n'
+    assert module_requirements(other, {}, local_packages={"ownpkg"}, own="ownpkg==0.1", providers={}) == []
+
+
+def test_the_release_comes_with_what_importing_it_needs_declared_or_not():
+    """pytorch-wavelets 1.3.0 imports `pywt` when the package is imported (its `__init__` imports
+    the transforms, which import pywt) without declaring PyWavelets: a module that needs the release
+    needs PyWavelets too. Only what `import pkg` runs counts: a module nothing imports at package
+    level, and imports guarded by `try/except ImportError`, do not."""
+    files = {
+        "wav/__init__.py": "from .dwt import DWT\nfrom wav.coeffs import bank\n",
+        "wav/dwt.py": "import torch\nimport pywt\nfrom . import lowlevel\n\nclass DWT: pass\n",
+        "wav/lowlevel.py": "import numpy as np\nfrom einops import rearrange\n",
+        "wav/coeffs.py": "from pkg_resources import resource_stream\ntry:\n    import scipy\nexcept ImportError:\n    scipy = None\n",
+        "wav/plots.py": "import matplotlib.pyplot as plt\n",
+    }
+    needs = module_requirements(package_import_source(files, files.get), {"einops": "einops>=0.7"},
+                                local_packages={"wav"}, providers={})
+    assert sorted(needs) == ["einops>=0.7", "pywavelets", "setuptools<81"], needs
+    source = 'import numpy as np\nfrom pkg_resources import resource_filename\n\n\ndef bank():\n    return np.load(resource_filename("wav", "data/b.npz"))\n'
+    got = module_requirements(source, {}, local_packages={"wav"}, own="wav==1.3.0", providers={}, own_needs=needs)
+    assert got[0] == "wav==1.3.0" and sorted(got[1:]) == ["einops>=0.7", "pywavelets", "setuptools<81"], got
+    # without the release, nothing of it is added
+    assert module_requirements("import torch\n", {}, local_packages={"wav"}, own="wav==1.3.0", providers={},
+                               own_needs=needs) == []
 
 
 def test_a_module_importing_its_package_runs_with_the_release_installed(tmp_path, monkeypatch):
