@@ -261,7 +261,7 @@ class Harvester:
         self._declared = dict(declared or {})
         self._own = own
         self._local_packages = {p.split("/", 1)[0].removesuffix(".py") for p in repo.paths}
-        self._own_needs = module_requirements(package_import_source(repo.paths, repo.text), self._declared,
+        self._own_needs = module_requirements(package_import_source(repo), self._declared,
                                               local_packages=self._local_packages) if own else []
         if self.environments is not None:
             repo.external_ok = _any_package  # each module's environment decides (DependencyError names what is missing)

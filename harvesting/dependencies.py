@@ -34,6 +34,7 @@ class _Collector:
         self.renames: dict[str, dict[str, str]] = {}  # file -> {name: new name} (name clashes, import aliases)
         self.links: list[tuple[str, str, str, str]] = []  # (file, local name, defining file, defined name)
         self.chain_links: list[tuple[str, str, str, str]] = []  # (file, "pkg.sub.fn", defining file, "fn")
+        self._scoped_names: dict[str, set[str]] = {}  # file -> names bound below module level (_scoped)
 
     def _module_object(self, path: str, line: int, b: ImportBinding, module_file: str, chains: set[str], depth: int) -> None:
         """`import pkg` / `from . import sub` of this repository, used as `pkg.sub.fn`: inline `fn`
@@ -214,13 +215,13 @@ class _Collector:
             shadowed = self._shadowed(final)
             if not shadowed:
                 break
+            bound = set().union(*(self._scoped(p) for p in {p for p, _ in self.order}))
             for (dpath, dname), local in shadowed.items():
-                bound = set().union(*(self._scoped(p) for p in {p for p, _ in self.order}))
                 fresh, n = local, 2
                 while fresh in self.owner or fresh in bound or not fresh.isidentifier():
                     fresh, n = f"{dname}_{n}", n + 1
+                self.owner[fresh] = self.owner.get(final(dpath, dname), (dpath, -1))  # taken from now on
                 self.renames.setdefault(dpath, {})[dname] = fresh
-                self.owner[fresh] = self.owner.get(final(dpath, dname), (dpath, -1))
             propagate()
         self.rewrites: dict[str, dict[str, str]] = {}
         for path, prefix, tpath, tname in self.chain_links:
@@ -238,15 +239,11 @@ class _Collector:
 
     def _scoped(self, path: str) -> set[str]:
         """Names bound inside functions, lambdas and classes of the needed statements of `path`."""
-        cache = self.__dict__.setdefault("_scoped_cache", {})
-        if path not in cache:
+        if path not in self._scoped_names:
             parsed = self.repo.parsed(path)
-            names: set[str] = set()
-            for p, idx in self.order:
-                if p == path and parsed is not None:
-                    names |= _nested_bindings(parsed.codes[idx])
-            cache[path] = names
-        return cache[path]
+            self._scoped_names[path] = set().union(*(
+                _nested_bindings(parsed.codes[idx]) for p, idx in self.order if p == path and parsed is not None))
+        return self._scoped_names[path]
 
     def _shadowed(self, final) -> dict[tuple[str, str], str]:
         """Definitions (file, name) some use of which would be renamed to a name bound locally

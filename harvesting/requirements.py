@@ -281,47 +281,32 @@ def _installed_providers() -> dict[str, list[str]]:
         return {}
 
 
-def package_import_source(paths: Iterable[str], read: Any) -> str:
+def package_import_source(repo: Any) -> str:
     """The import statements that importing the repository's packages runs: those of each
     top-level package's `__init__.py` and, transitively, of the package's own modules they import
-    (relative or absolute). Installing a release and importing it needs their third-party
-    imports, declared or not (pytorch-wavelets 1.3.0 imports `pywt` in `__init__` without declaring
-    PyWavelets). `read(path)` returns a file's text or None. Returned as source for
-    module_requirements."""
-    files = set(paths)
-
-    def module_file(dotted: str) -> str | None:
-        base = dotted.replace(".", "/")
-        return next((f for f in (base + ".py", base + "/__init__.py") if f in files), None)
-
-    todo = sorted(f for f in files if f.count("/") == 1 and f.endswith("/__init__.py"))
+    (the repository's own import resolution, `Repository.resolve_import`; imports guarded by
+    try/if left out). Installing a release and importing it needs their third-party imports,
+    declared or not (pytorch-wavelets 1.3.0 imports `pywt` in `__init__` without declaring
+    PyWavelets). Returned as source for module_requirements."""
+    todo = sorted(f for f in repo.paths if f.count("/") == 1 and f.endswith("/__init__.py"))
     seen: set[str] = set()
     lines: list[str] = []
     while todo:
         path = todo.pop()
-        if path in seen:
-            continue
+        parsed = None if path in seen else repo.parsed(path)
         seen.add(path)
-        try:
-            tree = ast.parse(read(path) or "")
-        except SyntaxError:
+        if parsed is None:
             continue
-        package = path.rsplit("/", 1)[0].replace("/", ".") if path.endswith("__init__.py") else path[:-3].rsplit("/", 1)[0].replace("/", ".")
-        for node in tree.body:  # module level only: what `import pkg` runs
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1]) if node.level else ""
-                mod = ".".join(x for x in (base, node.module or "") if x)
-                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
-                if not node.level:
-                    lines.append(ast.unparse(node))
-            if isinstance(node, ast.Import):
-                lines.append(ast.unparse(node))
-            todo += [f for f in (module_file(t) for t in targets) if f and f not in seen]
-    return "\n".join(lines) + "\n"
+        for idx, bindings in parsed.imports.items():
+            if idx in parsed.guarded:
+                continue
+            lines.append(parsed.codes[idx].strip())
+            for binding in bindings:
+                target = repo.resolve_import(path, binding)
+                target = target[0] if isinstance(target, tuple) else target
+                if target and target not in seen:
+                    todo.append(target)
+    return "\n".join(dict.fromkeys(lines)) + "\n"
 
 
 def module_requirements(source: str, declared: dict[str, str] | None = None, *, local_packages: Iterable[str] = (),

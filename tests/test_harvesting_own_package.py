@@ -17,6 +17,7 @@ from pathlib import Path
 from autotriton.environments import EnvironmentConfig
 from autotriton.harvesting import HarvestConfig
 from autotriton.harvesting.packages import harvest_packages
+from autotriton.harvesting.extract import Repository
 from autotriton.harvesting.requirements import module_requirements, package_import_source
 
 from tests.test_harvesting_packages import MIT
@@ -102,7 +103,8 @@ def test_the_release_comes_with_what_importing_it_needs_declared_or_not():
         "wav/coeffs.py": "from pkg_resources import resource_stream\ntry:\n    import scipy\nexcept ImportError:\n    scipy = None\n",
         "wav/plots.py": "import matplotlib.pyplot as plt\n",
     }
-    needs = module_requirements(package_import_source(files, files.get), {"einops": "einops>=0.7"},
+    repo = Repository(files, lambda p: files[p].encode())
+    needs = module_requirements(package_import_source(repo), {"einops": "einops>=0.7"},
                                 local_packages={"wav"}, providers={})
     assert sorted(needs) == ["einops>=0.7", "pywavelets", "setuptools<81"], needs
     source = 'import numpy as np\nfrom pkg_resources import resource_filename\n\n\ndef bank():\n    return np.load(resource_filename("wav", "data/b.npz"))\n'
