@@ -171,7 +171,7 @@ class InductorTeacher:
                 return out
             for dynamic_parameters in variants[1:]:
                 extra = self._candidate(problem, capture(problem, dynamic_parameters), dynamic_parameters=dynamic_parameters,
-                                        variant=True)
+                                        extra="variants")
                 if extra.code and all(extra.code != c.code for c in out):
                     out.append(extra)
             return out
@@ -207,7 +207,7 @@ class InductorTeacher:
         def one(request: RepairRequest) -> Candidate:
             dynamic_parameters = bool((request.parent.sampling or {}).get("dynamic_parameters", False))
             capture = self._capture(request.problem, dynamic_parameters, tf32=False)
-            cand = self._candidate(request.problem, capture, dynamic_parameters=dynamic_parameters, variant="tf32_repairs", tf32=False)
+            cand = self._candidate(request.problem, capture, dynamic_parameters=dynamic_parameters, extra="tf32_repairs", tf32=False)
             cand.repair_round, cand.parent_key = request.repair_round, request.parent.key
             return cand
 
@@ -215,11 +215,12 @@ class InductorTeacher:
             return [c for c in pool.map(one, todo) if c.code]
 
     def _candidate(self, problem: Problem, capture: dict[str, Any], *, dynamic_parameters: bool = False,
-                   variant: bool | str = False, tf32: bool = True) -> Candidate:
+                   extra: str | None = None, tf32: bool = True) -> Candidate:
+        """The candidate of a capture. `extra`: the counter prefix of a second capture of a problem
+        already counted ("variants", "tf32_repairs"); None for the problem's first candidate."""
         result = convert_capture(capture, problem.reference_source)
-        if variant:  # a second capture of a problem already counted (a variant, or a repair: `variant` names it)
-            label = variant if isinstance(variant, str) else "variants"
-            self.counters[f"{label}_converted" if result.ok else f"{label}_failed"] += 1
+        if extra:
+            self.counters[f"{extra}_converted" if result.ok else f"{extra}_failed"] += 1
         else:
             self.conversions[problem.key] = result
             if result.ok:

@@ -11,6 +11,7 @@ rewritten into `forward` by inductor_forward.py. Standard library only, like the
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.util
 import re
 from dataclasses import dataclass
@@ -198,6 +199,16 @@ def _placed(value: ast.expr) -> bool:
     return False
 
 
+class _Substitute(ast.NodeTransformer):
+    """Every read of `name` replaced by `value` (_inline_single_use: there is exactly one)."""
+
+    def __init__(self, name: str, value: ast.expr):
+        self.name, self.value = name, value
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.value if node.id == self.name and isinstance(node.ctx, ast.Load) else node
+
+
 def _inline_single_use(fn: ast.FunctionDef) -> None:
     """Inductor's SSA temporaries (`tmp7 = tmp5 + tmp6`) that are assigned once and read once,
     written into the statement that reads them when it follows in the same block: kernels read
@@ -211,13 +222,6 @@ def _inline_single_use(fn: ast.FunctionDef) -> None:
         if isinstance(n, ast.Name):
             counts = stores if isinstance(n.ctx, ast.Store) else loads
             counts[n.id] = counts.get(n.id, 0) + 1
-
-    class _Substitute(ast.NodeTransformer):
-        def __init__(self, name: str, value: ast.expr):
-            self.name, self.value = name, value
-
-        def visit_Name(self, node: ast.Name) -> ast.AST:
-            return self.value if node.id == self.name and isinstance(node.ctx, ast.Load) else node
 
     def inline_once(body: list[ast.stmt]) -> bool:
         for i, stmt in enumerate(body):
@@ -235,7 +239,7 @@ def _inline_single_use(fn: ast.FunctionDef) -> None:
                     continue
                 if isinstance(later, (ast.For, ast.While, ast.If, ast.With, ast.FunctionDef)):
                     break  # into a loop or a branch: not the same evaluation
-                candidate = _Substitute(name, value).visit(ast.parse(ast.unparse(later)).body[0])
+                candidate = _Substitute(name, value).visit(copy.deepcopy(later))
                 if len(ast.unparse(candidate)) > _INLINED_LINE:
                     break
                 body[j] = candidate
