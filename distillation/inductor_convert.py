@@ -76,7 +76,7 @@ _prune = _sibling("inductor_prune")  # what only the reference forward needed an
 
 from autotriton.distillation.inductor_forward import _convert_call, _rank_generic_sizes, _rename_sizes  # noqa: E402
 from autotriton.distillation.inductor_kernels import (  # noqa: E402
-    _HELPER_RENAMES, _find_call, _find_kernels, _inductor_helpers, _inline_single_use, _KernelRewriter,
+    _HELPER_RENAMES, _find_call, _find_kernels, _inductor_helpers, _inline_single_use, _KernelRewriter, renumber,
     _remove_dead_assignments, readable_kernel_name,
 )
 
@@ -160,6 +160,7 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
     forward_src = "\n".join(ast.unparse(s) for s in forward_fn.body)
     for k in kernels.values():  # triton_poi_fused_add_relu_0_xnumel -> add_relu_xnumel
         forward_src = forward_src.replace(f"{k.inductor_name}_", f"{k.name.removesuffix('_kernel')}_")
+    forward_src = renumber(forward_src, ("buf",)) if forward_src else forward_src
     notes += _prune.prune_reference(ref, state_names, forward_src, _module.HEADER_BINDINGS)
     # only kernels actually launched are emitted
     launched_kernels = [k for k in kernels.values() if k.name in launched]
@@ -173,7 +174,7 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
         _inline_single_use(fn)
         extra = [rewriter.visit(f) for f in k.extra_defs]
         kernel_srcs.extend(ast.unparse(f) for f in extra)
-        kernel_srcs.append(ast.unparse(fn))
+        kernel_srcs.append(renumber(ast.unparse(fn), ("tmp",)))
     # helper closure (helpers may call each other)
     helper_srcs: dict[str, str] = {}
     rewriter._inside_helper = True

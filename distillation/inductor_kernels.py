@@ -259,6 +259,45 @@ def _inline_single_use(fn: ast.FunctionDef) -> None:
     block(fn.body)
 
 
+_COUNTED = re.compile(r"(?P<under>_?)(?P<stem>[A-Za-z]+?)(?P<n>\d+)(?P<suffix>_[A-Za-z]\w*)?$")
+
+
+def renumber(source: str, stems: tuple[str, ...]) -> str:
+    """`source` with Inductor's numbered names of `stems` (`tmp`, `buf`) counted densely from 0 in
+    the order they are first bound: after fusion and inlining `tmp0, tmp2, tmp10, _tmp16` remain,
+    a sequence nobody can continue; renumbered, the next name is always the last one plus one. A
+    name and its accumulators (`tmp16`, `_tmp16`, `tmp16_mean`) keep one number. A stem is left alone where a
+    name of it is read before any binding (it comes from outside the code: a parameter, a global).
+    Pure renaming: the code computes exactly what it did."""
+    tree = ast.parse(source)
+    names = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Name)), key=lambda n: (n.lineno, n.col_offset))
+    numbers: dict[str, dict[str, int]] = {stem: {} for stem in stems}
+    outside: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(tree):  # parameters of defs inside the source are bound from outside
+        if isinstance(node, ast.arg):
+            m = _COUNTED.match(node.arg)
+            if m and m["stem"] in numbers:
+                outside.add(m["stem"])
+    for node in names:
+        m = _COUNTED.match(node.id)
+        if not m or m["stem"] not in numbers:
+            continue
+        if isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif node.id not in bound:
+            outside.add(m["stem"])
+        numbers[m["stem"]].setdefault(m["n"], len(numbers[m["stem"]]))
+    renamed = 0
+    for node in names:
+        m = _COUNTED.match(node.id)
+        if m and m["stem"] in numbers and m["stem"] not in outside:
+            new = f"{m['under']}{m['stem']}{numbers[m['stem']][m['n']]}{m['suffix'] or ''}"
+            renamed += new != node.id
+            node.id = new
+    return ast.unparse(tree) if renamed else source
+
+
 # ---------------------------------------------------------------- kernel names
 _KERNEL_NAME = re.compile(r"^triton_(?P<kind>poi|red|per|tem|sca|for|mix)_(?:fused_)?(?P<ops>.*?)_?(?P<index>\d+)$")
 

@@ -80,3 +80,48 @@ def test_captured_pointwise_kernels_name_only_their_loads(converted):
         kernel = code[code.index("@triton.jit"):code.index("class ModelNew")]
         temps = re.findall(r"^\s+(tmp\d+) = (.*)$", kernel, re.M)
         assert temps and all(value.startswith("tl.load(") for _, value in temps), kernel
+
+
+def test_numbered_names_are_counted_densely_in_the_order_they_are_bound():
+    from autotriton.distillation.inductor_kernels import renumber
+
+    src = '''def k(in_ptr0, out_ptr0, xmask, rmask):
+    _tmp10 = tl.full([8, 8], 0, tl.float32)
+    tmp16_mean = tl.zeros([8, 8], tl.float32)
+    for r in range(4):
+        tmp3 = tl.load(in_ptr0 + r, rmask)
+        _tmp10 = tl.where(rmask, _tmp10 + tmp3, _tmp10)
+        tmp16_mean = tl.where(rmask, tmp16_mean + tmp3, tmp16_mean)
+    tmp10 = tl.sum(_tmp10, 1)[:, None]
+    tmp7, tmp8 = (tmp16_mean, tmp10)
+    tl.store(out_ptr0, tmp10 + tmp7 + tmp8, xmask)
+'''
+    out = renumber(src, ("tmp",))
+    assert out.splitlines()[1:] == [
+        "    _tmp0 = tl.full([8, 8], 0, tl.float32)",
+        "    tmp1_mean = tl.zeros([8, 8], tl.float32)",
+        "    for r in range(4):",
+        "        tmp2 = tl.load(in_ptr0 + r, rmask)",
+        "        _tmp0 = tl.where(rmask, _tmp0 + tmp2, _tmp0)",
+        "        tmp1_mean = tl.where(rmask, tmp1_mean + tmp2, tmp1_mean)",
+        "    tmp0 = tl.sum(_tmp0, 1)[:, None]",  # the accumulator's result keeps its number
+        "    tmp3, tmp4 = (tmp1_mean, tmp0)",
+        "    tl.store(out_ptr0, tmp0 + tmp3 + tmp4, xmask)",
+    ]
+    # names of a stem that come from outside (a parameter, a global read before any binding) are
+    # not the code's own counter: that stem is left as it is
+    assert renumber("def f(buf3):\n    buf5 = buf3 + 1\n    return buf5", ("buf",)) == \
+        "def f(buf3):\n    buf5 = buf3 + 1\n    return buf5"
+    assert renumber("y = buf7 * 2\nbuf9 = y", ("buf",)) == "y = buf7 * 2\nbuf9 = y"
+    assert renumber("buf3 = x\nbuf5 = buf3\nreturn buf5", ("buf",)) == "buf0 = x\nbuf1 = buf0\nreturn buf1"
+
+
+def test_captured_kernels_and_forwards_count_their_names_from_zero_without_gaps(converted):
+    for name, result in converted.items():
+        code = result.code
+        kernels, forward = code[:code.index("class ModelNew")], code[code.index("class ModelNew"):]
+        for text, stem in ((kernels, "tmp"), (forward, "buf")):
+            for body in re.split(r"\n(?=@triton\.jit)", text) if stem == "tmp" else [text]:
+                numbers = {int(n) for n in re.findall(rf"\b_?{stem}(\d+)", body)}
+                assert numbers == set(range(len(numbers))), f"{name}: {stem} numbers {sorted(numbers)}\n{body}"
+        assert re.search(r"\btmp\d", kernels), name  # the check above saw the kernels' names
