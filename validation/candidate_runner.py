@@ -74,6 +74,7 @@ RULE_FOREIGN = "RUNTIME-FOREIGN-KERNEL"
 RULE_ESCAPE = "RUNTIME-ESCAPE-HATCH"
 RULE_TAMPER = "RUNTIME-TAMPERING"
 RULE_PROCESSES = "RUNTIME-PROCESSES"
+RULE_TIMING = "RUNTIME-TIMING-MISMATCH"
 
 
 def integrity_snapshot() -> dict[str, int]:
@@ -420,7 +421,7 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
     poison.set(False)
     if job.get("timing") and main_model is not None and not header["error"]:
         try:
-            header["timing"] = _time(model_cls, main_model, job, device, main_inputs, judge)
+            header["timing"] = _time(model_cls, main_model, job, device, main_inputs, judge, tensors)
         except BaseException as exc:  # noqa: BLE001
             header["timing"] = {"error": _error("timing", exc)}
     if job.get("compile_target"):
@@ -453,12 +454,16 @@ def timing_model_and_inputs(model_cls: Any, main_model: Any, job: dict[str, Any]
 
 
 def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str, main_inputs: list[Any] | None,
-          judge: dict[str, Any]) -> dict[str, Any]:
+          judge: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
     model, sets = timing_model_and_inputs(model_cls, main_model, job, device, main_inputs, judge)
     names = {info["name"] for info in STATE.kernel_info.values() if info.get("module") == CANDIDATE_MODULE}
-    out = judge["time_callable"](model, sets, job["timing"], names)
+    out = judge["time_callable"](model, sets, job["timing"], names, device)
     if job["timing"].get("full_size"):
         out["full_size"] = True
+    if "_check_outputs" in out:  # the check call's answer goes back with the trials' outputs
+        outs = _materialise(_plain_outputs(out.pop("_check_outputs")))
+        out["check"]["outputs"] = list(range(len(tensors), len(tensors) + len(outs)))
+        tensors.extend(outs)
     return out
 
 

@@ -34,6 +34,9 @@ class ValidationConfig(BaseModel):
     compile_check: bool = Field(True, description="compile every launched kernel for `target` with its recorded signature, even without a GPU")
     static_rules: bool = Field(True, description="run the libcst rule checks (validation/rules.py) besides the runtime checks")
     time_kernels: bool = Field(True, description="measure speedups (GPU only)")
+    time_on_cpu: bool = Field(False, description=(
+        "with device cpu, still run the timing protocol (wall clock, interpreter kernels: figures that say nothing about "
+        "speed), so the timed calls' fresh inputs and the check call after them are exercised without a GPU"))
     time_compile: bool = Field(True, description="also time torch.compile of the reference (speedup_vs_compile; compiled once per problem and worker)")
     timing_runs: int = Field(30, ge=20, description="timed runs per input set (median of the runs left after trimming outliers)")
     timing_input_sets: int = Field(3, ge=1, description="input sets timed per candidate")

@@ -14,6 +14,7 @@ Returns a plain dict (the caller turns it into a `Verdict`, adding the static ru
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from typing import Any
 
@@ -211,12 +212,17 @@ def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | No
     memory, timing still runs at the problem's own sizes: the candidate process builds a second
     ModelNew from the reference's get_init_inputs() and its input sets from get_inputs() under
     the trial seeds, on the GPU (validation/timing.py, full_size_setup); those never come back."""
-    if cfg["device"] == "cpu" or not cfg["time_kernels"]:
+    if not cfg["time_kernels"] or (cfg["device"] == "cpu" and not cfg.get("time_on_cpu")):
         return None
     plan = dict(cfg["timing_job"])
-    if state.source != state.original_source:
+    if state.source != state.original_source and cfg["device"] != "cpu":
         plan["full_size"] = {"source": state.original_source, "init_seed": cfg["seed"],
                              "seeds": [cfg["seed"] + 1000 * (i + 1) for i in range(plan["input_sets"])]}
+    else:  # timed on the trials' inputs: one more call on a trial's values, compared with the reference
+        # never the first timed call's input set (trial 0): a cache that kept that call's answer
+        # would pass a check on its own values where the scaling cannot show (x / x.norm())
+        n = len(state.main.trials)
+        plan["check_trial"] = 1 + secrets.randbelow(n - 1) if n > 1 else 0
     return plan
 
 
@@ -349,7 +355,7 @@ def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str,
         except wire.WireError as exc:
             result.update(status="crashed", error=f"the candidate process sent an unusable answer: {exc}")
             return result
-        _assess(result, header, tensors, phases, refs, cfg, state)
+        _assess(result, header, tensors, phases, refs, cfg, state, job["timing"])
         features = gpu_only_features(candidate_source) if device == "cpu" else []
         if result["status"] == "runtime_error" and features:
             result.update(status="unsupported_here", error=f"cannot be judged on the CPU: the candidate uses {', '.join(features)}, "
@@ -402,7 +408,28 @@ def _size_parts(trials: list[dict[str, Any]], phases: list[Phase], compiled: boo
     return {"correct_own_sizes": phase_ok("main"), "odd_sizes_ok": phase_ok("odd_sizes") if odd else None}
 
 
-def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
+def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, Any] | None:
+    """The check call after timing (timing.time_callable): its outputs against the reference's
+    outputs of the same main trial. None when no check was asked for or timing did not run; a
+    timing that asked for one and came back with times but without it fails."""
+    timing = header.get("timing")
+    asked = (plan or {}).get("check_trial")
+    if not isinstance(timing, dict) or "sets" not in timing or asked is None:
+        return None
+    check = timing.get("check")
+    main = next((i for i, p in enumerate(phases) if p.name == "main"), None)
+    if not isinstance(check, dict) or check.get("trial") != asked or main is None or main >= len(refs):
+        return {"trial": asked, "ok": False, "reason": "timing came back without the check call on the asked trial"}
+    try:
+        outs = [tensors[i] for i in check.get("outputs", [])]
+    except (IndexError, TypeError):
+        return {"trial": asked, "ok": False, "reason": "the check call's outputs are missing"}
+    cmp = compare.compare_outputs(refs[main][asked], outs, tolerances=cfg["tolerances"], tf32_dot=tf32,
+                                  tf32_tolerance=cfg["tf32_tolerance"])
+    return {"trial": asked, "ok": bool(cmp["ok"]), "reason": cmp["reason"], "max_abs_err": cmp["max_abs_err"]}
+
+
+def _assess(result, header, tensors, phases, refs, cfg, state, plan=None) -> None:
     result["timing"]["sandbox"] = header.get("sandbox", {})
     if header.get("error"):
         err = header["error"]
@@ -482,6 +509,13 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
     if aten_bad:
         listed = ", ".join(f"{op} x{n}" for op, n in sorted(aten_bad.items()))
         violations.append(_violation(cr.RULE_ATEN, f"PyTorch computed during forward, outside the allowlist: {listed}"))
+    timing_check = _timing_check(header, tensors, phases, refs, cfg, tf32, plan)
+    if timing_check is not None:
+        result["timing"]["check"] = timing_check
+        if not timing_check["ok"]:
+            violations.append(_violation(cr.RULE_TIMING, "forward's answer after timing differs from the reference's for the "
+                                         f"same inputs (trial {timing_check['trial']}): {timing_check['reason']}; a forward "
+                                         "must compute every call, not answer repeated inputs from a cache"))
     result["violations"] = _collapse(violations)
     result["triton_kernels_launched"] = sorted(launched)
     result["aten_ops"] = sorted(aten_all)
@@ -498,7 +532,7 @@ def _assess(result, header, tensors, phases, refs, cfg, state) -> None:
     result["timing"]["candidate_first_transfer_s"] = header.get("first_transfer_s")
     if "timing" in header:
         result["timing"]["candidate"] = header["timing"]
-        if "reference" in result["timing"] and "sets" in header["timing"]:
+        if "reference" in result["timing"] and "sets" in header["timing"] and (timing_check or {}).get("ok", True):
             from autotriton.validation.timing import speedups
 
             result["timing"].update(speedups(result["timing"]["reference"], header["timing"], cfg["suspect_speedup"]))

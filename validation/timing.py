@@ -11,6 +11,11 @@ Method (the same routine for reference and candidate):
 - each timing also records `host_ms`, the median time until a call returns with the GPU idle
   before it (host work: Python, allocations, launches), so a slow candidate says whether its
   kernels or its launches are slow;
+- the candidate's timed calls get the same input tensors with new values at every call
+  (FreshValues: the trials' input sets in turn, floating-point values scaled by 1 + (i+1)/4096),
+  and after timing one more call on a trial's exact values is compared with the reference in
+  the judge's worker (RUNTIME-TIMING-MISMATCH when it differs): a forward that answers repeated
+  inputs from a cache instead of computing times as what it is, or is caught;
 - a speedup above `suspect_speedup` (default 10x) is flagged `suspect` in `Verdict.timing`
   and earns no reward bonus: such numbers are far likelier to be a measurement or caching
   artefact than a real kernel.
@@ -49,44 +54,127 @@ def _trimmed_median(times: list[float]) -> tuple[float, int]:
     return statistics.median(kept), len(kept)
 
 
-def bench(fn: Callable[[], Any], runs: int) -> dict[str, Any]:
-    """Median time of fn() in milliseconds (L2 flushed before each call, outliers trimmed)."""
+def _sync(device: str) -> None:
     import torch
 
-    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    if device != "cpu":
+        torch.cuda.synchronize()
+
+
+def bench(fn: Callable[[], Any], runs: int, prepare: Callable[[int], Any] | None = None, device: str = "cuda") -> dict[str, Any]:
+    """Median time of fn() in milliseconds (L2 flushed before each call, outliers trimmed).
+    `prepare(i)` runs before call i (the warm-up calls first), outside the timed region: the
+    candidate's timing gives every call new input values through it (FreshValues). On the CPU
+    (`device="cpu"`, the timing protocol checked without a GPU) calls are timed by the wall clock
+    and nothing is flushed: such figures mean nothing about kernels."""
+    import torch
+
+    cuda = device != "cpu"
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if cuda else None
+    times: list[float] = []
     with torch.no_grad():
-        for _ in range(WARMUP_CALLS):
+        for i in range(WARMUP_CALLS):
+            if prepare is not None:
+                prepare(i)
             fn()
-        torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-        for i in range(runs):
-            flush.zero_()
-            starts[i].record()
-            fn()
-            ends[i].record()
-        torch.cuda.synchronize()
-    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        _sync(device)
+        if cuda:
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+            for i in range(runs):
+                if prepare is not None:
+                    prepare(WARMUP_CALLS + i)
+                flush.zero_()
+                starts[i].record()
+                fn()
+                ends[i].record()
+            torch.cuda.synchronize()
+            times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        else:
+            for i in range(runs):
+                if prepare is not None:
+                    prepare(WARMUP_CALLS + i)
+                start = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - start) * 1e3)
     median, kept = _trimmed_median(times)
     del flush
-    return {"median_ms": median, "min_ms": min(times), "runs": runs, "kept": kept, "host_ms": host_time(fn)}
+    return {"median_ms": median, "min_ms": min(times), "runs": runs, "kept": kept,
+            "host_ms": host_time(fn, prepare=prepare, device=device, first=WARMUP_CALLS + runs)}
 
 
-def host_time(fn: Callable[[], Any], runs: int = 10) -> float:
+def host_time(fn: Callable[[], Any], runs: int = 10, prepare: Callable[[int], Any] | None = None, device: str = "cuda",
+              first: int = 0) -> float:
     """Median wall time (ms) until fn() returns, the GPU idle before each call: the host work of a
     call (Python, allocation, launches). When it is close to the GPU time (`median_ms`), the GPU
-    waits for the host, and launch overhead, not the kernels, decides the speedup."""
+    waits for the host, and launch overhead, not the kernels, decides the speedup. `prepare(first + i)`
+    runs before call i, untimed (as in bench)."""
     import torch
 
     times = []
     with torch.no_grad():
-        for _ in range(runs):
-            torch.cuda.synchronize()
+        for i in range(runs):
+            if prepare is not None:
+                prepare(first + i)
+            _sync(device)
             start = time.perf_counter()
             fn()
             times.append((time.perf_counter() - start) * 1e3)
-        torch.cuda.synchronize()
+        _sync(device)
     return statistics.median(times)
+
+
+class FreshValues:
+    """The inputs of a candidate's timed calls: the same tensors at every call, holding new values
+    at every call. Before call i the values of input set (offset + i) mod n are copied in (the
+    variants: the trials' input sets, all of the problem's own distribution) and floating-point
+    tensors are scaled by 1 + (i + 1)/4096, so no two calls see the same values while sizes,
+    dtypes and magnitudes stay the problem's. A forward that returns a stored answer when it sees
+    inputs again (by identity, data pointer, version counter or a checksum of the values) must
+    compute every timed call or return a stale answer, which the check call (`exact`, then a
+    forward compared with the reference in the judge's worker) exposes. Integer tensors are only
+    rotated (n distinct values); with one variant they keep their values."""
+
+    def __init__(self, variants: list[list[Any]], offset: int = 0):
+        import torch
+
+        self.base = variants[offset % len(variants)]
+        same = [v for v in variants if _same_layout(v, self.base)]
+        self.variants = same[offset % len(same):] + same[:offset % len(same)]
+        self.buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.base]
+
+    def __call__(self, i: int) -> None:
+        import torch
+
+        src = self.variants[i % len(self.variants)]
+        for buf, value in zip(self.buffers, src):
+            if isinstance(buf, torch.Tensor):
+                buf.copy_(value)
+                if buf.is_floating_point() or buf.is_complex():
+                    buf.mul_(1 + (i + 1) / 4096)
+
+    def exact(self, values: list[Any]) -> None:
+        """The buffers hold `values` exactly (an input set of the same layout)."""
+        import torch
+
+        for buf, value in zip(self.buffers, values):
+            if isinstance(buf, torch.Tensor):
+                buf.copy_(value)
+
+
+def _same_layout(a: list[Any], b: list[Any]) -> bool:
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor) and (x.shape != y.shape or x.dtype != y.dtype or x.device != y.device):
+            return False
+        if not isinstance(x, torch.Tensor) and x != y:
+            return False
+    return True
 
 
 def _on_device(inputs: list[Any], device: str = "cuda") -> list[Any]:
@@ -119,17 +207,32 @@ def full_size_setup(full: dict[str, Any], device: str = "cuda", load_problem: Ca
 
 
 def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any], kernel_names: set[str] | None = None,
-                  ) -> dict[str, Any]:
-    """Candidate side: per input set, the median time of model(*inputs); plus the share of
-    CUDA time spent in the candidate's Triton kernels `kernel_names` (torch.profiler over one forward)."""
+                  device: str = "cuda") -> dict[str, Any]:
+    """Candidate side: per timed input set, the median time of model(*inputs) over calls that each
+    see new input values (FreshValues; every set of `input_sets` serves as a variant); plus the
+    share of CUDA time spent in the candidate's Triton kernels `kernel_names` (torch.profiler over
+    one forward). With job["check_trial"] = k, one more call after timing on input set k's exact
+    values, through the same tensors: its raw outputs are returned under "_check_outputs" for the
+    caller to hand to the judge's worker, which compares them with the reference's outputs of
+    that trial (a forward that answers timed calls from a cache fails there)."""
     import torch
 
     start = time.perf_counter()
-    sets = [_on_device(s) for s in input_sets[: job["input_sets"]]]
-    out = {"sets": [bench(lambda s=s: model(*s), job["runs"]) for s in sets]}
-    out["triton_time_share"] = _triton_share(model, sets[0], kernel_names or set())
+    variants = [_on_device(s, device) for s in input_sets]
+    out: dict[str, Any] = {"sets": [], "fresh_values": True}
+    fresh = None
+    for j in range(min(job["input_sets"], len(variants))):
+        fresh = FreshValues(variants, offset=j)
+        out["sets"].append(bench(lambda f=fresh: model(*f.buffers), job["runs"], prepare=fresh, device=device))
+    check = job.get("check_trial")
+    if check is not None and fresh is not None and 0 <= check < len(variants) and _same_layout(variants[check], fresh.base):
+        fresh.exact(variants[check])
+        with torch.no_grad():
+            out["_check_outputs"] = model(*fresh.buffers)
+        _sync(device)
+        out["check"] = {"trial": check}
+    out["triton_time_share"] = _triton_share(model, variants[0], kernel_names or set()) if device != "cpu" else None
     out["elapsed_s"] = time.perf_counter() - start
-    del torch
     return out
 
 
@@ -172,22 +275,23 @@ def reference_timing(worker: Any, state: Any, cfg: dict[str, Any], plan: dict[st
         model = model.to("cuda").eval() if isinstance(model, torch.nn.Module) else model
     else:
         model = state.main.model
-        sets = [_on_device(t["inputs"]) for t in state.main.trials[: job["input_sets"]]]
-    result: dict[str, Any] = {"eager": [bench(lambda s=s: model(*s), job["runs"]) for s in sets]}
+        sets = [_on_device(t["inputs"], cfg["device"]) for t in state.main.trials[: job["input_sets"]]]
+    result: dict[str, Any] = {"eager": [bench(lambda s=s: model(*s), job["runs"], device=cfg["device"]) for s in sets]}
     if full:
         result["full_size"] = True
     compiled = None
     if cfg.get("time_compile", True):
         try:
             compiled = torch.compile(model)
-            result["compiled"] = [bench(lambda s=s: compiled(*s), job["runs"]) for s in sets]
+            result["compiled"] = [bench(lambda s=s: compiled(*s), job["runs"], device=cfg["device"]) for s in sets]
         except Exception as exc:  # noqa: BLE001 (no compile baseline; the eager one still counts)
             result["compile_error"] = f"{type(exc).__name__}: {exc}"[:500]
     state.timing = result
     if full:  # the full-size model, inputs and compiled graph go: the candidate needs the memory
         del model, sets, compiled
         torch._dynamo.reset()
-        torch.cuda.empty_cache()
+        if cfg["device"] != "cpu":
+            torch.cuda.empty_cache()
     return result
 
 
