@@ -1,0 +1,89 @@
+"""Timing that a cache cannot game (validation/timing.py FreshValues, the check call after timing).
+
+A candidate is timed by calling its forward again and again; if those calls saw the same inputs,
+a forward that remembers its answer (by input identity, data pointer, version or a checksum of the
+values) would time as a lookup and earn a speedup for work it never does. The timed calls get the
+same tensors holding new values each call, and one more call on a trial's exact inputs is compared
+with the reference in the judge's worker."""
+
+from __future__ import annotations
+
+import torch
+
+from autotriton.validation import JudgePool
+from autotriton.validation.timing import time_callable
+from validation_helpers import candidate, judge_config, problem
+
+
+class _Recording:
+    """A 'model' that writes down what each call saw."""
+
+    def __init__(self):
+        self.calls: list[tuple[int, int, torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self, x, idx, n):
+        self.calls.append((x.data_ptr(), x._version, x.clone(), idx.clone()))
+        return x * 2 + idx
+
+
+def test_timed_calls_see_one_tensor_with_new_values_and_the_check_call_sees_a_trial_exactly():
+    g = torch.Generator().manual_seed(0)
+    sets = [[torch.randn(4, 8, generator=g), torch.randint(0, 5, (4, 8), generator=g), 3] for _ in range(3)]
+    model = _Recording()
+    out = time_callable(model, sets, {"runs": 20, "input_sets": 1, "check_trial": 2}, device="cpu")
+
+    timed, check = model.calls[:-11], model.calls[-1]  # the last ten before the check: host_time's calls
+    assert len(model.calls) == 3 + 20 + 10 + 1
+    assert len({ptr for ptr, *_ in model.calls}) == 1  # the same tensor every call ...
+    assert len({version for _, version, *_ in model.calls}) == len(model.calls)  # ... written before each
+    values = [x for _, _, x, _ in model.calls[:-1]]
+    assert all(not torch.equal(a, b) for i, a in enumerate(values) for b in values[i + 1:])  # never the same values
+    assert all(torch.allclose(x, sets[i % 3][0] * (1 + (i + 1) / 4096)) for i, (_, _, x, _) in enumerate(timed))
+    # integer inputs are rotated through the trials' values, never scaled
+    assert all(torch.equal(idx, sets[i % 3][1]) for i, (*_, idx) in enumerate(timed))
+    # the check call: trial 2's exact values, and its raw answer handed back for the worker
+    assert torch.equal(check[2], sets[2][0]) and torch.equal(check[3], sets[2][1])
+    assert out["check"] == {"trial": 2} and torch.equal(out["_check_outputs"], sets[2][0] * 2 + sets[2][1])
+    assert out["fresh_values"] and out["sets"][0]["runs"] == 20
+
+
+def test_input_sets_of_another_layout_are_not_mixed_in():
+    sets = [[torch.ones(4)], [torch.ones(5)], [torch.full((4,), 2.0)]]
+    seen = []
+
+    def forward(x):
+        seen.append(x.clone())
+        return x
+
+    out = time_callable(forward, sets, {"runs": 20, "input_sets": 1, "check_trial": 1}, device="cpu")
+    assert {tuple(x.shape) for x in seen} == {(4,)}
+    assert {round(float(x[0])) for x in seen} == {1, 2}  # sets 0 and 2 in turn
+    assert "check" not in out  # trial 1 has another layout: no check call on it
+
+
+def _judge(cand: str, **overrides):
+    pool = JudgePool(judge_config(time_on_cpu=True, time_compile=False, timing_runs=20, timing_input_sets=1,
+                                  workers=1, timeout_s=120, **overrides))
+    try:
+        return pool.validate(problem("relu"), candidate(cand))
+    finally:
+        pool.close()
+
+
+def test_a_forward_that_answers_timed_calls_from_a_cache_is_caught_and_gets_no_speedup():
+    verdict = _judge("cheat_timing_memo_by_pointer")
+    rules = {v.rule for v in verdict.violations}
+    assert verdict.correct  # every trial computed and was right: only the timing shows the cache
+    assert "RUNTIME-TIMING-MISMATCH" in rules, (verdict.status, verdict.violations, verdict.error)
+    assert not verdict.rule_ok
+    check = verdict.timing["check"]
+    assert check["ok"] is False and check["trial"] in (1, 2)
+    assert "speedup" not in verdict.timing
+
+
+def test_an_honest_forward_passes_the_check_and_is_timed():
+    verdict = _judge("correct_relu")
+    assert verdict.correct and verdict.rule_ok, (verdict.status, verdict.violations, verdict.error)
+    assert verdict.timing["check"]["ok"] is True and verdict.timing["check"]["trial"] in (1, 2)
+    assert verdict.timing["candidate"]["fresh_values"] is True
+    assert verdict.timing["speedup"] > 0
