@@ -49,6 +49,7 @@ def gpu_verdicts():
     jobs["illegal_access"] = (problem("relu"), ILLEGAL_ACCESS)
     jobs["after_illegal_access"] = (problem("relu"), candidate("correct_relu"))
     jobs["input_mutation"] = (problem("relu"), candidate("cheat_input_mutation"))
+    jobs["timing_memo"] = (problem("relu"), candidate("cheat_timing_memo_by_pointer"))
     names = list(jobs)
     with JudgePool(judge_config(device="cuda", workers=1, timeout_s=120, timing_runs=20, timing_input_sets=2, time_compile=False)) as pool:
         return dict(zip(names, pool.validate_many([jobs[n] for n in names])))
@@ -92,3 +93,13 @@ def test_fallback_and_mutation_on_gpu(gpu_verdicts):
 def test_illegal_memory_access_is_a_verdict(gpu_verdicts):
     v = gpu_verdicts["illegal_access"]
     assert v.status in ("runtime_error", "crashed") and combined_reward(v) == 0.0, (v.status, v.error)
+
+
+def test_a_forward_answering_timed_calls_from_a_cache_is_caught_on_the_gpu(gpu_verdicts):
+    """validation/timing.py FreshValues and the check call, on CUDA events: the pointer-keyed cache
+    passes every trial, then answers the check call with a stale output."""
+    cheat, honest = gpu_verdicts["timing_memo"], gpu_verdicts["elementwise"]
+    assert cheat.correct and "RUNTIME-TIMING-MISMATCH" in {v.rule for v in cheat.violations}, (cheat.status, cheat.violations)
+    assert cheat.timing["check"]["ok"] is False and "speedup" not in cheat.timing
+    assert honest.timing["check"]["ok"] is True and honest.timing["candidate"]["fresh_values"] is True
+    assert honest.timing["speedup"] > 0
