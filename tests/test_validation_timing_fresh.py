@@ -26,38 +26,52 @@ class _Recording:
         return x * 2 + idx
 
 
-def test_timed_calls_see_one_tensor_with_new_values_and_the_check_call_sees_a_trial_exactly():
+class _RecordingOne:
+    def __init__(self):
+        self.seen: list[torch.Tensor] = []
+
+    def __call__(self, x):
+        self.seen.append(x.clone())
+        return x.clone()
+
+
+def test_timed_calls_see_one_tensor_with_new_values_and_one_of_them_a_trial_exactly():
     g = torch.Generator().manual_seed(0)
     sets = [[torch.randn(4, 8, generator=g), torch.randint(0, 5, (4, 8), generator=g), 3] for _ in range(3)]
     model = _Recording()
-    out = time_callable(model, sets, {"runs": 20, "input_sets": 1, "check_trial": 2}, device="cpu")
+    out = time_callable(model, sets, {"runs": 20, "input_sets": 1, "check_trial": 2, "check_at": 7}, device="cpu")
 
-    timed, check = model.calls[:-11], model.calls[-1]  # the last ten before the check: host_time's calls
-    assert len(model.calls) == 3 + 20 + 10 + 1
-    assert len({ptr for ptr, *_ in model.calls}) == 1  # the same tensor every call ...
-    assert len({version for _, version, *_ in model.calls}) == len(model.calls)  # ... written before each
-    values = [x for _, _, x, _ in model.calls[:-1]]
+    calls = model.calls
+    assert len(calls) == 3 + 20 + 10  # warm-up, timed, host-time calls: the check is one of the timed
+    assert len({ptr for ptr, *_ in calls}) == 1  # the same tensor every call ...
+    assert len({version for _, version, *_ in calls}) == len(calls)  # ... written before each
+    values = [x for _, _, x, _ in calls]
     assert all(not torch.equal(a, b) for i, a in enumerate(values) for b in values[i + 1:])  # never the same values
-    assert all(torch.allclose(x, sets[i % 3][0] * (1 + (i + 1) / 4096)) for i, (_, _, x, _) in enumerate(timed))
-    # integer inputs are rotated through the trials' values, never scaled
-    assert all(torch.equal(idx, sets[i % 3][1]) for i, (*_, idx) in enumerate(timed))
-    # the check call: trial 2's exact values, and its raw answer handed back for the worker
-    assert torch.equal(check[2], sets[2][0]) and torch.equal(check[3], sets[2][1])
+    check = 3 + 7
+    for i, (_, _, x, idx) in enumerate(calls):
+        if i == check:  # trial 2's exact values
+            assert torch.equal(x, sets[2][0]) and torch.equal(idx, sets[2][1])
+        else:  # the trials in turn, floats scaled, integers only rotated
+            assert torch.allclose(x, sets[i % 3][0] * (1 + (i + 1) / 4096)) and torch.equal(idx, sets[i % 3][1])
+    # that call's own answer goes back for the worker to compare with the reference's
     assert out["check"] == {"trial": 2} and torch.equal(out["_check_outputs"], sets[2][0] * 2 + sets[2][1])
     assert out["fresh_values"] and out["sets"][0]["runs"] == 20
 
 
+def test_a_check_position_past_the_timed_calls_becomes_one_call_more():
+    sets = [[torch.ones(4)], [torch.full((4,), 2.0)]]
+    model = _RecordingOne()
+    out = time_callable(model, sets, {"runs": 20, "input_sets": 1, "check_trial": 1, "check_at": 10_000}, device="cpu")
+    assert len(model.seen) == 3 + 20 + 10 + 1 and torch.equal(model.seen[-1], sets[1][0])
+    assert torch.equal(out["_check_outputs"], sets[1][0])
+
+
 def test_input_sets_of_another_layout_are_not_mixed_in():
     sets = [[torch.ones(4)], [torch.ones(5)], [torch.full((4,), 2.0)]]
-    seen = []
-
-    def forward(x):
-        seen.append(x.clone())
-        return x
-
-    out = time_callable(forward, sets, {"runs": 20, "input_sets": 1, "check_trial": 1}, device="cpu")
-    assert {tuple(x.shape) for x in seen} == {(4,)}
-    assert {round(float(x[0])) for x in seen} == {1, 2}  # sets 0 and 2 in turn
+    model = _RecordingOne()
+    out = time_callable(model, sets, {"runs": 20, "input_sets": 1, "check_trial": 1, "check_at": 0}, device="cpu")
+    assert {tuple(x.shape) for x in model.seen} == {(4,)}
+    assert {round(float(x[0])) for x in model.seen} == {1, 2}  # sets 0 and 2 in turn
     assert "check" not in out  # trial 1 has another layout: no check call on it
 
 

@@ -218,11 +218,12 @@ def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | No
     if state.source != state.original_source and cfg["device"] != "cpu":
         plan["full_size"] = {"source": state.original_source, "init_seed": cfg["seed"],
                              "seeds": [cfg["seed"] + 1000 * (i + 1) for i in range(plan["input_sets"])]}
-    else:  # timed on the trials' inputs: one more call on a trial's values, compared with the reference
-        # never the first timed call's input set (trial 0): a cache that kept that call's answer
+    else:  # timed on the trials' inputs: one timed call on a trial's exact values, compared with the reference
+        # never trial 0 (the first timed call's input set): a cache that kept that call's answer
         # would pass a check on its own values where the scaling cannot show (x / x.norm())
         n = len(state.main.trials)
         plan["check_trial"] = 1 + secrets.randbelow(n - 1) if n > 1 else 0
+        plan["check_at"] = secrets.randbelow(plan["runs"])  # which timed call: no call count tells it apart
     return plan
 
 
@@ -409,7 +410,7 @@ def _size_parts(trials: list[dict[str, Any]], phases: list[Phase], compiled: boo
 
 
 def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, Any] | None:
-    """The check call after timing (timing.time_callable): its outputs against the reference's
+    """The check call among the timed ones (timing.time_callable): its outputs against the reference's
     outputs of the same main trial. None when no check was asked for or timing did not run; a
     timing that asked for one and came back with times but without it fails."""
     timing = header.get("timing")

@@ -13,9 +13,10 @@ Method (the same routine for reference and candidate):
   kernels or its launches are slow;
 - the candidate's timed calls get the same input tensors with new values at every call
   (FreshValues: the trials' input sets in turn, floating-point values scaled by 1 + (i+1)/4096),
-  and after timing one more call on a trial's exact values is compared with the reference in
-  the judge's worker (RUNTIME-TIMING-MISMATCH when it differs): a forward that answers repeated
-  inputs from a cache instead of computing times as what it is, or is caught;
+  and one timed call (position and trial chosen by the worker) gets a trial's exact values
+  instead, its answer compared with the reference's in the judge's worker
+  (RUNTIME-TIMING-MISMATCH when it differs): a forward that answers repeated inputs from a cache
+  instead of computing times as what it is, or is caught;
 - a speedup above `suspect_speedup` (default 10x) is flagged `suspect` in `Verdict.timing`
   and earns no reward bonus: such numbers are far likelier to be a measurement or caching
   artefact than a real kernel.
@@ -127,42 +128,67 @@ def host_time(fn: Callable[[], Any], runs: int = 10, prepare: Callable[[int], An
 class FreshValues:
     """The inputs of a candidate's timed calls: the same tensors at every call, holding new values
     at every call. Before call i the values of input set (offset + i) mod n are copied in (the
-    variants: the trials' input sets, all of the problem's own distribution) and floating-point
-    tensors are scaled by 1 + (i + 1)/4096, so no two calls see the same values while sizes,
-    dtypes and magnitudes stay the problem's. A forward that returns a stored answer when it sees
-    inputs again (by identity, data pointer, version counter or a checksum of the values) must
-    compute every timed call or return a stale answer, which the check call (`exact`, then a
-    forward compared with the reference in the judge's worker) exposes. Integer tensors are only
-    rotated (n distinct values); with one variant they keep their values."""
+    variants: the trials' input sets of the same layout, all of the problem's own distribution)
+    and floating-point tensors are scaled by 1 + (i + 1)/4096, so no two calls see the same values
+    while sizes, dtypes and magnitudes stay the problem's. A forward that returns a stored answer
+    when it sees inputs again (by identity, data pointer, version counter or a checksum of the
+    values) must compute every timed call or return a stale answer. One call, `check_at` (a timed
+    one, chosen by the judge's worker, so no call count tells it apart), gets the `check` input
+    set's exact values instead, and its answer is kept (`check_output`) for the worker to compare
+    with the reference's. Integer tensors are only rotated (n distinct values); inputs that are
+    not tensors keep theirs. Use `call(model)` as the timed function: it keeps the last answer
+    until the next call's values are written."""
 
-    def __init__(self, variants: list[list[Any]], offset: int = 0):
+    def __init__(self, variants: list[list[Any]], offset: int = 0, check: list[Any] | None = None,
+                 check_at: int | None = None):
         import torch
 
         self.base = variants[offset % len(variants)]
         same = [v for v in variants if _same_layout(v, self.base)]
-        self.variants = same[offset % len(same):] + same[:offset % len(same)]
-        self.buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.base]
+        first = next(i for i, v in enumerate(same) if v is self.base)
+        self.variants = same[first:] + same[:first]
+        with torch.no_grad():
+            self.buffers = [x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
+                            for x in self.base]
+        self.check = check if check is not None and _same_layout(check, self.base) else None
+        self.check_at = check_at if self.check is not None else None
+        self.checked = False
+        self.check_output: Any = None
+        self._last: Any = None
+
+    def call(self, model: Any) -> Any:
+        self._last = model(*self.buffers)
+        return self._last
 
     def __call__(self, i: int) -> None:
         import torch
 
+        if self.check_at is not None and i == self.check_at + 1 and not self.checked:
+            self.check_output, self.checked = self._last, True
+        self._last = None
+        if i == self.check_at and not self.checked:
+            self.exact(self.check)
+            return
         src = self.variants[i % len(self.variants)]
-        for buf, value in zip(self.buffers, src):
-            if isinstance(buf, torch.Tensor):
-                buf.copy_(value)
-                if buf.is_floating_point() or buf.is_complex():
-                    buf.mul_(1 + (i + 1) / 4096)
+        with torch.no_grad():
+            for buf, value in zip(self.buffers, src):
+                if isinstance(buf, torch.Tensor):
+                    buf.copy_(value)
+                    if buf.is_floating_point() or buf.is_complex():
+                        buf.mul_(1 + (i + 1) / 4096)
 
     def exact(self, values: list[Any]) -> None:
         """The buffers hold `values` exactly (an input set of the same layout)."""
         import torch
 
-        for buf, value in zip(self.buffers, values):
-            if isinstance(buf, torch.Tensor):
-                buf.copy_(value)
+        with torch.no_grad():
+            for buf, value in zip(self.buffers, values):
+                if isinstance(buf, torch.Tensor):
+                    buf.copy_(value)
 
 
 def _same_layout(a: list[Any], b: list[Any]) -> bool:
+    """Same tensors' shapes, dtypes and devices, and equal values that are not tensors."""
     import torch
 
     if len(a) != len(b):
@@ -170,9 +196,14 @@ def _same_layout(a: list[Any], b: list[Any]) -> bool:
     for x, y in zip(a, b):
         if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
             return False
-        if isinstance(x, torch.Tensor) and (x.shape != y.shape or x.dtype != y.dtype or x.device != y.device):
-            return False
-        if not isinstance(x, torch.Tensor) and x != y:
+        if isinstance(x, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device:
+                return False
+            continue
+        try:
+            if bool(x != y):
+                return False
+        except Exception:  # noqa: BLE001 (containers of tensors: not comparable, so not the same layout)
             return False
     return True
 
@@ -211,26 +242,31 @@ def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any], 
     """Candidate side: per timed input set, the median time of model(*inputs) over calls that each
     see new input values (FreshValues; every set of `input_sets` serves as a variant); plus the
     share of CUDA time spent in the candidate's Triton kernels `kernel_names` (torch.profiler over
-    one forward). With job["check_trial"] = k, one more call after timing on input set k's exact
-    values, through the same tensors: its raw outputs are returned under "_check_outputs" for the
-    caller to hand to the judge's worker, which compares them with the reference's outputs of
-    that trial (a forward that answers timed calls from a cache fails there)."""
+    one forward). With job["check_trial"] = k, timed call job["check_at"] of the first set (after
+    the warm-up calls; after timing when out of range) runs on input set k's exact values, and its
+    raw answer is returned under "_check_outputs" for the caller to hand to the judge's worker,
+    which compares it with the reference's outputs of that trial."""
     import torch
 
     start = time.perf_counter()
     variants = [_on_device(s, device) for s in input_sets]
     out: dict[str, Any] = {"sets": [], "fresh_values": True}
-    fresh = None
+    k = job.get("check_trial")
+    check = variants[k] if isinstance(k, int) and 0 <= k < len(variants) else None
+    first = None
     for j in range(min(job["input_sets"], len(variants))):
-        fresh = FreshValues(variants, offset=j)
-        out["sets"].append(bench(lambda f=fresh: model(*f.buffers), job["runs"], prepare=fresh, device=device))
-    check = job.get("check_trial")
-    if check is not None and fresh is not None and 0 <= check < len(variants) and _same_layout(variants[check], fresh.base):
-        fresh.exact(variants[check])
-        with torch.no_grad():
-            out["_check_outputs"] = model(*fresh.buffers)
+        fresh = FreshValues(variants, offset=j, check=check if j == 0 else None,
+                            check_at=WARMUP_CALLS + int(job.get("check_at") or 0) if j == 0 else None)
+        first = first or fresh
+        out["sets"].append(bench(lambda f=fresh: f.call(model), job["runs"], prepare=fresh, device=device))
+    if first is not None and first.check is not None:
+        if not first.checked:  # check_at past the timed calls: one call more
+            first.exact(first.check)
+            with torch.no_grad():
+                first.check_output, first.checked = model(*first.buffers), True
         _sync(device)
-        out["check"] = {"trial": check}
+        out["_check_outputs"] = first.check_output
+        out["check"] = {"trial": k}
     out["triton_time_share"] = _triton_share(model, variants[0], kernel_names or set()) if device != "cpu" else None
     out["elapsed_s"] = time.perf_counter() - start
     return out
