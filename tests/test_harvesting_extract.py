@@ -292,6 +292,33 @@ def test_a_package_that_imports_its_own_submodules_in_init_resolves_them(tmp_pat
         assert torch.allclose(ns[name]()(x), torch.tanh(x) * 2 + offset)
 
 
+def test_definition_order_puts_what_each_statement_evaluates_first_and_keeps_the_rest_in_place():
+    """extract._definition_order on many statements (a package like torchrl pulls thousands into one
+    class's closure): each statement after the statements defining what it evaluates when it runs,
+    and, among statements free to go, the original order."""
+    import random
+
+    from autotriton.harvesting.extract import _definition_order
+
+    chain = [f"class C{i}({f'C{i - 1}' if i else 'object'}):\n    x = {i}" for i in range(2000)]
+    assert _definition_order(chain[::-1], evaluates_annotations=True) == chain
+    rng = random.Random(0)
+    for _ in range(200):
+        n = rng.randint(2, 40)
+        body = [f"v{i} = ({', '.join(['0'] + [f'v{j}' for j in rng.sample(range(i), min(i, rng.randint(0, 3)))])},)"
+                for i in range(n)]
+        shuffled = rng.sample(body, n)
+        out = _definition_order(shuffled, evaluates_annotations=True)
+        assert sorted(out) == sorted(body)
+        position = {code.split(" =")[0]: k for k, code in enumerate(out)}
+        for code in out:
+            reads = [r for r in code.split("= (")[1].rstrip(",)").split(", ") if r != "0"]
+            assert all(position[r] < position[code.split(" =")[0]] for r in reads), (shuffled, out)
+    free = ["a = 1", "b = 2", "c = a", "d = 3"]
+    assert _definition_order(["c = a", "b = 2", "a = 1", "d = 3"], evaluates_annotations=True) == ["b = 2", "a = 1", "c = a", "d = 3"]
+    assert sorted(free) == sorted(_definition_order(free, evaluates_annotations=True))
+
+
 def test_a_base_class_whose_methods_build_its_subclass_comes_before_it():
     """zuko's shape: `LazyTransform.inv()` returns `LazyInverse(self)` and `LazyInverse` subclasses
     LazyTransform; a method body's reads run later, so the base is defined first (the cycle put
