@@ -101,3 +101,37 @@ def test_an_honest_forward_passes_the_check_and_is_timed():
     assert verdict.timing["check"]["ok"] is True and verdict.timing["check"]["trial"] in (1, 2)
     assert verdict.timing["candidate"]["fresh_values"] is True
     assert verdict.timing["speedup"] > 0
+
+
+RAGGED = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(int(torch.randint(3, 40, (1,))), 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_trials_of_other_shapes_are_never_asked_for_the_check():
+    """get_inputs() whose sizes change with the seed: the check call can only use a trial of the
+    timed tensors' shape, and an honest forward is never blamed for a check that could not run."""
+    pool = JudgePool(judge_config(time_on_cpu=True, time_compile=False, timing_runs=20, timing_input_sets=1,
+                                  workers=1, timeout_s=120, trials=5))
+    try:
+        verdicts = [pool.validate(RAGGED, candidate("correct_relu")) for _ in range(3)]
+    finally:
+        pool.close()
+    for verdict in verdicts:
+        assert verdict.correct and verdict.rule_ok, (verdict.status, verdict.violations, verdict.error)
+        assert verdict.timing["check"]["ok"] is True
+    shapes = {tuple(t["shapes"][0]) for v in verdicts for t in v.trials if t["phase"] == "main"}
+    assert len(shapes) > 1  # the trials did differ in shape

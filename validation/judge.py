@@ -208,10 +208,11 @@ def _collapse(violations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | None:
-    """The candidate's timing job (GPU only). When correctness is judged at sizes shrunk for
-    memory, timing still runs at the problem's own sizes: the candidate process builds a second
-    ModelNew from the reference's get_init_inputs() and its input sets from get_inputs() under
-    the trial seeds, on the GPU (validation/timing.py, full_size_setup); those never come back."""
+    """The candidate's timing job (GPU; the CPU with validation.time_on_cpu). When correctness is
+    judged at sizes shrunk for memory, timing still runs at the problem's own sizes: the candidate
+    process builds a second ModelNew from the reference's get_init_inputs() and its input sets
+    from get_inputs() under the trial seeds, on the GPU (validation/timing.py, full_size_setup);
+    those never come back."""
     if not cfg["time_kernels"] or (cfg["device"] == "cpu" and not cfg.get("time_on_cpu")):
         return None
     plan = dict(cfg["timing_job"])
@@ -221,8 +222,12 @@ def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | No
     else:  # timed on the trials' inputs: one timed call on a trial's exact values, compared with the reference
         # never trial 0 (the first timed call's input set): a cache that kept that call's answer
         # would pass a check on its own values where the scaling cannot show (x / x.norm())
-        n = len(state.main.trials)
-        plan["check_trial"] = 1 + secrets.randbelow(n - 1) if n > 1 else 0
+        # (only trials of trial 0's layout: the timed tensors hold one shape)
+        from autotriton.validation.timing import _same_layout
+
+        trials = [t["inputs"] for t in state.main.trials]
+        fits = [k for k in range(1, len(trials)) if _same_layout(trials[k], trials[0])] or [0]
+        plan["check_trial"] = fits[secrets.randbelow(len(fits))]
         plan["check_at"] = secrets.randbelow(plan["runs"])  # which timed call: no call count tells it apart
     return plan
 
