@@ -69,15 +69,22 @@ class Repository:
         self._roots = self._package_roots()
 
     def overlay(self, texts: dict[str, str]) -> "Repository":
-        """The same repository with some files' texts replaced (parses of the others are shared)."""
+        """The same repository with some files' texts replaced. Every other file is this one's:
+        read and parsed here, once, whichever of the two asks first (a package's classes each get
+        an overlay of their pruned helpers, and reparsing the shared files for each made torchrl's
+        harvest spend most of its time in libcst)."""
         other = Repository(self.paths, lambda p: texts[p].encode() if p in texts else self._read(p), self.max_bytes)
-        other._texts = {k: v for k, v in self._texts.items() if k not in texts}
-        other._parsed = {k: v for k, v in self._parsed.items() if k not in texts}
+        other._parent, other._own = self, frozenset(texts)
         other.errors = dict(self.errors)
         other.external_ok = self.external_ok
         return other
 
+    _parent: "Repository | None" = None
+    _own: frozenset[str] = frozenset()
+
     def text(self, path: str) -> str | None:
+        if self._parent is not None and path not in self._own:
+            return self._parent.text(path)
         if path not in self._texts:
             data = self._read(path) if path in self.paths else None
             if isinstance(data, str):
@@ -101,6 +108,8 @@ class Repository:
         return sorted(roots, key=len)
 
     def parsed(self, path: str) -> ParsedFile | None:
+        if self._parent is not None and path not in self._own:
+            return self._parent.parsed(path)
         if path not in self._parsed:
             text = self.text(path) if path in self.paths else None
             self._store_parse(path, *parse_outcome(path, text))

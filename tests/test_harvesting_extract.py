@@ -440,3 +440,23 @@ def test_randomness_outside_init_is_found_unless_gated_on_training():
               "def trunc_normal_(t):\n    return t.uniform_(-1, 1)\n"
               "class Model(torch.nn.Module):\n    def forward(self, x):\n        return f(x)\n")
     assert random_calls(forced) == ["F.dropout (line 4)"]  # reached from forward; the initialiser is not
+
+
+def test_an_overlay_reads_and_parses_the_files_it_does_not_replace_once_with_its_repository():
+    """extract_class gives each class an overlay of its pruned helpers; the files it does not
+    replace are parsed once for the whole package, whichever asks first."""
+    reads: list[str] = []
+    files = {"a.py": "import torch\n\n\nX = 1\n", "b.py": "Y = 2\n", "c.py": "Z = 3\n"}
+
+    def read(path: str) -> bytes:
+        reads.append(path)
+        return files[path].encode()
+
+    repo = Repository(files, read)
+    first = repo.overlay({"b.py": "Y = 20\n"})
+    assert first.parsed("a.py") is repo.parsed("a.py")  # parsed through the overlay, kept by the repository
+    second = repo.overlay({"c.py": "Z = 30\n"})
+    assert second.parsed("a.py") is repo.parsed("a.py") and second.parsed("b.py") is repo.parsed("b.py")
+    assert first.parsed("b.py") is not repo.parsed("b.py") and "Y = 20" in first.text("b.py")
+    assert "Z = 30" in second.text("c.py") and repo.text("c.py") == "Z = 3\n"
+    assert sorted(reads) == ["a.py", "b.py", "c.py"]  # each original file read once
