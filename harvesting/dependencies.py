@@ -8,9 +8,15 @@ What cannot be met raises `ExtractionError` with a stable reason (extract.py's d
 from __future__ import annotations
 
 import posixpath
+import re
 
 from autotriton.harvesting.parsing import ImportBinding, ParsedFile, _dotted, _line
 from autotriton.harvesting.repository import Repository, _follow, _up
+
+# Code that looks names up in its own module's namespace at run time.
+_NAMESPACE_LOOKUP = re.compile(r"\bglobals\(\)|sys\.modules\[__name__\]")
+# `gLN = GlobLN`: another name for a class or function, which such a registry also answers to.
+_ALIAS = re.compile(r"^[A-Za-z_]\w*\s*=\s*[A-Za-z_]\w*$")
 
 
 class ExtractionError(Exception):
@@ -139,6 +145,15 @@ class _Collector:
             for name in sorted(parsed.unresolved[idx]):
                 for sidx in parsed.star_imports:
                     self._need_star(path, sidx, name, depth)
+        if _NAMESPACE_LOOKUP.search(parsed.codes[idx]):
+            # `globals().get(identifier)`, `getattr(sys.modules[__name__], name)`: a registry of the
+            # file's classes and functions by name (Keras-style `get("gLN")`, asteroid's norms and
+            # activations); any of them may be asked for, so all of them come along
+            for name, where in sorted(parsed.defines.items()):
+                for d in where:
+                    if d != idx and (type(parsed.statements[d]).__name__ in ("ClassDef", "FunctionDef")
+                                     or _ALIAS.match(parsed.codes[d].strip())):
+                        self.need(path, d, {name}, depth + 1)
         self._claim(path, idx, parsed)
         self.order.append(key)
 

@@ -460,3 +460,37 @@ def test_an_overlay_reads_and_parses_the_files_it_does_not_replace_once_with_its
     assert first.parsed("b.py") is not repo.parsed("b.py") and "Y = 20" in first.text("b.py")
     assert "Z = 30" in second.text("c.py") and repo.text("c.py") == "Z = 3\n"
     assert sorted(reads) == ["a.py", "b.py", "c.py"]  # each original file read once
+
+
+def test_classes_a_registry_looks_up_by_name_in_its_module_come_along():
+    """A Keras-style `get("gLN")` that returns `globals().get(identifier)` (asteroid's norms and
+    activations): the classes it may return are named only by strings, so the extracted module
+    carries every class and function of that file; the layer then builds with its default."""
+    files = {
+        "sep/norms.py": "import torch\nimport torch.nn as nn\n\n\n"
+                        "class GlobLN(nn.Module):\n    def __init__(self, channels):\n        super().__init__()\n"
+                        "        self.gamma = nn.Parameter(torch.ones(channels, 1))\n\n"
+                        "    def forward(self, x):\n        mean = x.mean(dim=(1, 2), keepdim=True)\n"
+                        "        var = ((x - mean) ** 2).mean(dim=(1, 2), keepdim=True)\n"
+                        "        return self.gamma * (x - mean) / (var + 1e-8).sqrt()\n\n\n"
+                        "class ChanLN(GlobLN):\n    pass\n\n\n"
+                        "gLN = GlobLN\ncLN = ChanLN\n\n\n"
+                        "def get(identifier):\n    if callable(identifier):\n        return identifier\n"
+                        "    cls = globals().get(identifier)\n    if cls is None:\n"
+                        "        raise ValueError('Could not interpret normalization identifier: ' + str(identifier))\n"
+                        "    return cls\n",
+        "sep/blocks.py": "import torch.nn as nn\nfrom . import norms\n\n\n"
+                         "class ConvBlock(nn.Module):\n    def __init__(self, channels=8, norm_type='gLN'):\n"
+                         "        super().__init__()\n        self.conv = nn.Conv1d(channels, channels, 3, padding=1)\n"
+                         "        self.norm = norms.get(norm_type)(channels)\n\n"
+                         "    def forward(self, x):\n        return self.norm(self.conv(x))\n",
+    }
+    import torch
+
+    source = extract_class(_repo(files), "sep/blocks.py", "ConvBlock").source
+    assert "class GlobLN(" in source and "class ChanLN(" in source and "cLN = ChanLN" in source
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    out = ns["ConvBlock"]()(torch.randn(2, 8, 16))
+    assert out.shape == (2, 8, 16)
+    assert type(ns["ConvBlock"](norm_type="cLN").norm).__name__ == "ChanLN"
