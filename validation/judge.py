@@ -223,10 +223,10 @@ def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | No
         # never trial 0 (the first timed call's input set): a cache that kept that call's answer
         # would pass a check on its own values where the scaling cannot show (x / x.norm())
         # (only trials of trial 0's layout: the timed tensors hold one shape)
-        from autotriton.validation.timing import _same_layout
+        from autotriton.validation.timing import same_layout
 
         trials = [t["inputs"] for t in state.main.trials]
-        fits = [k for k in range(1, len(trials)) if _same_layout(trials[k], trials[0])] or [0]
+        fits = [k for k in range(1, len(trials)) if same_layout(trials[k], trials[0])] or [0]
         plan["check_trial"] = fits[secrets.randbelow(len(fits))]
         plan["check_at"] = secrets.randbelow(plan["runs"])  # which timed call: no call count tells it apart
     return plan
@@ -414,6 +414,13 @@ def _size_parts(trials: list[dict[str, Any]], phases: list[Phase], compiled: boo
     return {"correct_own_sizes": phase_ok("main"), "odd_sizes_ok": phase_ok("odd_sizes") if odd else None}
 
 
+def _compare(ref_outs: Any, outs: list[Any], cfg: dict[str, Any], tf32: bool) -> dict[str, Any]:
+    """A candidate's outputs against the reference's, with the judge's tolerances (trials and the
+    check call among the timed ones alike)."""
+    return compare.compare_outputs(ref_outs, outs, tolerances=cfg["tolerances"], tf32_dot=tf32,
+                                   tf32_tolerance=cfg["tf32_tolerance"])
+
+
 def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, Any] | None:
     """The check call among the timed ones (timing.time_callable): its outputs against the reference's
     outputs of the same main trial. None when no check was asked for or timing did not run; a
@@ -430,8 +437,7 @@ def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, A
         outs = [tensors[i] for i in check.get("outputs", [])]
     except (IndexError, TypeError):
         return {"trial": asked, "ok": False, "reason": "the check call's outputs are missing"}
-    cmp = compare.compare_outputs(refs[main][asked], outs, tolerances=cfg["tolerances"], tf32_dot=tf32,
-                                  tf32_tolerance=cfg["tf32_tolerance"])
+    cmp = _compare(refs[main][asked], outs, cfg, tf32)
     return {"trial": asked, "ok": bool(cmp["ok"]), "reason": cmp["reason"], "max_abs_err": cmp["max_abs_err"]}
 
 
@@ -502,7 +508,7 @@ def _assess(result, header, tensors, phases, refs, cfg, state, plan=None) -> Non
                 outs = [tensors[i] for i in tr.get("outputs", [])]
             except (IndexError, TypeError):
                 outs = []
-            cmp = compare.compare_outputs(ref_outs[k], outs, tolerances=cfg["tolerances"], tf32_dot=tf32, tf32_tolerance=cfg["tf32_tolerance"])
+            cmp = _compare(ref_outs[k], outs, cfg, tf32)
             wrong_device = [d for d in tr.get("output_devices", []) if d != cfg["device"]]
             if cmp["ok"] and wrong_device:
                 cmp = dict(cmp, ok=False, reason=f"outputs are on {', '.join(wrong_device)}, expected {cfg['device']}")

@@ -144,13 +144,13 @@ class FreshValues:
         import torch
 
         self.base = variants[offset % len(variants)]
-        same = [v for v in variants if _same_layout(v, self.base)]
+        same = [v for v in variants if same_layout(v, self.base)]
         first = next(i for i, v in enumerate(same) if v is self.base)
         self.variants = same[first:] + same[:first]
         with torch.no_grad():
             self.buffers = [x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
                             for x in self.base]
-        self.check = check if check is not None and _same_layout(check, self.base) else None
+        self.check = check if check is not None and same_layout(check, self.base) else None
         self.check_at = check_at if self.check is not None else None
         self.checked = False
         self.check_output: Any = None
@@ -187,7 +187,7 @@ class FreshValues:
                     buf.copy_(value)
 
 
-def _same_layout(a: list[Any], b: list[Any]) -> bool:
+def same_layout(a: list[Any], b: list[Any]) -> bool:
     """Same tensors' shapes, dtypes and devices, and equal values that are not tensors."""
     import torch
 
