@@ -89,6 +89,9 @@ class KernelSummary:
 class CandidateSummary:
     kernels: list[KernelSummary] = field(default_factory=list)
     parse_error: str | None = None
+    # ModelNew.forward's reads of its arguments' sizes, per argument: {"x": [0, 1]} for x.shape[0],
+    # x.size(1); "?" for a size read by a non-constant index, "*" for the whole shape (x.shape, x.size())
+    size_reads: dict[str, list[Any]] = field(default_factory=dict)
 
 
 # ---- the reference ----------------------------------------------------------------------------
@@ -341,7 +344,38 @@ def analyze_candidate(code: str) -> CandidateSummary:
                     if kw.arg:
                         consts[kw.arg] = ast.unparse(kw.value)
                 kernels[name].launches.append({"grid": ast.unparse(grid), "constexprs": consts})
-    return CandidateSummary(kernels=list(kernels.values()))
+    return CandidateSummary(kernels=list(kernels.values()), size_reads=_forward_size_reads(tree))
+
+
+def _forward_size_reads(tree: ast.Module) -> dict[str, list[Any]]:
+    """Which sizes of its arguments `ModelNew.forward` reads (`x.shape[1]`, `x.size(1)`), in
+    source order per argument; "?" stands for a non-constant index, "*" for the whole shape."""
+    forward = next((fn for cls in tree.body if isinstance(cls, ast.ClassDef) and cls.name == "ModelNew"
+                    for fn in cls.body if isinstance(fn, ast.FunctionDef) and fn.name == "forward"), None)
+    if forward is None:
+        return {}
+    args = {a.arg for a in forward.args.args[1:] + forward.args.kwonlyargs}
+    subscripted = {id(n.value): n.slice for n in ast.walk(forward) if isinstance(n, ast.Subscript)}
+    found: list[tuple[int, int, str, Any]] = []
+
+    def index_of(node: ast.AST | None) -> Any:
+        if node is None:
+            return "*"
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+            return -node.operand.value if isinstance(node.operand.value, int) else "?"
+        return node.value if isinstance(node, ast.Constant) and isinstance(node.value, int) else "?"
+
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) and node.value.id in args:
+            found.append((node.lineno, node.col_offset, node.value.id, index_of(subscripted.get(id(node)))))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
+              and isinstance(node.func.value, ast.Name) and node.func.value.id in args):
+            found.append((node.lineno, node.col_offset, node.func.value.id, index_of(node.args[0] if node.args else None)))
+    reads: dict[str, list[Any]] = {}
+    for _line, _col, name, index in sorted(found, key=lambda f: (f[0], f[1])):
+        if index not in reads.setdefault(name, []):
+            reads[name].append(index)
+    return reads
 
 
 # ---- the text ---------------------------------------------------------------------------------
@@ -395,6 +429,16 @@ def _outputs_text(trace: dict[str, Any] | None) -> str:
     return "; ".join(texts)
 
 
+# Every reasoning `describe_problem` writes opens with these words (an LLM's or a person's does not):
+# how `is_described` tells the describer's words, which a newer describer may rewrite, from others.
+DESCRIBED_OPENING = "The reference forward"
+
+
+def is_described(reasoning: str) -> bool:
+    """Whether `reasoning` is describe_problem's text (of any version), not an explainer's words."""
+    return reasoning.startswith(DESCRIBED_OPENING + "(")
+
+
 def describe_problem(problem_source: str, candidate_code: str | None = None, trace: dict[str, Any] | None = None) -> tuple[str, str]:
     """(instruction, reasoning) for a problem and optionally the candidate that solves it.
 
@@ -416,7 +460,7 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
     )
 
     lines: list[str] = []
-    lines.append(f"The reference forward({', '.join(p.forward_args)}) performs, in order: " + (" -> ".join(p.ops) if p.ops else "(no recognised torch operations)") + ".")
+    lines.append(f"{DESCRIBED_OPENING}({', '.join(p.forward_args)}) performs, in order: " + (" -> ".join(p.ops) if p.ops else "(no recognised torch operations)") + ".")
     if p.inputs:
         lines.append("Inputs: " + "; ".join(_shape_text(s) for s in p.inputs) + ".")
     if trace and trace.get("aten_ops"):
@@ -472,7 +516,24 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
         lines.append(f"The remaining operations ({', '.join(rest)}) are index arithmetic or handled inside the kernels above.")
     lines.append("Each kernel masks out-of-range lanes so sizes need not be multiples of the block sizes; "
                  "ModelNew.forward only allocates outputs with torch.empty and launches the kernels.")
+    sizes = _size_reads_text(summary.size_reads, p.inputs)
+    if sizes:
+        lines.append(sizes)
     return instruction, "\n".join(lines)
+
+
+def _size_reads_text(reads: dict[str, list[Any]], inputs: list[dict[str, Any]]) -> str:
+    """"ModelNew.forward reads x.shape[0], x.shape[1] (x is 2-D: [16, 1024])": the sizes the code
+    reads, next to each input's rank, so the plan fixes how many dimensions forward unpacks."""
+    specs = {s["name"]: s for s in inputs}
+    parts = []
+    for name, indices in reads.items():
+        reads_text = ", ".join(f"{name}.shape" if i == "*" else f"{name}.shape[...]" if i == "?" else f"{name}.shape[{i}]"
+                               for i in indices)
+        shape = (specs.get(name) or {}).get("shape")
+        rank = f" ({name} is {len(shape)}-D: [{', '.join(str(d) for d in shape)}])" if isinstance(shape, list) else ""
+        parts.append(reads_text + rank)
+    return ("ModelNew.forward reads " + "; ".join(parts) + ".") if parts else ""
 
 
 # --------------------------------------------------------------------------------------------

@@ -181,6 +181,11 @@ case "${1:-}" in
     # so the held-out split is the one training leaves out.
     # (An imported release records no export: train needs the sft one, or GRPO starts from the base model.)
     seed_warehouse "$DB" "$R"
+    # Words the describer gave pairs before its current version (a release's): rewritten, so SFT
+    # trains on the text a new distill writes (DESCRIBE=0: kept as stored).
+    if [ "${DESCRIBE:-1}" = 1 ]; then
+      autotriton "${A[@]}" db describe --json > "$R/describe.json" 2> "$R/describe.err"; log "db describe: rc $?"
+    fi
     for kind in sft rl; do
       [ -d "$WORK/exports/$kind" ] || autotriton "${A[@]}" ${EXPORT_SETS:-} db export $kind --out "$WORK/exports/$kind" --json > "$R/export_$kind.json"
     done

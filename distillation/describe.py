@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from autotriton.describe import (
-    CandidateSummary, KernelSummary, ProblemSummary, analyze_candidate, analyze_problem, describe_problem,
+    CandidateSummary, KernelSummary, ProblemSummary, analyze_candidate, analyze_problem, describe_problem, is_described,
 )
 
-__all__ = ["describe_problem", "fill_descriptions", "analyze_problem", "analyze_candidate", "ProblemSummary", "KernelSummary", "CandidateSummary"]
+__all__ = ["describe_problem", "fill_descriptions", "redescribe", "is_described", "analyze_problem", "analyze_candidate", "ProblemSummary", "KernelSummary", "CandidateSummary"]
 
 
 def fill_descriptions(candidates: list[Any], problems: dict[str, Any], *, trace: bool = True,
@@ -38,3 +38,24 @@ def fill_descriptions(candidates: list[Any], problems: dict[str, Any], *, trace:
         cand.instruction = cand.instruction or instruction
         cand.reasoning = cand.reasoning or reasoning
     return len(todo)
+
+
+def redescribe(candidates: list[Any], problems: dict[str, Any], *, trace: bool = True) -> dict[str, tuple[str, str]]:
+    """The current describer's words for candidates whose words an older describer wrote (their
+    reasoning `is_described`; an explainer's or a person's words are left alone): candidate key ->
+    (instruction, reasoning), only where the words change. Pairs distilled before a describer
+    change (e.g. a release) get the text a new distill would give them. With `trace`, the problems
+    are traced on the meta device first (one child process for all)."""
+    todo = [c for c in candidates if c.code and is_described(c.reasoning or "") and c.problem_key in problems]
+    traces: dict[str, dict[str, Any] | None] = {}
+    if trace and todo:
+        from autotriton.distillation.trace import trace_problems
+
+        keys = sorted({c.problem_key for c in todo})
+        traces.update(zip(keys, trace_problems([problems[k].reference_source for k in keys])))
+    words: dict[str, tuple[str, str]] = {}
+    for cand in todo:
+        instruction, reasoning = describe_problem(problems[cand.problem_key].reference_source, cand.code, traces.get(cand.problem_key))
+        if (instruction, reasoning) != (cand.instruction, cand.reasoning):
+            words[cand.key] = (instruction, reasoning)
+    return words

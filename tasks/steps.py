@@ -167,6 +167,21 @@ def decontaminate(wh: Any, run: Any, config: Any) -> dict[str, Any]:
     return report
 
 
+def redescribe_candidates(wh: Any, run: Any, teacher: str | None = None, *, trace: bool = True) -> dict[str, Any]:
+    """Give the stored candidates whose words an older describer wrote the current describer's
+    words (`distillation.describe.redescribe`; `teacher`: only that generator's candidates).
+    Returns {"candidates": checked, "described": with describer words, "changed": rewritten,
+    "example": one new reasoning}."""
+    from autotriton.distillation.describe import is_described, redescribe
+
+    candidates = [c for c in wh.candidates() if teacher is None or c.generator == teacher]
+    problems = {p.key: p for p in wh.problems(status=None)} if candidates else {}
+    words = redescribe(candidates, problems, trace=trace)
+    changed = wh.set_words(run, words)
+    return {"candidates": len(candidates), "described": sum(1 for c in candidates if is_described(c.reasoning or "")),
+            "changed": changed, "example": next(iter(words.values()))[1] if words else None}
+
+
 def export_records(wh: Any, name: str, training_config: Any, exclude_keys: Any = ()) -> Any:
     """The records training export `name` is built from, read from the warehouse: the validated
     pairs and the runnable problems it may use (every export: they are the universe of the one

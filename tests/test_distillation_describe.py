@@ -160,3 +160,19 @@ def test_inductor_template_tile_sizes_inside_the_kernel_are_reported():
     [k] = analyze_candidate(template).kernels
     assert k.fixed == {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32} and k.constexprs == []
     assert "fixed tile sizes BLOCK_M=16, BLOCK_N=32, BLOCK_K=32" in describe_problem(LINEAR_GELU, template)[1]
+
+
+def test_plan_ends_with_the_sizes_forward_reads_and_each_inputs_rank():
+    """A small model trained on 4-D problems wrote `x.shape[2]` for 2-D inputs (RESULTS.md eleventh
+    run): the plan states which sizes ModelNew.forward reads and how many dimensions each input has."""
+    reasoning = describe_problem(LINEAR_GELU, FUSED_CANDIDATE)[1]
+    assert reasoning.splitlines()[-1] == "ModelNew.forward reads x.shape (x is 2-D: [8, 64])."
+    four_d = LINEAR_GELU.replace("torch.randn(batch, in_features)", "torch.randn(batch, 3, 5, in_features)")
+    indexed = FUSED_CANDIDATE.replace("M, K = x.shape", "M = x.shape[0] * x.size(1) * x.shape[-2]\n        K = x.shape[3]")
+    last = describe_problem(four_d, indexed)[1].splitlines()[-1]
+    assert last == "ModelNew.forward reads x.shape[0], x.shape[1], x.shape[-2], x.shape[3] (x is 4-D: [8, 3, 5, 64])."
+    # the module's own weight sizes are not forward's arguments; a variable index is shown as such
+    assert "weight" not in last
+    dynamic = FUSED_CANDIDATE.replace("M, K = x.shape", "d = 0\n        M = x.shape[d]\n        K = x.shape[1]")
+    assert describe_problem(LINEAR_GELU, dynamic)[1].splitlines()[-1] == \
+        "ModelNew.forward reads x.shape[...], x.shape[1] (x is 2-D: [8, 64])."

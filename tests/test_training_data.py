@@ -28,6 +28,20 @@ def test_sft_rows_are_conversational_prompt_completion_with_the_shared_prompt():
     assert {r["split"] for r in rows} == {"train"}
 
 
+def test_sft_prompt_states_the_problems_instruction_as_evaluation_does():
+    """A teacher's own wording of the task (traced: "... and returns [16, 1] float32") is kept with
+    its candidate, but the SFT prompt states the problem's instruction: the prompt RL rows and
+    evaluation give the trained model."""
+    import dataclasses
+
+    pairs = [(p, dataclasses.replace(c, instruction="The teacher's wording, never shown at evaluation."), v)
+             for p, c, v in validated_pairs(1)]
+    sft = build_sft_rows(pairs, val_fraction=0.0)
+    rl = {r["problem_key"]: r["prompt"] for r in build_rl_rows([], pairs, {}, sft_share=1.0, val_fraction=0.0)}
+    assert sft and all("teacher's wording" not in m["content"] for r in sft for m in r["prompt"])
+    assert all(r["prompt"] == rl[r["problem_key"]] for r in sft if r["problem_key"] in rl) and set(rl)
+
+
 def test_sft_refuses_pairs_that_are_not_reward_one():
     (p, c, v), *_ = validated_pairs(1)
     hack = Verdict(candidate_key=c.key, problem_key=p.key, status="rule_violation", correct=True, rule_ok=False)

@@ -155,3 +155,36 @@ def test_export_sft_as_hf_folder_loads_with_train_and_validation(tmp_path):
     assert sorted(p.name for p in (out / "data").iterdir()) == ["train-00000-of-00001.parquet", "validation-00000-of-00001.parquet"]
     bad = invoke("--db", str(path), "db", "export", "sft", "--format", "csv")
     assert bad.exit_code == 2 and "hf, parquet" in bad.stderr
+
+
+def test_describe_verb_rewrites_the_describers_old_words_and_keeps_an_explainers(tmp_path):
+    """Pairs distilled (or released) before a describer change get the current describer's words;
+    words an LLM explainer wrote, kernels, verdicts and lineage stay as they are."""
+    from autotriton.describe import describe_problem
+
+    chain = make_chain(3, bad_every=99)
+    old = describe_problem(chain.problems[0].reference_source, chain.candidates[0].code)
+    chain.candidates[0].instruction, chain.candidates[0].reasoning = old[0], old[1] + "\nAn older describer's last line."
+    chain.candidates[1].reasoning = "The kernel scales each element (an explainer's words)."
+    chain.candidates[2].instruction, chain.candidates[2].reasoning = describe_problem(
+        chain.problems[2].reference_source, chain.candidates[2].code)
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh:
+        run = wh.start_run("refresh", {})
+        store_chain(wh, run, chain)
+        wh.finish_run(run, "succeeded", {})
+        before = {c.key: c for c in wh.candidates()}
+        lineage = dict(wh.sql("SELECT key, run_id FROM candidates").rows)
+    report = one_json(invoke("--db", str(path), "db", "describe", "--no-trace", "--json"))
+    assert report["candidates"] == 3 and report["described"] == 2 and report["changed"] == 1
+    with Warehouse(path, read_only=True) as wh:
+        after = {c.key: c for c in wh.candidates()}
+        assert dict(wh.sql("SELECT key, run_id FROM candidates").rows) == lineage
+        assert wh.runs(kind="describe")[0]["status"] == "succeeded"
+        assert len(wh.validated_pairs()) == 3
+    first, second, third = (c.key for c in chain.candidates)
+    assert after[first].reasoning == old[1] and after[first].code == before[first].code
+    assert after[second].reasoning == before[second].reasoning
+    assert after[third].reasoning == before[third].reasoning
+    # run again: nothing left to rewrite
+    assert one_json(invoke("--db", str(path), "db", "describe", "--no-trace", "--json"))["changed"] == 0

@@ -229,7 +229,8 @@ def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, split
                    seed: int = 0) -> list[dict[str, Any]]:
     """One conversational prompt/completion row per validated pair.
 
-    prompt = `build_messages(reference, instruction)` (system + user), completion = one assistant
+    prompt = `build_messages(reference, problem_instruction(problem))` (system + user: the prompt
+    evaluation and RL rows state for the problem), completion = one assistant
     message `format_completion(reasoning, code)`: trl renders both with the model's own chat
     template and trains on the completion only. Pairs whose verdict is not reward-1 (correct
     and rule-abiding) are refused: the warehouse's `validated_pairs()` gives only those.
@@ -259,7 +260,10 @@ def build_sft_rows(pairs: Iterable[tuple[Problem, Candidate, Verdict]], *, split
         if candidate.key in seen:
             continue
         seen.add(candidate.key)
-        instruction = candidate.instruction.strip() or problem_instruction(problem)
+        # The prompt states the problem's own instruction, as RL rows and evaluation prompts do (a
+        # teacher's traced wording, "... and returns [16, 1] float32", would be a prompt the model
+        # never sees again once trained).
+        instruction = problem_instruction(problem)
         cluster, row_split = split.of(problem, "build_sft_rows")
         rows.append({
             "prompt": build_messages(problem.reference_source, instruction),

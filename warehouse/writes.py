@@ -139,6 +139,28 @@ class WritesMixin:
         return self._put(run, "candidates", candidates)
 
     @_locked
+    def set_words(self, run: Run, words: Mapping[str, tuple[str, str]]) -> int:
+        """New (instruction, reasoning) for stored candidates (`words`: candidate key -> words), in one
+        transaction. Words are not part of a candidate's key, so its verdicts and its lineage (the run
+        that made it) stay as they are; `run` (the run rewriting them) must exist and records the
+        change in its summary. Returns how many rows changed."""
+        if not words:
+            return 0
+        self._require_writable("set_words")
+        self._lineage_values(run)  # a run of this warehouse
+        table = pa.table({"key": list(words), "instruction": [w[0] for w in words.values()],
+                          "reasoning": [w[1] for w in words.values()]})
+        with self._transaction() as con:
+            con.register("_new_words", table)
+            try:
+                return len(con.execute(
+                    "UPDATE candidates SET instruction = w.instruction, reasoning = w.reasoning FROM _new_words w "
+                    "WHERE candidates.key = w.key AND (candidates.instruction IS DISTINCT FROM w.instruction "
+                    "OR candidates.reasoning IS DISTINCT FROM w.reasoning) RETURNING candidates.key").fetchall())
+            finally:
+                con.unregister("_new_words")
+
+    @_locked
     def put_verdicts(self, run: Run, verdicts: Iterable[Verdict]) -> int:
         """A verdict whose key exists with different content (re-judged) replaces it: newest wins."""
         return self._put(run, "verdicts", verdicts)

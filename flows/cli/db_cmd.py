@@ -313,6 +313,31 @@ def decontaminate(
         out.print(f"  {ex['problem']} ({ex['problem_key']}) ~ {ex['suite_id']}: {ex['kind']} {ex['similarity']:.2f}")
 
 
+@db_app.command("describe")
+@writes_rows("db-describe")
+def describe(
+    teacher: Optional[str] = typer.Option(None, "--teacher", help="only this generator's candidates (e.g. inductor)"),
+    no_trace: bool = typer.Option(False, "--no-trace", help="describe from the sources alone (no meta-device trace)"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object: candidates, described, changed, example"),
+) -> None:
+    """Rewrite the words (instruction, reasoning) that an older version of the describer gave stored
+    candidates, with the current describer: pairs distilled before a describer change, or imported
+    from a release, then train on the text a new distill would write. Words from an explainer (an
+    LLM) or a person are left as they are; kernels, verdicts and lineage do not change."""
+    from autotriton.tasks.steps import redescribe_candidates
+
+    out = console(json_out)
+    with open_warehouse(read_only=False) as (wh, cfg):
+        with run_scope(wh, "describe", cfg) as scope:
+            with out.status("describing the stored candidates"):
+                report = scope.summary = redescribe_candidates(wh, scope.run, teacher, trace=not no_trace)
+    if json_out:
+        emit_json(report)
+        return
+    out.print(f"{report['candidates']} candidate(s), {report['described']} with the describer's words: "
+              f"{report['changed']} rewritten")
+
+
 def _tree(node: dict[str, Any], parent: Tree | None = None) -> Tree:
     if node.get("missing"):
         label = f"[red]{node['table']} {node['key']} (missing: parent not stored)[/]"
