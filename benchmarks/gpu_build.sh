@@ -200,6 +200,7 @@ case "${1:-}" in
                 --set training.per_device_train_batch_size=32 --set validation.time_kernels=false
                 --set training.sft_time_budget_s=${SFT_S:-240} --set training.grpo_time_budget_s=${GRPO_S:-300}
                 --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3
+                --set training.format_reward=${FORMAT_REWARD:-0.2}
                 --set "training.grpo_trl=${GRPO_TRL:-{\}}")
     # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot
     # answer in its completion budget are left out (training.max_prompt_length).
