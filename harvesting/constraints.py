@@ -299,7 +299,39 @@ def declared_forms(init: ast.FunctionDef | None) -> dict[str, tuple[str, Any]]:
                 elif (isinstance(op, ast.In) and isinstance(left, ast.Name) and isinstance(right, (ast.Set, ast.List, ast.Tuple))
                         and right.elts and all(isinstance(e, ast.Constant) for e in right.elts)):
                     forms.setdefault(left.id, ("choice", right.elts[0].value))
+    # A parameter compared with strings anywhere in __init__ is a string option, one of those:
+    # `assert rnn_type.upper() in ["RNN", "LSTM"]`, `if norm_type == "gLN": ... elif ...`,
+    # `mode.lower() not in ("sum", "mean")`: the first string it is compared with (a case-folded
+    # comparison is met by the literal as written).
+    params = {a.arg for a in init.args.args + init.args.kwonlyargs}
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+            continue
+        name = _string_subject(node.left)
+        other = node.comparators[0]
+        if name is None:
+            name, other = _string_subject(node.comparators[0]), node.left
+        if name is None or name not in params or not isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+            continue
+        values = other.elts if isinstance(other, (ast.Set, ast.List, ast.Tuple)) else [other]
+        strings = [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+        if strings and len(strings) == len(values):
+            forms.setdefault(name, ("choice", strings[0]))
     return forms
+
+
+# str methods whose result is still the option's text (case-folded or trimmed)
+_CASE_METHODS = {"upper", "lower", "casefold", "strip", "title", "capitalize"}
+
+
+def _string_subject(node: ast.expr) -> str | None:
+    """The parameter name a comparison with strings reads: `p` or `p.upper()` (and the like)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CASE_METHODS
+            and not node.args and isinstance(node.func.value, ast.Name)):
+        return node.func.value.id
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

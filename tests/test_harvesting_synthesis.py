@@ -640,3 +640,47 @@ def test_an_abstract_forward_is_no_forward_without_a_probe():
     branch = abstract.replace('        raise NotImplementedError()\n',
                               '        if x.dim() > 4:\n            raise NotImplementedError\n        return x * 2\n')
     assert synthesize(branch)
+
+
+STRING_OPTIONS = '''
+class SingleRNN(nn.Module):
+    def __init__(self, rnn_type, input_size, hidden_size, n_layers=1):
+        super().__init__()
+        assert rnn_type.upper() in ["RNN", "LSTM", "GRU"]
+        rnn_type = rnn_type.upper()
+        self.rnn = getattr(nn, rnn_type)(input_size, hidden_size, num_layers=n_layers, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+class NormAct(nn.Module):
+    def __init__(self, channels, norm_type, activation):
+        super().__init__()
+        if norm_type == "gLN":
+            self.norm = nn.GroupNorm(1, channels)
+        elif norm_type.lower() == "bn":
+            self.norm = nn.BatchNorm1d(channels)
+        else:
+            raise ValueError(f"unknown norm {norm_type}")
+        if activation not in ("relu", "prelu"):
+            raise ValueError(activation)
+        self.act = nn.ReLU() if activation == "relu" else nn.PReLU()
+
+    def forward(self, x):
+        return self.act(self.norm(x))
+'''
+
+
+def test_parameters_compared_with_strings_are_guessed_as_those_strings():
+    """A string option with no default (`rnn_type`, asteroid's recurrent blocks) was guessed as an
+    int and the constructor failed on `rnn_type.upper()`: a parameter compared with strings, in an
+    assert or an `if`, case-folded or not, is given the first string it is compared with."""
+    rnn = synthesize(HEADER + STRING_OPTIONS.replace("class SingleRNN", "class Model"))[0]
+    assert rnn.init_code[0] == "'RNN'", rnn.init_code
+    norm = synthesize(HEADER + STRING_OPTIONS.replace("class NormAct", "class Model"))[0]
+    assert norm.init_code[1:3] == ["'gLN'", "'relu'"], norm.init_code
+
+
+def test_string_options_become_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "options.py", STRING_OPTIONS, 2)
