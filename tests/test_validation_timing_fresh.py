@@ -75,6 +75,39 @@ def test_input_sets_of_another_layout_are_not_mixed_in():
     assert "check" not in out  # trial 1 has another layout: no check call on it
 
 
+class _RecordingPathways:
+    """A two-pathway forward (pytorchvideo's fusions): one argument, a list of tensors."""
+
+    def __init__(self):
+        self.seen: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self, x, scale):
+        self.seen.append((x[0].clone(), x[1].clone()))
+        return x[0].sum() + x[1].sum() * scale
+
+
+def test_tensors_inside_a_list_argument_get_new_values_and_the_check_too():
+    """A list of tensors as one argument was neither refreshed nor comparable (the layout check
+    raised on it): its tensors are refreshed like top-level ones, and the check call gets them exactly."""
+    g = torch.Generator().manual_seed(0)
+    sets = [[[torch.randn(2, 3, generator=g), torch.randn(2, 5, generator=g)], 2.0] for _ in range(3)]
+    model = _RecordingPathways()
+    out = time_callable(model, sets, {"runs": 20, "input_sets": 1, "check_trial": 1, "check_at": 4}, device="cpu")
+    assert len(model.seen) == 3 + 20 + 10
+    slow = [a for a, _ in model.seen]
+    assert all(not torch.equal(a, b) for i, a in enumerate(slow) for b in slow[i + 1:])
+    check = 3 + 4
+    assert torch.equal(model.seen[check][0], sets[1][0][0]) and torch.equal(model.seen[check][1], sets[1][0][1])
+    assert torch.allclose(model.seen[0][1], sets[0][0][1] * (1 + 1 / 4096))
+    assert torch.equal(out["_check_outputs"], sets[1][0][0].sum() + sets[1][0][1].sum() * 2.0)
+    # a list of another length (or tensor shapes) is another layout: never mixed in
+    other = [[[torch.ones(2, 3)], 2.0]]
+    lengths: list[int] = []
+    out = time_callable(lambda x, s: lengths.append(len(x)) or x[0].sum(), sets + other,
+                        {"runs": 20, "input_sets": 1, "check_trial": 3, "check_at": 0}, device="cpu")
+    assert set(lengths) == {2} and "check" not in out
+
+
 def _judge(cand: str, **overrides):
     pool = JudgePool(judge_config(time_on_cpu=True, time_compile=False, timing_runs=20, timing_input_sets=1,
                                   workers=1, timeout_s=120, **overrides))

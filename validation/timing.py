@@ -142,14 +142,16 @@ class FreshValues:
     def __init__(self, variants: list[list[Any]], offset: int = 0, check: list[Any] | None = None,
                  check_at: int | None = None):
         import torch
+        from torch.utils._pytree import tree_map
 
         self.base = variants[offset % len(variants)]
         same = [v for v in variants if same_layout(v, self.base)]
         first = next(i for i, v in enumerate(same) if v is self.base)
         self.variants = same[first:] + same[:first]
-        with torch.no_grad():
-            self.buffers = [x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
-                            for x in self.base]
+        with torch.no_grad():  # nested inputs (a list of tensors as one argument) are copied and refreshed leaf by leaf
+            self.buffers = tree_map(lambda x: x.detach().clone().requires_grad_(x.requires_grad)
+                                    if isinstance(x, torch.Tensor) else x, list(self.base))
+        self._leaves = _leaves(self.buffers)
         self.check = check if check is not None and same_layout(check, self.base) else None
         self.check_at = check_at if self.check is not None else None
         self.checked = False
@@ -171,7 +173,7 @@ class FreshValues:
             return
         src = self.variants[i % len(self.variants)]
         with torch.no_grad():
-            for buf, value in zip(self.buffers, src):
+            for buf, value in zip(self._leaves, _leaves(src)):
                 if isinstance(buf, torch.Tensor):
                     buf.copy_(value)
                     if buf.is_floating_point() or buf.is_complex():
@@ -182,18 +184,27 @@ class FreshValues:
         import torch
 
         with torch.no_grad():
-            for buf, value in zip(self.buffers, values):
+            for buf, value in zip(self._leaves, _leaves(values)):
                 if isinstance(buf, torch.Tensor):
                     buf.copy_(value)
 
 
-def same_layout(a: list[Any], b: list[Any]) -> bool:
-    """Same tensors' shapes, dtypes and devices, and equal values that are not tensors."""
-    import torch
+def _leaves(inputs: Any) -> list[Any]:
+    """The values of an input set in order, nested lists, tuples and dicts opened."""
+    from torch.utils._pytree import tree_leaves
 
-    if len(a) != len(b):
+    return tree_leaves(list(inputs))
+
+
+def same_layout(a: list[Any], b: list[Any]) -> bool:
+    """The same nesting, the same tensors' shapes, dtypes and devices, and equal values that are not tensors."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    (xs, spec_a), (ys, spec_b) = tree_flatten(list(a)), tree_flatten(list(b))
+    if spec_a != spec_b:
         return False
-    for x, y in zip(a, b):
+    for x, y in zip(xs, ys):
         if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
             return False
         if isinstance(x, torch.Tensor):
@@ -203,15 +214,16 @@ def same_layout(a: list[Any], b: list[Any]) -> bool:
         try:
             if bool(x != y):
                 return False
-        except Exception:  # noqa: BLE001 (containers of tensors: not comparable, so not the same layout)
+        except Exception:  # noqa: BLE001 (values whose comparison has no truth value: not the same layout)
             return False
     return True
 
 
 def _on_device(inputs: list[Any], device: str = "cuda") -> list[Any]:
     import torch
+    from torch.utils._pytree import tree_map
 
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    return tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, list(inputs))
 
 
 def full_size_setup(full: dict[str, Any], device: str = "cuda", load_problem: Callable[..., Any] | None = None,
