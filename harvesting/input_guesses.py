@@ -299,6 +299,22 @@ def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
     return False
 
 
+# `List[torch.Tensor]`, `list[Tensor]`, `Sequence[torch.Tensor]`, `Tuple[Tensor, ...]`, `Tuple[Tensor, Tensor]`
+_TENSOR_LIST = re.compile(r"^(?:typing\.)?(?:List|list|Sequence|Iterable|Tuple|tuple)\[((?:torch\.)?Tensor(?:\s*,\s*(?:(?:torch\.)?Tensor|\.\.\.))*)\]$")
+
+
+def tensor_list_length(annotation: str) -> int:
+    """How many tensors a forward input annotated as a list (or tuple) of tensors gets: the
+    tuple's own count, else 2 (two pathways, two feature levels); 0 when it is not one."""
+    annotation = (annotation or "").strip()
+    optional = re.match(r"^(?:typing\.)?Optional\[(.*)\]$", annotation)
+    m = _TENSOR_LIST.match(optional.group(1) if optional else annotation)
+    if m is None:
+        return 0
+    parts = [part.strip() for part in m.group(1).split(",")]
+    return len(parts) if len(parts) > 1 and "..." not in parts else 2
+
+
 def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int, spatial: int) -> list[tuple[str, dict[str, Any]]]:
     name = p.name.lower()
     ann = p.annotation

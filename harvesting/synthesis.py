@@ -21,7 +21,7 @@ from typing import Any
 
 from autotriton.harvesting.argument_guesses import _SIZE_WORDS, _guess_value, module_usage
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
-from autotriton.harvesting.input_guesses import _fitted, _input_options, _layer_calls
+from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
 from autotriton.harvesting.signatures import _Param, _classes, _method, _params
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
 
@@ -318,6 +318,10 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
             options = _input_options(p, forward, calls, values, D, spatial)
             if shape_constraints:
                 options = [_fitted(code, spec, p.name, shape_constraints, values) for code, spec in options]
+            items = tensor_list_length(p.annotation)
+            if items:  # `x: List[torch.Tensor]`: the pathways of a fusion, the features of a head
+                options = [("[" + ", ".join([code] * items) + "]", {"kind": "tensor_list", "items": [spec] * items})
+                           for code, spec in options if spec.get("kind") == "tensor"] or options
             per_input.append(options)
         n_options = max((len(o) for o in per_input), default=1)
         added = False

@@ -684,3 +684,38 @@ def test_parameters_compared_with_strings_are_guessed_as_those_strings():
 
 def test_string_options_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "options.py", STRING_OPTIONS, 2)
+
+
+TENSOR_LISTS = '''
+from typing import List, Tuple
+
+
+class ConcatPathways(nn.Module):
+    def __init__(self, dim: int = 1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: List[torch.Tensor]) -> torch.Tensor:
+        return torch.cat([t for t in x if t is not None], self.dim)
+
+
+class LevelSum(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.proj = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, feats: Tuple[torch.Tensor, torch.Tensor, torch.Tensor], scale: float = 1.0):
+        return sum(self.proj(f) for f in feats) * scale
+'''
+
+
+def test_forward_inputs_annotated_as_lists_of_tensors_get_lists_of_tensors(tmp_path):
+    """Fusions and heads that take a list of tensors (one per pathway or feature level; set 12's
+    pytorchvideo) were probed with one tensor and never ran: the annotation's count of tensors
+    (2 for an open list) becomes a list of that many tensor guesses."""
+    concat = synthesize(HEADER + TENSOR_LISTS.replace("class ConcatPathways", "class Model"))[0]
+    assert concat.input_code[0].startswith("[torch.randn(") and concat.input_code[0].count("torch.randn(") == 2
+    assert concat.input_spec[0]["kind"] == "tensor_list" and len(concat.input_spec[0]["items"]) == 2
+    levels = synthesize(HEADER + TENSOR_LISTS.replace("class LevelSum", "class Model"))[0]
+    assert levels.input_code[0].count("torch.randn(") == 3, levels.input_code
+    assert_all_runnable(tmp_path, "lists.py", TENSOR_LISTS, 2)

@@ -168,3 +168,61 @@ def test_trials_of_other_shapes_are_never_asked_for_the_check():
         assert verdict.timing["check"]["ok"] is True
     shapes = {tuple(t["shapes"][0]) for v in verdicts for t in v.trials if t["phase"] == "main"}
     assert len(shapes) > 1  # the trials did differ in shape
+
+
+LIST_PROBLEM = '''import torch
+import torch.nn as nn
+from typing import List
+
+class Model(nn.Module):
+    def __init__(self, dim: int = 1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: List[torch.Tensor]) -> torch.Tensor:
+        return x[0] * 2.0 + x[1]
+
+def get_inputs():
+    return [[torch.randn(2, 8, 4), torch.randn(2, 8, 4)]]
+
+def get_init_inputs():
+    return []
+'''
+
+LIST_CANDIDATE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0 + tl.load(y_ptr + offs, mask=m), mask=m)
+
+class ModelNew(nn.Module):
+    def __init__(self, dim: int = 1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        a, b = x[0].contiguous(), x[1].contiguous()
+        o = torch.empty_like(a)
+        n = a.numel()
+        scale_kernel[(triton.cdiv(n, 128),)](a, b, o, n, BLOCK=128)
+        return o
+'''
+
+
+def test_a_problem_taking_a_list_of_tensors_is_judged_timed_and_checked():
+    """Harvested fusions take a list of tensors as one argument: trials, the timing's fresh values
+    and its check call all reach the tensors inside the list."""
+    pool = JudgePool(judge_config(time_on_cpu=True, time_compile=False, timing_runs=20, timing_input_sets=1,
+                                  workers=1, timeout_s=120))
+    try:
+        verdict = pool.validate(LIST_PROBLEM, LIST_CANDIDATE)
+    finally:
+        pool.close()
+    assert verdict.correct and verdict.rule_ok, (verdict.status, verdict.violations, verdict.error)
+    assert all(t["shapes"] == [[2, 8, 4], [2, 8, 4]] for t in verdict.trials if t["phase"] == "main")
+    assert verdict.timing["check"]["ok"] is True and verdict.timing["candidate"]["fresh_values"] is True

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_leaves
 
 from autotriton.hashing import source_key
 from autotriton.validation import candidate_runner as cr
@@ -468,7 +469,8 @@ def _assess(result, header, tensors, phases, refs, cfg, state, plan=None) -> Non
         for k, tr in enumerate(ph.get("trials", [])[:len(phase.trials)]):
             tr["seed"] = phase.trials[k]["seed"]  # never sent to the candidate
             rec: dict[str, Any] = {"phase": phase.name, "seed": tr.get("seed"),
-                                   "shapes": [list(x.shape) for x in phase.trials[k]["inputs"] if isinstance(x, torch.Tensor)]}
+                                   "shapes": [list(x.shape) for x in tree_leaves(list(phase.trials[k]["inputs"]))
+                                              if isinstance(x, torch.Tensor)]}
             result["trials"].append(rec)
             if "error" in tr:
                 e = tr["error"]
