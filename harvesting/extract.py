@@ -120,10 +120,18 @@ class _AttrNames(cst.CSTVisitor):
             self.names.add(value)
 
 
-def _attr_names(node: cst.CSTNode) -> set[str]:
+def _attr_names(node: cst.CSTNode, facts: dict[tuple[str, int], tuple[object, object]] | None = None) -> frozenset[str]:
+    """The attribute names (and identifier strings) `node` mentions; with `facts` (a repository's
+    node_facts) computed once per node."""
+    key = ("attr_names", id(node))
+    if facts is not None and key in facts:
+        return facts[key][1]  # type: ignore[return-value]
     visitor = _AttrNames()
     node.visit(visitor)
-    return visitor.names
+    names = frozenset(visitor.names)
+    if facts is not None:
+        facts[key] = (node, names)
+    return names
 
 
 def _pruned_helpers(repo: Repository, path: str, class_name: str) -> dict[str, str]:
@@ -144,7 +152,7 @@ def _pruned_helpers(repo: Repository, path: str, class_name: str) -> dict[str, s
         if isinstance(stmt, cst.ClassDef) and key != target:
             helpers[key] = stmt
         elif stmt is not None:
-            reached |= _attr_names(stmt)
+            reached |= _attr_names(stmt, repo.node_facts)
     if not helpers:
         return {}
     kept: dict[tuple[str, int], set[int]] = {key: set() for key in helpers}
@@ -152,7 +160,7 @@ def _pruned_helpers(repo: Repository, path: str, class_name: str) -> dict[str, s
         for i, member in enumerate(cls.body.body):
             if not isinstance(member, cst.FunctionDef):
                 kept[key].add(i)
-                reached |= _attr_names(member)
+                reached |= _attr_names(member, repo.node_facts)
     changed = True
     while changed:
         changed = False
@@ -161,7 +169,7 @@ def _pruned_helpers(repo: Repository, path: str, class_name: str) -> dict[str, s
                 if i not in kept[key] and isinstance(member, cst.FunctionDef) and (
                         member.name.value in reached or member.name.value.startswith("__")):
                     kept[key].add(i)
-                    reached |= _attr_names(member)
+                    reached |= _attr_names(member, repo.node_facts)
                     changed = True
     by_file: dict[str, dict[int, cst.ClassDef]] = {}
     for key, cls in helpers.items():

@@ -67,6 +67,10 @@ class Repository:
         self._parsed: dict[str, ParsedFile | None] = {}
         self.errors: dict[str, tuple[str, str]] = {}
         self._roots = self._package_roots()
+        # Facts derived from this repository's parsed nodes, computed once per node (a package's
+        # classes share their helpers: torchrl's harvest visited the same base classes' methods
+        # thousands of times). Keyed by (kind, id(node)); the value keeps the node, so ids stay unique.
+        self.node_facts: dict[tuple[str, int], tuple[object, object]] = {}
 
     def overlay(self, texts: dict[str, str]) -> "Repository":
         """The same repository with some files' texts replaced. Every other file is this one's:

@@ -494,3 +494,36 @@ def test_classes_a_registry_looks_up_by_name_in_its_module_come_along():
     out = ns["ConvBlock"]()(torch.randn(2, 8, 16))
     assert out.shape == (2, 8, 16)
     assert type(ns["ConvBlock"](norm_type="cLN").norm).__name__ == "ChanLN"
+
+
+def test_the_methods_of_a_shared_helper_are_read_once_for_all_the_classes_that_use_it(monkeypatch):
+    """Pruning reads which attribute names each kept statement mentions; a package's classes share
+    their bases, and torchrl's harvest re-read the same base methods for every class (40 % of its
+    time). Each node is read once per repository, and the extractions are the same as without it."""
+    from autotriton.harvesting import extract as extract_mod
+
+    files = {
+        "pkg/base.py": "import torch\nclass Base(torch.nn.Module):\n    def scale(self):\n        return self.factor()\n"
+                       "    def factor(self):\n        return 2\n    def unused(self):\n        return self.nothing\n",
+        "pkg/a.py": "from .base import Base\nclass A(Base):\n    def forward(self, x):\n        return x * self.scale()\n",
+        "pkg/b.py": "from .base import Base\nclass B(Base):\n    def forward(self, x):\n        return x + self.scale()\n",
+    }
+    visits: list[str] = []
+
+    class Recording(extract_mod._AttrNames):  # notes the node each read starts from
+        def on_visit(self, node):
+            if not self.names and not getattr(self, "started", False):
+                self.started = True
+                visits.append(getattr(getattr(node, "name", None), "value", type(node).__name__))
+            return super().on_visit(node)
+
+    monkeypatch.setattr(extract_mod, "_AttrNames", Recording)
+    repo = _repo(files)
+    first = [extract_class(repo, "pkg/a.py", "A").source]
+    assert {"scale", "factor"} <= set(visits) and "unused" not in visits
+    visits.clear()
+    first.append(extract_class(repo, "pkg/b.py", "B").source)
+    assert not {"scale", "factor"} & set(visits), visits  # Base's methods: read for A, not again for B
+    assert "def unused" not in first[0] and "def factor" in first[0]
+    fresh = [extract_class(_repo(files), path, name).source for path, name in (("pkg/a.py", "A"), ("pkg/b.py", "B"))]
+    assert first == fresh
