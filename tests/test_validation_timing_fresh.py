@@ -226,3 +226,47 @@ def test_a_problem_taking_a_list_of_tensors_is_judged_timed_and_checked():
     assert verdict.correct and verdict.rule_ok, (verdict.status, verdict.violations, verdict.error)
     assert all(t["shapes"] == [[2, 8, 4], [2, 8, 4]] for t in verdict.trials if t["phase"] == "main")
     assert verdict.timing["check"]["ok"] is True and verdict.timing["candidate"]["fresh_values"] is True
+
+
+def _judge_shrunk(cand: str):
+    """relu judged at sizes shrunk for memory (max_trial_mb), timed at its own sizes."""
+    pool = JudgePool(judge_config(time_on_cpu=True, time_compile=False, timing_runs=20, timing_input_sets=1,
+                                  workers=1, timeout_s=120, max_trial_mb=0.002, shrink_for_cpu=False))
+    try:
+        return pool.validate(problem("relu"), candidate(cand))
+    finally:
+        pool.close()
+
+
+def test_at_the_problems_own_sizes_a_check_call_on_secret_inputs_is_compared_by_projections():
+    """Correctness judged shrunk, timing at full size: one timed call gets inputs from a secret seed
+    and projections of its answer must match the reference's within the elementwise tolerance; a
+    forward that caches only at full sizes (where no trial looks) is caught and gets no speedup."""
+    honest = _judge_shrunk("correct_relu")
+    assert honest.timing["problem_shrunk_for_memory"] and honest.trials[0]["shapes"] != [[16, 64]]
+    assert honest.correct and honest.rule_ok, (honest.status, honest.violations, honest.error)
+    assert honest.timing["check"]["ok"] is True and honest.timing["check"]["trial"] == "own-size check set"
+    assert honest.timing["candidate"]["full_size"] and honest.timing["speedup"] > 0
+    cheat = _judge_shrunk("cheat_timing_memo_at_full_size")
+    assert cheat.correct  # every (shrunk) trial computed
+    assert "RUNTIME-TIMING-MISMATCH" in {v.rule for v in cheat.violations}
+    assert cheat.timing["check"]["ok"] is False and "speedup" not in cheat.timing
+
+
+def test_projections_accept_any_answer_within_tolerance_and_refuse_another_inputs_answer():
+    from autotriton.validation.timing import compare_projections, project, projection_bounds
+
+    g = torch.Generator().manual_seed(3)
+    ref = [torch.randn(300, 700, generator=g), torch.arange(12).reshape(3, 4)]
+    tol = {torch.float32: 1e-4, torch.int64: 0.0}
+    seed = 2**47 + 5
+    refs, bounds = project(ref, seed), projection_bounds(ref, seed, tol.get)
+    worst_case = [ref[0] + torch.where(ref[0] > 0, 1, -1) * 0.999e-4 * (1 + ref[0].abs()), ref[1].clone()]
+    assert compare_projections(refs, bounds, project(worst_case, seed))["ok"]  # every element at its tolerance
+    stale = [torch.randn(300, 700, generator=g), ref[1]]
+    assert not compare_projections(refs, bounds, project(stale, seed))["ok"]
+    nan = [ref[0].clone(), ref[1]]
+    nan[0][::3] = float("nan")
+    assert not compare_projections(refs, bounds, project(nan, seed))["ok"]
+    assert not compare_projections(refs, bounds, project([ref[0].t(), ref[1]], seed))["ok"]
+    assert not compare_projections(refs, bounds, "forged")["ok"]

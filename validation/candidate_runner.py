@@ -457,7 +457,12 @@ def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str, mai
           judge: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
     model, sets = timing_model_and_inputs(model_cls, main_model, job, device, main_inputs, judge)
     names = {info["name"] for info in STATE.kernel_info.values() if info.get("module") == CANDIDATE_MODULE}
-    out = judge["time_callable"](model, sets, job["timing"], names, device)
+    full = job["timing"].get("full_size") or {}
+    check_inputs = None
+    if full.get("check_seed") is not None:  # at the problem's own sizes: the check call's inputs, from the worker's secret seed
+        check_inputs = judge["full_size_setup"]({**full, "seeds": [full["check_seed"]]}, device)[2][0]
+    out = judge["time_callable"](model, sets, {**job["timing"], "projection_seed": full.get("projection_seed")}, names, device,
+                                 check_inputs=check_inputs)
     if job["timing"].get("full_size"):
         out["full_size"] = True
     if "_check_outputs" in out:  # the check call's answer goes back with the trials' outputs

@@ -217,9 +217,16 @@ def timing_plan(state: ProblemState, cfg: dict[str, Any]) -> dict[str, Any] | No
     if not cfg["time_kernels"] or (cfg["device"] == "cpu" and not cfg.get("time_on_cpu")):
         return None
     plan = dict(cfg["timing_job"])
-    if state.source != state.original_source and cfg["device"] != "cpu":
+    # (on the CPU, timed only with time_on_cpu: at its own sizes only when shrunk for memory, as on a
+    # GPU, not for the interpreter's speed)
+    if state.source != state.original_source and (cfg["device"] != "cpu" or (cfg.get("time_on_cpu") and not cfg["shrink_for_cpu"])):
+        # one timed call gets a check set drawn from a secret seed; projections of its answer
+        # (over elements the secret projection seed draws) are compared with the reference's
+        check_seed, projection_seed = secret_seeds(2)
         plan["full_size"] = {"source": state.original_source, "init_seed": cfg["seed"],
-                             "seeds": [cfg["seed"] + 1000 * (i + 1) for i in range(plan["input_sets"])]}
+                             "seeds": [cfg["seed"] + 1000 * (i + 1) for i in range(plan["input_sets"])],
+                             "check_seed": check_seed, "projection_seed": projection_seed}
+        plan["check_at"] = secrets.randbelow(plan["runs"])
     else:  # timed on the trials' inputs: one timed call on a trial's exact values, compared with the reference
         # never trial 0 (the first timed call's input set): a cache that kept that call's answer
         # would pass a check on its own values where the scaling cannot show (x / x.norm())
@@ -427,6 +434,9 @@ def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, A
     outputs of the same main trial. None when no check was asked for or timing did not run; a
     timing that asked for one and came back with times but without it fails."""
     timing = header.get("timing")
+    full = (plan or {}).get("full_size") or {}
+    if isinstance(timing, dict) and "sets" in timing and full.get("check_seed") is not None:
+        return _full_size_check(timing.get("check"), full, cfg, tf32)
     asked = (plan or {}).get("check_trial")
     if not isinstance(timing, dict) or "sets" not in timing or asked is None:
         return None
@@ -440,6 +450,27 @@ def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, A
         return {"trial": asked, "ok": False, "reason": "the check call's outputs are missing"}
     cmp = _compare(refs[main][asked], outs, cfg, tf32)
     return {"trial": asked, "ok": bool(cmp["ok"]), "reason": cmp["reason"], "max_abs_err": cmp["max_abs_err"]}
+
+
+def _full_size_check(check: Any, full: dict[str, Any], cfg: dict[str, Any], tf32: bool) -> dict[str, Any]:
+    """The check call at the problem's own sizes: projections of its answer against the reference's
+    on the same (secret-seeded) inputs, computed here (validation/timing.py)."""
+    from autotriton.validation.timing import compare_projections, full_size_check_reference
+
+    def tolerance_of(dtype: Any) -> float:
+        return compare.tolerance_for(dtype, cfg["tolerances"], tf32, cfg["tf32_tolerance"])
+
+    trial = "own-size check set"
+    try:
+        ref, bounds = full_size_check_reference(full, cfg["device"], tolerance_of)
+    except Exception as exc:  # noqa: BLE001 (the reference ran at these sizes for timing; say why it did not now)
+        return {"trial": trial, "ok": False, "reason": f"the reference failed on the check set: {type(exc).__name__}: {exc}"[:300]}
+    if ref is None:  # get_inputs() gives this seed another layout: no call could be checked
+        return {"trial": trial, "ok": True, "reason": None, "skipped": "the check set's layout is not the timed one's"}
+    if not isinstance(check, dict) or not check.get("full_size") or "projections" not in check:
+        return {"trial": trial, "ok": False, "reason": "timing came back without the check call's projections"}
+    cmp = compare_projections(ref, bounds, check["projections"])
+    return {"trial": trial, "ok": bool(cmp["ok"]), "reason": cmp["reason"], "max_excess": cmp.get("max_excess")}
 
 
 def _assess(result, header, tensors, phases, refs, cfg, state, plan=None) -> None:

@@ -29,7 +29,9 @@ correctness trials' inputs. When correctness is judged at sizes shrunk for memor
 (`max_trial_mb`, judge.fit_to_budget), both sides instead build the full-size model and input
 sets themselves with `full_size_setup` (same source, same seeds, made on the GPU: identical
 values on both sides), so no multi-GiB tensor crosses a process boundary; the candidate's are
-made in its own process and never come back.
+made in its own process and never come back. The check call then runs on a set from a secret seed
+and only `project`ions of its answer come back, compared with the reference's within the exact
+bound of the elementwise tolerance (`compare_projections`).
 """
 
 from __future__ import annotations
@@ -250,14 +252,17 @@ def full_size_setup(full: dict[str, Any], device: str = "cuda", load_problem: Ca
 
 
 def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any], kernel_names: set[str] | None = None,
-                  device: str = "cuda") -> dict[str, Any]:
+                  device: str = "cuda", check_inputs: list[Any] | None = None) -> dict[str, Any]:
     """Candidate side: per timed input set, the median time of model(*inputs) over calls that each
     see new input values (FreshValues; every set of `input_sets` serves as a variant); plus the
     share of CUDA time spent in the candidate's Triton kernels `kernel_names` (torch.profiler over
     one forward). With job["check_trial"] = k, timed call job["check_at"] of the first set (after
     the warm-up calls; after timing when out of range) runs on input set k's exact values, and its
     raw answer is returned under "_check_outputs" for the caller to hand to the judge's worker,
-    which compares it with the reference's outputs of that trial."""
+    which compares it with the reference's outputs of that trial. At the problem's own sizes
+    (correctness judged shrunk) `check_inputs` is the check input set instead (made here from a
+    secret seed, full_size_setup), and only `project`ions of the check call's answer go back
+    (under "check"): the worker compares them with the same projections of the reference's."""
     import torch
 
     start = time.perf_counter()
@@ -265,6 +270,8 @@ def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any], 
     out: dict[str, Any] = {"sets": [], "fresh_values": True}
     k = job.get("check_trial")
     check = variants[k] if isinstance(k, int) and 0 <= k < len(variants) else None
+    if check_inputs is not None:
+        check = _on_device(check_inputs, device)
     first = None
     for j in range(min(job["input_sets"], len(variants))):
         fresh = FreshValues(variants, offset=j, check=check if j == 0 else None,
@@ -277,11 +284,117 @@ def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any], 
             with torch.no_grad():
                 first.check_output, first.checked = model(*first.buffers), True
         _sync(device)
-        out["_check_outputs"] = first.check_output
-        out["check"] = {"trial": k}
+        if check_inputs is not None:
+            out["check"] = {"full_size": True, "projections": project(first.check_output, int(job["projection_seed"]))}
+        else:
+            out["_check_outputs"] = first.check_output
+            out["check"] = {"trial": k}
+    if check_inputs is not None and "check" not in out:
+        out["check"] = {"full_size": True, "skipped": "the check set's layout is not the timed one's"}
     out["triton_time_share"] = _triton_share(model, variants[0], kernel_names or set()) if device != "cpu" else None
     out["elapsed_s"] = time.perf_counter() - start
     return out
+
+
+# The full-size check compares PROJECTIONS = 4 signed sums over PROJECTION_SIZE elements of each
+# output drawn (with replacement) by a seed the worker chose; a stale answer differs from the right
+# one almost everywhere, so its sums miss the reference's by far more than any answer within the
+# elementwise tolerance can (the bound is exact: the sum of each drawn element's tolerance).
+PROJECTIONS = 4
+PROJECTION_SIZE = 1 << 16
+
+
+def _projection_draws(numel: int, seed: int, index: int) -> tuple[Any, Any]:
+    import torch
+
+    g = torch.Generator().manual_seed((seed * 1_000_003 + index) % 2**63)
+    idx = torch.randint(0, numel, (min(numel, PROJECTION_SIZE),), generator=g)
+    signs = torch.randint(0, 2, (idx.numel(),), generator=g, dtype=torch.float64) * 2 - 1
+    return idx, signs
+
+
+def project(outputs: Any, seed: int) -> list[dict[str, Any]]:
+    """Per output tensor: {"shape", "dtype", "sums": PROJECTIONS signed sums of drawn elements (float64),
+    "nonfinite": how many drawn elements were NaN or Inf (counted, left out of the sums)}."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    out = []
+    leaves = [t for t in tree_leaves(outputs if isinstance(outputs, (list, tuple)) else [outputs]) if isinstance(t, torch.Tensor)]
+    for i, t in enumerate(leaves):
+        flat = t.detach().reshape(-1)
+        entry: dict[str, Any] = {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "sums": [], "nonfinite": 0}
+        if flat.numel():
+            for j in range(PROJECTIONS):
+                idx, signs = _projection_draws(flat.numel(), seed, i * PROJECTIONS + j)
+                vals = flat[idx.to(flat.device)].to(torch.float64).cpu()
+                finite = torch.isfinite(vals)
+                entry["nonfinite"] += int((~finite).sum())
+                entry["sums"].append(float((torch.where(finite, vals, 0.0) * signs).sum()))
+        out.append(entry)
+    return out
+
+
+def projection_bounds(outputs: Any, seed: int, tolerance_of: Callable[[Any], float]) -> list[list[float]]:
+    """For the reference's outputs: per tensor and projection, the largest difference in its sum
+    that answers within the elementwise tolerance (|got - ref| <= tol + tol * |ref|) can make."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    bounds = []
+    leaves = [t for t in tree_leaves(outputs if isinstance(outputs, (list, tuple)) else [outputs]) if isinstance(t, torch.Tensor)]
+    for i, t in enumerate(leaves):
+        flat, tol = t.detach().reshape(-1), tolerance_of(t.dtype)
+        per = []
+        for j in range(PROJECTIONS if flat.numel() else 0):
+            idx, _ = _projection_draws(flat.numel(), seed, i * PROJECTIONS + j)
+            vals = flat[idx.to(flat.device)].to(torch.float64).cpu()
+            vals = torch.where(torch.isfinite(vals), vals.abs(), 0.0)
+            per.append(float((tol + tol * vals).sum()) * (1 + 1e-9) + 1e-12 * float(vals.sum()))
+        bounds.append(per)
+    return bounds
+
+
+def compare_projections(ref: list[dict[str, Any]], bounds: list[list[float]], got: Any) -> dict[str, Any]:
+    """{ok, reason, max_excess}: the candidate's projections (as it sent them) against the reference's."""
+    if not isinstance(got, list) or len(got) != len(ref):
+        return {"ok": False, "reason": f"projections of {len(got) if isinstance(got, list) else 'no'} output(s), expected {len(ref)}"}
+    worst = 0.0
+    for i, (r, g, b) in enumerate(zip(ref, got, bounds)):
+        where = f"output {i}" if len(ref) > 1 else "output"
+        if not isinstance(g, dict) or g.get("shape") != r["shape"] or g.get("dtype") != r["dtype"]:
+            shape = g.get("shape") if isinstance(g, dict) else None
+            return {"ok": False, "reason": f"{where} has shape {shape}, expected {r['shape']} ({r['dtype']})"}
+        sums = g.get("sums")
+        if g.get("nonfinite") != r["nonfinite"] or not isinstance(sums, list) or len(sums) != len(r["sums"]):
+            return {"ok": False, "reason": f"{where}: NaN or Inf where the reference has none, or the reverse"}
+        for got_sum, ref_sum, bound in zip(sums, r["sums"], b):
+            if not isinstance(got_sum, (int, float)) or not abs(float(got_sum) - ref_sum) <= bound:
+                excess = abs(float(got_sum) - ref_sum) / bound if isinstance(got_sum, (int, float)) and bound else float("inf")
+                return {"ok": False, "reason": f"{where}: drawn elements differ from the reference's by more than the tolerance "
+                                               f"allows ({excess:.3g}x the bound)", "max_excess": excess}
+            worst = max(worst, abs(float(got_sum) - ref_sum) / bound if bound else 0.0)
+    return {"ok": True, "reason": None, "max_excess": worst}
+
+
+def full_size_check_reference(full: dict[str, Any], device: str, tolerance_of: Callable[[Any], float]) -> tuple[Any, Any]:
+    """Worker side: the reference at the problem's own sizes on the check input set
+    (full["check_seed"]): (its projections, their bounds), for compare_projections; (None, None)
+    when that set's layout is not the timed one's (FreshValues then asks for no check call)."""
+    import torch
+
+    module, init_inputs, sets = full_size_setup({**full, "seeds": [full["check_seed"], full["seeds"][0]]}, device)
+    if not same_layout(sets[0], sets[1]):  # get_inputs() draws its shapes: the candidate can check no call
+        return None, None
+    del sets[1]
+    torch.manual_seed(full["init_seed"])
+    model = module.Model(*init_inputs)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    with torch.no_grad():
+        outputs = model(*sets[0])
+    seed = int(full["projection_seed"])
+    return project(outputs, seed), projection_bounds(outputs, seed, tolerance_of)
 
 
 def _triton_share(model: Any, inputs: list[Any], names: set[str]) -> float | None:
@@ -317,10 +430,10 @@ def reference_timing(worker: Any, state: Any, cfg: dict[str, Any], plan: dict[st
     job = plan or cfg["timing_job"]
     full = job.get("full_size")
     if full:
-        module, init_inputs, sets = full_size_setup(full)
+        module, init_inputs, sets = full_size_setup(full, cfg["device"])
         torch.manual_seed(full["init_seed"])
         model = module.Model(*init_inputs)
-        model = model.to("cuda").eval() if isinstance(model, torch.nn.Module) else model
+        model = model.to(cfg["device"]).eval() if isinstance(model, torch.nn.Module) else model
     else:
         model = state.main.model
         sets = [_on_device(t["inputs"], cfg["device"]) for t in state.main.trials[: job["input_sets"]]]
