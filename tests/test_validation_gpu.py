@@ -103,3 +103,22 @@ def test_a_forward_answering_timed_calls_from_a_cache_is_caught_on_the_gpu(gpu_v
     assert cheat.timing["check"]["ok"] is False and "speedup" not in cheat.timing
     assert honest.timing["check"]["ok"] is True and honest.timing["candidate"]["fresh_values"] is True
     assert honest.timing["speedup"] > 0
+
+
+def test_at_its_own_sizes_a_cache_kept_only_at_full_size_is_caught_on_the_gpu():
+    """A problem judged shrunk for memory (max_trial_mb) is timed at its own sizes on the GPU: the
+    check call there runs on secret-seeded inputs and is compared through projections."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    jobs = [(problem("relu"), candidate("correct_relu")), (problem("relu"), candidate("cheat_timing_memo_at_full_size"))]
+    with JudgePool(judge_config(device="cuda", workers=1, timeout_s=120, timing_runs=20, timing_input_sets=1,
+                                time_compile=False, max_trial_mb=0.002)) as pool:
+        honest, cheat = pool.validate_many(jobs)
+    assert honest.timing["problem_shrunk_for_memory"] and honest.correct and honest.rule_ok, (honest.status, honest.violations)
+    assert honest.timing["check"] == {"trial": "own-size check set", "ok": True, "reason": None,
+                                      "max_excess": honest.timing["check"]["max_excess"]}
+    assert honest.timing["candidate"]["full_size"] and honest.timing["speedup"] > 0
+    assert cheat.correct and "RUNTIME-TIMING-MISMATCH" in {v.rule for v in cheat.violations}
+    assert cheat.timing["check"]["ok"] is False and "speedup" not in cheat.timing
