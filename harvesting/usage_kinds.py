@@ -146,6 +146,10 @@ class UsageReader:
         if loop_bound:  # a loop's target: its first binding is the value read here
             stores = stores[1:]
         rebound = stores[0] if stores else None
+        if class_name is not None and rebound is None and _stores_locals_on_self(fn):
+            # `set_attributes(self, locals())`, `self.__dict__.update(locals())`: every parameter
+            # becomes `self.<name>`, read as such in the other methods
+            usage.merge(self._attribute(class_name, name, depth))
         for node in ast.walk(fn):
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
                 if (rebound is not None and node.lineno > rebound) or _kind_tested(scope, node):
@@ -315,6 +319,22 @@ def _loops_over(scope: _Scope, value: ast.expr) -> list[ast.For | ast.comprehens
         return [n for n in ast.walk(scope.fn) if isinstance(n, (ast.For, ast.comprehension))
                 and isinstance(n.iter, ast.Name) and n.iter.id == local]
     return []
+
+
+def _stores_locals_on_self(fn: ast.FunctionDef) -> bool:
+    """Whether `fn` hands its `locals()` to a call that also gets `self` (an argument, or the
+    object the call is on: `self.__dict__.update(locals())`, `vars(self).update(locals())`)."""
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        if not any(isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id == "locals" and not a.args
+                   for a in node.args):
+            continue
+        mentions_self = any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(node.func)) or any(
+            isinstance(a, ast.Name) and a.id == "self" for a in node.args)
+        if mentions_self:
+            return True
+    return False
 
 
 def _callee(call: ast.Call) -> str:

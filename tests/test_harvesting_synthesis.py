@@ -719,3 +719,50 @@ def test_forward_inputs_annotated_as_lists_of_tensors_get_lists_of_tensors(tmp_p
     levels = synthesize(HEADER + TENSOR_LISTS.replace("class LevelSum", "class Model"))[0]
     assert levels.input_code[0].count("torch.randn(") == 3, levels.input_code
     assert_all_runnable(tmp_path, "lists.py", TENSOR_LISTS, 2)
+
+
+LOCALS_AS_ATTRIBUTES = '''
+def set_attributes(obj, params):
+    for name, value in params.items():
+        if name != "self":
+            setattr(obj, name, value)
+
+
+class Head(nn.Module):
+    def __init__(self, pool: nn.Module = None, proj: nn.Module = None, dropout: nn.Module = None):
+        super().__init__()
+        set_attributes(self, locals())
+        assert self.proj is not None
+
+    def forward(self, x):
+        if self.pool is not None:
+            x = self.pool(x)
+        if self.dropout is not None:
+            x = self.dropout(x)
+        return self.proj(x)
+
+
+class Stem(nn.Module):
+    def __init__(self, conv=None, act=None):
+        super().__init__()
+        self.__dict__.update(locals())
+        del self.__dict__["self"]
+
+    def forward(self, x):
+        assert self.conv is not None
+        x = self.conv(x)
+        return x if self.act is None else self.act(x)
+'''
+
+
+def test_parameters_stored_through_locals_are_followed_as_attributes():
+    """`set_attributes(self, locals())` (pytorchvideo's heads and stems, set 12) makes every parameter
+    an attribute: a module defaulting to None that an assert requires is guessed as a module."""
+    head = synthesize(HEADER + LOCALS_AS_ATTRIBUTES.replace("class Head", "class Model"))[0]
+    assert head.init_code[1].startswith("torch.nn."), head.init_code
+    stem = synthesize(HEADER + LOCALS_AS_ATTRIBUTES.replace("class Stem", "class Model"))[0]
+    assert stem.init_code[0].startswith("torch.nn."), stem.init_code
+
+
+def test_parameters_stored_through_locals_become_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "locals.py", LOCALS_AS_ATTRIBUTES, 2)
