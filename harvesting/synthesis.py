@@ -143,6 +143,35 @@ def _forwarded_params(init: ast.FunctionDef) -> list[_Param] | None:
     return None
 
 
+def _dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int) -> tuple[str, Any] | None:
+    """A parameter annotated with a dataclass of its own file (`config: MambaConfig`, `args:
+    ModelArgs`): built with its required fields guessed from their names and types, so what its
+    __post_init__ derives (`d_inner`, `dt_rank`) exists as the code expects. None otherwise."""
+    name = re.sub(r"^(?:typing\.)?Optional\[(.*)\]$", r"\1", (annotation or "").strip().strip("'\""))
+    cls = classes.get(name)
+    if cls is None or not any((d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else
+                               _dotted_call(d)) in ("dataclass", "dataclasses.dataclass") for d in cls.decorator_list):
+        return None
+    fields = []
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is None \
+                and "ClassVar" not in ast.unparse(node.annotation):
+            guess = _guess_value(node.target.id, ast.unparse(node.annotation), D)
+            if guess is None:
+                return None
+            fields.append((node.target.id, guess))
+    code = f"{name}(" + ", ".join(f"{f}={g[0]}" for f, g in fields) + ")"
+    return code, {"expr": code, "kind": "dataclass", "fields": {f: g[1] for f, g in fields}}
+
+
+def _dotted_call(node: ast.expr) -> str:
+    """`dataclass(frozen=True)` -> "dataclass"."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return ""
+
+
 def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,
                   tuples: bool = False, constraints: list[ast.expr] | None = None,
                   usages: dict[str, Usage] | None = None) -> tuple[list[str], list[Any], dict[str, Any]] | None:
@@ -169,6 +198,12 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
         guess = None
         usage = usages.get(p.name)
         if p.default is None or (p.default == "None" and usage is not None and usage.required):
+            built = _dataclass_argument(classes, p.annotation, D)
+            if built is not None:  # `config: MambaConfig`: the file's own dataclass, built
+                codes.append(built[0])
+                specs.append(built[1])
+                last_needed = i
+                continue
             if _CONFIG_NAMES.match(p.name.lower()) and not (usage and (usage.mapping or usage.sequence or usage.called)):
                 attrs = _config_attrs(classes, p.name)
                 fields = []
