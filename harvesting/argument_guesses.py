@@ -87,6 +87,22 @@ def module_usage(init: ast.FunctionDef | None, name: str) -> str:
 #: The guess for a module instance the code wraps and calls (`self.fn = fn`, `self.fn(x)`).
 WRAPPED_MODULE = "torch.nn.GELU()"
 
+#: A wrapped module the code calls with more than the input (`self.model(x, times, cache=c)`, a flow
+#: or diffusion wrapper's network): no torch layer takes those, so the problem defines this stand-in
+#: (STAND_IN_SOURCE, added by synthesis.problem_source): GELU of its first argument times one learnt
+#: scale (so it has parameters to move and train), every other argument accepted and unused.
+STAND_IN = "WrappedNetwork"
+STAND_IN_SOURCE = f'''class {STAND_IN}(torch.nn.Module):
+    """Stands in for the network this module wraps: GELU of its first argument, others unused."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(()))
+
+    def forward(self, x, *args, **kwargs):
+        return torch.nn.functional.gelu(x) * self.scale
+'''
+
 
 def _builds_class(n: str, usage: str) -> bool:
     return usage == "called" or (usage == "passed" and bool(_CLASS_NAME.search(n)))

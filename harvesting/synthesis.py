@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from autotriton.harvesting.argument_guesses import _SIZE_WORDS, _guess_value, module_usage
+from autotriton.harvesting.argument_guesses import _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, _guess_value, module_usage
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
 from autotriton.harvesting.signatures import _Param, _classes, _method, _params
@@ -398,4 +398,5 @@ def problem_source(standalone_model: str, attempt: Attempt) -> str:
     if standalone_model.startswith("from __future__ import"):
         future, _, standalone_model = standalone_model.partition("\n")
         future += "\n"
-    return f"{future}{prefix}{standalone_model.rstrip()}\n\n\n{attempt.functions()}"
+    stand_in = f"\n\n\n{STAND_IN_SOURCE.rstrip()}" if any(f"{STAND_IN}(" in c for c in attempt.init_code) else ""
+    return f"{future}{prefix}{standalone_model.rstrip()}{stand_in}\n\n\n{attempt.functions()}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from autotriton.harvesting.argument_guesses import WRAPPED_MODULE
+from autotriton.harvesting.argument_guesses import STAND_IN, WRAPPED_MODULE
 from autotriton.harvesting.signatures import _method, _params
 
 # Builtins whose argument must be iterable: `tuple(p)`, `len(p)`, `zip(p, q)`, `sorted(p)`.
@@ -61,9 +61,10 @@ class Usage:
     axis: bool = False  # `x.chunk(2, dim=p)`: a tensor dimension, not a size
     indexed: int = 0  # `p[3]`: a sequence of at least 4 items (`p[i]`, `p[1:]`: at least 1)
     tensor: bool = False  # `p.ndimension()`, `p.view(...)`, `p.shape`: a tensor
+    call_extra: bool = False  # called with more than one argument or with keywords: `p(x, times, cache=c)`
 
     def merge(self, other: Usage) -> None:
-        for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor"):
+        for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor", "call_extra"):
             setattr(self, name, getattr(self, name) or getattr(other, name))
         self.length = self.length or other.length
         self.indexed = max(self.indexed, other.indexed)
@@ -179,6 +180,7 @@ class UsageReader:
         if isinstance(parent, ast.Call):
             if parent.func is node:
                 usage.called = True
+                usage.call_extra = len(parent.args) > 1 or bool(parent.keywords) or any(isinstance(a, ast.Starred) for a in parent.args)
             else:
                 self._argument(scope, parent, node, usage, depth, class_name)
         elif isinstance(parent, ast.Starred):
@@ -455,6 +457,9 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             return src, {"expr": src}
         return "(" + ", ".join([item_code] * n) + ("," if n == 1 else "") + ")", [item_value] * n
     if usage.called:
+        if usage.call_extra and (not code or code == WRAPPED_MODULE or code.startswith(STAND_IN)):
+            # `self.model(x, times, cache=cache)`: a module that takes those arguments and keeps x's shape
+            return STAND_IN + "()", STAND_IN + "()"
         if "torch.nn." in code or "lambda" in code:
             return None
         return _IDENTITY, _IDENTITY

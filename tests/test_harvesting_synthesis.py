@@ -807,3 +807,35 @@ def test_a_parameter_annotated_with_the_files_dataclass_gets_that_dataclass_buil
     mixer = synthesize(HEADER + DATACLASS_CONFIG.replace("class Mixer", "class Model"))[0]
     assert mixer.init_code[0].startswith("BlockConfig(d_model=") and "n_layers=" in mixer.init_code[0], mixer.init_code
     assert_all_runnable(tmp_path, "mixer.py", DATACLASS_CONFIG, 1)
+
+
+FLOW_WRAPPER = '''
+class FlowLoss(nn.Module):
+    def __init__(self, model: nn.Module, sigma_min=1e-4):
+        super().__init__()
+        self.model = model
+        self.sigma_min = sigma_min
+
+    def forward(self, data, times):
+        noise = data.flip(0)
+        t = times.view(-1, *([1] * (data.ndim - 1)))
+        noised = t * data + (1 - t) * noise
+        pred = self.model(noised, times=times, cond=None)
+        return ((pred - (data - noise)) ** 2).mean()
+'''
+
+
+def test_a_wrapped_network_called_with_more_than_its_input_gets_a_stand_in_that_takes_them(tmp_path):
+    """Flow and diffusion wrappers call the network they wrap with times and options
+    (`self.model(x, times=t)`; rectified-flow-pytorch, set 12): nn.GELU takes none of them, so the
+    problem defines a stand-in network that takes any arguments and uses the first."""
+    from autotriton.harvesting.synthesis import problem_source
+
+    attempt = synthesize(HEADER + FLOW_WRAPPER.replace("class FlowLoss", "class Model"))[0]
+    assert attempt.init_code[0] == "WrappedNetwork()", attempt.init_code
+    source = problem_source(HEADER + FLOW_WRAPPER.replace("class FlowLoss", "class Model"), attempt)
+    assert "class WrappedNetwork(torch.nn.Module):" in source
+    plain = synthesize(HEADER + FLOW_WRAPPER.replace("class FlowLoss", "class Model").replace(
+        "self.model(noised, times=times, cond=None)", "self.model(noised)"))[0]
+    assert plain.init_code[0] == "torch.nn.GELU()"  # called with its input alone: the torch layer, as before
+    assert_all_runnable(tmp_path, "flow.py", FLOW_WRAPPER, 1)
