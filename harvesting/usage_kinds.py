@@ -180,7 +180,9 @@ class UsageReader:
         if isinstance(parent, ast.Call):
             if parent.func is node:
                 usage.called = True
-                usage.call_extra = len(parent.args) > 1 or bool(parent.keywords) or any(isinstance(a, ast.Starred) for a in parent.args)
+                # (a `*args` / `**kwargs` pass-through may well be empty: not counted)
+                usage.call_extra = (sum(not isinstance(a, ast.Starred) for a in parent.args) > 1
+                                    or any(k.arg is not None for k in parent.keywords))
             else:
                 self._argument(scope, parent, node, usage, depth, class_name)
         elif isinstance(parent, ast.Starred):
