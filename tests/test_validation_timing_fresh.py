@@ -270,3 +270,18 @@ def test_projections_accept_any_answer_within_tolerance_and_refuse_another_input
     assert not compare_projections(refs, bounds, project(nan, seed))["ok"]
     assert not compare_projections(refs, bounds, project([ref[0].t(), ref[1]], seed))["ok"]
     assert not compare_projections(refs, bounds, "forged")["ok"]
+
+
+def test_a_check_the_reference_cannot_make_is_no_violation_and_no_speedup():
+    """The worker's own reference failing on the check set (say, out of memory beside the candidate)
+    is not the candidate's fault: no violation, but no speedup without a check either."""
+    from autotriton.validation.judge import _full_size_check
+
+    failing = problem("relu").replace("return torch.relu(x)", "raise RuntimeError('out of memory')")
+    cfg = {"device": "cpu", "tolerances": {"float32": 1e-4}, "tf32_tolerance": 1e-2}
+    full = {"source": failing, "init_seed": 0, "seeds": [1], "check_seed": 2, "projection_seed": 3}
+    result = _full_size_check({"full_size": True, "projections": []}, full, cfg, False)
+    assert result["ok"] is None and "out of memory" in result["reason"]
+    honest = problem("relu")
+    ok = _full_size_check({"full_size": True, "projections": []}, {**full, "source": honest}, cfg, False)
+    assert ok["ok"] is False and "projections of 0 output" in ok["reason"]  # a check it can make, answered wrongly
