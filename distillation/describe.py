@@ -28,11 +28,7 @@ def fill_descriptions(candidates: list[Any], problems: dict[str, Any], *, trace:
         return 0
     traces = trace_cache if trace_cache is not None else {}
     if trace:
-        from autotriton.distillation.trace import trace_problems
-
-        keys = sorted({c.problem_key for c in todo} - set(traces))
-        if keys:
-            traces.update(zip(keys, trace_problems([problems[k].reference_source for k in keys])))
+        _trace_into(traces, {c.problem_key for c in todo}, problems)
     for cand in todo:
         instruction, reasoning = describe_problem(problems[cand.problem_key].reference_source, cand.code, traces.get(cand.problem_key))
         cand.instruction = cand.instruction or instruction
@@ -48,14 +44,20 @@ def redescribe(candidates: list[Any], problems: dict[str, Any], *, trace: bool =
     are traced on the meta device first (one child process for all)."""
     todo = [c for c in candidates if c.code and is_described(c.reasoning or "") and c.problem_key in problems]
     traces: dict[str, dict[str, Any] | None] = {}
-    if trace and todo:
-        from autotriton.distillation.trace import trace_problems
-
-        keys = sorted({c.problem_key for c in todo})
-        traces.update(zip(keys, trace_problems([problems[k].reference_source for k in keys])))
+    if trace:
+        _trace_into(traces, {c.problem_key for c in todo}, problems)
     words: dict[str, tuple[str, str]] = {}
     for cand in todo:
         instruction, reasoning = describe_problem(problems[cand.problem_key].reference_source, cand.code, traces.get(cand.problem_key))
         if (instruction, reasoning) != (cand.instruction, cand.reasoning):
             words[cand.key] = (instruction, reasoning)
     return words
+
+
+def _trace_into(traces: dict[str, dict[str, Any] | None], keys: set[str], problems: dict[str, Any]) -> None:
+    """Trace the problems of `keys` not yet in `traces` on the meta device (one child process)."""
+    todo = sorted(keys - set(traces))
+    if todo:
+        from autotriton.distillation.trace import trace_problems
+
+        traces.update(zip(todo, trace_problems([problems[k].reference_source for k in todo])))

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from autotriton.harvesting.constraints import fit_shape
-from autotriton.harvesting.signatures import _Param
+from autotriton.harvesting.signatures import _Param, unwrap_optional
 
 # Layer constructors whose first argument is the feature/channel size of their input.
 _FEATURE_LAYERS: dict[str, int | None] = {
@@ -306,9 +306,7 @@ _TENSOR_LIST = re.compile(r"^(?:typing\.)?(?:List|list|Sequence|Iterable|Tuple|t
 def tensor_list_length(annotation: str) -> int:
     """How many tensors a forward input annotated as a list (or tuple) of tensors gets: the
     tuple's own count, else 2 (two pathways, two feature levels); 0 when it is not one."""
-    annotation = (annotation or "").strip()
-    optional = re.match(r"^(?:typing\.)?Optional\[(.*)\]$", annotation)
-    m = _TENSOR_LIST.match(optional.group(1) if optional else annotation)
+    m = _TENSOR_LIST.match(unwrap_optional(annotation))
     if m is None:
         return 0
     parts = [part.strip() for part in m.group(1).split(",")]

@@ -15,6 +15,12 @@ class _Param:
     kind: str  # "pos", "kwonly", "vararg", "kwarg"
 
 
+def unwrap_optional(annotation: str) -> str:
+    """`Optional[X]` (or `typing.Optional[X]`, quoted or not) -> "X"; any other annotation as it is."""
+    text = (annotation or "").strip().strip("'\"")
+    return text[text.index("[") + 1:-1].strip() if text.startswith(("Optional[", "typing.Optional[")) and text.endswith("]") else text
+
+
 def _params(fn: ast.FunctionDef) -> list[_Param]:
     out: list[_Param] = []
     args = fn.args

@@ -22,7 +22,7 @@ from typing import Any
 from autotriton.harvesting.argument_guesses import _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, _guess_value, module_usage
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
-from autotriton.harvesting.signatures import _Param, _classes, _method, _params
+from autotriton.harvesting.signatures import _Param, _classes, _method, _params, unwrap_optional
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
 
 
@@ -147,10 +147,11 @@ def _dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: in
     """A parameter annotated with a dataclass of its own file (`config: MambaConfig`, `args:
     ModelArgs`): built with its required fields guessed from their names and types, so what its
     __post_init__ derives (`d_inner`, `dt_rank`) exists as the code expects. None otherwise."""
-    name = re.sub(r"^(?:typing\.)?Optional\[(.*)\]$", r"\1", (annotation or "").strip().strip("'\""))
+    name = unwrap_optional(annotation)
     cls = classes.get(name)
-    if cls is None or not any((d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else
-                               _dotted_call(d)) in ("dataclass", "dataclasses.dataclass") for d in cls.decorator_list):
+    # @dataclass, @dataclasses.dataclass, @dataclass(frozen=True)
+    if cls is None or not any(ast.unparse(d.func if isinstance(d, ast.Call) else d) in ("dataclass", "dataclasses.dataclass")
+                              for d in cls.decorator_list):
         return None
     fields = []
     for node in cls.body:
@@ -162,14 +163,6 @@ def _dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: in
             fields.append((node.target.id, guess))
     code = f"{name}(" + ", ".join(f"{f}={g[0]}" for f, g in fields) + ")"
     return code, {"expr": code, "kind": "dataclass", "fields": {f: g[1] for f, g in fields}}
-
-
-def _dotted_call(node: ast.expr) -> str:
-    """`dataclass(frozen=True)` -> "dataclass"."""
-    if isinstance(node, ast.Call):
-        func = node.func
-        return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    return ""
 
 
 def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,

@@ -175,7 +175,8 @@ def redescribe_candidates(wh: Any, run: Any, teacher: str | None = None, *, trac
     from autotriton.distillation.describe import is_described, redescribe
 
     candidates = [c for c in wh.candidates() if teacher is None or c.generator == teacher]
-    problems = {p.key: p for p in wh.problems(status=None)} if candidates else {}
+    needed = {c.problem_key for c in candidates if is_described(c.reasoning or "")}
+    problems = {p.key: p for p in wh.problems(status=None, keys=needed)} if needed else {}
     words = redescribe(candidates, problems, trace=trace)
     changed = wh.set_words(run, words)
     return {"candidates": len(candidates), "described": sum(1 for c in candidates if is_described(c.reasoning or "")),

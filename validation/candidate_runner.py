@@ -455,14 +455,14 @@ def timing_model_and_inputs(model_cls: Any, main_model: Any, job: dict[str, Any]
 
 def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str, main_inputs: list[Any] | None,
           judge: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
-    model, sets = timing_model_and_inputs(model_cls, main_model, job, device, main_inputs, judge)
-    names = {info["name"] for info in STATE.kernel_info.values() if info.get("module") == CANDIDATE_MODULE}
     full = job["timing"].get("full_size") or {}
-    check_inputs = None
-    if full.get("check_seed") is not None:  # at the problem's own sizes: the check call's inputs, from the worker's secret seed
-        check_inputs = judge["full_size_setup"]({**full, "seeds": [full["check_seed"]]}, device)[2][0]
-    out = judge["time_callable"](model, sets, {**job["timing"], "projection_seed": full.get("projection_seed")}, names, device,
-                                 check_inputs=check_inputs)
+    check_seed = full.get("check_seed")
+    if check_seed is not None:  # at the problem's own sizes: the check call's inputs too, from the worker's secret seed
+        job = {**job, "timing": {**job["timing"], "full_size": {**full, "seeds": [*full["seeds"], check_seed]}}}
+    model, sets = timing_model_and_inputs(model_cls, main_model, job, device, main_inputs, judge)
+    check_inputs = sets.pop() if check_seed is not None else None
+    names = {info["name"] for info in STATE.kernel_info.values() if info.get("module") == CANDIDATE_MODULE}
+    out = judge["time_callable"](model, sets, job["timing"], names, device, check_inputs=check_inputs)
     if job["timing"].get("full_size"):
         out["full_size"] = True
     if "_check_outputs" in out:  # the check call's answer goes back with the trials' outputs

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from autotriton.validation.reference_problem import load_problem_module
 
@@ -285,7 +285,7 @@ def time_callable(model: Any, input_sets: list[list[Any]], job: dict[str, Any], 
                 first.check_output, first.checked = model(*first.buffers), True
         _sync(device)
         if check_inputs is not None:
-            out["check"] = {"full_size": True, "projections": project(first.check_output, int(job["projection_seed"]))}
+            out["check"] = {"full_size": True, "projections": project(first.check_output, int(job["full_size"]["projection_seed"]))}
         else:
             out["_check_outputs"] = first.check_output
             out["check"] = {"trial": k}
@@ -313,24 +313,34 @@ def _projection_draws(numel: int, seed: int, index: int) -> tuple[Any, Any]:
     return idx, signs
 
 
+def _drawn(outputs: Any, seed: int) -> Iterator[tuple[Any, list[Any]]]:
+    """Per output tensor (nested outputs opened): the tensor and, per projection, its drawn
+    elements as float64 on the CPU with their signs (the same draws for any answer's tensor)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    leaves = [t for t in tree_leaves(outputs if isinstance(outputs, (list, tuple)) else [outputs]) if isinstance(t, torch.Tensor)]
+    for i, t in enumerate(leaves):
+        flat = t.detach().reshape(-1)
+        draws = []
+        for j in range(PROJECTIONS if flat.numel() else 0):
+            idx, signs = _projection_draws(flat.numel(), seed, i * PROJECTIONS + j)
+            draws.append((flat[idx.to(flat.device)].to(torch.float64).cpu(), signs))
+        yield t, draws
+
+
 def project(outputs: Any, seed: int) -> list[dict[str, Any]]:
     """Per output tensor: {"shape", "dtype", "sums": PROJECTIONS signed sums of drawn elements (float64),
     "nonfinite": how many drawn elements were NaN or Inf (counted, left out of the sums)}."""
     import torch
-    from torch.utils._pytree import tree_leaves
 
     out = []
-    leaves = [t for t in tree_leaves(outputs if isinstance(outputs, (list, tuple)) else [outputs]) if isinstance(t, torch.Tensor)]
-    for i, t in enumerate(leaves):
-        flat = t.detach().reshape(-1)
+    for t, draws in _drawn(outputs, seed):
         entry: dict[str, Any] = {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "sums": [], "nonfinite": 0}
-        if flat.numel():
-            for j in range(PROJECTIONS):
-                idx, signs = _projection_draws(flat.numel(), seed, i * PROJECTIONS + j)
-                vals = flat[idx.to(flat.device)].to(torch.float64).cpu()
-                finite = torch.isfinite(vals)
-                entry["nonfinite"] += int((~finite).sum())
-                entry["sums"].append(float((torch.where(finite, vals, 0.0) * signs).sum()))
+        for vals, signs in draws:
+            finite = torch.isfinite(vals)
+            entry["nonfinite"] += int((~finite).sum())
+            entry["sums"].append(float((torch.where(finite, vals, 0.0) * signs).sum()))
         out.append(entry)
     return out
 
@@ -339,19 +349,12 @@ def projection_bounds(outputs: Any, seed: int, tolerance_of: Callable[[Any], flo
     """For the reference's outputs: per tensor and projection, the largest difference in its sum
     that answers within the elementwise tolerance (|got - ref| <= tol + tol * |ref|) can make."""
     import torch
-    from torch.utils._pytree import tree_leaves
 
     bounds = []
-    leaves = [t for t in tree_leaves(outputs if isinstance(outputs, (list, tuple)) else [outputs]) if isinstance(t, torch.Tensor)]
-    for i, t in enumerate(leaves):
-        flat, tol = t.detach().reshape(-1), tolerance_of(t.dtype)
-        per = []
-        for j in range(PROJECTIONS if flat.numel() else 0):
-            idx, _ = _projection_draws(flat.numel(), seed, i * PROJECTIONS + j)
-            vals = flat[idx.to(flat.device)].to(torch.float64).cpu()
-            vals = torch.where(torch.isfinite(vals), vals.abs(), 0.0)
-            per.append(float((tol + tol * vals).sum()) * (1 + 1e-9) + 1e-12 * float(vals.sum()))
-        bounds.append(per)
+    for t, draws in _drawn(outputs, seed):
+        tol = tolerance_of(t.dtype)
+        magnitudes = [torch.where(torch.isfinite(vals), vals.abs(), 0.0) for vals, _ in draws]
+        bounds.append([float((tol + tol * m).sum()) * (1 + 1e-9) + 1e-12 * float(m.sum()) for m in magnitudes])
     return bounds
 
 
@@ -377,20 +380,26 @@ def compare_projections(ref: list[dict[str, Any]], bounds: list[list[float]], go
     return {"ok": True, "reason": None, "max_excess": worst}
 
 
+def full_size_reference(full: dict[str, Any], device: str) -> tuple[Any, list[list[Any]]]:
+    """Worker side: the reference Model at the problem's own sizes (seeded as the candidate's
+    ModelNew is) and its input sets for full["seeds"], on `device`."""
+    import torch
+
+    module, init_inputs, sets = full_size_setup(full, device)
+    torch.manual_seed(full["init_seed"])
+    model = module.Model(*init_inputs)
+    return (model.to(device).eval() if isinstance(model, torch.nn.Module) else model), sets
+
+
 def full_size_check_reference(full: dict[str, Any], device: str, tolerance_of: Callable[[Any], float]) -> tuple[Any, Any]:
     """Worker side: the reference at the problem's own sizes on the check input set
     (full["check_seed"]): (its projections, their bounds), for compare_projections; (None, None)
     when that set's layout is not the timed one's (FreshValues then asks for no check call)."""
     import torch
 
-    module, init_inputs, sets = full_size_setup({**full, "seeds": [full["check_seed"], full["seeds"][0]]}, device)
+    model, sets = full_size_reference({**full, "seeds": [full["check_seed"], full["seeds"][0]]}, device)
     if not same_layout(sets[0], sets[1]):  # get_inputs() draws its shapes: the candidate can check no call
         return None, None
-    del sets[1]
-    torch.manual_seed(full["init_seed"])
-    model = module.Model(*init_inputs)
-    if isinstance(model, torch.nn.Module):
-        model = model.to(device).eval()
     with torch.no_grad():
         outputs = model(*sets[0])
     seed = int(full["projection_seed"])
@@ -430,10 +439,7 @@ def reference_timing(worker: Any, state: Any, cfg: dict[str, Any], plan: dict[st
     job = plan or cfg["timing_job"]
     full = job.get("full_size")
     if full:
-        module, init_inputs, sets = full_size_setup(full, cfg["device"])
-        torch.manual_seed(full["init_seed"])
-        model = module.Model(*init_inputs)
-        model = model.to(cfg["device"]).eval() if isinstance(model, torch.nn.Module) else model
+        model, sets = full_size_reference(full, cfg["device"])
     else:
         model = state.main.model
         sets = [_on_device(t["inputs"], cfg["device"]) for t in state.main.trials[: job["input_sets"]]]
