@@ -82,7 +82,11 @@ class KernelSummary:
     loops: int = 0
     features: set[str] = field(default_factory=set)
     fixed: dict[str, int] = field(default_factory=dict)  # constexprs set inside the kernel body
-    launches: list[dict[str, Any]] = field(default_factory=list)  # {"grid": str, "constexprs": {name: value}}
+    # {"grid": str, "constexprs": {name: value}, "args": [(parameter, value text), ...] in parameter order}
+    launches: list[dict[str, Any]] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)  # names this kernel uses (other @triton.jit functions among them)
+    loaded: set[str] = field(default_factory=set)  # pointer parameters the kernel reads through (tl.load)
+    stored: set[str] = field(default_factory=set)  # ... and writes through (tl.store, atomics)
 
 
 @dataclass
@@ -302,6 +306,7 @@ def analyze_candidate(code: str) -> CandidateSummary:
                         and "constexpr" in ast.unparse(sub.annotation) and isinstance(sub.value, ast.Constant)
                         and isinstance(sub.value.value, int) and not isinstance(sub.value.value, bool)):
                     k.fixed[sub.target.id] = sub.value.value
+            k.names = {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}  # calls and `tl.reduce(..., combine)`
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call):
                     name = _dotted(sub.func)
@@ -327,6 +332,7 @@ def analyze_candidate(code: str) -> CandidateSummary:
                     k.loops += 1
             k.reductions = sorted(set(reductions))
             k.math = sorted(set(math))
+            k.loaded, k.stored = _pointer_roles(node, params)
             kernels[node.name] = k
     # Grids are often named first (`grid = (triton.cdiv(n, BLOCK),)`): show the expression.
     assigned = {node.targets[0].id: node.value for node in ast.walk(tree)
@@ -343,8 +349,62 @@ def analyze_candidate(code: str) -> CandidateSummary:
                 for kw in node.keywords:
                     if kw.arg:
                         consts[kw.arg] = ast.unparse(kw.value)
-                kernels[name].launches.append({"grid": ast.unparse(grid), "constexprs": consts})
+                params = kernels[name].params
+                bound = dict(zip(params, (ast.unparse(a) for a in node.args)))
+                bound.update((kw.arg, ast.unparse(kw.value)) for kw in node.keywords if kw.arg in params)
+                kernels[name].launches.append({"grid": ast.unparse(grid), "constexprs": consts,
+                                               "args": [(p, bound[p]) for p in params if p in bound]})
     return CandidateSummary(kernels=list(kernels.values()), size_reads=_forward_size_reads(tree))
+
+
+def _pointer_roles(kernel: ast.FunctionDef, params: list[str]) -> tuple[set[str], set[str]]:
+    """The parameters a kernel loads through and stores through. A pointer parameter is a term of
+    the sum that forms the address given to `tl.load` / `tl.store` / `tl.atomic_*` (`in_ptr0 + x0`),
+    directly or through a local name (`ptrs = x_ptr + offs`), and never a compile-time constant, a
+    factor or a compared size (`xnumel`, `ks0 * x0`, `XBLOCK`)."""
+    constexprs = {a.arg for a in kernel.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
+    not_pointers = set(constexprs)
+    for n in ast.walk(kernel):
+        operands: list[ast.AST] = []
+        if isinstance(n, ast.BinOp) and not isinstance(n.op, (ast.Add, ast.Sub)):
+            operands = [n.left, n.right]
+        elif isinstance(n, ast.Compare):
+            operands = [n.left, *n.comparators]
+        not_pointers |= {o.id for o in operands if isinstance(o, ast.Name)}
+
+    def terms(expr: ast.AST) -> list[ast.AST]:
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
+            return terms(expr.left) + terms(expr.right)
+        if isinstance(expr, ast.Subscript):  # `(x_ptr + offs)[None, :]` keeps its base
+            return terms(expr.value)
+        return [expr]
+
+    aliases = {n.targets[0].id: n.value for n in ast.walk(kernel)
+               if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+
+    def bases(expr: ast.AST, seen: frozenset[str] = frozenset()) -> set[str]:
+        found: set[str] = set()
+        for t in terms(expr):
+            if isinstance(t, ast.Name):
+                if t.id in params and t.id not in not_pointers:
+                    found.add(t.id)
+                elif t.id in aliases and t.id not in seen:
+                    found |= bases(aliases[t.id], seen | {t.id})
+        return found
+
+    loaded: set[str] = set()
+    stored: set[str] = set()
+    for n in ast.walk(kernel):
+        if isinstance(n, ast.Call):
+            last = _dotted(n.func).rsplit(".", 1)[-1]
+            pointer = n.args[0] if n.args else next((kw.value for kw in n.keywords if kw.arg == "pointer"), None)
+            if pointer is None:
+                continue
+            if last == "load":
+                loaded |= bases(pointer)
+            elif last == "store" or last.startswith("atomic_"):
+                stored |= bases(pointer)
+    return loaded, stored
 
 
 def _forward_size_reads(tree: ast.Module) -> dict[str, list[Any]]:
@@ -480,10 +540,16 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
         lines.extend(f"{i}. {s}" for i, s in enumerate(_plan(p.ops), start=1))
         return instruction, "\n".join(lines)
 
-    count = len(summary.kernels)
+    # @triton.jit functions only other kernels call (Inductor's welford helpers): named, not planned as kernels
+    called = set().union(*(k.names for k in summary.kernels))
+    helpers = [k.name for k in summary.kernels if not k.launches and k.name in called]
+    launched = [k for k in summary.kernels if k.name not in helpers]
+    count = len(launched)
     lines.append(f"Plan: {count} Triton kernel{'s' if count != 1 else ''}.")
+    if helpers:
+        lines.append("Helper @triton.jit functions the kernels call: " + ", ".join(f"`{h}`" for h in helpers) + ".")
     covered: set[str] = set()
-    for i, k in enumerate(summary.kernels, start=1):
+    for i, k in enumerate(launched, start=1):
         fused = [op for op in ops if _OP_FEATURES.get(op, set()) & k.features]
         if count == 1:
             fused = ops  # one kernel does all of forward's computation
@@ -508,8 +574,7 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
         if k.fixed:
             parts.append("fixed tile sizes " + ", ".join(f"{n}={v}" for n, v in k.fixed.items()))
         for launch in k.launches[:2]:
-            consts = ", ".join(f"{n}={v}" for n, v in launch["constexprs"].items() if n.isupper() or n in k.constexprs)
-            parts.append(f"launched on grid {launch['grid']}" + (f" with {consts}" if consts else ""))
+            parts.append(f"launched on grid {launch['grid']}" + _launch_arguments_text(k, launch))
         lines.append(parts[0] + " " + "; ".join(parts[1:]) + ".")
     rest = [op for op in ops if op not in covered]
     if rest and count > 1:
@@ -520,6 +585,20 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
     if sizes:
         lines.append(sizes)
     return instruction, "\n".join(lines)
+
+
+def _launch_arguments_text(k: KernelSummary, launch: dict[str, Any]) -> str:
+    """" with in_ptr0=x (read), out_ptr0=buf0 (written), xnumel=n, XBLOCK=1024": every argument
+    bound to its parameter, in the kernel's parameter order, pointers marked with what the kernel
+    does through them (a small model passed inputs where kernels store: RESULTS.md twelfth run)."""
+    def role(p: str) -> str:
+        r = " and ".join(w for w, s in (("read", k.loaded), ("written", k.stored)) if p in s)
+        return f" ({r})" if r else ""
+
+    args = [f"{p}={v}{role(p)}" for p, v in launch.get("args", [])]
+    named = {p for p, _ in launch.get("args", [])}
+    args += [f"{n}={v}" for n, v in launch["constexprs"].items() if n not in named and (n.isupper() or n in k.constexprs)]
+    return f" with {', '.join(args)}" if args else ""
 
 
 def _size_reads_text(reads: dict[str, list[Any]], inputs: list[dict[str, Any]]) -> str:

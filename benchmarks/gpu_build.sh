@@ -163,6 +163,11 @@ case "${1:-}" in
     [ "${DISTILL_S:-1200}" -gt 0 ] && distill_run distill "${DISTILL_S:-1200}" ${REDO_UNSOLVED:+--redo-unsolved} ${SOURCE_KIND:+--source-kind "$SOURCE_KIND"}
     # PW_AFTER_S: the pointwise problems still without a pair, after the main distill (pairs for the dataset).
     [ "${PW_AFTER_S:-0}" -gt 0 ] && distill_run distill_pw_after "$PW_AFTER_S" --name 'synthetic_pointwise_*' --redo-unsolved
+    # Pairs a seeded release brought with an older describer's words: rewritten before the exports
+    # (learn's own `db describe` then finds nothing to do; DESCRIBE=0: kept as stored).
+    if [ "${DESCRIBE:-1}" = 1 ]; then
+      autotriton "${A[@]}" db describe --json > "$R/describe_build.json" 2> "$R/describe_build.err"; log "db describe: rc $?"
+    fi
     autotriton "${A[@]}" db stats --json > "$R/stats.json"; autotriton "${A[@]}" db report --json > "$R/report.json"
     for name in sft rl; do autotriton "${A[@]}" db export "$name" --out "$WORK/exports/$name" --json > "$R/export_$name.json"; done
     # Issue 15: where the validated kernels' time goes (a timing study, bounded: torch.compile of each reference is slow).

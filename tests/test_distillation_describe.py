@@ -91,7 +91,11 @@ def test_candidate_analysis_finds_kernels_features_and_launches():
     [k] = analyze_candidate(FUSED_CANDIDATE).kernels
     assert k.name == "linear_gelu_kernel" and k.dots == 1 and k.loads == 3 and k.stores == 1 and k.loops == 1
     assert k.constexprs == ["BLOCK_M", "BLOCK_N", "BLOCK_K"] and "erf" in k.math
-    assert k.launches == [{"grid": "(triton.cdiv(M, 16), triton.cdiv(N, 32))", "constexprs": {"BLOCK_M": "16", "BLOCK_N": "32", "BLOCK_K": "32"}}]
+    [launch] = k.launches
+    assert launch["grid"] == "(triton.cdiv(M, 16), triton.cdiv(N, 32))"
+    assert launch["constexprs"] == {"BLOCK_M": "16", "BLOCK_N": "32", "BLOCK_K": "32"}
+    assert launch["args"][:4] == [("x_ptr", "x"), ("w_ptr", "self.fc.weight"), ("b_ptr", "self.fc.bias"), ("y_ptr", "y")]
+    assert k.loaded == {"x_ptr", "w_ptr", "b_ptr"} and k.stored == {"y_ptr"}  # sizes (M, K) and scale are no pointers
 
 
 def test_description_with_candidate_explains_fusion_grid_and_blocks():
@@ -176,3 +180,52 @@ def test_plan_ends_with_the_sizes_forward_reads_and_each_inputs_rank():
     dynamic = FUSED_CANDIDATE.replace("M, K = x.shape", "d = 0\n        M = x.shape[d]\n        K = x.shape[1]")
     assert describe_problem(LINEAR_GELU, dynamic)[1].splitlines()[-1] == \
         "ModelNew.forward reads x.shape[...], x.shape[1] (x is 2-D: [8, 64])."
+
+
+INDUCTOR_STYLE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def combine(a, b):
+    return a + b
+
+
+@triton.jit
+def add_relu_kernel(in_out_ptr0, in_ptr0, ks0, xnumel, XBLOCK: tl.constexpr):
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    x0 = xindex % ks0
+    ptrs = in_ptr0 + x0
+    tmp0 = tl.load(in_out_ptr0 + xindex, xmask)
+    tmp1 = tl.load(ptrs, xmask)
+    tmp2 = tl.reduce(tmp0, 0, combine)
+    tl.store(in_out_ptr0 + xindex, tl.maximum(tmp0 + tmp1 + tmp2, 0.0), xmask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, bias):
+        buf0 = x.clone()
+        xnumel = x.numel()
+        add_relu_kernel[(xnumel + 1023) // 1024,](buf0, bias, x.shape[1], xnumel, XBLOCK=1024, num_warps=4)
+        return buf0
+'''
+
+
+def test_plan_binds_each_launch_argument_to_its_parameter_and_says_what_the_kernel_does_through_it():
+    """A small model passed inputs where kernels store and launch arguments in the wrong order
+    (RESULTS.md twelfth run): the plan names every argument at its parameter, pointers marked read
+    or written, and lists jit helpers apart from the kernels ModelNew launches."""
+    problem = LINEAR_GELU.replace("def forward(self, x):", "def forward(self, x, bias):")
+    kernels = {k.name: k for k in analyze_candidate(INDUCTOR_STYLE).kernels}
+    k = kernels["add_relu_kernel"]
+    assert k.loaded == {"in_out_ptr0", "in_ptr0"} and k.stored == {"in_out_ptr0"}  # through the alias `ptrs` too
+    reasoning = describe_problem(problem, INDUCTOR_STYLE)[1]
+    assert "Plan: 1 Triton kernel." in reasoning
+    assert "Helper @triton.jit functions the kernels call: `combine`." in reasoning
+    assert ("launched on grid ((xnumel + 1023) // 1024,) with in_out_ptr0=buf0 (read and written), in_ptr0=bias (read), "
+            "ks0=x.shape[1], xnumel=xnumel, XBLOCK=1024.") in reasoning
+    assert "num_warps" not in reasoning and "`combine` with" not in reasoning
