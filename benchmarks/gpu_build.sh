@@ -79,6 +79,14 @@ distill_run() {
   bounded $((seconds + 300)) autotriton "${A[@]}" "${GPU_SETS[@]}" "${BUILD_SETS[@]}" distill --teacher inductor --samples 2 \
     --time-budget "$seconds" "$@" --json > "$R/$name.json" 2> "$R/$name.err"
   log "$name: rc $? in $((SECONDS-t0)) s"
+  snapshot "$DB" after-distill
+}
+
+# A compressed copy of the warehouse under $WORK (watch brings back the newest): a machine lost
+# between device calls loses only what came after the last one. Usage: snapshot DB NAME
+snapshot() {
+  python3 -c "import duckdb; duckdb.connect('$1').execute('CHECKPOINT')" 2>/dev/null
+  xz -T8 -3 -c "$1" > "$WORK/$2.duckdb.xz.part" && mv "$WORK/$2.duckdb.xz.part" "$WORK/$2.duckdb.xz"
 }
 
 case "${1:-}" in
@@ -176,8 +184,7 @@ case "${1:-}" in
       log "speed profile: rc $?"
     fi
     # A copy of the warehouse as the build left it, for the next session (learn holds it open later).
-    python3 -c "import duckdb; duckdb.connect('$DB').execute('CHECKPOINT')" 2>/dev/null
-    xz -T8 -3 -c "$DB" > "$WORK/build-done.duckdb.xz.part" && mv "$WORK/build-done.duckdb.xz.part" "$WORK/build-done.duckdb.xz"
+    snapshot "$DB" build-done
     log "build done" ;;
   learn)
     DB=${2:-$WORK/build.duckdb}; R=$WORK/records; mkdir -p "$R"
@@ -290,7 +297,9 @@ PY
     while [ $SECONDS -lt $end ] && pgrep -f "gpu_build[.]sh (build|learn|all|fused)" >/dev/null; do sleep 15; done
     tail -40 "$WORK/build.log"; ls "$R" 2>/dev/null
     (cd "$WORK" && tar -czf "$OUT/records.tgz" records build.log $(ls -d eval train/*/metrics.json 2>/dev/null)) 2>/dev/null
-    [ -f "$WORK/build-done.duckdb.xz" ] && cp "$WORK/build-done.duckdb.xz" "$OUT/"
+    # the build's finished warehouse, else its copy after the last distill run
+    if [ -f "$WORK/build-done.duckdb.xz" ]; then cp "$WORK/build-done.duckdb.xz" "$OUT/"
+    elif [ -f "$WORK/after-distill.duckdb.xz" ]; then cp "$WORK/after-distill.duckdb.xz" "$OUT/"; fi
     for f in "$WORK"/syn.duckdb.xz "$WORK"/l1.duckdb.xz; do [ -f "$f" ] && cp "$f" "$OUT/"; done
     # only while no verb holds the warehouse (a copy taken under a writer may miss its last writes)
     if [ -f "$WORK/build.duckdb" ] && ! pgrep -f "autotriton --db|flows[.]cli --db" >/dev/null; then
