@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves, tree_map
 
 from autotriton.validation import candidate_recorders as recorders
 from autotriton.validation.candidate_recorders import (STATE, AtenRecorder, install_autotuner_scope, install_concurrency_watch,
@@ -100,17 +101,32 @@ def tampered(before: dict[str, int]) -> list[str]:
     return sorted(k for k in before if after.get(k) != before[k])
 
 
-def _flatten_outputs(out: Any) -> list[torch.Tensor]:
+def _flatten_outputs(out: Any, paths: list[str] | None = None, path: str = "") -> list[torch.Tensor]:
+    """A trusted forward's output (the reference's, the probed problem's) as tensors in order.
+    Dicts are opened only when `paths` is given, which then gets each tensor's dict keys
+    (`_key_path`): the judge's reference, whose keys a candidate's answer must have. The probe
+    asks for none: a harvested problem returns KernelBench's tensor or tuple of tensors, and its
+    error for a dict is what harvesting/structured_outputs.py rewrites."""
     if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (tuple, list)):
-        flat: list[torch.Tensor] = []
-        for item in out:
-            flat.extend(_flatten_outputs(item))
-        return flat
-    if isinstance(out, (int, float, bool)):
-        return [torch.tensor(out)]
-    raise TypeError(f"forward returned {type(out).__name__}; expected a tensor or a tuple of tensors")
+        flat = [out]
+    elif isinstance(out, (tuple, list)):
+        return [t for item in out for t in _flatten_outputs(item, paths, path)]
+    elif isinstance(out, dict) and paths is not None:
+        return [t for key in sorted(out, key=repr) for t in _flatten_outputs(out[key], paths, _key_path(path, key))]
+    elif isinstance(out, (int, float, bool)):
+        flat = [torch.tensor(out)]
+    else:
+        raise TypeError(f"forward returned {type(out).__name__}; expected a tensor or a tuple of tensors")
+    if paths is not None:
+        paths.append(path)
+    return flat
+
+
+def _key_path(path: str, key: Any) -> str:
+    """The dict keys leading to an output tensor, `['sentence_embedding']`; list and tuple
+    positions are left out, as the judge has always compared nested sequences flattened. Keys
+    are taken in sorted order on both sides: a dict's insertion order is not part of the answer."""
+    return f"{path}[{key!r}]"
 
 
 def digest(tensors: list[Any]) -> str:
@@ -130,11 +146,17 @@ def digest(tensors: list[Any]) -> str:
 
 
 def _to(obj: Any, device: str) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to(o, device) for o in obj)
-    return obj
+    """The judge's own inputs (trusted: sent by the worker) on `device`, nested lists, tuples and
+    dicts (a `features` dict of tensors) opened."""
+    return tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, obj)
+
+
+def input_leaves(inputs: Any) -> list[Any]:
+    """The judge's own inputs in order, nested lists, tuples and dicts opened: what the input
+    digest covers. Taken before forward, so that a forward which adds a key to a `features` dict
+    or rebinds one (as the reference module may) changes no input's bytes; writing into a tensor
+    it was given still does."""
+    return tree_leaves(list(inputs))
 
 
 def _error(stage: str, exc: BaseException) -> dict[str, Any]:
@@ -169,26 +191,38 @@ def _type_name(t: type) -> str:
     return type.__dict__["__name__"].__get__(t, type)
 
 
-def _plain_outputs(out: Any) -> list[torch.Tensor]:
-    """The forward's result as plain tensors, or TypeError. Types are compared exactly: a tensor
-    subclass or a list subclass could run its own code (`__iter__`, `detach`, `__torch_function__`)
-    when the judge reads it; exact `list`/`tuple` iterate in C."""
+def _plain_outputs(out: Any, paths: list[str] | None = None) -> list[torch.Tensor]:
+    """The forward's result as plain tensors, or TypeError; `paths` gets each tensor's dict keys
+    as `_flatten_outputs` gives the reference's. Types are compared exactly: a tensor subclass or
+    a list subclass could run its own code (`__iter__`, `detach`, `__torch_function__`) when the
+    judge reads it; exact `list`/`tuple`/`dict` iterate in C, and a dict's keys must be exact
+    `str` or `int`, whose hashing, ordering and repr are Python's own. (Not torch.utils._pytree:
+    it would ask the candidate's classes whether they are namedtuples or registered nodes.)"""
     flat: list[torch.Tensor] = []
+    where: list[str] = [] if paths is None else paths
 
-    def walk(o: Any, depth: int) -> None:
+    def walk(o: Any, depth: int, path: str) -> None:
         t = type(o)
         if t is torch.Tensor:
             flat.append(o)
+            where.append(path)
         elif (t is tuple or t is list) and depth < 4:
             for item in o:
-                walk(item, depth + 1)
+                walk(item, depth + 1, path)
+        elif t is dict and depth < 4:
+            keys = list(o)
+            if not all(type(k) is str or type(k) is int for k in keys):
+                raise TypeError("forward returned a dict with keys other than str or int")
+            for key in sorted(keys, key=repr):
+                walk(o[key], depth + 1, _key_path(path, key))
         elif t is int or t is float or t is bool:
             flat.append(torch.tensor(o))
+            where.append(path)
         else:
-            raise TypeError(f"forward returned a {_type_name(t)}; only torch.Tensor objects (or an exact tuple/list of them) "
-                            "are accepted, no subclasses")
+            raise TypeError(f"forward returned a {_type_name(t)}; only torch.Tensor objects (or an exact tuple, list or "
+                            "dict of them) are accepted, no subclasses")
 
-    walk(out, 0)
+    walk(out, 0, "")
     return flat
 
 
@@ -357,6 +391,7 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
             moved = time.perf_counter()
             inputs = _to(raw_inputs, device)
             keep.append(inputs)
+            given = input_leaves(inputs)  # before forward: its digest is of what forward was given
             header.setdefault("first_transfer_s", time.perf_counter() - moved)  # the first one includes CUDA start-up
             tr: dict[str, Any] = {"index": k}
             ph["trials"].append(tr)
@@ -366,6 +401,7 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
             if guard is not None:
                 guard.take_blocked()
             outs: list[torch.Tensor] | None = None
+            paths: list[str] = []
             modes_ok = True
             STATE.recording = True
             start = time.perf_counter()
@@ -381,7 +417,7 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
                         # judge's buffers before anything is switched off.
                         modes_ok = (_len_dispatch_modes(), _len_function_modes()) == (base_modes[0] + 1, base_modes[1])
                         if modes_ok:
-                            outs = _materialise(_plain_outputs(out))
+                            outs = _materialise(_plain_outputs(out, paths))
                     finally:
                         if guard is not None:
                             guard.set_armed(False)
@@ -409,9 +445,10 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
                 if outs is None:
                     raise RuntimeError("forward left its own dispatch or function modes active; its outputs were not read")
                 tr["outputs"] = list(range(len(tensors), len(tensors) + len(outs)))
+                tr["output_paths"] = paths
                 tr["output_devices"] = sorted({o.device.type for o in _plain_outputs(out)})
                 tensors.extend(outs)
-                tr["input_digest"] = digest(list(inputs))
+                tr["input_digest"] = digest(given)
             except BaseException as exc:  # noqa: BLE001
                 tr["error"] = _error("outputs", exc)
                 break
@@ -466,8 +503,10 @@ def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str, mai
     if job["timing"].get("full_size"):
         out["full_size"] = True
     if "_check_outputs" in out:  # the check call's answer goes back with the trials' outputs
-        outs = _materialise(_plain_outputs(out.pop("_check_outputs")))
+        paths: list[str] = []
+        outs = _materialise(_plain_outputs(out.pop("_check_outputs"), paths))
         out["check"]["outputs"] = list(range(len(tensors), len(tensors) + len(outs)))
+        out["check"]["output_paths"] = paths
         tensors.extend(outs)
     return out
 

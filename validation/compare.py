@@ -41,15 +41,43 @@ def tolerance_for(dtype: torch.dtype, tolerances: dict[str, float], tf32_dot: bo
     return 0.0
 
 
+def key_mismatch(ref_paths: list[str], got_paths: Any) -> str | None:
+    """Why the candidate's output tensors do not sit under the reference's dict keys (the paths
+    candidate_runner gives each tensor, `['sentence_embedding']`; "" for one under no dict), or
+    None when they do or only their number differs. `got_paths` comes from the candidate's
+    process: anything but a list of strings counts as no keys at all."""
+    got = [p for p in got_paths if isinstance(p, str)] if isinstance(got_paths, list) else []
+    if got == ref_paths:
+        return None
+    missing = [p for p in dict.fromkeys(ref_paths) if p and p not in set(got)]
+    extra = [p for p in dict.fromkeys(got) if p and p not in set(ref_paths)]
+    if missing:
+        return f"output lacks key(s) {', '.join(missing)} of the reference's output" + (
+            f" (and has {', '.join(extra)} instead)" if extra else "")
+    if extra:
+        return f"output has key(s) {', '.join(extra)} that the reference's output has not"
+    if len(got) != len(ref_paths):
+        return None  # the same keys, another number of tensors: the count's message says it
+    return "output holds its tensors under other dict keys than the reference's output"
+
+
 def compare_outputs(ref: list[torch.Tensor], got: list[torch.Tensor], *, tolerances: dict[str, float],
-                    tf32_dot: bool = False, tf32_tolerance: float = 1e-2) -> dict[str, Any]:
-    """{ok, max_abs_err, reason, tolerance} for one trial's outputs."""
+                    tf32_dot: bool = False, tf32_tolerance: float = 1e-2, ref_paths: list[str] | None = None,
+                    got_paths: Any = None) -> dict[str, Any]:
+    """{ok, max_abs_err, reason, tolerance} for one trial's outputs. With `ref_paths` (the
+    reference's dict keys per tensor, candidate_runner._flatten_outputs) the candidate's
+    `got_paths` must be the same: a key missing or added is a mismatch, named."""
+    wrong_keys = key_mismatch(ref_paths, got_paths) if ref_paths is not None else None
+    if wrong_keys is not None:
+        return {"ok": False, "max_abs_err": None, "reason": wrong_keys}
     if len(ref) != len(got):
         return {"ok": False, "max_abs_err": None, "reason": f"returned {len(got)} output tensor(s), expected {len(ref)}"}
     worst = 0.0
     tols = []
     for i, (r, g) in enumerate(zip(ref, got)):
         where = f"output {i}" if len(ref) > 1 else "output"
+        if ref_paths and ref_paths[i]:
+            where += f" {ref_paths[i]}"
         if tuple(r.shape) != tuple(g.shape):
             return {"ok": False, "max_abs_err": None, "reason": f"{where} has shape {tuple(g.shape)}, expected {tuple(r.shape)}"}
         if r.dtype != g.dtype:

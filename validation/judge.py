@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves, tree_map
 
 from autotriton.hashing import source_key
 from autotriton.validation import candidate_runner as cr
@@ -34,11 +34,10 @@ MAX_CACHED_BYTES = 16 * 2**30
 
 
 def _clone(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.clone()
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_clone(o) for o in obj)
-    return obj
+    """A copy of trial inputs for the reference to run on, dicts included: a module that writes
+    its result into its `features` dict (`features.update(...)`) must leave the trial's own
+    inputs, which the candidate gets and whose digest was taken, as they were."""
+    return tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, obj)
 
 
 def _to(obj: Any, device: str) -> Any:
@@ -66,9 +65,10 @@ class Phase:
         self.trials = []
         for seed in trial_seeds:
             torch.manual_seed(seed)
-            inputs = [x.to("cpu") if isinstance(x, torch.Tensor) else x for x in self.module.get_inputs()]
-            self.trials.append({"seed": seed, "inputs": inputs, "digest": cr.digest(inputs)})
+            inputs = _to(list(self.module.get_inputs()), "cpu")
+            self.trials.append({"seed": seed, "inputs": inputs, "digest": cr.digest(cr.input_leaves(inputs))})
         self.outputs: list[list[torch.Tensor]] | None = None
+        self.output_paths: list[list[str]] = []  # per trial, each output tensor's dict keys (compare.key_mismatch)
 
     def job(self) -> dict[str, Any]:
         """What the candidate gets before its ModelNew exists: no trial inputs and no seeds (those
@@ -81,11 +81,13 @@ class Phase:
 
     def reference_outputs(self) -> list[list[torch.Tensor]]:
         if self.outputs is None:
-            outs = []
+            outs, self.output_paths = [], []
             with torch.no_grad():
                 for t in self.trials:
                     out = self.model(*_to(_clone(t["inputs"]), self.device))
-                    outs.append([o.detach().to("cpu") for o in cr._flatten_outputs(out)])
+                    paths: list[str] = []
+                    outs.append([o.detach().to("cpu") for o in cr._flatten_outputs(out, paths)])
+                    self.output_paths.append(paths)
             self.outputs = outs
         return self.outputs
 
@@ -422,11 +424,12 @@ def _size_parts(trials: list[dict[str, Any]], phases: list[Phase], compiled: boo
     return {"correct_own_sizes": phase_ok("main"), "odd_sizes_ok": phase_ok("odd_sizes") if odd else None}
 
 
-def _compare(ref_outs: Any, outs: list[Any], cfg: dict[str, Any], tf32: bool) -> dict[str, Any]:
-    """A candidate's outputs against the reference's, with the judge's tolerances (trials and the
-    check call among the timed ones alike)."""
+def _compare(ref_outs: Any, outs: list[Any], cfg: dict[str, Any], tf32: bool, ref_paths: list[str] | None = None,
+             got_paths: Any = None) -> dict[str, Any]:
+    """A candidate's outputs against the reference's, with the judge's tolerances and under the
+    same dict keys (trials and the check call among the timed ones alike)."""
     return compare.compare_outputs(ref_outs, outs, tolerances=cfg["tolerances"], tf32_dot=tf32,
-                                   tf32_tolerance=cfg["tf32_tolerance"])
+                                   tf32_tolerance=cfg["tf32_tolerance"], ref_paths=ref_paths, got_paths=got_paths)
 
 
 def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, Any] | None:
@@ -448,7 +451,7 @@ def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, A
         outs = [tensors[i] for i in check.get("outputs", [])]
     except (IndexError, TypeError):
         return {"trial": asked, "ok": False, "reason": "the check call's outputs are missing"}
-    cmp = _compare(refs[main][asked], outs, cfg, tf32)
+    cmp = _compare(refs[main][asked], outs, cfg, tf32, phases[main].output_paths[asked], check.get("output_paths"))
     return {"trial": asked, "ok": bool(cmp["ok"]), "reason": cmp["reason"], "max_abs_err": cmp["max_abs_err"]}
 
 
@@ -541,7 +544,7 @@ def _assess(result, header, tensors, phases, refs, cfg, state, plan=None) -> Non
                 outs = [tensors[i] for i in tr.get("outputs", [])]
             except (IndexError, TypeError):
                 outs = []
-            cmp = _compare(ref_outs[k], outs, cfg, tf32)
+            cmp = _compare(ref_outs[k], outs, cfg, tf32, phase.output_paths[k], tr.get("output_paths"))
             wrong_device = [d for d in tr.get("output_devices", []) if d != cfg["device"]]
             if cmp["ok"] and wrong_device:
                 cmp = dict(cmp, ok=False, reason=f"outputs are on {', '.join(wrong_device)}, expected {cfg['device']}")

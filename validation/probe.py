@@ -64,6 +64,8 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
 
     import torch
 
+    from torch.utils._pytree import tree_leaves
+
     from autotriton.validation.candidate_runner import _flatten_outputs
 
     start = time.monotonic()
@@ -100,7 +102,8 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
             model.eval()
         torch.manual_seed(input_seed)
         inputs = list(module.get_inputs())
-        before = [x.detach().clone() for x in inputs if isinstance(x, torch.Tensor)]  # forward may change them in place
+        # forward may change them in place; nested ones (a `features` dict of tensors) count too
+        before = [x.detach().clone() for x in tree_leaves(inputs) if isinstance(x, torch.Tensor)]
         if forward_seed is not None:
             torch.manual_seed(forward_seed)  # the same model and inputs, another RNG state for forward
         with torch.no_grad():

@@ -24,6 +24,13 @@ from autotriton.validation.rules_tables import (_BUILTIN_TENSOR_COMPUTE, _CACHE_
 _MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "__setitem__", "appendleft"})
 
 
+def _string_key(target: cst.Subscript) -> bool:
+    """`features["sentence_embedding"] = ...`: a key written into a dict (a forward input the
+    call graph takes for a tensor), not an indexed write into a tensor, which no string indexes."""
+    elements = target.slice
+    return len(elements) == 1 and isinstance(elements[0].slice, cst.Index) and _str_literal(elements[0].slice.value) is not None
+
+
 def _single_literals(facts: _FactCollector) -> dict[str, int]:
     counts: dict[str, int] = {}
     values: dict[str, int | None] = {}
@@ -95,7 +102,7 @@ class _ForwardAnalysis(_CallGraph):
             if self._module_rooted(base, local_names):
                 self.c.report("RESULT-CACHE", f"`{self._code(target)} = ...` in {fr.key} stores into the module-level '{base.value}' (results kept across calls)", target)
                 continue
-            if self.is_tensor(target.value, ctx):
+            if self.is_tensor(target.value, ctx) and not _string_key(target):
                 self.c.report("TORCH-COMPUTE", f"indexed write `{self._code(target)} = ...` in {fr.key} runs in PyTorch; write outputs from a kernel", target)
             elif _self_attr(target.value):
                 self.c.report("RESULT-CACHE", f"`{self._code(target)} = ...` in {fr.key} stores into module state during forward", target)
