@@ -3,7 +3,8 @@
 Guesses come from the `__init__` and `forward` signatures (names, defaults, type hints, how
 __init__ uses a parameter: argument_guesses.py), the docstrings ("shape (B, C, H, W)"), the first
 layer applied to each input and how forward reads its shape (input_guesses.py: nn.Linear's
-in_features, nn.Conv2d's in_channels, nn.Embedding's vocabulary, `b, c, h, w = x.shape`), and the
+in_features, nn.Conv2d's in_channels, nn.Embedding's vocabulary, `b, c, h, w = x.shape`; for a
+`features` dict, each key it reads: dict_inputs.py), and the
 code's own asserts (`image_size % patch_size == 0`, `x.shape[0] == self.num_layers`), which
 constraints.py turns into values that satisfy them. Each guess becomes an `Attempt`; the
 harvester runs attempts in the validation sandbox, best guess first, until one runs. Shapes are
@@ -21,6 +22,7 @@ from typing import Any
 
 from autotriton.harvesting.argument_guesses import _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, _guess_value, module_usage
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
+from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
 from autotriton.harvesting.signatures import _Param, _classes, _method, _params, unwrap_optional
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
@@ -340,6 +342,10 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
                     break
         per_input: list[list[tuple[str, dict[str, Any]]]] = []
         for p in required:
+            keyed = dict_input_options(p, forward, calls, values, D, spatial)
+            if keyed:  # `features["token_embeddings"]`: a dict of tensors with the keys forward reads
+                per_input.append(keyed)
+                continue
             if p.name in mappings:
                 per_input.append([("dict()", {"kind": "mapping"})])
                 continue

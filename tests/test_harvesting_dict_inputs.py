@@ -1,0 +1,106 @@
+"""Forward inputs that are dicts of tensors (issue 13). sentence-transformers' modules take a
+`features` dict, read some keys and write others; the harvester used to hand them `dict()` (a
+mapping, no keys), and they ended as no_working_inputs on a KeyError. Each module below is written
+here in that style and must become a runnable problem through the real harvest path (the
+validation sandbox's probe), with a dict holding the keys forward reads and no key it only writes."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+import torch
+
+from autotriton.harvesting.dict_inputs import read_keys
+from tests.test_harvesting_forward_forms import _harvest, _load
+
+SENTENCE_MODULES = '''
+from typing import Dict
+
+import torch.nn.functional as F
+from torch import Tensor
+
+
+class Pooling(nn.Module):
+    """Mean pooling of the token embeddings over the attention mask."""
+
+    def __init__(self, word_embedding_dimension: int, include_prompt: bool = True):
+        super().__init__()
+        self.word_embedding_dimension = word_embedding_dimension
+        self.include_prompt = include_prompt
+
+    def forward(self, features: Dict[str, Tensor]) -> Dict[str, Tensor]:
+        token_embeddings = features["token_embeddings"]
+        attention_mask = features["attention_mask"]
+        if not self.include_prompt and "prompt_length" in features:
+            attention_mask[:, : features["prompt_length"]] = 0
+        input_mask_expanded = attention_mask.unsqueeze(-1).expand(token_embeddings.size()).float()
+        sum_embeddings = torch.sum(token_embeddings * input_mask_expanded, 1)
+        sum_mask = torch.clamp(input_mask_expanded.sum(1), min=1e-9)
+        features.update({"sentence_embedding": sum_embeddings / sum_mask})
+        return features
+
+
+class Dense(nn.Module):
+    """A feed-forward layer over the sentence embedding."""
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.activation_function = nn.Tanh()
+
+    def forward(self, features: dict[str, Tensor]):
+        features.update({"sentence_embedding": self.activation_function(self.linear(features["sentence_embedding"]))})
+        return features
+
+
+class Normalize(nn.Module):
+    """L2-normalises the sentence embedding, in place in the dict."""
+
+    def forward(self, features):
+        features["sentence_embedding"] = F.normalize(features["sentence_embedding"], p=2, dim=1)
+        return features
+'''
+
+
+def _inputs(problem_source: str) -> dict:
+    """The problem's get_inputs(), run from its own source alone (it must stand alone)."""
+    ns = _load(problem_source)
+    torch.manual_seed(0)
+    (features,) = ns["get_inputs"]()
+    assert isinstance(features, dict) and all(isinstance(v, torch.Tensor) for v in features.values())
+    model = ns["Model"](*ns["get_init_inputs"]()).eval()
+    with torch.no_grad():
+        model(dict(features))
+    return features
+
+
+def test_modules_reading_a_features_dict_become_runnable_problems(tmp_path):
+    problems = _harvest(tmp_path, "sentence.py", SENTENCE_MODULES)
+    assert set(problems) == {"Pooling", "Dense", "Normalize"}
+    pooling = _inputs(problems["Pooling"].reference_source)
+    # the keys read; not the one only written (sentence_embedding), nor the optional prompt_length
+    assert list(pooling) == ["token_embeddings", "attention_mask"]
+    mask, tokens = pooling["attention_mask"], pooling["token_embeddings"]
+    # converted by forward (`.float()`): integer ones, as a tokenizer hands them over, over the tokens
+    assert mask.dtype == torch.int64 and bool((mask == 1).all()) and mask.shape == tokens.shape[:-1]
+    assert problems["Pooling"].input_spec[0]["kind"] == "tensor_dict"
+    # written after it is read: an input
+    assert list(_inputs(problems["Dense"].reference_source)) == ["sentence_embedding"]
+    assert list(_inputs(problems["Normalize"].reference_source)) == ["sentence_embedding"]
+
+
+def _forward(body: str) -> ast.FunctionDef:
+    return ast.parse("def forward(self, features):\n" + "".join(f"    {line}\n" for line in body.splitlines())).body[0]
+
+
+@pytest.mark.parametrize("body, keys", [
+    ('return features["a"] + features.get("b")', ["a"]),  # .get: optional, beside a required key
+    ('return features.get("b")', ["b"]),  # ... the only key read: needed after all
+    ('features["e"] = features["e"] * 2\nreturn features', ["e"]),  # read, then written
+    ('features["e"] = features["x"] * 2\nreturn features["e"]', ["x"]),  # written, then read: an output
+    ('if "w" in features:\n    return features["w"] * features["x"]\nreturn features["x"]', ["x"]),
+    ('y = features.pop("x")\nfeatures.update(z=y)\nreturn features["z"]', ["x"]),
+])
+def test_the_keys_read_before_forward_writes_them_are_the_inputs(body, keys):
+    assert read_keys(_forward(body), "features") == keys
