@@ -285,3 +285,17 @@ def test_a_check_the_reference_cannot_make_is_no_violation_and_no_speedup():
     honest = problem("relu")
     ok = _full_size_check({"full_size": True, "projections": []}, {**full, "source": honest}, cfg, False)
     assert ok["ok"] is False and "projections of 0 output" in ok["reason"]  # a check it can make, answered wrongly
+
+
+def test_projections_of_a_dict_answer_do_not_depend_on_the_order_its_keys_were_set():
+    """A candidate may build its `features` dict in another order than the reference: the
+    full-size check projects tensors in sorted key order, as the trials compare them."""
+    from autotriton.validation.timing import compare_projections, project, projection_bounds
+
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(64, 32, generator=g), torch.randn(64, 32, generator=g)
+    seed = 2**45 + 11
+    ref = {"token_embeddings": a, "sentence_embedding": b}
+    refs, bounds = project(ref, seed), projection_bounds(ref, seed, {torch.float32: 1e-5}.get)
+    assert compare_projections(refs, bounds, project({"sentence_embedding": b, "token_embeddings": a}, seed))["ok"]
+    assert not compare_projections(refs, bounds, project({"sentence_embedding": a, "token_embeddings": b}, seed))["ok"]

@@ -313,13 +313,25 @@ def _projection_draws(numel: int, seed: int, index: int) -> tuple[Any, Any]:
     return idx, signs
 
 
+def _keys_sorted(outputs: Any) -> Any:
+    """Dicts in an answer as lists of their values in sorted key order (exact types only), as
+    candidate_runner orders output tensors: a dict's insertion order is not part of the answer,
+    so the i-th tensor (and its draws) is the same one for the reference and the candidate."""
+    if type(outputs) is dict:
+        return [_keys_sorted(outputs[k]) for k in sorted(outputs, key=repr)]
+    if type(outputs) is list or type(outputs) is tuple:
+        return [_keys_sorted(o) for o in outputs]
+    return outputs
+
+
 def _drawn(outputs: Any, seed: int) -> Iterator[tuple[Any, list[Any]]]:
     """Per output tensor (nested outputs opened): the tensor and, per projection, its drawn
     elements as float64 on the CPU with their signs (the same draws for any answer's tensor)."""
     import torch
     from torch.utils._pytree import tree_leaves
 
-    leaves = [t for t in tree_leaves(outputs if isinstance(outputs, (list, tuple)) else [outputs]) if isinstance(t, torch.Tensor)]
+    leaves = [t for t in tree_leaves(_keys_sorted(outputs if isinstance(outputs, (list, tuple)) else [outputs]))
+              if isinstance(t, torch.Tensor)]
     for i, t in enumerate(leaves):
         flat = t.detach().reshape(-1)
         draws = []
