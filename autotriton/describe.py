@@ -337,6 +337,12 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
         lines.extend(f"{i}. {s}" for i, s in enumerate(_plan(p.ops), start=1))
         return instruction, "\n".join(lines)
 
+    # The sizes forward reads come before the kernels: a small model wrote the plan's size line right
+    # and then `x.shape[2]` of a 2-D input, taking a kernel signature from a memorised 4-D example
+    # (RESULTS.md thirteenth run); stated first, with the names the launches pass on, they lead.
+    sizes = _size_reads_text(summary.size_reads, p.inputs, summary.size_names)
+    if sizes:
+        lines.append(sizes)
     # @triton.jit functions only other kernels call (Inductor's welford helpers): named, not planned as kernels
     called = set().union(*(k.names for k in summary.kernels))
     helpers = [k.name for k in summary.kernels if not k.launches and k.name in called]
@@ -347,7 +353,7 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
         lines.append("Helper @triton.jit functions the kernels call: " + ", ".join(f"`{h}`" for h in helpers) + ".")
     covered: set[str] = set()
     for i, k in enumerate(launched, start=1):
-        fused = [op for op in ops if _OP_FEATURES.get(op, set()) & k.features]
+        fused = [op for op in ops if _OP_FEATURES.get(op, set()) & k.features or _names_op(k.name, op)]
         if count == 1:
             fused = ops  # one kernel does all of forward's computation
         covered.update(fused)
@@ -378,10 +384,14 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
         lines.append(f"The remaining operations ({', '.join(rest)}) are index arithmetic or handled inside the kernels above.")
     lines.append("Each kernel masks out-of-range lanes so sizes need not be multiples of the block sizes; "
                  "ModelNew.forward only allocates outputs with torch.empty and launches the kernels.")
-    sizes = _size_reads_text(summary.size_reads, p.inputs)
-    if sizes:
-        lines.append(sizes)
     return instruction, "\n".join(lines)
+
+
+def _names_op(kernel_name: str, op: str) -> bool:
+    """Whether a kernel's name spells `op` as whole words (Inductor names its kernels after the
+    ops they fuse: `mul_native_group_norm_kernel` computes group_norm; `logsumexp_...` not exp)."""
+    words, op_words = kernel_name.lower().split("_"), op.lower().split("_")
+    return any(words[i:i + len(op_words)] == op_words for i in range(len(words) - len(op_words) + 1))
 
 
 def _launch_arguments_text(k: KernelSummary, launch: dict[str, Any]) -> str:
@@ -398,14 +408,19 @@ def _launch_arguments_text(k: KernelSummary, launch: dict[str, Any]) -> str:
     return f" with {', '.join(args)}" if args else ""
 
 
-def _size_reads_text(reads: dict[str, list[Any]], inputs: list[dict[str, Any]]) -> str:
-    """"ModelNew.forward reads x.shape[0], x.shape[1] (x is 2-D: [16, 1024])": the sizes the code
-    reads, next to each input's rank, so the plan fixes how many dimensions forward unpacks."""
+def _size_reads_text(reads: dict[str, list[Any]], inputs: list[dict[str, Any]],
+                     names: dict[tuple[str, Any], str] | None = None) -> str:
+    """"ModelNew.forward reads x_dim0 = x.shape[0], x_dim1 = x.shape[1] (x is 2-D: [16, 1024])":
+    the sizes the code reads (with the local each is kept in), next to each input's rank, so the
+    plan fixes how many dimensions forward unpacks before any kernel is written."""
     specs = {s["name"]: s for s in inputs}
+    names = names or {}
     parts = []
     for name, indices in reads.items():
-        reads_text = ", ".join(f"{name}.shape" if i == "*" else f"{name}.shape[...]" if i == "?" else f"{name}.shape[{i}]"
-                               for i in indices)
+        def read(i: Any) -> str:
+            text = f"{name}.shape" if i == "*" else f"{name}.shape[...]" if i == "?" else f"{name}.shape[{i}]"
+            return f"{names[(name, i)]} = {text}" if (name, i) in names and i not in ("*", "?") else text
+        reads_text = ", ".join(read(i) for i in indices)
         shape = (specs.get(name) or {}).get("shape")
         rank = f" ({name} is {len(shape)}-D: [{', '.join(str(d) for d in shape)}])" if isinstance(shape, list) else ""
         parts.append(reads_text + rank)

@@ -46,6 +46,8 @@ class CandidateSummary:
     # ModelNew.forward's reads of its arguments' sizes, per argument: {"x": [0, 1]} for x.shape[0],
     # x.size(1); "?" for a size read by a non-constant index, "*" for the whole shape (x.shape, x.size())
     size_reads: dict[str, list[Any]] = field(default_factory=dict)
+    # the local each size read is kept in (`x_dim1 = x.shape[1]`): {(argument, index): "x_dim1"}
+    size_names: dict[tuple[str, Any], str] = field(default_factory=dict)
 
 
 
@@ -135,7 +137,8 @@ def analyze_candidate(code: str) -> CandidateSummary:
                 bound.update((kw.arg, ast.unparse(kw.value)) for kw in node.keywords if kw.arg in params)
                 kernels[name].launches.append({"grid": ast.unparse(grid), "constexprs": consts,
                                                "args": [(p, bound[p]) for p in params if p in bound]})
-    return CandidateSummary(kernels=list(kernels.values()), size_reads=_forward_size_reads(tree))
+    reads, names = _forward_size_reads(tree)
+    return CandidateSummary(kernels=list(kernels.values()), size_reads=reads, size_names=names)
 
 
 def _pointer_roles(kernel: ast.FunctionDef, params: list[str]) -> tuple[set[str], set[str]]:
@@ -188,13 +191,14 @@ def _pointer_roles(kernel: ast.FunctionDef, params: list[str]) -> tuple[set[str]
     return loaded, stored
 
 
-def _forward_size_reads(tree: ast.Module) -> dict[str, list[Any]]:
+def _forward_size_reads(tree: ast.Module) -> tuple[dict[str, list[Any]], dict[tuple[str, Any], str]]:
     """Which sizes of its arguments `ModelNew.forward` reads (`x.shape[1]`, `x.size(1)`), in
-    source order per argument; "?" stands for a non-constant index, "*" for the whole shape."""
+    source order per argument ("?" stands for a non-constant index, "*" for the whole shape), and
+    the local a read is first assigned to alone (`x_dim1 = x.shape[1]`: {("x", 1): "x_dim1"})."""
     forward = next((fn for cls in tree.body if isinstance(cls, ast.ClassDef) and cls.name == "ModelNew"
                     for fn in cls.body if isinstance(fn, ast.FunctionDef) and fn.name == "forward"), None)
     if forward is None:
-        return {}
+        return {}, {}
     args = {a.arg for a in forward.args.args[1:] + forward.args.kwonlyargs}
     subscripted = {id(n.value): n.slice for n in ast.walk(forward) if isinstance(n, ast.Subscript)}
     found: list[tuple[int, int, str, Any]] = []
@@ -216,4 +220,14 @@ def _forward_size_reads(tree: ast.Module) -> dict[str, list[Any]]:
     for _line, _col, name, index in sorted(found, key=lambda f: (f[0], f[1])):
         if index not in reads.setdefault(name, []):
             reads[name].append(index)
-    return reads
+    names: dict[tuple[str, Any], str] = {}
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and value.value.attr == "shape" \
+                    and isinstance(value.value.value, ast.Name) and value.value.value.id in args:
+                names.setdefault((value.value.value.id, index_of(value.slice)), node.targets[0].id)
+            elif (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size"
+                  and isinstance(value.func.value, ast.Name) and value.func.value.id in args and value.args):
+                names.setdefault((value.func.value.id, index_of(value.args[0])), node.targets[0].id)
+    return reads, names

@@ -166,20 +166,28 @@ def test_inductor_template_tile_sizes_inside_the_kernel_are_reported():
     assert "fixed tile sizes BLOCK_M=16, BLOCK_N=32, BLOCK_K=32" in describe_problem(LINEAR_GELU, template)[1]
 
 
-def test_plan_ends_with_the_sizes_forward_reads_and_each_inputs_rank():
+def _size_line(reasoning: str) -> str:
+    return next(line for line in reasoning.splitlines() if line.startswith("ModelNew.forward reads"))
+
+
+def test_plan_states_the_sizes_forward_reads_and_each_inputs_rank_before_the_kernels():
     """A small model trained on 4-D problems wrote `x.shape[2]` for 2-D inputs (RESULTS.md eleventh
-    run): the plan states which sizes ModelNew.forward reads and how many dimensions each input has."""
+    run), and later wrote the size line right after its kernels and then read `x.shape[2]` anyway
+    (thirteenth run): the plan states first which sizes ModelNew.forward reads, into which names,
+    and how many dimensions each input has; the kernel lines follow."""
     reasoning = describe_problem(LINEAR_GELU, FUSED_CANDIDATE)[1]
-    assert reasoning.splitlines()[-1] == "ModelNew.forward reads x.shape (x is 2-D: [8, 64])."
+    lines = reasoning.splitlines()
+    assert _size_line(reasoning) == "ModelNew.forward reads x.shape (x is 2-D: [8, 64])."
+    assert lines.index(_size_line(reasoning)) + 1 == next(i for i, line in enumerate(lines) if line.startswith("Plan: "))
     four_d = LINEAR_GELU.replace("torch.randn(batch, in_features)", "torch.randn(batch, 3, 5, in_features)")
     indexed = FUSED_CANDIDATE.replace("M, K = x.shape", "M = x.shape[0] * x.size(1) * x.shape[-2]\n        K = x.shape[3]")
-    last = describe_problem(four_d, indexed)[1].splitlines()[-1]
-    assert last == "ModelNew.forward reads x.shape[0], x.shape[1], x.shape[-2], x.shape[3] (x is 4-D: [8, 3, 5, 64])."
+    assert _size_line(describe_problem(four_d, indexed)[1]) == \
+        "ModelNew.forward reads x.shape[0], x.shape[1], x.shape[-2], K = x.shape[3] (x is 4-D: [8, 3, 5, 64])."
     # the module's own weight sizes are not forward's arguments; a variable index is shown as such
-    assert "weight" not in last
-    dynamic = FUSED_CANDIDATE.replace("M, K = x.shape", "d = 0\n        M = x.shape[d]\n        K = x.shape[1]")
-    assert describe_problem(LINEAR_GELU, dynamic)[1].splitlines()[-1] == \
-        "ModelNew.forward reads x.shape[...], x.shape[1] (x is 2-D: [8, 64])."
+    assert "weight" not in _size_line(describe_problem(four_d, indexed)[1])
+    dynamic = FUSED_CANDIDATE.replace("M, K = x.shape", "d = 0\n        M = x.shape[d]\n        K = x.size(1)")
+    assert _size_line(describe_problem(LINEAR_GELU, dynamic)[1]) == \
+        "ModelNew.forward reads x.shape[...], K = x.shape[1] (x is 2-D: [8, 64])."
 
 
 INDUCTOR_STYLE = '''import torch
@@ -229,3 +237,13 @@ def test_plan_binds_each_launch_argument_to_its_parameter_and_says_what_the_kern
     assert ("launched on grid ((xnumel + 1023) // 1024,) with in_out_ptr0=buf0 (read and written), in_ptr0=bias (read), "
             "ks0=x.shape[1], xnumel=xnumel, XBLOCK=1024.") in reasoning
     assert "num_warps" not in reasoning and "`combine` with" not in reasoning
+
+
+def test_a_kernel_named_after_an_op_is_planned_as_computing_it():
+    """Inductor names kernels after the ops they fuse; an op without a recognisable feature in
+    the kernel body (group_norm: loads, stores and a where) is still credited to the kernel
+    whose name spells it, whole words only (`logsumexp_relu_kernel` does not compute exp)."""
+    from autotriton.describe import _names_op
+    assert _names_op("mul_native_group_norm_kernel", "group_norm")
+    assert not _names_op("logsumexp_relu_reduce_kernel", "exp")
+    assert _names_op("logsumexp_relu_reduce_kernel", "logsumexp")
