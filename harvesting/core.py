@@ -24,6 +24,7 @@ from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
 from autotriton.harvesting.extract import (
     ExtractionError, ModuleClassIndex, Repository, extract_class, rename_to_model,
 )
+from autotriton.harvesting.prune import prune_unused
 from autotriton.harvesting.requirements import module_requirements, package_import_source
 from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
@@ -343,6 +344,10 @@ class Harvester:
     def add_standalone(self, ref: SourceRef, class_name: str, original: str, standalone: str,
                        source_name: str | None = None) -> HarvestedModule | None:
         """Dedup a standalone module and queue it for input synthesis. None for duplicates."""
+        if len(standalone) > self.config.max_problem_chars:
+            # Methods forward never reaches (saving, loading, configs) and what only they need,
+            # dropped before the length check rejects the module (harvesting/prune.py).
+            standalone = prune_unused(standalone, source_name or class_name)
         kind, of_what = self.dedup.check(standalone, f"{ref.repo}:{ref.path}:{class_name}")
         if kind is not None:
             self.result.duplicates += 1

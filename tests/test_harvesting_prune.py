@@ -1,0 +1,156 @@
+"""Modules over harvest.max_problem_chars lose what forward never reaches before they are judged
+too large (harvesting/prune.py): sentence-transformers' Pooling and Dense were 35,000 characters,
+two thirds of it saving and loading code and the hub client it imports (RESULTS.md, set 12)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import torch
+
+from autotriton.harvesting.config import HarvestConfig
+from autotriton.harvesting.local import harvest_local
+from autotriton.harvesting.prune import prune_unused
+
+BASE = '''\
+import json
+from abc import ABC, abstractmethod
+
+import torch.nn as nn
+import shutil
+from urllib.request import urlretrieve
+
+
+def _cached_path(name):
+    """{pad}"""
+    return urlretrieve(name)[0]
+
+
+class Base(ABC, nn.Module):
+    """The package's base module."""
+
+    config_keys = []
+
+    @abstractmethod
+    def forward(self, features):
+        """Pools."""
+
+    @abstractmethod
+    def save(self, path):
+        """Saves."""
+
+    def save_config(self, path):
+        """{pad}"""
+        with open(path, "w") as f:
+            json.dump(self.get_config_dict(), f)
+        shutil.copy(path, path + ".bak")
+
+    def get_config_dict(self):
+        return {{k: getattr(self, k) for k in self.config_keys}}
+
+    def __repr__(self):
+        return f"{{type(self).__name__}}({{self.get_config_dict()}})"
+'''
+
+POOL = '''\
+import json
+
+import torch
+import torch.nn as nn
+
+from .base import Base, _cached_path
+
+
+class Pool(Base):
+    config_keys = ["dim"]
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.dim = dim
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        scale = getattr(self, "scale_of")(x)
+        return self._pool(self.proj(x)) * scale
+
+    def _pool(self, h):
+        return h.mean(dim=1)
+
+    def scale_of(self, x):
+        return 2.0
+
+    def extra_repr(self):
+        return f"dim={{self.dim}}"
+
+    def save(self, path):
+        self.save_config(path)
+
+    @classmethod
+    def load(cls, name):
+        with open(_cached_path(name)) as f:
+            return cls(**json.load(f))
+'''
+
+
+def _package(tmp_path, pad: str) -> None:
+    (tmp_path / "LICENSE").write_text("MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy. "
+                                      "The above copyright notice and this permission notice shall be included in all copies.\n")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(BASE.format(pad=pad))
+    (pkg / "pool.py").write_text(POOL.format())
+
+
+def test_a_module_over_the_limit_loses_its_saving_code_and_the_imports_only_that_needed(tmp_path):
+    _package(tmp_path, "Long documentation. " * 60)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False, max_problem_chars=3_000))
+    pool = next(p for p in result.problems if p.name == "Pool")
+    assert pool.status == "runnable", (pool.reject_reason, result.details.get(pool.key))
+    source = pool.reference_source
+    assert "def load" not in source and "def save" not in source and "_cached_path" not in source
+    assert "urllib" not in source and "shutil" not in source and "import json" not in source
+    # what forward reaches stays: its helper, a method named in a string, torch's hook, __repr__'s config
+    for kept in ("def _pool", "def scale_of", "def extra_repr", "def get_config_dict", "def __repr__"):
+        assert kept in source
+    namespace: dict = {}
+    exec(compile(source, "pool_problem.py", "exec"), namespace)
+    torch.manual_seed(0)
+    model = namespace["Model"](16)
+    x = torch.randn(2, 5, 16)
+    assert torch.allclose(model(x), model.proj(x).mean(dim=1) * 2.0)
+    assert "dim=16" in repr(model) or "Model" in repr(model)
+
+
+def test_a_module_within_the_limit_is_kept_as_extracted(tmp_path):
+    """Pruning applies only to modules the length check would reject: problems that fit keep
+    every method (a user's harvested problems do not change under them)."""
+    _package(tmp_path, "Long documentation. " * 60)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False, max_problem_chars=30_000))
+    pool = next(p for p in result.problems if p.name == "Pool")
+    assert pool.status == "runnable" and "def save" in pool.reference_source and "urllib" in pool.reference_source
+    assert len(pool.reference_source) > 3_000  # the limit the first test prunes under
+
+
+def test_a_class_left_without_methods_keeps_a_valid_body_and_imports_keep_only_used_names():
+    source = textwrap.dedent('''\
+        import os, torch
+        import torch.nn as nn
+
+
+        class Saver:
+            def save(self):
+                return os.getcwd()
+
+
+        class Model(nn.Module, Saver):
+            def forward(self, x):
+                return torch.relu(x)
+    ''')
+    pruned = prune_unused(source, "Model")
+    tree = ast.parse(pruned)
+    assert "os" not in pruned.split("class")[0] and "import torch" in pruned
+    saver = next(s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == "Saver")
+    assert [type(s).__name__ for s in saver.body] == ["Pass"]
+    assert prune_unused("def broken(:\n", "Model") == "def broken(:\n"
