@@ -24,7 +24,7 @@ from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
 from autotriton.harvesting.extract import (
     ExtractionError, ModuleClassIndex, Repository, extract_class, rename_to_model,
 )
-from autotriton.harvesting.prune import prune_unused
+from autotriton.harvesting.prune import prune_unused, strip_docstrings
 from autotriton.harvesting.requirements import module_requirements, package_import_source
 from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
@@ -348,6 +348,8 @@ class Harvester:
             # Methods forward never reaches (saving, loading, configs) and what only they need,
             # dropped before the length check rejects the module (harvesting/prune.py).
             standalone = prune_unused(standalone, source_name or class_name)
+            if len(standalone) > self.config.max_problem_chars:
+                standalone = strip_docstrings(standalone)
         kind, of_what = self.dedup.check(standalone, f"{ref.repo}:{ref.path}:{class_name}")
         if kind is not None:
             self.result.duplicates += 1

@@ -154,3 +154,20 @@ def test_a_class_left_without_methods_keeps_a_valid_body_and_imports_keep_only_u
     saver = next(s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == "Saver")
     assert [type(s).__name__ for s in saver.body] == ["Pass"]
     assert prune_unused("def broken(:\n", "Model") == "def broken(:\n"
+
+
+def test_documentation_goes_when_pruning_is_not_enough_and_the_module_still_runs(tmp_path):
+    """A module still over the limit after pruning loses its docstrings (a body left with only
+    its docstring gets `pass`); what it computes is unchanged."""
+    _package(tmp_path, "Long documentation. " * 60)
+    (tmp_path / "pkg" / "pool.py").write_text(POOL.format().replace(
+        "    def _pool(self, h):\n", "    def _pool(self, h):\n        \"\"\"" + "Pools over tokens. " * 80 + "\"\"\"\n"))
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False, max_problem_chars=1_500))
+    pool = next(p for p in result.problems if p.name == "Pool")
+    assert pool.status == "runnable", (pool.reject_reason, result.details.get(pool.key))
+    assert "Pools over tokens" not in pool.reference_source and '"""Pools."""' not in pool.reference_source
+    namespace: dict = {}
+    exec(compile(pool.reference_source, "pool_problem.py", "exec"), namespace)
+    model = namespace["Model"](16)
+    x = torch.randn(2, 5, 16)
+    assert torch.allclose(model(x), model.proj(x).mean(dim=1) * 2.0)
