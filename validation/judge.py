@@ -84,7 +84,9 @@ class Phase:
             outs, self.output_paths = [], []
             with torch.no_grad():
                 for t in self.trials:
-                    out = self.model(*_to(_clone(t["inputs"]), self.device))
+                    # a copy on the device (`.to` of another device always copies): cloned first on the CPU only
+                    on_device = _to(t["inputs"], self.device) if torch.device(self.device).type != "cpu" else _clone(t["inputs"])
+                    out = self.model(*on_device)
                     paths: list[str] = []
                     outs.append([o.detach().to("cpu") for o in cr._flatten_outputs(out, paths)])
                     self.output_paths.append(paths)
