@@ -93,12 +93,13 @@ def _uses(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
     return names, members
 
 
-def _live_parts(stmt: ast.stmt, used_members: set[str]) -> list[ast.AST]:
-    """The parts of a kept statement that count as used: a class's methods only when kept."""
+def _parts(stmt: ast.stmt) -> list[tuple[str | None, ast.AST]]:
+    """A statement's parts as (method name or None, node): a class's methods are used only when
+    kept; everything else of a kept statement always counts."""
     if not isinstance(stmt, ast.ClassDef):
-        return [stmt]
-    parts: list[ast.AST] = [*stmt.decorator_list, *stmt.bases, *stmt.keywords]
-    parts += [s for s in stmt.body if not _is_method(s) or _method_kept(s.name, used_members)]
+        return [(None, stmt)]
+    parts: list[tuple[str | None, ast.AST]] = [(None, n) for n in (*stmt.decorator_list, *stmt.bases, *stmt.keywords)]
+    parts += [(s.name if _is_method(s) else None, s) for s in stmt.body]
     return parts
 
 
@@ -111,16 +112,21 @@ def prune_unused(source: str, class_name: str) -> str:
     body = tree.body
     if not any(isinstance(s, ast.ClassDef) and s.name == class_name for s in body):
         return source
+    # each part's uses computed once; the fixed point below only joins sets
+    uses = [[(method, *_uses([node])) for method, node in _parts(s)] for s in body]
+    defined = [_defined_names(s) for s in body]
     live = {i for i, s in enumerate(body) if not _is_definition(s) or (isinstance(s, ast.ClassDef) and s.name == class_name)}
     used_members: set[str] = set()
+    names: set[str] = set()
     while True:
-        names: set[str] = set()
+        names = set()
         members: set[str] = set()
         for i in live:
-            n, m = _uses(_live_parts(body[i], used_members))
-            names |= n
-            members |= m
-        grown = {i for i, s in enumerate(body) if i not in live and _defined_names(s) & names}
+            for method, n, m in uses[i]:
+                if method is None or _method_kept(method, used_members):
+                    names |= n
+                    members |= m
+        grown = {i for i in range(len(body)) if i not in live and defined[i] & names}
         if not grown and members <= used_members:
             break
         live |= grown
