@@ -519,7 +519,9 @@ class Harvester:
                         p.done = True
                         bar.advance(task, len(p.attempts) - round_no - 1)
                         r, d = p.first_failure
-                        if r == "runtime_error":
+                        if r == "runtime_error" and "Can't instantiate abstract class" in d:
+                            r = "abstract_class"  # a base class of the package, not a model: no guess can help
+                        elif r == "runtime_error":
                             r = "no_working_inputs"
                             d = f"{len(p.attempts)} input guesses failed; first error: {d}"
                             if detail and detail != p.first_failure[1]:

@@ -482,6 +482,31 @@ class Never(nn.Module):
     assert "no input of shape" in last and last != first.split("first error: ", 1)[1]
 
 
+def test_an_abstract_base_class_is_rejected_as_such_not_as_a_failed_guess(tmp_path):
+    """A package's abstract base (`forward` implemented, another method abstract) cannot be built
+    with any inputs: the reason says so (abstract_class), apart from the guesses that failed."""
+    (tmp_path / "base.py").write_text(HEADER + '''
+from abc import ABC, abstractmethod
+
+
+class TokenPooling(ABC, nn.Module):
+    def __init__(self, dim=32):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    @abstractmethod
+    def pool_one(self, x):
+        """Pools one sequence."""
+
+    def forward(self, x):
+        return self.pool_one(self.proj(x))
+''')
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (problem,) = result.problems
+    assert problem.reject_reason == "abstract_class"
+    assert "abstract method pool_one" in result.details[problem.key]
+
+
 FSQ_LIKE = '''
 class Quantize(nn.Module):
     def __init__(self, levels=(8, 5, 5)):
