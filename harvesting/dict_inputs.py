@@ -186,11 +186,50 @@ def _mask_option(key_options: list[tuple[str, dict[str, Any]]], main: dict[str, 
     return f"torch.ones({dims}{',' if len(shape) == 1 else ''})", {"kind": "tensor", "shape": shape, "dtype": "float32"}
 
 
+class _KeyAttributes(ast.NodeTransformer):
+    """`self.input_key` read in forward as the string it holds: the constructor set it to a
+    string, or to a parameter whose value (its default, or our guess) is one."""
+
+    def __init__(self, strings: dict[str, str]):
+        self.strings = strings
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.ctx, ast.Load) \
+                and node.attr in self.strings:
+            return ast.copy_location(ast.Constant(self.strings[node.attr]), node)
+        return self.generic_visit(node)
+
+
+def keys_as_strings(forward: ast.FunctionDef, init: ast.FunctionDef | None, values: dict[str, Any]) -> ast.FunctionDef:
+    """Forward with the attributes that name its keys (`features[self.module_input_name]`,
+    sentence-transformers' Dense: `module_input_name: str = "sentence_embedding"`) as their strings."""
+    strings: dict[str, str] = {}
+    assigned: dict[str, int] = {}
+    for node in ast.walk(init) if init is not None else []:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    assigned[t.attr] = assigned.get(t.attr, 0) + 1
+                    v = node.value
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                        strings[t.attr] = v.value
+                    elif isinstance(v, ast.Name) and isinstance(values.get(v.id), str):
+                        strings[t.attr] = values[v.id]
+    strings = {a: s for a, s in strings.items() if assigned[a] == 1}  # set once, to a string
+    if not strings:
+        return forward
+    return ast.fix_missing_locations(_KeyAttributes(strings).visit(copy.deepcopy(forward)))
+
+
 def dict_input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any],
-                       D: int, spatial: int) -> list[tuple[str, dict[str, Any]]]:
+                       D: int, spatial: int, init: ast.FunctionDef | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Options (source, spec) for a forward input that is a dict of tensors, best first; [] when
     `p` is not one (no string key read, no `Dict[str, Tensor]` annotation). Option k holds each
-    key's k-th guess (its last where it has fewer)."""
+    key's k-th guess (its last where it has fewer). `init` (the constructor) and `values` (its
+    arguments) resolve keys held in attributes (keys_as_strings)."""
+    if forward is not None:
+        forward = keys_as_strings(forward, init, values)
     keys = read_keys(forward, p.name) if forward is not None else []
     if not keys and not _TENSOR_DICT.match(unwrap_optional(p.annotation)):
         return []

@@ -342,7 +342,8 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
                     break
         per_input: list[list[tuple[str, dict[str, Any]]]] = []
         for p in required:
-            keyed = dict_input_options(p, forward, calls, values, D, spatial)
+            keyed = dict_input_options(p, forward, calls, values, D, spatial,
+                                       init if isinstance(init, ast.FunctionDef) else None)
             if keyed:  # `features["token_embeddings"]`: a dict of tensors with the keys forward reads
                 per_input.append(keyed)
                 continue

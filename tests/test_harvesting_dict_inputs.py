@@ -104,3 +104,35 @@ def _forward(body: str) -> ast.FunctionDef:
 ])
 def test_the_keys_read_before_forward_writes_them_are_the_inputs(body, keys):
     assert read_keys(_forward(body), "features") == keys
+
+
+KEYED_DENSE = '''
+from torch import Tensor
+
+
+class KeyedDense(nn.Module):
+    """sentence-transformers 6.x: the keys it reads and writes are constructor arguments."""
+
+    def __init__(self, in_features: int, out_features: int, module_input_name: str = "sentence_embedding",
+                 module_output_name: str | None = None):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.module_input_name = module_input_name
+        self.module_output_name = module_output_name if module_output_name is not None else module_input_name
+
+    def forward(self, features: dict[str, Tensor]):
+        x = features[self.module_input_name]
+        features[self.module_output_name] = torch.tanh(self.linear(x))
+        return features
+'''
+
+
+def test_a_key_held_in_an_attribute_set_from_a_string_default_is_read_as_that_key(tmp_path):
+    """`features[self.module_input_name]` with `module_input_name="sentence_embedding"` (set 12:
+    Dense failed with KeyError: 'sentence_embedding'): the dict holds that key, sized for the layer."""
+    problems = _harvest(tmp_path, "keyed.py", KEYED_DENSE)
+    features = _inputs(problems["KeyedDense"].reference_source)
+    assert list(features) == ["sentence_embedding"]
+    ns = _load(problems["KeyedDense"].reference_source)
+    model = ns["Model"](*ns["get_init_inputs"]())
+    assert features["sentence_embedding"].shape[-1] == model.linear.in_features
