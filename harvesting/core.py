@@ -374,7 +374,8 @@ class Harvester:
                        licence=ref.licence, op_tags=op_tags(standalone), requirements=requirements,
                        environment_key=environment_key)
         if len(standalone) > self.config.max_problem_chars:
-            self._finish_rejected(base, "too_large", f"{len(standalone)} characters > harvest.max_problem_chars={self.config.max_problem_chars}")
+            self._finish_rejected(base, "too_large", f"{len(standalone)} characters (without the code forward never reaches "
+                                  f"and docstrings) > harvest.max_problem_chars={self.config.max_problem_chars}")
             return module
         # Random calls forward could reach, read from the source: the verdict when nothing runs the
         # module (harvest.probe off); otherwise the probe decides by moving torch's RNG before forward,
