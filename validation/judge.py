@@ -84,9 +84,8 @@ class Phase:
             outs, self.output_paths = [], []
             with torch.no_grad():
                 for t in self.trials:
-                    # a copy on the device (`.to` of another device always copies): cloned first on the CPU only
-                    on_device = _to(t["inputs"], self.device) if torch.device(self.device).type != "cpu" else _clone(t["inputs"])
-                    out = self.model(*on_device)
+                    # a copy on the device (moving to another device copies): cloned first on the CPU only
+                    out = self.model(*(_to(t["inputs"], self.device) if torch.device(self.device).type != "cpu" else _clone(t["inputs"])))
                     paths: list[str] = []
                     outs.append([o.detach().to("cpu") for o in cr._flatten_outputs(out, paths)])
                     self.output_paths.append(paths)
