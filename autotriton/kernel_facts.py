@@ -200,8 +200,9 @@ def _forward_size_reads(tree: ast.Module) -> tuple[dict[str, list[Any]], dict[tu
     if forward is None:
         return {}, {}
     args = {a.arg for a in forward.args.args[1:] + forward.args.kwonlyargs}
-    subscripted = {id(n.value): n.slice for n in ast.walk(forward) if isinstance(n, ast.Subscript)}
+    subscripts = {id(n.value): n for n in ast.walk(forward) if isinstance(n, ast.Subscript)}
     found: list[tuple[int, int, str, Any]] = []
+    read_by: dict[int, tuple[str, Any]] = {}  # id of the expression that reads a size -> (argument, index)
 
     def index_of(node: ast.AST | None) -> Any:
         if node is None:
@@ -212,22 +213,23 @@ def _forward_size_reads(tree: ast.Module) -> tuple[dict[str, list[Any]], dict[tu
 
     for node in ast.walk(forward):
         if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) and node.value.id in args:
-            found.append((node.lineno, node.col_offset, node.value.id, index_of(subscripted.get(id(node)))))
+            outer = subscripts.get(id(node))
+            read = node.value.id, index_of(outer.slice if outer is not None else None)
+            read_by[id(outer if outer is not None else node)] = read
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
               and isinstance(node.func.value, ast.Name) and node.func.value.id in args):
-            found.append((node.lineno, node.col_offset, node.func.value.id, index_of(node.args[0] if node.args else None)))
+            read = node.func.value.id, index_of(node.args[0] if node.args else None)
+            read_by[id(node)] = read
+        else:
+            continue
+        found.append((node.lineno, node.col_offset, *read))
     reads: dict[str, list[Any]] = {}
     for _line, _col, name, index in sorted(found, key=lambda f: (f[0], f[1])):
         if index not in reads.setdefault(name, []):
             reads[name].append(index)
     names: dict[tuple[str, Any], str] = {}
-    for node in ast.walk(forward):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = node.value
-            if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and value.value.attr == "shape" \
-                    and isinstance(value.value.value, ast.Name) and value.value.value.id in args:
-                names.setdefault((value.value.value.id, index_of(value.slice)), node.targets[0].id)
-            elif (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size"
-                  and isinstance(value.func.value, ast.Name) and value.func.value.id in args and value.args):
-                names.setdefault((value.func.value.id, index_of(value.args[0])), node.targets[0].id)
+    for node in ast.walk(forward):  # `x_dim1 = x.shape[1]`: the read, alone, into a local
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and id(node.value) in read_by and read_by[id(node.value)][1] not in ("*", "?"):
+            names.setdefault(read_by[id(node.value)], node.targets[0].id)
     return reads, names

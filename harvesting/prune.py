@@ -25,11 +25,8 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 
 from autotriton.harvesting.extract import _protocol
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,7 +84,7 @@ def _uses(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
             elif isinstance(n, ast.Attribute):
                 members.add(n.attr)
             elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings \
-                    and _IDENTIFIER.match(n.value):
+                    and n.value.isidentifier():
                 names.add(n.value)  # string annotations, `globals()["name"]`
                 members.add(n.value)  # `getattr(self, "name")`, `hasattr(...)`
     return names, members
