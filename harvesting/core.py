@@ -37,8 +37,8 @@ from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_sou
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
 # Probe reasons that another input guess cannot fix.
-PERMANENT_REASONS = frozenset({"missing_dependency", "needs_data_files", "nondeterministic", "input_independent", "bad_format",
-                               "broken_dependency"})
+PERMANENT_REASONS = frozenset({"abstract_class", "missing_dependency", "needs_data_files", "nondeterministic",
+                               "input_independent", "bad_format", "broken_dependency"})
 
 # probe(sources) -> results; called as probe(sources, environments={problem key: site-packages folders})
 # when some of the sources need their dependency environment (SandboxProbe does).
@@ -488,6 +488,8 @@ class Harvester:
                         continue
                     reason = _field(res, "reason") or "runtime_error"
                     detail = _last_lines(str(_field(res, "detail") or ""))
+                    if reason == "runtime_error" and "Can't instantiate abstract class" in detail:
+                        reason = "abstract_class"  # a base class of the package, not a model: no other guess can help
                     last_round = round_no + 1 >= self.config.max_attempts
                     # It ran, but returned a dict or a dataclass (structured_outputs.py), or returned its
                     # input at its initial parameters, weight 1 and bias 0 (perturbed.py): the same inputs
@@ -520,9 +522,7 @@ class Harvester:
                         p.done = True
                         bar.advance(task, len(p.attempts) - round_no - 1)
                         r, d = p.first_failure
-                        if r == "runtime_error" and "Can't instantiate abstract class" in d:
-                            r = "abstract_class"  # a base class of the package, not a model: no guess can help
-                        elif r == "runtime_error":
+                        if r == "runtime_error":
                             r = "no_working_inputs"
                             d = f"{len(p.attempts)} input guesses failed; first error: {d}"
                             if detail and detail != p.first_failure[1]:
