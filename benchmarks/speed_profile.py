@@ -24,6 +24,7 @@ share of host-bound candidates, evidence per suspect of issue 15), also printed.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib.util
 import json
@@ -46,6 +47,17 @@ if str(ROOT) not in sys.path:
 GATHER_NAMES = re.compile(r"unfold|flip|constant_pad|new_zeros|cat_")
 # library kernels torch.compile calls for GEMMs and convolutions (cuBLAS, cuDNN, CUTLASS)
 LIBRARY_NAMES = re.compile(r"gemm|xmma|cutlass|cudnn|conv|implicit|sm\d\d_|ampere|hopper", re.I)
+
+
+def _size_params(src: str) -> set[str]:
+    """The kernels' runtime size parameters: not a pointer, element count or constexpr (Inductor's
+    `ks0`, named after forward's locals by the converter: `x_dim3`)."""
+    out = set()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.FunctionDef) and node.name.endswith("_kernel"):  # not the helpers they call
+            out |= {a.arg for a in node.args.args if a.annotation is None and "ptr" not in a.arg
+                    and not a.arg.endswith("numel") and not a.arg.startswith("arg_")}
+    return out
 
 
 def read_pairs(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
@@ -248,7 +260,7 @@ def profile_pair(pair: dict[str, Any], args: argparse.Namespace, directory: str,
     row["max_abs_err"] = max_abs_err(expected, got)
     row["triton_launches"] = len(names)
     src = pair["candidate_source"]
-    row["source"] = {"dot_kernels": src.count("tl.dot("), "runtime_size_args": len(set(re.findall(r"\bks\d+\b", src))),
+    row["source"] = {"dot_kernels": src.count("tl.dot("), "runtime_size_args": len(_size_params(src)),
                      "baked_configs": len(re.findall(r"\bnum_warps=\d+", src)),  # launch sites with a fixed config
                      "gather_kernels": sorted({n for n in names if GATHER_NAMES.search(n)})}
     row["eager"] = time_side(lambda: ref(*inputs), device, args.runs, args.profile)

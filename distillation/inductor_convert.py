@@ -77,7 +77,7 @@ _prune = _sibling("inductor_prune")  # what only the reference forward needed an
 from autotriton.distillation.inductor_forward import _convert_call, _rank_generic_sizes, _rename_sizes  # noqa: E402
 from autotriton.distillation.inductor_kernels import (  # noqa: E402
     _HELPER_RENAMES, _find_call, _find_kernels, _inductor_helpers, _inline_single_use, _KernelRewriter, renumber,
-    _remove_dead_assignments, readable_kernel_name,
+    _remove_dead_assignments, name_size_params, readable_kernel_name,
 )
 
 
@@ -167,11 +167,16 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
     helpers = _inductor_helpers()
     rewriter = _KernelRewriter(set(helpers))
     kernel_srcs = []
+    launches: dict[str, list[list[ast.expr]]] = {}  # kernel name -> each launch's positional arguments
+    for node in ast.walk(ast.parse(forward_src or "pass")):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name):
+            launches.setdefault(node.func.value.id, []).append(node.args)
     for k in launched_kernels:
         fn = rewriter.visit(k.fn)
         fn.name = k.name
         _remove_dead_assignments(fn)
         _inline_single_use(fn)
+        name_size_params(fn, launches.get(k.name, []))
         extra = [rewriter.visit(f) for f in k.extra_defs]
         kernel_srcs.extend(ast.unparse(f) for f in extra)
         kernel_srcs.append(renumber(ast.unparse(fn), ("tmp",)))

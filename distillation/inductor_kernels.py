@@ -298,6 +298,37 @@ def renumber(source: str, stems: tuple[str, ...]) -> str:
     return ast.unparse(tree) if renamed else source
 
 
+_SIZE_PARAM = re.compile(r"ks\d+$")
+
+
+def name_size_params(fn: ast.FunctionDef, launches: list[list[ast.expr]]) -> dict[str, str]:
+    """Rename `fn`'s size parameters (Inductor's `ks0, ks1, ...`) after the forward locals every
+    launch passes them (`ks0` -> `x_dim3` when each launch's argument in that place is the name
+    `x_dim3`): the kernel's signature then reads like forward's size line, and nobody has to
+    continue an unbounded counter. A parameter keeps its name where launches disagree, an argument
+    is not a plain name, or the name is already used in the kernel or chosen for another
+    parameter. `launches`: each launch's positional arguments, in the order of `fn`'s parameters.
+    Pure renaming inside `fn` (Triton binds arguments by position); returns {old: new}."""
+    params = [a.arg for a in fn.args.args]
+    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | set(params)
+    renames: dict[str, str] = {}
+    for i, param in enumerate(params):
+        if not _SIZE_PARAM.match(param) or not launches:
+            continue
+        args = {a[i].id if i < len(a) and isinstance(a[i], ast.Name) else None for a in launches}
+        new = args.pop() if len(args) == 1 else None
+        if new is None or new in used or new in renames.values():
+            continue
+        renames[param] = new
+    if renames:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.arg) and node.arg in renames:
+                node.arg = renames[node.arg]
+            elif isinstance(node, ast.Name) and node.id in renames:
+                node.id = renames[node.id]
+    return renames
+
+
 # ---------------------------------------------------------------- kernel names
 _KERNEL_NAME = re.compile(r"^triton_(?P<kind>poi|red|per|tem|sca|for|mix)_(?:fused_)?(?P<ops>.*?)_?(?P<index>\d+)$")
 

@@ -12,6 +12,7 @@ import ast
 import copy
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +114,42 @@ def test_dynamic_capture_keeps_sizes_symbolic(converted):
     assert any(f"{t}.shape[" in forward for t in "xy") or any(f"torch.empty({t}.shape" in forward and f"{t}.numel()" in forward for t in "xy")
     assert "16" not in forward and "512" not in forward  # the captured shape is not baked in
     assert "self.alpha" not in forward or ".item()" not in forward
+
+
+def test_size_parameters_take_the_names_forward_passes(converted):
+    """Inductor's `ks0, ks1, ...` become the forward locals each launch passes in their place, so a
+    kernel's signature reads like forward's size line (`x_dim3`, `weight_dim0`) and no counter is
+    left to continue; the launches pass the same names in the same places."""
+    for name in ("welford_group_norm", "template_addmm_relu", "reduction_softmax"):
+        code = converted[name][1].code
+        assert not re.search(r"\bks\d+\b", code), name
+        tree = ast.parse(code)
+        kernels = {f.name: [a.arg for a in f.args.args] for f in tree.body if isinstance(f, ast.FunctionDef)}
+        launches = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)]
+        assert launches, name
+        for launch in launches:
+            params = kernels[launch.func.value.id]
+            for param, arg in zip(params, launch.args):
+                if isinstance(arg, ast.Name) and re.fullmatch(r"\w+_dim\d+", arg.id) and not param.endswith("numel"):
+                    assert param == arg.id, f"{name}: {param} <- {arg.id}"
+    group_norm = converted["welford_group_norm"][1].code
+    assert "def native_group_norm_reduce_kernel(in_ptr0, out_ptr0, out_ptr1, out_ptr2, x_dim3, weight_dim0, x_dim2," in group_norm
+
+
+def test_size_parameters_keep_their_name_where_launches_disagree_or_names_clash():
+    from autotriton.distillation.inductor_kernels import name_size_params
+
+    def kernel():
+        return ast.parse("def k(in_ptr0, ks0, ks1, ks2, xnumel):\n    x_dim1 = ks0 + ks1 + ks2\n").body[0]
+
+    def args(src):
+        return ast.parse(f"f({src})", mode="eval").body.args
+
+    fn = kernel()  # ks0: two launches disagree; ks1: a local of the kernel already has the name; ks2: a literal
+    assert name_size_params(fn, [args("x, a_dim0, x_dim1, 4, n"), args("x, b_dim0, x_dim1, 4, n")]) == {}
+    fn = kernel()
+    assert name_size_params(fn, [args("x, a_dim0, a_dim0, s, n")]) == {"ks0": "a_dim0", "ks2": "s"}
+    assert ast.unparse(fn).startswith("def k(in_ptr0, a_dim0, ks1, s, xnumel):\n    x_dim1 = a_dim0 + ks1 + s")
 
 
 def test_helpers_and_math_are_rewritten_to_plain_triton(converted):
