@@ -152,16 +152,18 @@ case "${1:-}" in
       log "harvest reprobe"; timeout 300 autotriton "${A[@]}" "${BUILD_SETS[@]}" --set validation.workers=12 harvest reprobe \
         --json > "$R/reprobe.json" 2> "$R/reprobe.err"; log "harvest reprobe: rc $?"
     fi
-    # SYN_COUNT / PW_COUNT=0: no generated fused / pointwise problems
+    # SYN_COUNT / PW_COUNT=0: no generated fused / pointwise problems; EW_COUNT: elementwise ones (none unless set)
     log "harvest synthetic"
     [ "${SYN_COUNT:-240}" -gt 0 ] && autotriton "${A[@]}" harvest synthetic --count "${SYN_COUNT:-240}" --seed 0 --no-probe --json > "$R/syn_harvest.json"
     [ "${PW_COUNT:-400}" -gt 0 ] && autotriton "${A[@]}" harvest synthetic --family pointwise --count "${PW_COUNT:-400}" --seed "${PW_SEED:-0}" --no-probe --json > "$R/pw_harvest.json"
+    [ "${EW_COUNT:-0}" -gt 0 ] && autotriton "${A[@]}" harvest synthetic --family elementwise --count "$EW_COUNT" --seed "${EW_SEED:-0}" --no-probe --json > "$R/ew_harvest.json"
     # One distill run over every source (problems taken in turns from each package and the
     # generator), ended cleanly by its own --time-budget; a later run continues it. REDO_UNSOLVED=1
     # once after a converter fix: the problems without a pair are distilled again.
     # SOURCE_KIND=pypi: only the packages' problems (issue 13's yield from real code).
-    # The generator's pointwise problems first (their kernels are short enough for a small model
-    # to learn from), then every source; each run ends cleanly by its own budget.
+    # The generator's elementwise, then pointwise problems first (their kernels are short enough for
+    # a small model to learn from), then every source; each run ends cleanly by its own budget.
+    [ "${EW_DISTILL_S:-0}" -gt 0 ] && distill_run distill_ew "$EW_DISTILL_S" --name 'synthetic_elementwise_*'
     [ "${PW_DISTILL_S:-0}" -gt 0 ] && distill_run distill_pw "$PW_DISTILL_S" --name 'synthetic_pointwise_*'
     # FIRST_NAMES (globs): problems distilled first, for at most FIRST_S seconds, e.g. the losses a converter fix addresses.
     if [ -n "${FIRST_NAMES:-}" ]; then

@@ -62,6 +62,8 @@ def refresh_dataset(config: PipelineConfig | None = None) -> dict[str, Any]:
             futures.append(harvest_synthetic_source.submit(h.synthetic_count, h.synthetic_seed, h, v))
         if h.synthetic_pointwise_count:
             futures.append(harvest_synthetic_source.submit(h.synthetic_pointwise_count, h.synthetic_seed, h, v, "pointwise"))
+        if h.synthetic_elementwise_count:
+            futures.append(harvest_synthetic_source.submit(h.synthetic_elementwise_count, h.synthetic_seed, h, v, "elementwise"))
         futures += [harvest_packages_source.submit(p, h, v, envs, state) for p in h.sources_files]
         if h.github:
             github = harvest_github_source.with_options(retries=orch.network_retries, timeout_seconds=orch.network_timeout_s)

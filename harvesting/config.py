@@ -25,6 +25,7 @@ class HarvestConfig(BaseModel):
     synthetic_count: int = Field(0, ge=0, description="generated fused-operator problems (harvesting/synthetic.py) the refresh flow harvests; 0 = none")
     synthetic_seed: int = Field(0, description="seed of the generated problems: the same seed gives the same problems")
     synthetic_pointwise_count: int = Field(0, ge=0, description="generated pointwise problems (no GEMM or convolution: `harvest synthetic --family pointwise`) the refresh flow harvests, same seed; 0 = none")
+    synthetic_elementwise_count: int = Field(0, ge=0, description="generated elementwise problems (1-3 operators that touch each element once, one short kernel: `harvest synthetic --family elementwise`) the refresh flow harvests, same seed; 0 = none")
     eval_suites: list[str] = Field(default_factory=list, description="evaluation suites (KernelBench-format JSONL, TritonBench-T data, by path) whose problems, and near copies of them, never enter training exports; matches are recorded as decontamination rejections")
     decontamination_threshold: float = Field(0.8, gt=0, le=1, description="Jaccard similarity (of the models, sizes and input builders aside) from which a problem counts as a near copy of an evaluation problem")
     max_file_bytes: int = Field(1_000_000, ge=1, description="skip source files larger than this")

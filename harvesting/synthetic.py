@@ -6,8 +6,10 @@ activation, a (B, C, H, W) feature map or a (B, M, N) sequence) and chains 2-4 o
 GEMM or convolution: normalisations, activations, scaling, bias and residual adds, pooling,
 softmax and a reduction, the memory-bound fusions real modules are full of. Their kernels are
 short (one to three fused Triton kernels), which makes them the first thing a small model can
-learn to write; they get their own generator version and rng stream, so adding them changes no
-`fused` problem.
+learn to write. `elementwise` is the step before: 1-3 operators that touch each element once
+(activations, clamp, scaling, bias and residual adds), one kernel of a load, a few lines of math
+and a store, each operator visible in it. Each family has its own generator version and rng
+stream, so adding one changes no problem of another.
 
 `generate_problems(count, seed)` draws each problem from its own `random.Random(f"{seed}:{index}")`,
 so problem i of a seed is the same whatever `count` is, on any machine (no torch RNG, no hash
@@ -38,7 +40,10 @@ from autotriton.validation import shrink_value
 
 GENERATOR_VERSION = "synthetic-fused-v2"
 POINTWISE_VERSION = "synthetic-pointwise-v1"
-FAMILIES = {"fused": GENERATOR_VERSION, "pointwise": POINTWISE_VERSION}  # family -> its generator version
+ELEMENTWISE_VERSION = "synthetic-elementwise-v1"
+FAMILIES = {"fused": GENERATOR_VERSION, "pointwise": POINTWISE_VERSION,
+            "elementwise": ELEMENTWISE_VERSION}  # family -> its generator version
+ELEMENTWISE_OPS = ("activation", "scale", "bias_add", "residual_add")  # what the elementwise family draws
 REPO = "autotriton/synthetic"
 LICENCE = "Apache-2.0"  # written by this project's generator, under the project's licence
 
@@ -265,16 +270,16 @@ def _draw_input(rng: random.Random, chain: Chain) -> None:
 
 def _candidates(rng: random.Random, chain: Chain, shape: Shape, residual_ok: bool) -> list[dict[str, Any]]:
     """Operators that may follow, before the legality check (which propagate() makes)."""
-    act = rng.choice(sorted(ACTIVATIONS))
+    act, act2 = rng.choice(sorted(ACTIVATIONS)), rng.choice(sorted(ACTIVATIONS))  # drawn in this order since v1
     ops: list[dict[str, Any]] = [
         {"op": "activation", "fn": act, "tag": act},
-        {"op": "activation", "fn": rng.choice(sorted(ACTIVATIONS)), "tag": None},
+        {"op": "activation", "fn": act2, "tag": act2},
         {"op": "scale", "value": rng.choice([0.5, 2.0, 1.5, 0.1]), "tag": "scale"},
         {"op": "bias_add", "tag": "bias_add"},
     ]
     if residual_ok:
         ops.append({"op": "residual_add", "tag": "residual_add"})
-    if shape.reduced:
+    if shape.reduced or chain.family == "elementwise":
         return ops
     ops += [{"op": "batch_norm", "tag": "batch_norm"}, {"op": "group_norm", "groups": rng.choice([4, 8]), "tag": "group_norm"}]
     if shape.kind == "conv":
@@ -302,7 +307,7 @@ def _bytes(shape: list[int]) -> int:
 def draw_chain(seed: int, index: int, *, max_io_mb: float = 256.0, max_intermediate_mb: float = 512.0,
                family: str = "fused") -> Chain:
     """Problem `index` of `seed` in `family` (module docstring): a legal chain of 2-6 operators
-    (pointwise: 2-4 after the input) whose memory fits the limits."""
+    (pointwise: 2-4 after the input, elementwise: 1-3) whose memory fits the limits."""
     if family not in FAMILIES:
         raise ValueError(f"unknown synthetic family {family!r}: choose one of {', '.join(FAMILIES)}")
     if family == "fused":  # the stream every existing fused problem was drawn from
@@ -315,7 +320,7 @@ def draw_chain(seed: int, index: int, *, max_io_mb: float = 256.0, max_intermedi
         target = rng.choice([2, 3, 3, 4, 4, 5, 5, 6])
     else:
         _draw_input(rng, chain)
-        target = 1 + rng.choice([2, 2, 3, 3, 4])
+        target = 1 + (rng.choice([1, 2, 2, 3]) if family == "elementwise" else rng.choice([2, 2, 3, 3, 4]))
     residual_saved = False
     for _ in range(40):  # draws; an illegal draw is dropped and another is tried
         if len(chain.ops) >= target or (chain.ops and chain.ops[-1]["op"] in ("sum", "mean", "amax", "logsumexp")
@@ -342,7 +347,7 @@ def draw_chain(seed: int, index: int, *, max_io_mb: float = 256.0, max_intermedi
         if op.get("save_residual"):
             residual_saved = True
         chain.ops.append(op)
-    while len(chain.ops) < (2 if family == "fused" else 3):  # every draw was illegal (rare): an activation is always legal
+    while len(chain.ops) < (3 if family == "pointwise" else 2):  # every draw was illegal (rare): an activation is always legal
         chain.ops.append({"op": "activation", "fn": "relu", "tag": "relu"})
     # The residual is only worth saving if an add uses it.
     if not any(o["op"] == "residual_add" for o in chain.ops):

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from autotriton.flows.cli import app
 from autotriton.harvesting import HarvestConfig
 from autotriton.harvesting.synthetic import (
-    GENERATOR_VERSION, draw_chain, generate_problems, harvest_synthetic, memory, problem_source, propagate, shrunk_consts,
+    ELEMENTWISE_OPS, GENERATOR_VERSION, draw_chain, generate_problems, harvest_synthetic, memory, problem_source, propagate, shrunk_consts,
 )
 from autotriton.validation.shrink import shrink_problem
 
@@ -137,6 +137,33 @@ def test_the_pointwise_family_draws_short_memory_bound_chains_and_leaves_the_fus
         draw_chain(4, 0, family="gemm")
 
 
+def test_the_elementwise_family_draws_one_to_three_elementwise_operators_and_changes_no_other_family():
+    """`family="elementwise"`: 1-3 operators that touch each element once (activations, clamp,
+    scaling, bias and residual adds) on the input itself, legal at its own and at shrunk sizes,
+    deterministic, in its own rng stream (fused and pointwise problems are the ones drawn before)."""
+    fused = [src for _, src in generate_problems(10, seed=2)]
+    pointwise = [src for _, src in generate_problems(10, seed=2, family="pointwise")]
+    chains = [draw_chain(2, i, family="elementwise") for i in range(150)]
+    assert [problem_source(c) for c in chains[:10]] == [src for _, src in generate_problems(10, seed=2, family="elementwise")]
+    assert not set(map(problem_source, chains)) & (set(fused) | set(pointwise))
+    for chain in chains:
+        assert chain.ops[0]["op"] == "input" and 1 <= len(chain.tags) <= 3, chain.tags
+        assert {op["op"] for op in chain.ops[1:]} <= set(ELEMENTWISE_OPS), chain.ops
+        source = problem_source(chain)
+        assert "synthetic-elementwise-v1" in source
+        for src, consts in ((source, chain.consts), (shrink_problem(source, 32), shrunk_consts(chain.consts))):
+            module = _load(src)
+            x = module.get_inputs()[0]
+            with torch.device("meta"), torch.no_grad():
+                out = module.Model(*module.get_init_inputs()).eval()(*module.get_inputs())
+            assert list(out.shape) == list(x.shape) == propagate(chain, consts)[-1], src
+    lengths = Counter(len(c.tags) for c in chains)
+    assert lengths[1] and lengths[2] and lengths[3]
+    tags = Counter(t for c in chains for t in c.tags)
+    for op in ("scale", "bias_add", "residual_add", "clamp", "gelu", "relu"):
+        assert tags[op] > 0, op
+
+
 def test_cli_harvest_synthetic_pointwise_problems_run_in_the_sandbox_with_their_own_provenance(tmp_path):
     db = str(tmp_path / "p.duckdb")
     result = CliRunner().invoke(app, ["--db", db, "harvest", "synthetic", "--family", "pointwise", "--count", "6",
@@ -155,8 +182,9 @@ def test_cli_harvest_synthetic_pointwise_problems_run_in_the_sandbox_with_their_
     assert bad.exit_code == 2 and "--family gemm" in bad.output
 
 
-def test_the_refresh_flows_synthetic_task_harvests_either_family():
-    """The refresh flow's task (harvest.synthetic_count / synthetic_pointwise_count) passes the family on."""
+def test_the_refresh_flows_synthetic_task_harvests_each_family():
+    """The refresh flow's task (harvest.synthetic_count / synthetic_pointwise_count /
+    synthetic_elementwise_count) passes the family on."""
     from autotriton.tasks.harvest import harvest_synthetic_source
     from autotriton.validation.config import ValidationConfig
 
@@ -164,4 +192,6 @@ def test_the_refresh_flows_synthetic_task_harvests_either_family():
     pointwise = harvest_synthetic_source.fn(2, 0, config, ValidationConfig(device="cpu"), "pointwise")
     fused = harvest_synthetic_source.fn(2, 0, config, ValidationConfig(device="cpu"))
     assert [s.path for s in pointwise.sources] == ["pointwise/seed=0/index=0", "pointwise/seed=0/index=1"]
+    elementwise = harvest_synthetic_source.fn(1, 0, config, ValidationConfig(device="cpu"), "elementwise")
+    assert [(s.commit, s.path) for s in elementwise.sources] == [("synthetic-elementwise-v1", "elementwise/seed=0/index=0")]
     assert [s.path for s in fused.sources] == ["seed=0/index=0", "seed=0/index=1"]

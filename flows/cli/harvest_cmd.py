@@ -312,14 +312,16 @@ def synthetic(
     no_probe: bool = typer.Option(False, "--no-probe", help="do not run the problems in the sandbox (they are valid by construction)"),
     family: str = typer.Option("fused", "--family", help="fused: a GEMM/bmm/convolution head and 1-5 operators after it; "
                                "pointwise: 2-4 memory-bound operators on the input itself (norms, activations, pooling, "
-                               "softmax, reductions), short kernels"),
+                               "softmax, reductions), short kernels; elementwise: 1-3 operators that touch each "
+                               "element once (activations, clamp, scaling, bias and residual adds), one kernel"),
     dry_run: bool = typer.Option(False, "--dry-run", help="generate and report, but write nothing"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Generate KernelBench-level-2-style fused problems (2-6 operators: GEMM, bmm, Conv and
     ConvTranspose 1-3D, pooling, norms, activations, reductions, softmax, residual adds, scaling)
     at realistic sizes, deterministically from --seed (harvesting/synthetic.py); `--family
-    pointwise` draws chains without a GEMM or convolution instead."""
+    pointwise` draws chains without a GEMM or convolution instead, `--family elementwise` chains of
+    elementwise operators only (the first kernels a small model learns to write)."""
     from autotriton.harvesting import harvest_synthetic
 
     extra = {"harvest.probe": False if no_probe else None}
