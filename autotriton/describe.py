@@ -63,6 +63,7 @@ class ProblemSummary:
     inputs: list[dict[str, Any]] = field(default_factory=list)  # {"name", "shape": list|None, "dtype", "factory"}
     init_inputs: list[Any] = field(default_factory=list)
     forward_args: list[str] = field(default_factory=list)
+    statements: list[str] = field(default_factory=list)  # forward's statements as written (short forwards only)
 
 
 # ---- the reference ----------------------------------------------------------------------------
@@ -145,6 +146,7 @@ def analyze_problem(source: str) -> ProblemSummary:
                 if isinstance(item, ast.FunctionDef) and item.name == "forward":
                     summary.forward_args = [a.arg for a in item.args.args[1:]]
                     summary.ops = _forward_ops(item, layer_types)
+                    summary.statements = _forward_statements(item)
         elif isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
             summary.inputs = _input_specs(node, env)
         elif isinstance(node, ast.FunctionDef) and node.name == "get_init_inputs":
@@ -183,6 +185,27 @@ def _forward_ops(fn: ast.FunctionDef, layers: dict[str, str]) -> list[str]:
             continue  # docstring
         visit(stmt)
     return ops
+
+
+# A forward is quoted statement by statement only when it is short: a small model copies the
+# statements (their constants, `x * 1.5`) into its plan right before the kernel that computes them.
+MAX_QUOTED_STATEMENTS = 12
+MAX_QUOTED_CHARS = 600
+
+
+def _forward_statements(fn: ast.FunctionDef) -> list[str]:
+    """forward's top-level statements as source text, one line each (docstring left out); empty
+    for a forward with a compound statement (loop, branch, with) or longer than the limits above."""
+    out: list[str] = []
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
+            return []
+        out.append(ast.unparse(stmt))
+    if len(out) > MAX_QUOTED_STATEMENTS or sum(len(s) for s in out) > MAX_QUOTED_CHARS or any("\n" in s for s in out):
+        return []
+    return out
 
 
 def _input_specs(fn: ast.FunctionDef, env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -318,6 +341,10 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
 
     lines: list[str] = []
     lines.append(f"{DESCRIBED_OPENING}({', '.join(p.forward_args)}) performs, in order: " + (" -> ".join(p.ops) if p.ops else "(no recognised torch operations)") + ".")
+    if p.statements:
+        # the ops with their constants and operands, as the reference writes them (RESULTS.md fifteenth run: the plan
+        # named `mul -> add` and the kernel computed another problem's arithmetic)
+        lines.append("Statement by statement: " + "; ".join(f"`{s}`" for s in p.statements) + ".")
     if p.inputs:
         lines.append("Inputs: " + "; ".join(_shape_text(s) for s in p.inputs) + ".")
     if trace and trace.get("aten_ops"):

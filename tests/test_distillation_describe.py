@@ -247,3 +247,23 @@ def test_a_kernel_named_after_an_op_is_planned_as_computing_it():
     assert _names_op("mul_native_group_norm_kernel", "group_norm")
     assert not _names_op("logsumexp_relu_reduce_kernel", "exp")
     assert _names_op("logsumexp_relu_reduce_kernel", "logsumexp")
+
+
+def test_a_short_forward_is_quoted_statement_by_statement_with_its_constants():
+    """The plan quotes a short forward as written (operands and constants: `x * 1.5`), after the
+    op list and before the kernels; a forward with a loop, or longer than the limits, is not quoted."""
+    _, reasoning = describe_problem(LINEAR_GELU, RELU_KERNEL)
+    lines = reasoning.splitlines()
+    assert lines[1] == "Statement by statement: `y = F.gelu(self.fc(x))`; `return y * self.scale + y`."
+    assert lines.index(lines[1]) < next(i for i, line in enumerate(lines) if line.startswith("Plan:"))
+
+    scaled = LINEAR_GELU.replace("        y = F.gelu(self.fc(x))\n", "        y = F.gelu(self.fc(x))\n        y = y * 1.5\n")
+    assert analyze_problem(scaled).statements == ["y = F.gelu(self.fc(x))", "y = y * 1.5", "return y * self.scale + y"]
+
+    looped = LINEAR_GELU.replace("        y = F.gelu(self.fc(x))\n",
+                                 "        y = F.gelu(self.fc(x))\n        for _ in range(2):\n            y = y + 1\n")
+    assert analyze_problem(looped).statements == []
+    assert "Statement by statement" not in describe_problem(looped)[1]
+
+    long_forward = LINEAR_GELU.replace("        y = F.gelu(self.fc(x))\n", "        y = F.gelu(self.fc(x))\n" + "        y = y + 1\n" * 12)
+    assert analyze_problem(long_forward).statements == []
