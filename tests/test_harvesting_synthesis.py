@@ -864,3 +864,38 @@ def test_a_wrapped_network_called_with_more_than_its_input_gets_a_stand_in_that_
         "self.model(noised, times=times, cond=None)", "self.model(noised)"))[0]
     assert plain.init_code[0] == "torch.nn.GELU()"  # called with its input alone: the torch layer, as before
     assert_all_runnable(tmp_path, "flow.py", FLOW_WRAPPER, 1)
+
+
+CONFIG_THROUGH_A_FUNCTION = '''
+def norm_for(args, dim):
+    if args.rms_norm:
+        return nn.LayerNorm(dim, eps=args.layernorm_eps, elementwise_affine=False)
+    return nn.LayerNorm(dim, eps=args.layernorm_eps)
+
+
+def wrap(opts, module):
+    return nn.Sequential(module, norm_for(opts, opts.embed_dim))
+
+
+class Retention(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.proj = wrap(args, nn.Linear(args.embed_dim, args.embed_dim))
+
+    def forward(self, x):
+        return self.proj(x)
+'''
+
+
+def test_a_config_object_gets_the_attributes_the_functions_it_is_passed_to_read(tmp_path):
+    """`MultiwayWrapper(args, module)` reading `args.multiway` (torchscale, set 13): the config
+    namespace carries the attributes read in the module's functions it is passed to, under their
+    own parameter names and through their calls, not only those the classes read; an attribute
+    only tested for truth is a feature flag, guessed off (`multiway=2` took torchscale's other path)."""
+    attempt = synthesize(HEADER + CONFIG_THROUGH_A_FUNCTION.replace("class Retention", "class Model"))[0]
+    code = attempt.init_code[0]
+    assert code.startswith("types.SimpleNamespace("), code
+    for attr in ("embed_dim=", "layernorm_eps="):
+        assert attr in code, code
+    assert "rms_norm=False" in code, code  # only tested for truth: a flag, switched off
+    assert_all_runnable(tmp_path, "retention.py", CONFIG_THROUGH_A_FUNCTION, 1)
