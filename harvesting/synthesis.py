@@ -72,6 +72,37 @@ def _has_torch_base(classes: dict[str, ast.ClassDef], name: str, depth: int = 0)
     return False
 
 
+def _torch_base_name(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> str | None:
+    """The torch layer a local class derives from (`class CausalConv1d(nn.Conv1d)` -> "Conv1d",
+    through local bases), or None."""
+    cls = classes.get(name)
+    if cls is None or depth > 10:
+        return None
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in classes:
+            found = _torch_base_name(classes, base.id, depth + 1)
+        else:
+            found = ast.unparse(base).split(".")[-1]
+            found = found if found[:1].isupper() and found != "Module" else None
+        if found is not None:
+            return found
+    return None
+
+
+def _as_torch_layers(calls: dict[str, ast.Call], classes: dict[str, ast.ClassDef]) -> dict[str, ast.Call]:
+    """The constructor's layer calls, a local subclass of a torch layer (`self.conv =
+    CausalConv1d(dim, dim, 3)`) read as that layer (Conv1d: a channels-first 3-D input), so the
+    input guesses know its rank."""
+    out = {}
+    for attr, call in calls.items():
+        name = ast.unparse(call.func).split(".")[-1]
+        base = _torch_base_name(classes, name) if name in classes else None
+        if base is not None:
+            call = ast.Call(func=ast.Name(id=base, ctx=ast.Load()), args=call.args, keywords=call.keywords)
+        out[attr] = call
+    return out
+
+
 # Sizes the input's spatial size follows (see synthesize): capped when asserts change them.
 _SPATIAL_NAMES = re.compile(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution")
 _TUPLE_NAMES = re.compile(r"(window|feat_size|grid_size|feature_size|img_size|image_size|input_size|resolution|patch_size)")
@@ -163,9 +194,11 @@ def _torch_layer_params(last: str) -> list[_Param] | None:
     return out
 
 
-def _forwarded_params(init: ast.FunctionDef) -> list[_Param] | None:
+def _forwarded_params(init: ast.FunctionDef, classes: dict[str, ast.ClassDef] | None = None,
+                      name: str = "Model") -> list[_Param] | None:
     """`def __init__(self, *args, **kwargs): self.linear = nn.Linear(*args, **kwargs)`: a
-    constructor with only *args that hands them to a torch layer takes that layer's parameters."""
+    constructor with only *args that hands them to a torch layer takes that layer's parameters;
+    handed to `super().__init__` (`class CausalConv1d(nn.Conv1d)`), the torch base class's."""
     params = _params(init)
     vararg = next((p.name for p in params if p.kind == "vararg"), None)
     if vararg is None or any(p.kind == "pos" and p.default is None for p in params):
@@ -173,7 +206,11 @@ def _forwarded_params(init: ast.FunctionDef) -> list[_Param] | None:
     for node in ast.walk(init):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Starred) and \
                 isinstance(node.args[0].value, ast.Name) and node.args[0].value.id == vararg:
-            found = _torch_layer_params(ast.unparse(node.func).split(".")[-1])
+            func = ast.unparse(node.func)
+            if classes is not None and func.startswith("super(") and func.endswith(").__init__"):
+                found = _torch_base_params(classes, name)
+            else:
+                found = _torch_layer_params(func.split(".")[-1])
             if found is not None:
                 return found
     return None
@@ -326,8 +363,8 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     init: ast.FunctionDef | list[_Param] | None = _method(classes, "Model", "__init__")
     if init is None:
         init = _torch_base_params(classes, "Model")
-    elif _forwarded_params(init) is not None:
-        init = _forwarded_params(init)
+    elif _forwarded_params(init, classes) is not None:
+        init = _forwarded_params(init, classes)
     fparams = _params(forward) if forward is not None else [_Param("x", "", None, "pos")]
     if forward is not None and any(p.kind == "kwonly" and p.default is None for p in fparams):
         # positional_forward (renaming.py) made Model's own ones positional unless they follow *args
@@ -336,7 +373,7 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     required = [p for p in fparams if p.kind == "pos" and p.default is None]
     if forward is not None and not required and any(p.kind == "vararg" for p in fparams):
         required = [_Param("x", "", None, "pos")]
-    calls = _layer_calls(list(classes.values()))
+    calls = _as_torch_layers(_layer_calls(list(classes.values())), classes)
     usages: dict[str, Usage] = {}
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     if isinstance(init, ast.FunctionDef):
