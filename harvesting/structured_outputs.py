@@ -21,7 +21,7 @@ import re
 from autotriton.harvesting.renaming import MODEL_NAME, rename_names
 
 # validation/candidate_runner.py's _flatten_outputs
-STRUCTURED_OUTPUT = re.compile(r"forward returned (\w+); expected a tensor or a tuple of tensors")
+STRUCTURED_OUTPUT = re.compile(r"forward returned (\w+)(?: holding None)?; expected a tensor or a tuple of tensors")
 # types with no tensors in them: a tuple of their tensors would be empty
 _NOT_STRUCTURES = {"NoneType", "str", "bytes", "type", "function", "method"}
 

@@ -208,6 +208,36 @@ def test_a_structured_output_rewrite_needs_the_probes_message_and_happens_once()
     assert tuple_outputs(once) is None
 
 
+OPTIONAL_SECOND_OUTPUT = '''
+class ResBlock(nn.Module):
+    """A residual block returning (out, skip); skip is None unless built with a skip projection."""
+
+    def __init__(self, dim, skip=False):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.skip = nn.Linear(dim, dim) if skip else None
+
+    def forward(self, x):
+        out = torch.tanh(self.proj(x)) + x
+        return out, (self.skip(out) if self.skip is not None else None)
+'''
+
+
+def test_a_forward_returning_a_tuple_with_none_becomes_a_problem_returning_its_tensors(tmp_path):
+    """`return x, skip` with skip None (naturalspeech2-pytorch's WavenetResBlock, set 13): the probe
+    names the tuple ("forward returned tuple holding None"), and the problem returns its tensors,
+    as for a dict; a bare None is still nothing to compare."""
+    from autotriton.harvesting.structured_outputs import structured_output
+
+    assert structured_output("TypeError: forward returned tuple holding None; expected a tensor or a tuple of tensors") == "tuple"
+    problem = _harvest(tmp_path, "res.py", OPTIONAL_SECOND_OUTPUT)["ResBlock"]
+    ns = _load(problem.reference_source)
+    model = ns["Model"](*ns["get_init_inputs"]()).eval()
+    with torch.no_grad():
+        out = model(*ns["get_inputs"]())
+    assert isinstance(out, tuple) and len(out) == 1 and isinstance(out[0], torch.Tensor)
+
+
 # -- integer index inputs ----------------------------------------------------------------------
 
 def _torch_error(fn) -> str:

@@ -110,6 +110,10 @@ def _flatten_outputs(out: Any, paths: list[str] | None = None, path: str = "") -
     if isinstance(out, torch.Tensor):
         flat = [out]
     elif isinstance(out, (tuple, list)):
+        if any(item is None for item in out):
+            # `return x, skip` with skip None: the probe's message names the tuple, so that harvesting
+            # (structured_outputs.py) keeps its tensors; a bare None has none to keep
+            raise TypeError(f"forward returned {type(out).__name__} holding None; expected a tensor or a tuple of tensors")
         return [t for item in out for t in _flatten_outputs(item, paths, path)]
     elif isinstance(out, dict) and paths is not None:
         return [t for key in sorted(out, key=repr) for t in _flatten_outputs(out[key], paths, _key_path(path, key))]
