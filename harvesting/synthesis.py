@@ -251,7 +251,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
         return [], [], {}
     all_params = init if isinstance(init, list) else _params(init)
     init_fn = init if isinstance(init, ast.FunctionDef) else None
-    forms = declared_forms(init_fn)
+    forms = declared_forms(init_fn, functions)
     params = [p for p in all_params if p.kind == "pos"]
     if any(p.kind == "kwonly" and p.default is None for p in all_params):
         raise SynthesisError("keyword_only_init", "the constructor has required keyword-only arguments; get_init_inputs() passes positional ones")

@@ -84,3 +84,37 @@ class ResBlock(nn.Module):
     attempt = synthesize(HEADER + block.replace("class ResBlock", "class Model"))[0]
     assert len(attempt.input_spec[0]["shape"]) == 3, attempt.input_code
     assert_all_runnable(tmp_path, "resblock.py", block, 2)
+
+
+OPTION_THROUGH_A_FUNCTION = '''
+import torch.nn.functional as F
+
+
+def get_activation_fn(activation):
+    if activation == "relu":
+        return F.relu
+    elif activation == "gelu":
+        return F.gelu
+    else:
+        raise NotImplementedError
+
+
+class FeedForward(nn.Module):
+    def __init__(self, embed_dim, ffn_dim, activation_fn):
+        super().__init__()
+        self.activation_fn = get_activation_fn(activation=str(activation_fn))
+        self.fc1 = nn.Linear(embed_dim, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, embed_dim)
+
+    def forward(self, x):
+        return self.fc2(self.activation_fn(self.fc1(x)))
+'''
+
+
+def test_a_string_option_handed_to_a_module_function_is_one_of_the_strings_compared_there(tmp_path):
+    """`get_activation_fn(activation=str(activation_fn))` raising on anything but "relu"/"gelu"
+    (torchscale's FeedForwardNetwork, set 13): the option is guessed as the first string the
+    function compares it with, as for one compared in __init__ itself."""
+    attempt = synthesize(HEADER + OPTION_THROUGH_A_FUNCTION.replace("class FeedForward", "class Model"))[0]
+    assert attempt.init_code[2] == "'relu'", attempt.init_code
+    assert_all_runnable(tmp_path, "ffn.py", OPTION_THROUGH_A_FUNCTION, 1)
