@@ -87,8 +87,27 @@ def holds(cond: ast.expr, values: dict[str, Any]) -> bool:
         if b == 0:
             raise Undecided("division by zero")
         return a % b == 0
+    truth = _flag(cond, values)
+    if truth is not None:
+        return truth
     # `assert not dim % heads`: a bare number is true when non-zero
     return _number(cond, values) != 0
+
+
+_BIT_OPS = {ast.BitXor: lambda a, b: a ^ b, ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b}
+
+
+def _flag(node: ast.expr, values: dict[str, Any]) -> bool | None:
+    """A condition over boolean parameters: `self_attention ^ encoder_decoder_attention`,
+    `use_a | use_b`, a flag alone; None when `node` is no such expression."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name) and isinstance(values.get(node.id), bool):
+        return values[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BIT_OPS:
+        a, b = _flag(node.left, values), _flag(node.right, values)
+        return None if a is None or b is None else _BIT_OPS[type(node.op)](a, b)
+    return None
 
 
 def _call_name(call: ast.Call) -> str:
@@ -404,7 +423,8 @@ def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]
     if best_score == len(decidable):
         return values
     involved = set().union(*(_names(c) for c in decidable)) if decidable else set()
-    variables = [p for p in free if p in involved and isinstance(values.get(p), int) and not isinstance(values.get(p), bool)][:8]
+    # integers, and flags (`assert self_attention ^ encoder_decoder_attention`: one must be switched on)
+    variables = [p for p in free if p in involved and isinstance(values.get(p), int)][:8]
     # multiples of the numbers in play: a window of 7 needs a size of 7 or 14, not a power of two
     numbers = {v for n in involved for v in [values.get(n)] if isinstance(v, int) and not isinstance(v, bool)}
     numbers |= {n.value for c in decidable for n in ast.walk(c) if isinstance(n, ast.Constant) and type(n.value) is int}
@@ -412,7 +432,8 @@ def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]
     budget = 3_000  # trials: a few constraints over a few parameters need far fewer
     for k in range(1, min(3, len(variables)) + 1):
         for chosen in itertools.combinations(variables, k):
-            options = [[v for v in _nearest_first(values[p], extra) if p not in capped or v <= INPUT_SIZE_LIMIT] for p in chosen]
+            options = [[not values[p]] if isinstance(values[p], bool) else
+                       [v for v in _nearest_first(values[p], extra) if p not in capped or v <= INPUT_SIZE_LIMIT] for p in chosen]
             for combo in itertools.product(*options):
                 budget -= 1
                 if budget < 0:

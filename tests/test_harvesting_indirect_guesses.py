@@ -118,3 +118,25 @@ def test_a_string_option_handed_to_a_module_function_is_one_of_the_strings_compa
     attempt = synthesize(HEADER + OPTION_THROUGH_A_FUNCTION.replace("class FeedForward", "class Model"))[0]
     assert attempt.init_code[2] == "'relu'", attempt.init_code
     assert_all_runnable(tmp_path, "ffn.py", OPTION_THROUGH_A_FUNCTION, 1)
+
+
+EXCLUSIVE_FLAGS = '''
+class Attention(nn.Module):
+    def __init__(self, embed_dim, num_heads, self_attention=False, encoder_decoder_attention=False):
+        super().__init__()
+        self.self_attention = self_attention
+        self.encoder_decoder_attention = encoder_decoder_attention
+        assert self.self_attention ^ self.encoder_decoder_attention
+        self.attn = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+'''
+
+
+def test_flags_an_assert_wants_exclusive_get_one_switched_on(tmp_path):
+    """`assert self.self_attention ^ self.encoder_decoder_attention` with both defaulting to False
+    (torchscale's MultiheadAttention, set 13): the first flag is switched on, the second left."""
+    attempt = synthesize(HEADER + EXCLUSIVE_FLAGS.replace("class Attention", "class Model"))[0]
+    assert attempt.init_code[2:] == ["True"] or attempt.init_code[2:] == ["True", "False"], attempt.init_code
+    assert_all_runnable(tmp_path, "attention.py", EXCLUSIVE_FLAGS, 1)
