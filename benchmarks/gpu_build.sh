@@ -254,18 +254,26 @@ PY
                --set evaluation.temperature=${EVAL_T:-0.8}
                --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
                --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
-    # One model (base, sft, grpo) on one suite; records in $R/eval_<tag><model>.json|err. Usage: eval_model MODEL SUITE TAG
+    # One model (base, sft, grpo) on one suite; records in $R/eval_<tag><model>.json|err.
+    # Usage: eval_model MODEL SUITE TAG [eval options, e.g. --name GLOB]
     eval_model() {
-      local m=$1 suite=$2 tag=$3 model t0=$SECONDS
+      local m=$1 suite=$2 tag=$3 model t0=$SECONDS; shift 3
       case $m in base) model=smollm2-135m ;; sft) model=$WORK/train/sft/final ;; grpo) model=$WORK/train/grpo/final ;; esac
       [ "$m" = base ] || [ -d "$model" ] || { log "eval $tag$m: no model at $model"; return; }
       log "eval $tag$m ($model)"
-      autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$model" --suite "$suite" \
+      autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$model" --suite "$suite" "$@" \
         --json > "$R/eval_$tag$m.json" 2> "$R/eval_$tag$m.err"
       log "eval $tag$m: rc $? in $((SECONDS-t0)) s"
     }
     # the SFT model first: a session may run out before the others
     for m in ${EVAL_ORDER:-sft base grpo}; do eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" ""; done
+    # HELDOUT_NAME (a glob, e.g. 'synthetic_elementwise_*'): the same models on the held-out problems of that name
+    # alone, every one of them (a family the sample above draws few of); records eval_named_<model>.json
+    if [ -n "${HELDOUT_NAME:-}" ]; then
+      for m in ${EVAL_ORDER:-sft base grpo}; do
+        eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "$HELDOUT_NAME" --max-problems 0
+      done
+    fi
     # KernelBench level 1 at full sizes (issue 17 item 5b), the same settings; L1_ORDER="" skips it.
     for m in ${L1_ORDER-sft base}; do eval_model "$m" .gpu/kernelbench_level1.jsonl l1_; done
     log "learn done" ;;
