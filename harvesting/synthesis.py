@@ -336,6 +336,16 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     return codes[: last_needed + 1], specs[: last_needed + 1], values
 
 
+# forward parameters that name the input a module computes on
+_INPUT_NAMES = re.compile(r"^(x|xs|inp|input|inputs|input_ids|hidden_states?|samples?|audio|waveforms?|images?|imgs?|features|feats|tokens|embeddings?|src|seq|sequence)$")
+
+
+def _optional_tensor_input(p: _Param) -> bool:
+    """A positional forward parameter defaulting to None that is a tensor input by its annotation
+    (`Optional[torch.Tensor]`, `torch.LongTensor`) or by its name (`x`, `samples`, `input_ids`)."""
+    return p.default == "None" and ("Tensor" in (p.annotation or "") or bool(_INPUT_NAMES.match(p.name.lower())))
+
+
 def _abstract(fn: ast.FunctionDef) -> bool:
     """A body that, past its docstring and `pass`/`...`, only raises NotImplementedError."""
     body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) and not isinstance(n, ast.Pass)]
@@ -373,6 +383,11 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     required = [p for p in fparams if p.kind == "pos" and p.default is None]
     if forward is not None and not required and any(p.kind == "vararg" for p in fparams):
         required = [_Param("x", "", None, "pos")]
+    positional = [p for p in fparams if p.kind == "pos"]
+    if forward is not None and not required and positional and _optional_tensor_input(positional[0]):
+        # `forward(self, samples: Tensor = None, sample_rate=None)`, `forward(self, input_ids=None, ...)`: called
+        # with nothing, such a forward has nothing to compute; its first input is given
+        required = [positional[0]]
     calls = _as_torch_layers(_layer_calls(list(classes.values())), classes)
     usages: dict[str, Usage] = {}
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}

@@ -140,3 +140,33 @@ def test_flags_an_assert_wants_exclusive_get_one_switched_on(tmp_path):
     attempt = synthesize(HEADER + EXCLUSIVE_FLAGS.replace("class Attention", "class Model"))[0]
     assert attempt.init_code[2:] == ["True"] or attempt.init_code[2:] == ["True", "False"], attempt.init_code
     assert_all_runnable(tmp_path, "attention.py", EXCLUSIVE_FLAGS, 1)
+
+
+OPTIONAL_INPUT = '''
+from typing import Optional
+
+
+class Gain(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, samples: Optional[torch.Tensor] = None, sample_rate: Optional[int] = None):
+        if samples is None:
+            return None
+        return torch.tanh(self.proj(samples))
+
+
+class Scale(nn.Module):
+    def forward(self, x=None, factor=2.0):
+        return x * factor
+'''
+
+
+def test_a_forward_whose_first_input_defaults_to_none_is_given_it(tmp_path):
+    """`forward(self, samples: Tensor = None, sample_rate=None)` (torch-audiomentations, set 13) and
+    `forward(self, x=None)`: called with no input such a forward returns None or fails, and the
+    class was lost as no_working_inputs; its first input is now guessed like a required one."""
+    attempt = synthesize(HEADER + OPTIONAL_INPUT.replace("class Gain", "class Model"))[0]
+    assert len(attempt.input_code) == 1 and attempt.input_code[0].startswith("torch.randn"), attempt.input_code
+    assert_all_runnable(tmp_path, "optional.py", OPTIONAL_INPUT, 2)
