@@ -32,6 +32,9 @@ _TENSOR_METHODS = {"ndimension", "dim", "numel", "view", "reshape", "unsqueeze",
                    "half", "bool", "clone", "detach", "contiguous", "index_select", "masked_fill", "masked_select",
                    "type_as", "expand", "expand_as", "view_as", "new_zeros", "new_ones", "new_empty", "nonzero", "t"}
 _TENSOR_ATTRIBUTES = {"shape", "ndim", "T"}
+# Methods only a string has (`activation.endswith("glu")`, `p.lower()`): the value is text, not a module.
+_STRING_METHODS = {"endswith", "startswith", "lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace",
+                   "split", "rsplit", "capitalize", "title", "isdigit", "isalpha", "format", "removeprefix", "removesuffix"}
 # Methods whose sequence arguments are permutations of a tensor's axes.
 _PERMUTING = {"permute"}
 # Tensor methods and torch functions whose `dim=` is an axis (not a layer's width, as the `dim=`
@@ -62,9 +65,11 @@ class Usage:
     indexed: int = 0  # `p[3]`: a sequence of at least 4 items (`p[i]`, `p[1:]`: at least 1)
     tensor: bool = False  # `p.ndimension()`, `p.view(...)`, `p.shape`: a tensor
     call_extra: bool = False  # called with more than one argument or with keywords: `p(x, times, cache=c)`
+    string: bool = False  # `p.endswith("glu")`, `p.lower()`: text
 
     def merge(self, other: Usage) -> None:
-        for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor", "call_extra"):
+        for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor", "call_extra",
+                     "string"):
             setattr(self, name, getattr(self, name) or getattr(other, name))
         self.length = self.length or other.length
         self.indexed = max(self.indexed, other.indexed)
@@ -82,7 +87,7 @@ class Usage:
 
     def anything(self) -> bool:
         return any((self.called, self.sequence, self.mapping, self.attributes, self.required, self.axis, self.indexed,
-                    self.tensor))
+                    self.tensor, self.string))
 
 
 class _Scope:
@@ -202,6 +207,8 @@ class UsageReader:
             grand = scope.parent.get(id(parent))
             if parent.attr in _MAPPING_METHODS and isinstance(grand, ast.Call) and grand.func is parent:
                 usage.mapping = True
+            elif parent.attr in _STRING_METHODS and isinstance(grand, ast.Call) and grand.func is parent:
+                usage.string = True
             elif (parent.attr in _TENSOR_METHODS and isinstance(grand, ast.Call) and grand.func is parent) or (
                     parent.attr in _TENSOR_ATTRIBUTES and not (isinstance(grand, ast.Call) and grand.func is parent)):
                 usage.tensor = True
@@ -427,6 +434,12 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
     when `sized` (the name says it is a size), else 8 (a small length or shape)."""
     code = current[0] if current else ""
     value = current[1] if current else None
+    if usage.string and not (usage.called or usage.mapping or usage.tensor or usage.sequence):
+        # `activation.endswith("glu")`: a layer's name, not the layer (nn.ReLU -> "relu"); else a neutral option
+        if isinstance(value, str) and not code.startswith("torch."):
+            return None
+        text = code.rsplit(".", 1)[-1].split("(")[0].lower() if code.startswith("torch.nn.") else "none"
+        return repr(text), text
     scalar = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
     if usage.sequence or (usage.indexed and (scalar or isinstance(value, list)) and not usage.called and not usage.mapping
                           and not usage.tensor):
