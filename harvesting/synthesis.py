@@ -333,7 +333,13 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 codes[i] = repr(solved[p.name])
                 specs[i] = {"name": p.name, "value": solved[p.name]}
                 last_needed = max(last_needed, i)
-    return codes[: last_needed + 1], specs[: last_needed + 1], values
+    codes, specs = codes[: last_needed + 1], specs[: last_needed + 1]
+    vararg = next((p for p in all_params if p.kind == "vararg"), None)
+    if vararg is not None and not params and any(w in vararg.name.lower() for w in (*_SIZE_WORDS, "layer", "shape")):
+        # `def __init__(self, *dims)` (an MLP's widths, `assert len(dims) > 1`): three sizes
+        codes, specs = [str(D)] * 3, [{"name": f"{vararg.name}[{k}]", "value": D} for k in range(3)]
+        values[vararg.name] = [D] * 3
+    return codes, specs, values
 
 
 # forward parameters that name the input a module computes on

