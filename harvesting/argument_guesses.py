@@ -153,6 +153,8 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         return ("2.0", 2.0) if "float" in ann or "ratio" in n else ("2", 2)
     if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
         return "1.0", 1.0
+    if re.search(r"(act|activation)", n) and "str" in ann:
+        return "'relu'", "relu"  # `activation: str`: an activation by name, the one every registry knows
     if re.search(r"(act|activation)", n) and "float" not in ann and "int" not in ann:
         # an activation kept and applied in forward (`self.act(x)`) must be built already
         code = "torch.nn.ReLU" if _builds_class("act", usage) else "torch.nn.ReLU()"

@@ -199,6 +199,11 @@ def test_a_parameter_used_with_string_methods_is_guessed_as_text(tmp_path):
     attempt = synthesize(HEADER + ACTIVATION_BY_NAME.replace("class Encoder", "class Model"))[0]
     assert attempt.init_code[1] == "'relu'", attempt.init_code
     assert_all_runnable(tmp_path, "encoder.py", ACTIVATION_BY_NAME, 1)
+    # `activation: str` handed on to a layer that looks it up (pytorch-widedeep's CatSingleMlp): text by the hint
+    from autotriton.harvesting.argument_guesses import _guess_value
+
+    assert _guess_value("activation", "str", 32) == ("'relu'", "relu")
+    assert _guess_value("activation", "", 32) == ("torch.nn.ReLU()", "torch.nn.ReLU()")
 
 
 WIDTHS_AS_VARARGS = '''
