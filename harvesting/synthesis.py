@@ -56,20 +56,9 @@ class SynthesisError(Exception):
         self.detail = detail
 
 
-def _has_torch_base(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> bool:
+def _has_torch_base(classes: dict[str, ast.ClassDef], name: str) -> bool:
     """True when some base (through local classes) is a torch class other than plain Module."""
-    cls = classes.get(name)
-    if cls is None or depth > 10:
-        return False
-    for base in cls.bases:
-        if isinstance(base, ast.Name) and base.id in classes:
-            if _has_torch_base(classes, base.id, depth + 1):
-                return True
-        else:
-            dotted = ast.unparse(base)
-            if not dotted.endswith("Module") and dotted.split(".")[-1][:1].isupper():
-                return True
-    return False
+    return _torch_base_name(classes, name) is not None
 
 
 def _torch_base_name(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> str | None:
@@ -83,7 +72,7 @@ def _torch_base_name(classes: dict[str, ast.ClassDef], name: str, depth: int = 0
             found = _torch_base_name(classes, base.id, depth + 1)
         else:
             found = ast.unparse(base).split(".")[-1]
-            found = found if found[:1].isupper() and found != "Module" else None
+            found = found if found[:1].isupper() and not found.endswith("Module") else None
         if found is not None:
             return found
     return None
