@@ -295,10 +295,8 @@ def _callee_constraints(classes: dict[str, ast.ClassDef], callee: str, call: ast
     return [_substitute(c, bound) for c in inner]
 
 
-def declared_forms(init: ast.FunctionDef | None,
-                   functions: dict[str, ast.FunctionDef] | None = None) -> dict[str, tuple[str, Any]]:
-    """What __init__'s asserts say a parameter must be, beyond a number (`functions`: the module's,
-    where a string option handed to one is compared there):
+def declared_forms(init: ast.FunctionDef | None) -> dict[str, tuple[str, Any]]:
+    """What __init__'s asserts say a parameter must be, beyond a number:
     `assert isinstance(depth, tuple)` / `assert len(dims) == 3` -> ("tuple", length or None);
     `assert attn_type in {'short', 'long'}` -> ("choice", 'short')."""
     forms: dict[str, tuple[str, Any]] = {}
@@ -325,32 +323,7 @@ def declared_forms(init: ast.FunctionDef | None,
     # `mode.lower() not in ("sum", "mean")`: the first string it is compared with (a case-folded
     # comparison is met by the literal as written).
     params = {a.arg for a in init.args.args + init.args.kwonlyargs}
-    for name, first in _string_choices(init, params).items():
-        forms.setdefault(name, ("choice", first))
-    # ... or in a function of the module it is handed to: `get_activation_fn(activation=str(activation_fn))`
-    # whose `if activation == "relu": ... else: raise NotImplementedError` (torchscale, set 13)
     for node in ast.walk(init):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (functions or {})):
-            continue
-        fn = (functions or {})[node.func.id]
-        positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        passed = [(positional[i], arg) for i, arg in enumerate(node.args) if i < len(positional)]
-        passed += [(kw.arg, kw.value) for kw in node.keywords if kw.arg]
-        for alias, arg in passed:
-            if isinstance(arg, ast.Call) and _call_name(arg) == "str" and len(arg.args) == 1:
-                arg = arg.args[0]
-            subject = _string_subject(arg)
-            if subject in params and subject not in forms:
-                first = _string_choices(fn, {alias}).get(alias)
-                if first is not None:
-                    forms[subject] = ("choice", first)
-    return forms
-
-
-def _string_choices(scope: ast.AST, params: set[str]) -> dict[str, str]:
-    """For each of `params` compared with strings only (==, !=, in, not in) in `scope`: the first."""
-    out: dict[str, str] = {}
-    for node in ast.walk(scope):
         if not isinstance(node, ast.Compare) or len(node.ops) != 1:
             continue
         name = _string_subject(node.left)
@@ -362,8 +335,8 @@ def _string_choices(scope: ast.AST, params: set[str]) -> dict[str, str]:
         values = other.elts if isinstance(other, (ast.Set, ast.List, ast.Tuple)) else [other]
         strings = [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
         if strings and len(strings) == len(values):
-            out.setdefault(name, strings[0])
-    return out
+            forms.setdefault(name, ("choice", strings[0]))
+    return forms
 
 
 # str methods whose result is still the option's text (case-folded or trimmed)

@@ -98,49 +98,15 @@ _TUPLE_NAMES = re.compile(r"(window|feat_size|grid_size|feature_size|img_size|im
 _CONFIG_NAMES = re.compile(r"^(config|cfg|conf|args|opt|opts|params|hparams|hp|configs|model_config|settings)$")
 
 
-def _config_attrs(classes: dict[str, ast.ClassDef], param: str,
-                  functions: dict[str, ast.FunctionDef] | None = None) -> tuple[list[str], set[str]]:
-    """(attributes, flags) read from a config object parameter anywhere in the class bodies, and
-    in the module's functions it is passed to (`MultiwayWrapper(args, ...)` reading
-    `args.multiway`), followed through their own calls a few levels deep. Flags: the attributes
-    only ever tested for truth (`if args.multiway:`, `not args.subln`), switched off in a guess so
-    that the plain path of the code runs."""
-    functions = functions or {}
+def _config_attrs(classes: dict[str, ast.ClassDef], param: str) -> list[str]:
+    """Attributes read from a config object parameter anywhere in the class bodies."""
     attrs: list[str] = []
-    tested: set[str] = set()
-    valued: set[str] = set()
-    todo: list[tuple[ast.AST, str, int]] = [(cls, param, 0) for cls in classes.values()]
-    seen: set[tuple[str, str]] = set()
-    while todo:
-        scope, name, depth = todo.pop(0)
-        conditions: set[int] = set()
-        for node in ast.walk(scope):
-            if isinstance(node, (ast.If, ast.IfExp, ast.While)):
-                conditions.add(id(node.test))
-            elif isinstance(node, ast.BoolOp):
-                conditions.update(id(v) for v in node.values)
-            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-                conditions.add(id(node.operand))
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+    for cls in classes.values():
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param:
                 if node.attr not in attrs:
                     attrs.append(node.attr)
-                (tested if id(node) in conditions else valued).add(node.attr)
-            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions
-                  and depth < 4):
-                fn = functions[node.func.id]
-                positional = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
-                for i, arg in enumerate(node.args):
-                    if isinstance(arg, ast.Name) and arg.id == name and i < len(positional):
-                        alias = positional[i]
-                        if (fn.name, alias) not in seen:
-                            seen.add((fn.name, alias))
-                            todo.append((fn, alias, depth + 1))
-                for kw in node.keywords:
-                    if isinstance(kw.value, ast.Name) and kw.value.id == name and kw.arg and (fn.name, kw.arg) not in seen:
-                        seen.add((fn.name, kw.arg))
-                        todo.append((fn, kw.arg, depth + 1))
-    return attrs, tested - valued
+    return attrs
 
 
 def _torch_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> list[_Param] | None:
@@ -229,8 +195,7 @@ def _dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: in
 
 def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,
                   tuples: bool = False, constraints: list[ast.expr] | None = None,
-                  usages: dict[str, Usage] | None = None, functions: dict[str, ast.FunctionDef] | None = None
-                  ) -> tuple[list[str], list[Any], dict[str, Any]] | None:
+                  usages: dict[str, Usage] | None = None) -> tuple[list[str], list[Any], dict[str, Any]] | None:
     """Constructor arguments: required ones guessed (from the name and type hint, or from how
     the code uses the parameter, `usages`, where that asks for another kind of value); large size
     defaults shrunk when `shrink`; then integer values changed where `constraints`
@@ -240,7 +205,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
         return [], [], {}
     all_params = init if isinstance(init, list) else _params(init)
     init_fn = init if isinstance(init, ast.FunctionDef) else None
-    forms = declared_forms(init_fn, functions)
+    forms = declared_forms(init_fn)
     params = [p for p in all_params if p.kind == "pos"]
     if any(p.kind == "kwonly" and p.default is None for p in all_params):
         raise SynthesisError("keyword_only_init", "the constructor has required keyword-only arguments; get_init_inputs() passes positional ones")
@@ -261,7 +226,11 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 last_needed = i
                 continue
             if _CONFIG_NAMES.match(p.name.lower()) and not (usage and (usage.mapping or usage.sequence or usage.called)):
-                attrs, flags = _config_attrs(classes, p.name, functions)
+                # read in the class bodies, and wherever the value flows (usage_kinds: the module's functions it
+                # is handed to, `MultiwayWrapper(args, m)` reading `args.multiway`); switches only tested, off
+                attrs = _config_attrs(classes, p.name)
+                attrs += [a for a in (usage.attributes if usage else []) if a not in attrs]
+                flags = set(usage.flags()) if usage else set()
                 fields = []
                 for attr in attrs:
                     g = ("False", False) if attr in flags else _guess_value(attr, "", D)
@@ -280,6 +249,9 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 sized = any(w in p.name.lower() for w in _SIZE_WORDS)
                 guess = usage_guess(usage, guess, D, sized) or guess
             form = forms.get(p.name)
+            if form is None and usage is not None and usage.choices:
+                # compared with strings where it flows (`get_activation_fn(activation=str(a))`): one of them
+                form = ("choice", usage.choices[0])
             if form is not None and form[0] == "choice":
                 guess = (repr(form[1]), form[1])
             elif form is not None and guess is not None:
@@ -410,7 +382,7 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     plans = [(D, shrink, tuples, use) for D in sizes for shrink, tuples in ((True, False), (False, False), (True, True))
              for use in ((usages, {}) if usages and (D, shrink, tuples) == (sizes[0], True, False) else (usages,))]
     for D, shrink, tuples, use in plans:
-        init_guess = _init_attempt(classes, init, D, shrink, tuples, constraints, use, functions)
+        init_guess = _init_attempt(classes, init, D, shrink, tuples, constraints, use)
         if init_guess is None:
             continue
         init_code, init_spec, values = init_guess

@@ -66,6 +66,9 @@ class Usage:
     tensor: bool = False  # `p.ndimension()`, `p.view(...)`, `p.shape`: a tensor
     call_extra: bool = False  # called with more than one argument or with keywords: `p(x, times, cache=c)`
     string: bool = False  # `p.endswith("glu")`, `p.lower()`: text
+    choices: list[str] = field(default_factory=list)  # `if p == "relu": ... elif p == "gelu"`: one of these strings
+    truth_tested: list[str] = field(default_factory=list)  # attributes read as a condition: `if p.multiway:`
+    value_read: list[str] = field(default_factory=list)  # attributes read as values: `nn.Linear(p.dim, ...)`
 
     def merge(self, other: Usage) -> None:
         for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor", "call_extra",
@@ -83,11 +86,17 @@ class Usage:
                 self.item_parts[i].merge(part)
             else:
                 self.item_parts.append(part)
-        self.attributes += [a for a in other.attributes if a not in self.attributes]
+        for name in ("attributes", "choices", "truth_tested", "value_read"):
+            mine = getattr(self, name)
+            mine += [a for a in getattr(other, name) if a not in mine]
+
+    def flags(self) -> list[str]:
+        """Attributes only ever read as a condition (feature switches: `if args.multiway:`)."""
+        return [a for a in self.truth_tested if a not in self.value_read]
 
     def anything(self) -> bool:
         return any((self.called, self.sequence, self.mapping, self.attributes, self.required, self.axis, self.indexed,
-                    self.tensor, self.string))
+                    self.tensor, self.string, self.choices))
 
 
 class _Scope:
@@ -182,6 +191,8 @@ class UsageReader:
         """What the expression `node` (the value, or an alias of it) is used as where it appears."""
         usage = Usage()
         parent = scope.parent.get(id(node))
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "str" and parent.args == [node]:
+            return self._use(scope, parent, depth, class_name)  # `str(p)`: the text of it, used as p would be
         if isinstance(parent, ast.Call):
             if parent.func is node:
                 usage.called = True
@@ -214,6 +225,7 @@ class UsageReader:
                 usage.tensor = True
             elif not (isinstance(grand, ast.Call) and grand.func is parent) and not parent.attr.startswith("__"):
                 usage.attributes.append(parent.attr)
+                (usage.truth_tested if _is_condition(parent, grand) else usage.value_read).append(parent.attr)
         elif isinstance(parent, ast.Subscript) and parent.value is node:
             index = parent.slice
             if isinstance(index, ast.Constant) and isinstance(index.value, str):
@@ -234,6 +246,12 @@ class UsageReader:
                 usage.length = len(target.elts)
             elif isinstance(target, ast.Name) and depth <= _MAX_DEPTH:
                 usage.merge(self._in_function(scope.fn, target.id, depth + 1, class_name))  # a local alias
+        elif (isinstance(parent, ast.Compare) and len(parent.ops) == 1
+              and isinstance(parent.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn))):
+            other = parent.comparators[0] if parent.left is node else parent.left
+            values = other.elts if isinstance(other, (ast.Set, ast.List, ast.Tuple)) else [other]
+            if values and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
+                usage.choices += [v.value for v in values if v.value not in usage.choices]
         elif isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], ast.IsNot):
             right = parent.comparators[0]
             if isinstance(right, ast.Constant) and right.value is None and _in_assert(scope, parent):
@@ -394,6 +412,12 @@ def input_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.Func
         if usage.anything():
             out[name] = usage
     return out
+
+
+def _is_condition(node: ast.AST, parent: ast.AST | None) -> bool:
+    """Whether `node` is read for its truth: an if/while test, an operand of and/or/not."""
+    return ((isinstance(parent, (ast.If, ast.IfExp, ast.While)) and parent.test is node)
+            or isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)))
 
 
 def parameter_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef], class_name: str,
