@@ -192,11 +192,12 @@ def export_records(wh: Any, name: str, training_config: Any, exclude_keys: Any =
 
     pairs = wh.validated_pairs(require=training_config.require_sizes)
     problems = training_problems(wh.problems(status="runnable"), training_config, exclude_keys)
+    generated = frozenset(p.key for p in wh.problems(status=None, source_kind="synthetic"))
     if not TRAINING_EXPORTS[name].pass_rates:
-        return ExportRecords(pairs, problems)
+        return ExportRecords(pairs, problems, generated=generated)
     candidates = wh.candidates(problem_keys=[p.key for p in problems]) if problems else []
     verdicts = wh.latest_verdicts(candidate_keys=[c.key for c in candidates]) if candidates else []
-    return ExportRecords(pairs, problems, candidates, verdicts)
+    return ExportRecords(pairs, problems, candidates, verdicts, generated)
 
 
 def export_rows(wh: Any, run: Any, config: Any, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -231,8 +232,8 @@ def build_export(wh: Any, run: Any, config: Any, name: str) -> Any | None:
 def build_release(wh: Any, run: Any, config: Any, out: Any, name: str = "autotriton-triton-kernels") -> dict[str, Any]:
     """Write the released dataset (warehouse/release.py) from the warehouse: validated pairs and
     runnable problems with provenance, op category and one split by near-duplicate cluster of the
-    problem (shared by both configs), leaving out held-out benchmark suites
-    (training.exclude_suites) and decontaminated problems. Returns release.json's manifest."""
+    problem (shared by both configs; generated problems clustered by their code up to literals),
+    leaving out held-out benchmark suites (training.exclude_suites) and decontaminated problems. Returns release.json's manifest."""
     import json
 
     from autotriton.records import Problem
@@ -251,7 +252,8 @@ def build_release(wh: Any, run: Any, config: Any, out: Any, name: str = "autotri
     pairs, problems = [r for r in pairs if kept(r)], [r for r in problems if kept(r)]
     sources = {r["problem_key"]: r["reference_source"] for r in problems}
     sources.update({r["problem_key"]: r["reference_source"] for r in pairs})
-    clusters = near_duplicate_clusters(sources, t.dedup_threshold, t.minhash_perm)
+    generated = {r["problem_key"] for r in [*problems, *pairs] if r["source_kind"] == "synthetic"}
+    clusters = near_duplicate_clusters(sources, t.dedup_threshold, t.minhash_perm, generated=generated)
     splits = assign_splits(clusters, t.val_fraction, t.seed)
     tags: dict[str, list[str]] = {}
     for r in [*problems, *pairs]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -271,3 +272,33 @@ def test_default_instruction_is_the_description_and_a_failure_to_describe_is_an_
     monkeypatch.setattr(describe, "describe_problem", broken)
     with pytest.raises(ValueError, match=r"'relu'.*describe_problem failed \(RuntimeError: the describer broke\)"):
         default_instruction(relu)
+
+
+def test_generated_problems_are_near_duplicates_only_of_the_same_code_up_to_literals():
+    # A generator's problems share its template: MinHash chains a family into one cluster, and a
+    # split of whole clusters then holds none of it out. Among themselves they cluster by code up
+    # to literals; against harvested code MinHash still decides.
+    from autotriton.harvesting.synthetic import generate_problems
+
+    sources = {f"g{i:03d}": src for i, (_, src) in enumerate(generate_problems(120, 0, family="elementwise"))}
+    by_minhash = near_duplicate_clusters(sources, threshold=0.8)
+    assert max(Counter(by_minhash.values()).values()) > 20  # the problem: one template, a few giant clusters
+    clusters = near_duplicate_clusters(sources, threshold=0.8, generated=set(sources))
+    sizes = Counter(clusters.values())
+    assert len(sizes) > 60 and max(sizes.values()) <= 4, sizes.most_common(3)
+    # the same chain at other literals: one cluster; another chain: another
+    base = sources["g000"]
+    rescaled = re.sub(r"\d+", lambda m: str(int(m[0]) * 2 + 1), base)
+    assert rescaled != base
+    other = next(s for k, s in sources.items() if clusters[k] != clusters["g000"])
+    more = {"g000": base, "g900": rescaled, "g901": other}
+    c = near_duplicate_clusters(more, generated=set(more))
+    assert c["g000"] == c["g900"] != c["g901"]
+    # a harvested near copy of a generated problem joins its cluster
+    harvested = base.replace('"""', '"""From a repository: ', 1)
+    c = near_duplicate_clusters({"g000": base, "h1": harvested}, generated={"g000"})
+    assert c["h1"] == c["g000"]
+    for seed in range(3):
+        splits = assign_splits(clusters, val_fraction=0.1, seed=seed)
+        held = [k for k, s in splits.items() if s == "validation"]
+        assert 8 <= len(held) <= 18

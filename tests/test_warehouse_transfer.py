@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
@@ -210,3 +211,25 @@ def test_a_release_carries_each_problems_dependency_environment(tmp_path, monkey
     got = requirements_in(tmp_path / "b.duckdb")
     assert got[needs.key] == (["einops"], requirement_key(["einops"]))  # unversioned: the release did not say
     assert all(v == ([], None) for k, v in got.items() if k != needs.key)
+
+
+def test_generated_problems_are_split_by_their_code_in_the_release_and_the_exports(tmp_path, monkeypatch):
+    """The synthetic generator's problems share a template: the release and the training exports
+    cluster them by code up to literals (not MinHash, which chains a family into a few clusters),
+    so the held-out split holds part of every family, and both give a problem the same split."""
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "gen.duckdb")
+    one_json(invoke("--db", db, "harvest", "synthetic", "--family", "elementwise", "--count", "80", "--no-probe", "--json"))
+    out = tmp_path / "release"
+    one_json(invoke("--db", db, "db", "release", "--out", str(out), "--json"))
+    rows = [r for s in ("train", "validation") for r in pq.read_table(out / "problems" / "data" / f"{s}-00000-of-00001.parquet").to_pylist()]
+    assert len(rows) >= 70
+    clusters = Counter(r["cluster"] for r in rows)
+    assert max(clusters.values()) <= 4, clusters.most_common(3)
+    held = sum(r["split"] == "validation" for r in rows)
+    assert 5 <= held <= 14
+    one_json(invoke("--db", db, "db", "export", "rl", "--out", str(tmp_path / "rl"), "--json"))
+    from autotriton.warehouse.layout import read_export
+    exported = read_export(tmp_path / "rl").to_pylist()
+    released = {r["problem_key"]: r["split"] for r in rows}
+    assert exported and all(released[r["problem_key"]] == r["split"] for r in exported)

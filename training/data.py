@@ -5,7 +5,7 @@
 - `build_rl_rows(problems, pairs, stats)`: GRPO prompts with their reference, AutoTriton's mix
   (problems no teacher solved plus a share of the SFT distribution), sampled for diversity.
 - `problem_split(problems, pairs)`: each problem's near-duplicate cluster (MinHash over the
-  reference source) and train/validation split, computed once over one universe of problems.
+  reference source; generated problems by their code up to literals) and train/validation split, computed once over one universe of problems.
   The exports pass the same `ProblemSplit` to both builders, so a problem, and every near-copy
   of it, is in the same split of the SFT and the RL set: nothing held out of one is trained on
   in the other (training/exports.py).
@@ -25,7 +25,7 @@ import random
 import re
 import tokenize
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,8 +107,8 @@ def problem_tags(problem: Problem) -> list[str]:
 # Near-duplicate clusters (MinHash + LSH over the reference source)
 
 
-def _shingles(source: str, k: int = 5) -> set[bytes]:
-    """Token k-grams of the source with names kept and literals folded (shapes differ, code alike)."""
+def _tokens(source: str) -> list[str]:
+    """The source's tokens with comments and layout dropped and literals folded (`<num>`, `<str>`)."""
     tokens: list[str] = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -123,21 +123,42 @@ def _shingles(source: str, k: int = 5) -> set[bytes]:
                 tokens.append(tok.string)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         tokens = re.findall(r"\w+|[^\w\s]", source)
+    return tokens
+
+
+def _shingles(source: str, k: int = 5) -> set[bytes]:
+    """Token k-grams of the source with names kept and literals folded (shapes differ, code alike)."""
+    tokens = _tokens(source)
     if len(tokens) < k:
         return {" ".join(tokens).encode()}
     return {" ".join(tokens[i:i + k]).encode() for i in range(len(tokens) - k + 1)}
 
 
+def literal_signature(source: str) -> str:
+    """The source up to its literals: two sources with one signature differ only in numbers and
+    strings (sizes, constants, docstrings)."""
+    return hashlib.sha256(" ".join(_tokens(source)).encode()).hexdigest()
+
+
 def near_duplicate_clusters(sources: Mapping[str, str], threshold: float = 0.8, num_perm: int = 128,
-                            seed: int = 1) -> dict[str, str]:
+                            seed: int = 1, generated: Collection[str] = ()) -> dict[str, str]:
     """Map each key to its cluster id: keys whose sources' estimated Jaccard similarity is at
     least `threshold` (MinHash LSH, transitively) share a cluster. The cluster id is the
     smallest key in it, so it is stable whatever the order of `sources`.
+
+    `generated`: keys of problems a generator wrote from one template (harvest's synthetic
+    source). Their shared template is the generator's, not copied code: MinHash would chain a
+    whole family into one cluster (every short op chain is within the threshold of another), and
+    a held-out split made of whole clusters could then hold none of the family. Two generated
+    problems are near-duplicates when they are the same code up to literals (the same ops in the
+    same order, other sizes and constants); a generated problem and a harvested one still are
+    when MinHash says so.
     """
     from datasketch import MinHash, MinHashLSH
 
     keys = sorted(sources)
     parent = {k: k for k in keys}
+    made = set(generated)
 
     def find(k: str) -> str:
         while parent[k] != k:
@@ -145,14 +166,21 @@ def near_duplicate_clusters(sources: Mapping[str, str], threshold: float = 0.8, 
             k = parent[k]
         return k
 
+    def union(a: str, b: str) -> None:
+        a, b = find(a), find(b)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    same_code: dict[str, str] = {}
     for key in keys:
+        if key in made:
+            union(key, same_code.setdefault(literal_signature(sources[key]), key))
         mh = MinHash(num_perm=num_perm, seed=seed)
         mh.update_batch(list(_shingles(sources[key])))
         for other in lsh.query(mh):
-            a, b = find(key), find(other)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+            if not (key in made and other in made):
+                union(key, other)
         lsh.insert(key, mh)
     return {k: find(k) for k in keys}
 
@@ -204,15 +232,16 @@ class ProblemSplit:
 
 def problem_split(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Candidate, Verdict]] = (), *,
                   val_fraction: float = 0.1, dedup_threshold: float = 0.8, num_perm: int = 128,
-                  seed: int = 0) -> ProblemSplit:
-    """Clusters and splits over one universe: the runnable `problems` plus the problems of `pairs`.
+                  seed: int = 0, generated: Collection[str] = ()) -> ProblemSplit:
+    """Clusters and splits over one universe: the runnable `problems` plus the problems of `pairs`
+    (`generated`: the keys of generated ones, see near_duplicate_clusters).
 
     Computed over the union (not per export) because the split depends on who else is in the
     universe: clusters merge transitively and `assign_splits` sizes the held-out set by count.
     """
     sources = {p.key: p.reference_source for p in problems if p.status == "runnable"}
     sources.update({p.key: p.reference_source for p, _, _ in pairs})
-    clusters = near_duplicate_clusters(sources, dedup_threshold, num_perm)
+    clusters = near_duplicate_clusters(sources, dedup_threshold, num_perm, generated=generated)
     return ProblemSplit(clusters, assign_splits(clusters, val_fraction, seed))
 
 

@@ -33,6 +33,7 @@ class ExportRecords:
     problems: list[Problem] = field(default_factory=list)  # runnable problems (both: the split's universe; rl: prompts)
     candidates: list[Candidate] = field(default_factory=list)  # their candidates (rl: teacher and model pass rates)
     verdicts: list[Verdict] = field(default_factory=list)  # the candidates' latest verdicts (rl)
+    generated: frozenset[str] = frozenset()  # keys of generated problems (the split clusters them by code up to literals)
 
 
 def held_out(problem: Problem, globs: list[str]) -> bool:
@@ -58,7 +59,8 @@ def shared_split(records: ExportRecords, training_config: Any, exclude_keys: Col
     left out, as both exports leave them out), whichever export is being built."""
     t = training_config
     return problem_split(training_problems(records.problems, t, exclude_keys), _training_pairs(records.pairs, t, exclude_keys),
-                         val_fraction=t.val_fraction, dedup_threshold=t.dedup_threshold, num_perm=t.minhash_perm, seed=t.seed)
+                         val_fraction=t.val_fraction, dedup_threshold=t.dedup_threshold, num_perm=t.minhash_perm, seed=t.seed,
+                         generated=records.generated)
 
 
 def sft_export(records: ExportRecords, training_config: Any, exclude_keys: Collection[str] = ()) -> tuple[Rows, dict[str, Any]]:

@@ -125,7 +125,10 @@ autotriton's `db release` on {created} (warehouse code version `{counts['code_ve
 - `problems`: {counts['rows']['problems']} runnable KernelBench-format problems, `solved` when a pair exists ({problem_splits})
 
 Splits are by near-duplicate cluster of the problem (MinHash over its source): no problem, and no
-near copy of one, is in two splits; a problem has the same split in both configs.
+near copy of one, is in two splits; a problem has the same split in both configs. Problems of the
+synthetic generator share its template, not copied code: two of them are near copies when their
+code is the same up to numbers and strings (one op chain at other sizes and constants); a generated
+problem and a harvested one, when MinHash says so.
 
 ## Sources
 
