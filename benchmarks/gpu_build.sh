@@ -215,7 +215,8 @@ case "${1:-}" in
                 --set training.sft_time_budget_s=${SFT_S:-240} --set training.grpo_time_budget_s=${GRPO_S:-300}
                 --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3
                 --set training.format_reward=${FORMAT_REWARD:-0.2}
-                --set "training.grpo_trl=${GRPO_TRL:-{\}}")
+                --set "training.grpo_trl=${GRPO_TRL:-{\}}"
+                --set "training.rl_names=${RL_NAMES:-[]}")  # e.g. RL_NAMES='["synthetic_elementwise_*"]': GRPO on one family
     # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot
     # answer in its completion budget are left out (training.max_prompt_length).
     log "train"; t0=$SECONDS

@@ -90,3 +90,21 @@ def test_a_problem_outside_the_given_split_is_refused_with_the_fix():
     split = problem_split([p for p, _, _ in pairs[1:]])
     with pytest.raises(ValueError, match="problem_split over every problem"):
         build_sft_rows(pairs, split=split)
+
+
+def test_rl_names_draw_the_prompts_from_one_family_and_keep_the_split_of_the_whole():
+    records = _records_with_near_duplicates()
+    config = _config(val_fraction=0.3, rl_sft_share=0.5, seed=1)
+    names = {p.key: p.name for p in records.problems}
+    everything, _ = rl_export(records, config)
+    assert len({names[r["problem_key"]].split("_")[0] for r in everything}) == 4
+    config.rl_names = ["softmax_*", "matmul_*"]
+    rows, filter_ = rl_export(records, config)
+    assert rows and {names[r["problem_key"]].split("_")[0] for r in rows} <= {"softmax", "matmul"}
+    assert filter_["rl_names"] == ["softmax_*", "matmul_*"]
+    whole = {r["problem_key"]: r["split"] for r in everything}
+    assert all(whole.get(r["problem_key"], r["split"]) == r["split"] for r in rows)
+    split = shared_split(records, config)
+    assert all(split.split[r["problem_key"]] == r["split"] for r in rows)
+    config.rl_names = ["nothing_*"]
+    assert rl_export(records, config)[0] == []

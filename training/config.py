@@ -52,6 +52,7 @@ class TrainingConfig(BaseModel):
     rl_prompts: int = Field(0, ge=0, description="RL prompts to sample; 0 = every eligible problem once")
     rl_sft_share: float = Field(0.3, ge=0, le=1, description="share of RL prompts drawn from problems a teacher solved (the SFT distribution); the rest are problems no teacher solved (AutoTriton's mix)")
     rl_unsolved_weight: float = Field(0.5, gt=0, description="sampling weight of a problem that teachers and the model attempted and never solved (too hard gives no GRPO signal, but it is what RL is for)")
+    rl_names: list[str] = Field(default_factory=list, description="RL prompts only from problems whose name matches one of these globs (['synthetic_elementwise_*']: GRPO on one family, e.g. one an SFT model nearly solves); the split is still computed over every problem; empty = every eligible problem")
     rl_difficulty_floor: float = Field(0.2, ge=0, le=1, description="smallest sampling weight from difficulty (pass rate near 0 or 1); 4p(1-p) rises to 1 at p=0.5")
     # --- SFT ---------------------------------------------------------------------------------
     max_length: int = Field(1024, ge=16, description="SFT sequence length (tokens); see sft_overlong for longer examples")

@@ -76,17 +76,23 @@ def sft_export(records: ExportRecords, training_config: Any, exclude_keys: Colle
 
 def rl_export(records: ExportRecords, training_config: Any, exclude_keys: Collection[str] = ()) -> tuple[Rows, dict[str, Any]]:
     """RL prompts: runnable problems no teacher solved plus a share of the SFT problems, sampled
-    for diversity with difficulty from teacher and model pass rates (`exclude_keys` left out)."""
+    for diversity with difficulty from teacher and model pass rates (`exclude_keys` left out;
+    training.rl_names: only problems of those names)."""
     t = training_config
     problems = training_problems(records.problems, t, exclude_keys)
     pairs = _training_pairs(records.pairs, t, exclude_keys)
+    split = shared_split(records, t, exclude_keys)  # over every problem, whichever the prompts are drawn from
+    names = list(getattr(t, "rl_names", None) or [])
+    if names:
+        problems = [p for p in problems if any(fnmatch(p.name, g) for g in names)]
+        pairs = [trip for trip in pairs if any(fnmatch(trip[0].name, g) for g in names)]
     kept = {p.key for p in problems}
     candidates = [c for c in records.candidates if c.problem_key in kept]
     stats = pass_stats(candidates, records.verdicts)
     rows = build_rl_rows(problems, pairs, stats, n_prompts=t.rl_prompts, sft_share=t.rl_sft_share,
                          unsolved_weight=t.rl_unsolved_weight, difficulty_floor=t.rl_difficulty_floor,
-                         split=shared_split(records, t, exclude_keys), seed=t.seed)
-    filter_ = {"status": "runnable", "exclude_suites": t.exclude_suites, "rl_prompts": t.rl_prompts,
+                         split=split, seed=t.seed)
+    filter_ = {"status": "runnable", "exclude_suites": t.exclude_suites, "rl_prompts": t.rl_prompts, "rl_names": names,
                "rl_sft_share": t.rl_sft_share, "rl_unsolved_weight": t.rl_unsolved_weight,
                "rl_difficulty_floor": t.rl_difficulty_floor, "val_fraction": t.val_fraction, "seed": t.seed}
     return rows, filter_
