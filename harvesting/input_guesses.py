@@ -87,8 +87,12 @@ def _layer_kind(call: ast.Call, calls: dict[str, ast.Call]) -> tuple[str, ast.Ca
 
 
 def _first_layer(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call]) -> tuple[str, ast.Call] | None:
-    """The first self.<layer>(param ...) call in forward whose layer we know."""
+    """The first self.<layer>(param ...) call in forward whose layer we know, before forward changes
+    the input's rank (`x = x.unsqueeze(1)`)."""
+    reshaped = _reshaped_at(forward, param)
     for node in ast.walk(forward):
+        if reshaped is not None and getattr(node, "lineno", 0) > reshaped:
+            continue
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == param:
             f = node.func
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in calls:
@@ -157,23 +161,75 @@ def _unpacked_ranks(forward: ast.FunctionDef, param: str) -> tuple[int | None, i
     for node in ast.walk(forward):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
             continue
-        targets = node.targets[0].elts
-        stars = [i for i, e in enumerate(targets) if isinstance(e, ast.Starred)]
-        values = node.value.elts if isinstance(node.value, ast.Tuple) else []
-        if not stars and exact is None:
-            if ast.unparse(node.value) in shapes:
-                exact = len(targets)
-            else:  # `b, n, _, h = *x.shape, self.heads`: the shape fills what the other values leave
-                starred = [e for e in values if isinstance(e, ast.Starred)]
-                if len(starred) == 1 and ast.unparse(starred[0].value) in shapes and len(targets) > len(values) - 1:
-                    exact = len(targets) - (len(values) - 1)
-        elif len(stars) == 1 and least is None:
-            after = len(targets) - stars[0] - 1
-            if ast.unparse(node.value) in shapes:
-                least = len(targets) - 1
-            elif values and isinstance(values[0], ast.Starred) and ast.unparse(values[0].value) in shapes \
-                    and after >= len(values) - 1:  # the values after the shape fill the targets after the star
-                least = len(targets) - 1 - (len(values) - 1)
+        added = _axes_added_before(forward, param, node.lineno)
+        e, l = _unpacked_rank(node, shapes)
+        if e is not None and exact is None:
+            exact = e - added if e - added >= 1 else None
+        if l is not None and least is None:
+            least = max(l - added, 1)
+    return exact, least
+
+
+def _axes_added(stmt: ast.stmt, param: str) -> int:
+    """Axes a rebinding of input `param` adds: `x = x.unsqueeze(1)` and `x = x[:, None]` one each,
+    `x = x.squeeze(1)` one less; 0 for any other statement (other rebindings are taken to keep the rank)."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == param):
+        return 0
+    v = stmt.value
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and isinstance(v.func.value, ast.Name) \
+            and v.func.value.id == param and len(v.args) == 1:
+        return {"unsqueeze": 1, "squeeze": -1}.get(v.func.attr, 0)
+    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id == param:
+        items = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
+        return sum(1 for e in items if isinstance(e, ast.Constant) and e.value is None)
+    return 0
+
+
+def _axes_added_before(forward: ast.FunctionDef, param: str, line: int) -> int:
+    """Axes forward's top-level rebindings of input `param` add before `line` (`x = x.unsqueeze(1);
+    b, c, t = x.shape` takes a 2-D input)."""
+    return sum(_axes_added(stmt, param) for stmt in forward.body if stmt.lineno < line)
+
+
+def _reshaped_at(forward: ast.FunctionDef, param: str) -> int | None:
+    """The line of forward's first top-level rebinding that changes input `param`'s rank: past it,
+    a layer applied to the name is not applied to the input (its sizes are not the input's)."""
+    return next((stmt.lineno for stmt in forward.body if _axes_added(stmt, param)), None)
+
+
+def _shape_prefix(node: ast.expr, shapes: tuple[str, str]) -> int | None:
+    """k of `x.shape[:k]` (the input has at least k axes), else None."""
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value) in shapes and isinstance(node.slice, ast.Slice) \
+            and node.slice.lower is None and node.slice.step is None and isinstance(node.slice.upper, ast.Constant) \
+            and type(node.slice.upper.value) is int and node.slice.upper.value > 0:
+        return node.slice.upper.value
+    return None
+
+
+def _unpacked_rank(node: ast.Assign, shapes: tuple[str, str]) -> tuple[int | None, int | None]:
+    """(exact, least) rank of the shape one tuple assignment unpacks (see _unpacked_ranks)."""
+    exact: int | None = None
+    least: int | None = None
+    targets = node.targets[0].elts
+    stars = [i for i, e in enumerate(targets) if isinstance(e, ast.Starred)]
+    values = node.value.elts if isinstance(node.value, ast.Tuple) else []
+    if not stars:
+        if ast.unparse(node.value) in shapes:
+            exact = len(targets)
+        else:  # `b, n, _, h = *x.shape, self.heads`: the shape fills what the other values leave
+            starred = [e for e in values if isinstance(e, ast.Starred)]
+            if len(starred) == 1 and ast.unparse(starred[0].value) in shapes and len(targets) > len(values) - 1:
+                exact = len(targets) - (len(values) - 1)
+            elif len(starred) == 1:  # `batch, seq_len, device = *tokens.shape[:2], tokens.device`: at least 2
+                least = _shape_prefix(starred[0].value, shapes)
+    elif len(stars) == 1:
+        after = len(targets) - stars[0] - 1
+        if ast.unparse(node.value) in shapes:
+            least = len(targets) - 1
+        elif values and isinstance(values[0], ast.Starred) and ast.unparse(values[0].value) in shapes \
+                and after >= len(values) - 1:  # the values after the shape fill the targets after the star
+            least = len(targets) - 1 - (len(values) - 1)
     return exact, least
 
 
@@ -228,23 +284,40 @@ def _einops_rank(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call
         if name in _EINOPS_FUNCS and len(args) >= 2 and isinstance(args[0], ast.Name) and args[0].id == param \
                 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
             pattern = args[1].value
+        elif _einx_call(f) and args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+            # einx: `einx.multiply('b, d -> b d', x, freqs)`, `einx.sum('b [n] d', x)`: the pattern's
+            # comma-separated inputs are the operands', in order
+            pattern = _operand_pattern(args[0].value, args[1:], param, spaced=True)
         elif name == "einsum" and args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
-            operands = [a for a in args[1:]]
-            if len(operands) == 1 and isinstance(operands[0], (ast.Tuple, ast.List)):
-                operands = operands[0].elts
-            for k, a in enumerate(operands):
-                if isinstance(a, ast.Name) and a.id == param:
-                    terms = args[0].value.split("->")[0].split(",")
-                    if k < len(terms):
-                        term = terms[k].strip()
-                        # torch.einsum's 'bid' or einops' 'b i d'
-                        pattern = term if " " in term else " ".join(term.replace("...", "…"))
-                    break
+            pattern = _operand_pattern(args[0].value, args[1:], param, spaced=False)
+        elif name == "einsum" and len(args) >= 2 and isinstance(args[-1], ast.Constant) and isinstance(args[-1].value, str):
+            # einops.einsum(x, y, 'b i d, b j d -> b i j'): the pattern comes last
+            pattern = _operand_pattern(args[-1].value, args[:-1], param, spaced=True)
         elif (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in calls
               and args and isinstance(args[0], ast.Name) and args[0].id == param):
             pattern = _einops_layer_pattern(calls[f.attr])
         if pattern is not None:
             return _pattern_rank(pattern.split("->")[0])
+    return None
+
+
+def _einx_call(f: ast.expr) -> bool:
+    """`einx.<op>(pattern, *tensors)` (or an alias of the module: `import einx as ex`)."""
+    return isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("einx", "ex")
+
+
+def _operand_pattern(pattern: str, operands: list[ast.expr], param: str, *, spaced: bool) -> str | None:
+    """The part of an einsum-style `pattern` ('b i d, b j d -> b i j') that names operand `param`;
+    torch.einsum's unspaced terms ('bid') are spelled out an axis a letter."""
+    if len(operands) == 1 and isinstance(operands[0], (ast.Tuple, ast.List)):
+        operands = operands[0].elts
+    terms = pattern.split("->")[0].split(",")
+    for k, a in enumerate(operands):
+        if isinstance(a, ast.Name) and a.id == param:
+            if k >= len(terms):
+                return None
+            term = terms[k].strip()
+            return term if spaced or " " in term else " ".join(term.replace("...", "…"))
     return None
 
 
@@ -349,7 +422,7 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
             options.append((rank, F, "channels_first"))
         else:
             options += [(3, F, "channels_last"), (2, F, "channels_last"), (4, F, "channels_last")]
-    if _INT_INPUT.search(name):
+    if _INT_INPUT.search(name) and layer is None:  # `tokens` a norm or a projection takes are embeddings
         hi = min(int(values.get("vocab_size", 10)) if isinstance(values.get("vocab_size"), int) else 10, 10)
         return [
             (f"torch.randint(0, {hi}, (2, 8))", {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": hi}),

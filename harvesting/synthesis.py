@@ -313,6 +313,57 @@ def _optional_tensor_input(p: _Param) -> bool:
     return p.default == "None" and ("Tensor" in (p.annotation or "") or bool(_INPUT_NAMES.match(p.name.lower())))
 
 
+def _none_checks(functions: dict[str, ast.FunctionDef]) -> set[str]:
+    """The file's `exists`-style helpers: one parameter, body `return v is not None`."""
+    out = set()
+    for name, fn in functions.items():
+        body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        if len(fn.args.args) == 1 and len(body) == 1 and isinstance(body[0], ast.Return):
+            v = body[0].value
+            if isinstance(v, ast.Compare) and isinstance(v.left, ast.Name) and v.left.id == fn.args.args[0].arg \
+                    and len(v.ops) == 1 and isinstance(v.ops[0], ast.IsNot) \
+                    and isinstance(v.comparators[0], ast.Constant) and v.comparators[0].value is None:
+                out.add(name)
+    return out
+
+
+def _asserted_given(forward: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> set[str]:
+    """Names forward's top-level statements demand be given: `assert exists(t)`, `assert t is not
+    None`, `if t is None: raise ...`, `if not exists(t): raise ...` (AdaLN's `time_cond = None`
+    that it then asserts: called without it, forward fails whatever the input)."""
+    checks = _none_checks(functions)
+
+    def given(cond: ast.expr) -> str | None:  # the name `cond` says is not None
+        if isinstance(cond, ast.Compare) and isinstance(cond.left, ast.Name) and len(cond.ops) == 1 \
+                and isinstance(cond.ops[0], ast.IsNot) and isinstance(cond.comparators[0], ast.Constant) \
+                and cond.comparators[0].value is None:
+            return cond.left.id
+        if isinstance(cond, ast.Call) and isinstance(cond.func, ast.Name) and cond.func.id in checks \
+                and len(cond.args) == 1 and isinstance(cond.args[0], ast.Name):
+            return cond.args[0].id
+        return None
+
+    def missing(cond: ast.expr) -> str | None:  # the name `cond` says is None
+        if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
+            return given(cond.operand)
+        if isinstance(cond, ast.Compare) and isinstance(cond.left, ast.Name) and len(cond.ops) == 1 \
+                and isinstance(cond.ops[0], ast.Is) and isinstance(cond.comparators[0], ast.Constant) \
+                and cond.comparators[0].value is None:
+            return cond.left.id
+        return None
+
+    out: set[str] = set()
+    for stmt in forward.body:
+        if isinstance(stmt, ast.Assert):
+            parts = stmt.test.values if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And) else [stmt.test]
+            out |= {n for n in map(given, parts) if n}
+        elif isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise):
+            name = missing(stmt.test)
+            if name:
+                out.add(name)
+    return out
+
+
 def _abstract(fn: ast.FunctionDef) -> bool:
     """A body that, past its docstring and `pass`/`...`, only raises NotImplementedError."""
     body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) and not isinstance(n, ast.Pass)]
@@ -355,9 +406,17 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
         # `forward(self, samples: Tensor = None, sample_rate=None)`, `forward(self, input_ids=None, ...)`: called
         # with nothing, such a forward has nothing to compute; its first input is given
         required = [positional[0]]
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if forward is not None and required:
+        # optional inputs forward then asserts are given (`time_cond = None`, `assert exists(time_cond)`):
+        # given, with every optional one before them
+        asserted = _asserted_given(forward, functions)
+        optional = [p for p in positional if p.default == "None"]
+        last = max((k for k, p in enumerate(optional) if p.name in asserted), default=-1)
+        if last >= 0 and positional.index(optional[0]) == len(required) and all(p.name in asserted for p in optional[:last + 1]):
+            required = required + optional[:last + 1]
     calls = _as_torch_layers(_layer_calls(list(classes.values())), classes)
     usages: dict[str, Usage] = {}
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     if isinstance(init, ast.FunctionDef):
         usages = parameter_usages(classes, functions, "Model", [p.name for p in _params(init)])
     # forward inputs spread as keyword arguments (`self.f(x, **f_args)`): no options, a mapping
