@@ -213,6 +213,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     codes: list[str] = []
     specs: list[Any] = []
     guessed: list[str] = []  # parameters whose value is ours to choose (required, or shrunk)
+    shrunk: dict[str, int] = {}  # shrunk defaults: name -> the default
     last_needed = -1
     usages = usages or {}
     for i, p in enumerate(params):
@@ -278,11 +279,13 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                     guess = g
                     last_needed = i
                     guessed.append(p.name)
+                    shrunk[p.name] = default_value
             if guess is None:
                 guess = (p.default, default_value if default_value is not None else {"expr": p.default})
         values[p.name] = guess[1]
         codes.append(guess[0])
         specs.append({"name": p.name, "value": guess[1]} if not isinstance(guess[1], dict) else {"name": p.name, **guess[1]})
+    _keep_default_order(params, shrunk, values, codes, specs)
     if constraints:
         # Our own guesses are changed first, a default only when they cannot satisfy an assert.
         free = guessed + [p.name for p in params if p.name not in guessed]
@@ -305,6 +308,27 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
 
 # forward parameters that name the input a module computes on
 _INPUT_NAMES = re.compile(r"^(x|xs|inp|input|inputs|input_ids|hidden_states?|samples?|audio|waveforms?|images?|imgs?|features|feats|tokens|embeddings?|src|seq|sequence)$")
+
+
+def _keep_default_order(params: list[_Param], shrunk: dict[str, int], values: dict[str, Any], codes: list[str],
+                        specs: list[Any]) -> None:
+    """Shrunk defaults keep the order the defaults had: equal ones stay equal and a smaller one is
+    never shrunk past a larger one (`n_fft=2048, hop_length=512, win_length=2048` shrunk by name to
+    32, 32, 64 asks torch.stft for a window longer than its FFT; kept in order: 32, 32, 32). Values
+    only go down, to the smallest guess among the defaults at or above."""
+    if len(shrunk) < 2:
+        return
+    ceiling = None
+    for default in sorted(set(shrunk.values()), reverse=True):
+        group = [n for n, d in shrunk.items() if d == default]
+        value = min(values[n] for n in group)
+        value = value if ceiling is None else min(value, ceiling)
+        ceiling = value
+        for i, p in enumerate(params):
+            if p.name in group and values[p.name] != value:
+                values[p.name] = value
+                codes[i] = repr(value)
+                specs[i] = {"name": p.name, "value": value}
 
 
 def _optional_tensor_input(p: _Param) -> bool:

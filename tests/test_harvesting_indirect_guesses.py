@@ -227,3 +227,30 @@ def test_a_constructor_taking_its_widths_as_varargs_gets_three(tmp_path):
     attempt = synthesize(HEADER + WIDTHS_AS_VARARGS.replace("class MLP", "class Model"))[0]
     assert attempt.init_code == ["32", "32", "32"], attempt.init_code
     assert_all_runnable(tmp_path, "mlp.py", WIDTHS_AS_VARARGS, 1)
+
+
+SPECTROGRAM = '''
+class SpectralGate(nn.Module):
+    """A learned gate over an STFT magnitude: defaults sized for 44.1 kHz audio."""
+
+    def __init__(self, dim, stft_n_fft=2048, stft_hop_length=512, stft_win_length=2048):
+        super().__init__()
+        self.n_fft, self.hop, self.win = stft_n_fft, stft_hop_length, stft_win_length
+        self.gate = nn.Linear(stft_n_fft // 2 + 1, stft_n_fft // 2 + 1)
+        self.register_buffer("window", torch.hann_window(stft_win_length))
+
+    def forward(self, audio):
+        spec = torch.stft(audio, n_fft=self.n_fft, hop_length=self.hop, win_length=self.win,
+                          window=self.window, return_complex=True).abs()
+        return spec * self.gate(spec.transpose(1, 2)).sigmoid().transpose(1, 2)
+'''
+
+
+def test_shrunk_defaults_keep_the_order_the_defaults_had(tmp_path):
+    """BS-RoFormer's `stft_n_fft=2048, stft_hop_length=512, stft_win_length=2048` (set 15): shrunk by
+    name they became 32, 32, 64 and torch.stft refused a window longer than its FFT. Equal defaults
+    stay equal, and none is shrunk past a larger one."""
+    shrunk = next(a for a in synthesize(HEADER + SPECTROGRAM.replace("class SpectralGate", "class Model")) if "shrunk" in a.label)
+    n_fft, hop, win = (int(c) for c in shrunk.init_code[1:4])
+    assert n_fft == win and hop <= win < 2048, shrunk.init_code
+    assert_all_runnable(tmp_path, "spectral.py", SPECTROGRAM, 1)
