@@ -267,12 +267,15 @@ PY
       log "eval $tag$m: rc $? in $((SECONDS-t0)) s"
     }
     # the SFT model first: a session may run out before the others
-    for m in ${EVAL_ORDER:-sft base grpo}; do eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" ""; done
+    # HELDOUT_SAMPLE=0: not the seeded sample of every family (a session that evaluates one family, HELDOUT_NAME)
+    if [ "${HELDOUT_SAMPLE:-1}" = 1 ]; then
+      for m in ${EVAL_ORDER:-sft base grpo}; do eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" ""; done
+    fi
     # HELDOUT_NAME (a glob, e.g. 'synthetic_elementwise_*'): the same models on the held-out problems of that name
     # alone, every one of them (a family the sample above draws few of); records eval_named_<model>.json
     if [ -n "${HELDOUT_NAME:-}" ]; then
       for m in ${EVAL_ORDER:-sft base grpo}; do
-        eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "$HELDOUT_NAME" --max-problems 0
+        eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "$HELDOUT_NAME" --max-problems "${NAMED_PROBLEMS:-0}"
       done
     fi
     # KernelBench level 1 at full sizes (issue 17 item 5b), the same settings; L1_ORDER="" skips it.

@@ -172,6 +172,8 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         return f"[{D}, {D}]", [D, D]
     if ann in ("float", "Optional[float]"):
         return "1.0", 1.0
+    if ann.startswith(("Sequence[float]", "List[float]", "list[float]", "Tuple[float", "tuple[float", "Iterable[float]")):
+        return "[0.25, 0.5]", [0.25, 0.5]  # fractions: cutoffs, probabilities, scales
     if ann == "str":
         return None
     if ann in ("int", "Optional[int]") or any(w in n for w in _SIZE_WORDS) or re.match(r"^(n|num|d|in|out)(_|$)", n):

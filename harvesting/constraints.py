@@ -61,9 +61,30 @@ def _number(node: ast.expr, values: dict[str, Any]) -> int | float:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 \
             and isinstance(node.args[0], ast.Name) and isinstance(values.get(node.args[0].id), (list, tuple)):
         return len(values[node.args[0].id])  # `self.num_categories = len(categories)`
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(node.args) == 1 \
+            and not node.keywords:
+        items = _sequence(node.args[0], values)  # `max(self.cutoffs)`, `min(list(cutoffs))`
+        if not items:
+            raise Undecided(ast.unparse(node))
+        return (min if node.func.id == "min" else max)(items)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "min", "max", "abs") and node.args and not node.keywords:
         args = [_number(a, values) for a in node.args]
         return {"int": lambda *a: int(a[0]), "min": min, "max": max, "abs": lambda *a: abs(a[0])}[node.func.id](*args)
+    raise Undecided(ast.unparse(node))
+
+
+def _sequence(node: ast.expr, values: dict[str, Any]) -> list[int | float]:
+    """The numbers of a list or tuple: a literal of numbers we know, a parameter holding one, or
+    `list(...)`, `tuple(...)`, `sorted(...)` of those; raises Undecided otherwise."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_number(e, values) for e in node.elts]
+    if isinstance(node, ast.Name) and isinstance(values.get(node.id), (list, tuple)):
+        items = values[node.id]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+            return list(items)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "sorted") \
+            and len(node.args) == 1 and not node.keywords:
+        return _sequence(node.args[0], values)
     raise Undecided(ast.unparse(node))
 
 
@@ -365,6 +386,9 @@ def _nearest_first(value: int, extra: set[int] = frozenset()) -> list[int]:
     return sorted((c for c in {*_CANDIDATES, *extra} if c != value), key=lambda c: (max(c, base) / min(c, base), -c))
 
 
+# A float parameter's alternatives (a cutoff in [0, 0.5], a probability, a ratio under or over 1).
+_FRACTIONS = [0.5, 0.25, 0.1, 0.75, 2.0, 0.0]
+
 # The sandbox shrinks sizes above this in get_inputs() (validation's shrink_max_dim), so an input
 # size, or a constructor size an input must match (image_size), is chosen at most this large.
 INPUT_SIZE_LIMIT = 32
@@ -396,8 +420,8 @@ def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]
     if best_score == len(decidable):
         return values
     involved = set().union(*(_names(c) for c in decidable)) if decidable else set()
-    # integers, and flags (`assert self_attention ^ encoder_decoder_attention`: one must be switched on)
-    variables = [p for p in free if p in involved and isinstance(values.get(p), int)][:8]
+    # numbers, and flags (`assert self_attention ^ encoder_decoder_attention`: one must be switched on)
+    variables = [p for p in free if p in involved and isinstance(values.get(p), (int, float))][:8]
     # multiples of the numbers in play: a window of 7 needs a size of 7 or 14, not a power of two
     numbers = {v for n in involved for v in [values.get(n)] if isinstance(v, int) and not isinstance(v, bool)}
     numbers |= {n.value for c in decidable for n in ast.walk(c) if isinstance(n, ast.Constant) and type(n.value) is int}
@@ -405,9 +429,13 @@ def satisfy(constraints: list[ast.expr], values: dict[str, Any], free: list[str]
     budget = 3_000  # trials: a few constraints over a few parameters need far fewer
     for k in range(1, min(3, len(variables)) + 1):
         for chosen in itertools.combinations(variables, k):
-            options = [[not values[p]] if isinstance(values[p], bool) else
+            options = [[not values[p]] if isinstance(values[p], bool) else _FRACTIONS if isinstance(values[p], float) else
                        [v for v in _nearest_first(values[p], extra) if p not in capped or v <= INPUT_SIZE_LIMIT] for p in chosen]
-            for combo in itertools.product(*options):
+            combos = itertools.product(*options)
+            if sum(isinstance(values[p], float) for p in chosen) > 1:
+                # distinct fractions first: two cutoffs of a band pass both 0.5 pass no band at all
+                combos = sorted(combos, key=lambda c: len(c) - len(set(c)))
+            for combo in combos:
                 budget -= 1
                 if budget < 0:
                     return best

@@ -254,3 +254,54 @@ def test_shrunk_defaults_keep_the_order_the_defaults_had(tmp_path):
     n_fft, hop, win = (int(c) for c in shrunk.init_code[1:4])
     assert n_fft == win and hop <= win < 2048, shrunk.init_code
     assert_all_runnable(tmp_path, "spectral.py", SPECTROGRAM, 1)
+
+
+FILTER_BANK = '''
+import math
+from typing import Sequence
+
+
+class LowPassFilters(nn.Module):
+    """Windowed-sinc low-pass filters at cutoffs given as a fraction of the sample rate."""
+
+    def __init__(self, cutoffs: Sequence[float], zeros: float = 8):
+        super().__init__()
+        self.cutoffs = list(cutoffs)
+        if min(self.cutoffs) < 0:
+            raise ValueError("Minimum cutoff must be larger than zero.")
+        if max(self.cutoffs) > 0.5:
+            raise ValueError("A cutoff above 0.5 does not make sense.")
+        self.half_size = int(zeros / min(c for c in self.cutoffs if c > 0) / 2)
+        t = torch.arange(-self.half_size, self.half_size + 1).float()
+        window = torch.hann_window(2 * self.half_size + 1, periodic=False)
+        filters = [2 * c * torch.sinc(2 * c * t) * window for c in self.cutoffs]
+        self.register_buffer("filters", torch.stack(filters)[:, None])
+
+    def forward(self, x):
+        shape = x.shape
+        out = nn.functional.conv1d(x.reshape(-1, 1, shape[-1]), self.filters, padding=self.half_size)
+        return out.permute(1, 0, 2).reshape(-1, *shape)
+
+
+class BandPassFilter(nn.Module):
+    def __init__(self, cutoff_low: float, cutoff_high: float):
+        super().__init__()
+        if cutoff_low > cutoff_high:
+            raise ValueError("Lower cutoff should be less than higher cutoff.")
+        self.lowpasses = LowPassFilters([cutoff_low, cutoff_high])
+
+    def forward(self, x):
+        low, high = self.lowpasses(x)
+        return high - low
+'''
+
+
+def test_float_parameters_are_chosen_to_satisfy_range_checks(tmp_path):
+    """julius' filters (set 15): `if max(self.cutoffs) > 0.5: raise` over a list of float cutoffs,
+    also through a sub-layer built from two float parameters. Float parameters are varied like sizes
+    to satisfy what the constructor checks, `max`/`min` of a list are read, and a `Sequence[float]`
+    is guessed as fractions."""
+    attempt = synthesize(HEADER + FILTER_BANK.replace("class BandPassFilter", "class Model"))[0]
+    low, high = (float(c) for c in attempt.init_code)
+    assert 0 <= low <= high <= 0.5, attempt.init_code
+    assert_all_runnable(tmp_path, "filters.py", FILTER_BANK, 2)
