@@ -23,6 +23,7 @@ The text is the same for the same inputs, so re-running distillation gives the s
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,7 @@ class ProblemSummary:
     init_inputs: list[Any] = field(default_factory=list)
     forward_args: list[str] = field(default_factory=list)
     statements: list[str] = field(default_factory=list)  # forward's statements as written (short forwards only)
+    returns: str = ""  # what a short forward returns, its statements substituted into one expression
 
 
 # ---- the reference ----------------------------------------------------------------------------
@@ -147,6 +149,7 @@ def analyze_problem(source: str) -> ProblemSummary:
                     summary.forward_args = [a.arg for a in item.args.args[1:]]
                     summary.ops = _forward_ops(item, layer_types)
                     summary.statements = _forward_statements(item)
+                    summary.returns = _composed_return(item) if summary.statements else ""
         elif isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
             summary.inputs = _input_specs(node, env)
         elif isinstance(node, ast.FunctionDef) and node.name == "get_init_inputs":
@@ -206,6 +209,39 @@ def _forward_statements(fn: ast.FunctionDef) -> list[str]:
     if len(out) > MAX_QUOTED_STATEMENTS or sum(len(s) for s in out) > MAX_QUOTED_CHARS or any("\n" in s for s in out):
         return []
     return out
+
+
+MAX_COMPOSED_CHARS = 240
+
+
+class _Inline(ast.NodeTransformer):
+    def __init__(self, env: dict[str, ast.expr]):
+        self.env = env
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.env.get(node.id, node) if isinstance(node.ctx, ast.Load) else node
+
+
+def _composed_return(fn: ast.FunctionDef) -> str:
+    """forward's returned expression with its local assignments substituted (`x = torch.sigmoid(x);
+    residual = x; x = x + residual; return x` -> `torch.sigmoid(x) + torch.sigmoid(x)`): the value
+    the kernels must store, in one line; empty when a statement is not a plain assignment, when
+    nothing was substituted, or past MAX_COMPOSED_CHARS."""
+    env: dict[str, ast.expr] = {}
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            env[stmt.targets[0].id] = _Inline(env).visit(copy.deepcopy(stmt.value))
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            left = env.get(stmt.target.id, ast.Name(stmt.target.id, ast.Load()))
+            env[stmt.target.id] = ast.BinOp(left, stmt.op, _Inline(env).visit(copy.deepcopy(stmt.value)))
+        elif isinstance(stmt, ast.Return) and stmt.value is not None and env:
+            text = ast.unparse(_Inline(env).visit(copy.deepcopy(stmt.value)))
+            return text if len(text) <= MAX_COMPOSED_CHARS and text != ast.unparse(stmt.value) else ""
+        else:
+            return ""
+    return ""
 
 
 def _input_specs(fn: ast.FunctionDef, env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -345,6 +381,9 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
         # the ops with their constants and operands, as the reference writes them (RESULTS.md fifteenth run: the plan
         # named `mul -> add` and the kernel computed another problem's arithmetic)
         lines.append("Statement by statement: " + "; ".join(f"`{s}`" for s in p.statements) + ".")
+        if p.returns:
+            # one expression, as the kernel computes it (the sixteenth run's model dropped `x + residual`)
+            lines.append(f"Substituted, forward returns `{p.returns}`.")
     if p.inputs:
         lines.append("Inputs: " + "; ".join(_shape_text(s) for s in p.inputs) + ".")
     if trace and trace.get("aten_ops"):

@@ -267,3 +267,21 @@ def test_a_short_forward_is_quoted_statement_by_statement_with_its_constants():
 
     long_forward = LINEAR_GELU.replace("        y = F.gelu(self.fc(x))\n", "        y = F.gelu(self.fc(x))\n" + "        y = y + 1\n" * 12)
     assert analyze_problem(long_forward).statements == []
+
+
+def test_a_short_forward_is_also_given_as_the_one_expression_it_returns():
+    """After the statements, the plan gives the returned value with forward's assignments substituted
+    (`residual = x; x = x + residual` is `torch.sigmoid(x) + torch.sigmoid(x)`): the sixteenth H200 run's
+    model copied the statements and stored `tl.sigmoid(x)` alone. Not given where nothing is substituted
+    or a statement is not a plain assignment."""
+    residual = LINEAR_GELU.replace("        y = F.gelu(self.fc(x))\n        return y * self.scale + y\n",
+                                   "        x = torch.sigmoid(x)\n        residual = x\n        x = x + residual\n"
+                                   "        x *= 1.5\n        return x\n")
+    assert residual != LINEAR_GELU
+    assert analyze_problem(residual).returns == "(torch.sigmoid(x) + torch.sigmoid(x)) * 1.5"
+    lines = describe_problem(residual, RELU_KERNEL)[1].splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Statement by statement:"))
+    assert lines[at + 1] == "Substituted, forward returns `(torch.sigmoid(x) + torch.sigmoid(x)) * 1.5`."
+    assert analyze_problem(LINEAR_GELU).returns == "F.gelu(self.fc(x)) * self.scale + F.gelu(self.fc(x))"
+    unpacked = residual.replace("        residual = x\n", "        residual, _ = x, None\n")
+    assert analyze_problem(unpacked).returns == ""
