@@ -140,6 +140,10 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         return found
     if re.search(r"(heads?|n_head|nhead|num_head)", n):
         return ("2" if "kv" in n else "4"), (2 if "kv" in n else 4)
+    if re.fullmatch(r"(sr|fs|sample_?rate|sampling_?rate|sampling_freq(uency)?|audio_sample_rate)", n):
+        return "16000", 16000  # a sample rate, in Hz: a size guess (32 Hz) puts every frequency above Nyquist
+    if re.search(r"(^|_)(residual_)?streams$", n):
+        return "2", 2  # residual streams folded into the batch (`(b s) ... d`): the batch of 2 holds them
     found = _by_name(n, _LAYER_RULES)
     if found:
         return found

@@ -305,3 +305,50 @@ def test_float_parameters_are_chosen_to_satisfy_range_checks(tmp_path):
     low, high = (float(c) for c in attempt.init_code)
     assert 0 <= low <= high <= 0.5, attempt.init_code
     assert_all_runnable(tmp_path, "filters.py", FILTER_BANK, 2)
+
+
+AUDIO_AND_STREAMS = '''
+import math
+
+
+class ConstantQ(nn.Module):
+    """A constant-Q filter bank: its top bin must stay under the Nyquist frequency."""
+
+    def __init__(self, sr, fmin=32.7, n_bins=24, bins_per_octave=12):
+        super().__init__()
+        top = fmin * 2 ** (n_bins / bins_per_octave)
+        if top > sr / 2:
+            raise ValueError(f"The top bin {top}Hz has exceeded the Nyquist frequency, reduce n_bins")
+        freqs = fmin * 2 ** (torch.arange(n_bins) / bins_per_octave)
+        t = torch.arange(16) / sr
+        self.register_buffer("kernels", torch.cos(2 * math.pi * freqs[:, None] * t)[:, None])
+
+    def forward(self, x):
+        return nn.functional.conv1d(x[:, None], self.kernels).abs()
+
+
+class StreamMix(nn.Module):
+    """Residual streams folded into the batch (hyper-connections): mixed by a learned matrix."""
+
+    def __init__(self, dim, num_residual_streams):
+        super().__init__()
+        self.num_streams = num_residual_streams
+        self.mix = nn.Parameter(torch.eye(num_residual_streams))
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        streams = x.reshape(-1, self.num_streams, *x.shape[1:])
+        mixed = torch.einsum("st,bt...->bs...", self.mix, streams)
+        return self.proj(mixed.reshape(x.shape))
+'''
+
+
+def test_sample_rates_and_residual_streams_are_guessed_as_what_they_are(tmp_path):
+    """nnAudio's CQT (set 16): a sample rate guessed as a size (32 Hz) put every bin above Nyquist;
+    it is guessed 16000. hyper-connections' `num_residual_streams` guessed 32 could not fold into a
+    batch of 2; it is guessed 2."""
+    cq = synthesize(HEADER + AUDIO_AND_STREAMS.replace("class ConstantQ", "class Model"))[0]
+    assert cq.init_code[0] == "16000", cq.init_code
+    mix = synthesize(HEADER + AUDIO_AND_STREAMS.replace("class StreamMix", "class Model"))[0]
+    assert mix.init_code[1] == "2", mix.init_code
+    assert_all_runnable(tmp_path, "audio_streams.py", AUDIO_AND_STREAMS, 2)
