@@ -247,7 +247,7 @@ class EnvironmentCache:
                 raise DependencyError(f"unresolvable_dependency:{_name(reqs[0])}",
                                       f"pip install {' '.join(reqs)} did not finish within {self.config.install_timeout_s:g} s") from exc
             if proc.returncode != 0:
-                raise pip_error(proc.stdout + "\n" + proc.stderr, reqs)
+                raise pip_error(proc.stdout + "\n" + proc.stderr, reqs, wheels_only=not self.config.allow_sdist)
             installed = _installed(sp)
             key = requirement_key(reqs)
             elapsed = time.monotonic() - start
@@ -306,13 +306,17 @@ def _name(requirement: str) -> str:
     return canonical_name(m.group(1)) if m else requirement.strip()
 
 
-def pip_error(output: str, reqs: list[str]) -> DependencyError:
-    """pip's failure as a DependencyError naming the requirement at fault."""
+def pip_error(output: str, reqs: list[str], *, wheels_only: bool = False) -> DependencyError:
+    """pip's failure as a DependencyError naming the requirement at fault (`wheels_only`: pip ran with
+    --only-binary, so a distribution with no wheel is "not found": the detail says so)."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     for line in lines:
         m = re.search(r"Could not find a version that satisfies the requirement (\S+) \(from versions: ([^)]*)\)", line)
         if m:
             kind = "missing_dependency" if m.group(2).strip() == "none" else "unresolvable_dependency"
+            if kind == "missing_dependency" and wheels_only:
+                line += (" (wheels only: environments.allow_sdist is off, so a distribution published as source alone is"
+                         " not built here, which would run its build code; set it on to allow that)")
             return DependencyError(f"{kind}:{_name(m.group(1))}", line)
     for i, line in enumerate(lines):
         if "conflict is caused by" in line:

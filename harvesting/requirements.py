@@ -309,6 +309,17 @@ def package_import_source(repo: Any) -> str:
     return "\n".join(dict.fromkeys(lines)) + "\n"
 
 
+def _declared_by_affix(name: str, declared: dict[str, str]) -> str | None:
+    """The one declared distribution whose name begins or ends with import `name` (`zeta` ->
+    `zetascale`, `yaml` -> `pyyaml`, `dateutil` -> `python-dateutil`): the repository says what it
+    installs, and an import named unlike any distribution is most likely one of those. None when
+    no declared name, or more than one, fits, or the name is under three characters."""
+    if len(name) < 3:
+        return None
+    fits = [d for d in declared if d != name and (d.startswith(name) or d.endswith(name))]
+    return fits[0] if len(fits) == 1 else None
+
+
 def module_requirements(source: str, declared: dict[str, str] | None = None, *, local_packages: Iterable[str] = (),
                         providers: dict[str, list[str]] | None = None, own: str | None = None,
                         own_needs: Iterable[str] = ()) -> list[str]:
@@ -339,6 +350,8 @@ def module_requirements(source: str, declared: dict[str, str] | None = None, *, 
         if any(n in JUDGE_PROVIDED for n in names):
             continue
         chosen = next((n for n in names if n in declared), None)
+        if chosen is None and top not in providers and dotted not in IMPORT_TO_DISTRIBUTIONS and top not in IMPORT_TO_DISTRIBUTIONS:
+            chosen = _declared_by_affix(canonical_name(top), declared)
         out.append(declared[chosen] if chosen else IMPLIED_SPECIFIERS.get(names[0], names[0]))
     if own and own in out:
         out += [r for r in own_needs if r != own]

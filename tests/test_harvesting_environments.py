@@ -155,6 +155,16 @@ def test_imports_named_unlike_their_distribution_get_the_distribution_and_a_rele
     assert module_requirements(source, {"setuptools": "setuptools>=60,<70"}, providers={})[1] == "setuptools>=60,<70"
 
 
+def test_an_import_named_unlike_any_distribution_takes_the_declared_one_its_name_begins_or_ends():
+    """BitNet imports `zeta` and declares `zetascale` (set 16): the requirement was `zeta`, which is
+    not on PyPI; a declared distribution whose name begins or ends with the import's is the one, when
+    exactly one fits."""
+    source = "import zeta\nfrom zeta.nn import MultiQueryAttention\nimport yamlx\n"
+    declared = {"zetascale": "zetascale>=2", "einops": "einops", "pyyamlx": "pyyamlx", "yamlx-extra": "yamlx-extra"}
+    assert module_requirements(source, declared, providers={}) == ["zetascale>=2", "yamlx"]  # two fit yamlx: its own name
+    assert module_requirements("import zeta\n", {}, providers={}) == ["zeta"]  # nothing declared: the import's name
+
+
 def test_requirement_sets_are_normalised_and_keyed_without_the_judges_packages():
     a = normalize_requirements(["Einops>=0.6", "einops<1", "torch>=2.0", "numpy", "PyYAML", "win-only; sys_platform == 'win32'"])
     assert a == ["einops<1,>=0.6", "pyyaml"]
@@ -176,6 +186,10 @@ def test_requirement_sets_are_normalised_and_keyed_without_the_judges_packages()
 def test_pip_failures_name_the_requirement_at_fault(output, reason):
     err = pip_error(output, ["nopkg-zq>=1", "einops>=999", "torchvision==0.1"])
     assert err.reason == reason and err.detail
+    # built wheels-only (the default), a "not found" says why: fairscale is published as source alone
+    wheels = pip_error(output, ["nopkg-zq>=1", "einops>=999", "torchvision==0.1"], wheels_only=True)
+    assert wheels.reason == reason
+    assert ("allow_sdist" in wheels.detail) == reason.startswith("missing_dependency")
 
 
 def test_the_einops_compute_of_a_candidate_is_a_rule_violation_statically():
