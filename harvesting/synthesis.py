@@ -337,17 +337,23 @@ def _optional_tensor_input(p: _Param) -> bool:
     return p.default == "None" and ("Tensor" in (p.annotation or "") or bool(_INPUT_NAMES.match(p.name.lower())))
 
 
+def _none_compared(node: ast.expr, op: type) -> str | None:
+    """The name of `name is None` (op ast.Is) or `name is not None` (ast.IsNot), else None."""
+    if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and len(node.ops) == 1 \
+            and isinstance(node.ops[0], op) and isinstance(node.comparators[0], ast.Constant) \
+            and node.comparators[0].value is None:
+        return node.left.id
+    return None
+
+
 def _none_checks(functions: dict[str, ast.FunctionDef]) -> set[str]:
     """The file's `exists`-style helpers: one parameter, body `return v is not None`."""
     out = set()
     for name, fn in functions.items():
         body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-        if len(fn.args.args) == 1 and len(body) == 1 and isinstance(body[0], ast.Return):
-            v = body[0].value
-            if isinstance(v, ast.Compare) and isinstance(v.left, ast.Name) and v.left.id == fn.args.args[0].arg \
-                    and len(v.ops) == 1 and isinstance(v.ops[0], ast.IsNot) \
-                    and isinstance(v.comparators[0], ast.Constant) and v.comparators[0].value is None:
-                out.add(name)
+        if len(fn.args.args) == 1 and len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None \
+                and _none_compared(body[0].value, ast.IsNot) == fn.args.args[0].arg:
+            out.add(name)
     return out
 
 
@@ -358,23 +364,15 @@ def _asserted_given(forward: ast.FunctionDef, functions: dict[str, ast.FunctionD
     checks = _none_checks(functions)
 
     def given(cond: ast.expr) -> str | None:  # the name `cond` says is not None
-        if isinstance(cond, ast.Compare) and isinstance(cond.left, ast.Name) and len(cond.ops) == 1 \
-                and isinstance(cond.ops[0], ast.IsNot) and isinstance(cond.comparators[0], ast.Constant) \
-                and cond.comparators[0].value is None:
-            return cond.left.id
         if isinstance(cond, ast.Call) and isinstance(cond.func, ast.Name) and cond.func.id in checks \
                 and len(cond.args) == 1 and isinstance(cond.args[0], ast.Name):
             return cond.args[0].id
-        return None
+        return _none_compared(cond, ast.IsNot)
 
     def missing(cond: ast.expr) -> str | None:  # the name `cond` says is None
         if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
             return given(cond.operand)
-        if isinstance(cond, ast.Compare) and isinstance(cond.left, ast.Name) and len(cond.ops) == 1 \
-                and isinstance(cond.ops[0], ast.Is) and isinstance(cond.comparators[0], ast.Constant) \
-                and cond.comparators[0].value is None:
-            return cond.left.id
-        return None
+        return _none_compared(cond, ast.Is)
 
     out: set[str] = set()
     for stmt in forward.body:

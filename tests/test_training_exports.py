@@ -19,7 +19,7 @@ from training_helpers import reward1_verdict, validated_pairs
 def _config(**overrides):
     base = dict(require_sizes="own_and_odd_sizes", exclude_suites=["kernelbench/*"], val_fraction=0.0,
                 dedup_threshold=0.8, minhash_perm=128, seed=0, rl_prompts=0, rl_sft_share=0.3, rl_unsolved_weight=0.5,
-                rl_difficulty_floor=0.2)
+                rl_difficulty_floor=0.2, rl_names=[])
     return SimpleNamespace(**{**base, **overrides})
 
 

@@ -82,7 +82,7 @@ def rl_export(records: ExportRecords, training_config: Any, exclude_keys: Collec
     problems = training_problems(records.problems, t, exclude_keys)
     pairs = _training_pairs(records.pairs, t, exclude_keys)
     split = shared_split(records, t, exclude_keys)  # over every problem, whichever the prompts are drawn from
-    names = list(getattr(t, "rl_names", None) or [])
+    names = list(t.rl_names)
     if names:
         problems = [p for p in problems if any(fnmatch(p.name, g) for g in names)]
         pairs = [trip for trip in pairs if any(fnmatch(trip[0].name, g) for g in names)]
