@@ -59,6 +59,9 @@ _MODULE_NAME = re.compile(
     r"|^(module|block|layer)_(cls|class|type|fn|factory)$")
 
 
+# A size or count of something by its prefix (`d_model` is the model's width, `n_block` a number of blocks).
+_COUNTED_PREFIX = re.compile(r"^(d|n|num|dim|size|hidden|len)_")
+
 # Plurals of per-layer settings, as a network with stages takes them (`kernel_sizes=(3, 5)`).
 _PER_STAGE = re.compile(r"(kernel_size|kernel|stride|padding|dilation|depth|patch_size|window_size|window)s$")
 
@@ -115,6 +118,8 @@ def _module_guess(n: str, ann: str, usage: str) -> tuple[str, Any] | None:
     which accepts any constructor arguments, so `block(dim, heads=4)` builds it too."""
     if not (_MODULE_NAME.search(n) or _MODULE_ANNOTATION.search(ann)):
         return None
+    if _COUNTED_PREFIX.match(n) and not _MODULE_ANNOTATION.search(ann):
+        return None  # `d_model`, `d_ff`, `n_block`, `num_layer`: the size or count of one, not one
     if "int" in ann.lower() or "float" in ann.lower() or ann in ("str", "bool"):
         return None
     code = "torch.nn.Identity" if _builds_class(n, usage) else WRAPPED_MODULE

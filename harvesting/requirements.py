@@ -8,7 +8,7 @@ training stack, and many modules share one small environment (autotriton/environ
 Declared requirements are read statically, never by running the repository's code:
 - pyproject.toml `[project] dependencies` (and optional dependencies),
 - setup.py `install_requires=[...]` / `extras_require={...}` when they are literal lists
-  (or names bound to literal lists in the same file),
+  (or names bound to literal lists in the same file), and setup.cfg's `[options] install_requires`,
 - requirements*.txt (and requirements/*.txt) lines, minus options, URLs and -r/-c includes.
 An import the repository does not declare becomes an unversioned requirement of the distribution
 that provides it: IMPORT_TO_DISTRIBUTIONS for the well-known mismatches, else the installed
@@ -138,6 +138,23 @@ def _setup_py(text: str) -> list[str]:
     return out
 
 
+def _setup_cfg(text: str) -> list[str]:
+    """setuptools' declarative config: `[options] install_requires` and `[options.extras_require]`,
+    one requirement a line (k-diffusion declares its dependencies there only)."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []
+    values = [parser.get("options", "install_requires", fallback="")]
+    if parser.has_section("options.extras_require"):
+        values += [v for _, v in parser.items("options.extras_require")]
+    return [line.split("#", 1)[0].strip() for v in values for line in v.splitlines()
+            if line.split("#", 1)[0].strip() and not line.strip().startswith("file:")]
+
+
 def _requirements_txt(text: str) -> list[str]:
     out = []
     for line in text.splitlines():
@@ -159,6 +176,9 @@ def declared_requirements(read: Callable[[str], str | None], paths: Iterable[str
     text = read("setup.py")
     if text:
         found += _setup_py(text)
+    text = read("setup.cfg")
+    if text:
+        found += _setup_cfg(text)
     listed = {p for p in paths if p.endswith(".txt") and (Path(p).name.startswith("requirements") or Path(p).parent.name == "requirements")
               and p.count("/") <= 1}
     for rel in sorted(listed | {"requirements.txt"}):
@@ -310,13 +330,15 @@ def package_import_source(repo: Any) -> str:
 
 
 def _declared_by_affix(name: str, declared: dict[str, str]) -> str | None:
-    """The one declared distribution whose name begins or ends with import `name` (`zeta` ->
-    `zetascale`, `yaml` -> `pyyaml`, `dateutil` -> `python-dateutil`): the repository says what it
-    installs, and an import named unlike any distribution is most likely one of those. None when
-    no declared name, or more than one, fits, or the name is under three characters."""
-    if len(name) < 3:
+    """The one declared distribution whose name begins or ends with import `name`, separators aside
+    (`zeta` -> `zetascale`, `cleanfid` -> `clean-fid`, `clip` -> `clip-anytorch`, `dateutil` ->
+    `python-dateutil`): the repository says what it installs, and an import named unlike any of it
+    (or than the usual distribution: `clip` is openai-clip elsewhere) is most likely one of those.
+    None when no declared name, or more than one, fits, or the name is under three characters."""
+    bare = name.replace("-", "")
+    if len(bare) < 3:
         return None
-    fits = [d for d in declared if d != name and (d.startswith(name) or d.endswith(name))]
+    fits = [d for d in declared if d != name and (d.replace("-", "").startswith(bare) or d.replace("-", "").endswith(bare))]
     return fits[0] if len(fits) == 1 else None
 
 
@@ -350,7 +372,7 @@ def module_requirements(source: str, declared: dict[str, str] | None = None, *, 
         if any(n in JUDGE_PROVIDED for n in names):
             continue
         chosen = next((n for n in names if n in declared), None)
-        if chosen is None and top not in providers and dotted not in IMPORT_TO_DISTRIBUTIONS and top not in IMPORT_TO_DISTRIBUTIONS:
+        if chosen is None and top not in providers:
             chosen = _declared_by_affix(canonical_name(top), declared)
         out.append(declared[chosen] if chosen else IMPLIED_SPECIFIERS.get(names[0], names[0]))
     if own and own in out:

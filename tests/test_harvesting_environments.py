@@ -125,10 +125,14 @@ def test_declared_requirements_come_from_pyproject_setup_py_and_requirements_fil
         "setup.py": 'BASE = ["timm>=0.9"]\nsetup(name="x", install_requires=BASE + ["loguru"], extras_require={"cv": ["opencv-python>=4"]})\n',
         "requirements.txt": "# pinned\nPyYAML==6.0.2  # config\n-r other.txt\ngit+https://example.invalid/x.git\n",
         "requirements/dev.txt": "pytest\n",
+        # setuptools' declarative config (k-diffusion declares its dependencies there only, set 17)
+        "setup.cfg": "[metadata]\nname = x\n\n[options]\ninstall_requires =\n\tclean-fid\n\ttorch >= 2.0  # any\n"
+                     "\n[options.extras_require]\ndocs =\n\tsphinx<8\n",
     }
     declared = declared_requirements(files.get, list(files))
     assert declared == {"einops": "einops>=0.7", "torch": "torch>=2", "pillow": "Pillow<12", "timm": "timm>=0.9",
-                        "loguru": "loguru", "opencv-python": "opencv-python>=4", "pyyaml": "PyYAML==6.0.2", "pytest": "pytest"}
+                        "loguru": "loguru", "opencv-python": "opencv-python>=4", "clean-fid": "clean-fid",
+                        "sphinx": "sphinx<8", "pyyaml": "PyYAML==6.0.2", "pytest": "pytest"}
 
 
 def test_module_requirements_map_imports_to_distributions_with_the_declared_specifiers():
@@ -163,6 +167,11 @@ def test_an_import_named_unlike_any_distribution_takes_the_declared_one_its_name
     declared = {"zetascale": "zetascale>=2", "einops": "einops", "pyyamlx": "pyyamlx", "yamlx-extra": "yamlx-extra"}
     assert module_requirements(source, declared, providers={}) == ["zetascale>=2", "yamlx"]  # two fit yamlx: its own name
     assert module_requirements("import zeta\n", {}, providers={}) == ["zeta"]  # nothing declared: the import's name
+    # k-diffusion (set 17) declares clean-fid and clip-anytorch for its `cleanfid` and `clip` imports:
+    # separators aside, and over the usual distribution of `clip` (openai-clip)
+    kd = {"clean-fid": "clean-fid", "clip-anytorch": "clip-anytorch", "einops": "einops"}
+    assert module_requirements("import cleanfid\nimport clip\n", kd, providers={}) == ["clean-fid", "clip-anytorch"]
+    assert module_requirements("import clip\n", {}, providers={}) == ["openai-clip"]
 
 
 def test_requirement_sets_are_normalised_and_keyed_without_the_judges_packages():

@@ -352,3 +352,28 @@ def test_sample_rates_and_residual_streams_are_guessed_as_what_they_are(tmp_path
     mix = synthesize(HEADER + AUDIO_AND_STREAMS.replace("class StreamMix", "class Model"))[0]
     assert mix.init_code[1] == "2", mix.init_code
     assert_all_runnable(tmp_path, "audio_streams.py", AUDIO_AND_STREAMS, 2)
+
+
+WIDTH_NAMES = '''
+class FeedForwardBlock(nn.Module):
+    """k-diffusion's naming: `d_model` is the width, `d_ff` the hidden width."""
+
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.up_proj = nn.Linear(d_model, d_ff * 2, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.down_proj = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x):
+        a, b = self.up_proj(self.norm(x)).chunk(2, dim=-1)
+        return x + self.down_proj(self.dropout(a * nn.functional.gelu(b)))
+'''
+
+
+def test_widths_named_after_a_module_are_sizes_not_modules(tmp_path):
+    """`d_model` and `d_ff` end like a module's name (`_model`, `_ff`) but are its widths: they were
+    guessed as a wrapped module (GELU) and every k-diffusion block failed (set 17)."""
+    attempt = synthesize(HEADER + WIDTH_NAMES.replace("class FeedForwardBlock", "class Model"))[0]
+    assert all(code.isdigit() for code in attempt.init_code[:2]), attempt.init_code
+    assert_all_runnable(tmp_path, "ff.py", WIDTH_NAMES, 1)
