@@ -15,6 +15,9 @@ from typing import Any, Literal
 from autotriton.hashing import content_key, normalize_source, source_key
 
 SourceKind = Literal["github", "local", "dataset", "suite", "synthetic"]
+#: The kind of the problem generator's sources (harvesting/synthetic.py): the split tells generated
+#: problems apart by it (training/data.py, near_duplicate_clusters).
+GENERATED: SourceKind = "synthetic"
 ShapeProfile = Literal["cpu-small", "gpu-full"]
 VerdictStatus = Literal[
     "correct", "incorrect", "rule_violation", "compile_error", "runtime_error", "timeout", "crashed", "unsupported_here"

@@ -507,7 +507,7 @@ def harvest_synthetic(count: int, seed: int, config: Any = None, *, start: int =
     from autotriton.harvesting.core import Harvester, _Pending, op_tags
     from autotriton.harvesting.datasets import _Verbatim
     from autotriton.harvesting.local import HarvestInputError
-    from autotriton.records import Problem, SourceRef
+    from autotriton.records import GENERATED, Problem, SourceRef
 
     if count < 1:
         raise HarvestInputError(f"--count {count}: pass at least 1 problem to generate")
@@ -523,7 +523,7 @@ def harvest_synthetic(count: int, seed: int, config: Any = None, *, start: int =
     prefix = "" if family == "fused" else f"{family}/"  # fused paths stay as they were
     for chain, source in generate_problems(count, seed, start=start, family=family):
         harvester.result.files += 1
-        ref = SourceRef(kind="synthetic", repo=REPO, commit=version, path=f"{prefix}seed={seed}/index={chain.index}",
+        ref = SourceRef(kind=GENERATED, repo=REPO, commit=version, path=f"{prefix}seed={seed}/index={chain.index}",
                         licence=LICENCE)
         harvester.add_source(ref)
         tags = sorted(set(op_tags(source)) | set(chain.tags))

@@ -188,11 +188,12 @@ def export_records(wh: Any, name: str, training_config: Any, exclude_keys: Any =
     pairs and the runnable problems it may use (every export: they are the universe of the one
     train/validation split), and for an export that needs pass rates (`rl`) the problems'
     candidates and those candidates' latest verdicts."""
+    from autotriton.records import GENERATED
     from autotriton.training.exports import TRAINING_EXPORTS, ExportRecords, training_problems
 
     pairs = wh.validated_pairs(require=training_config.require_sizes)
     problems = training_problems(wh.problems(status="runnable"), training_config, exclude_keys)
-    generated = frozenset(p.key for p in wh.problems(status=None, source_kind="synthetic"))
+    generated = frozenset(wh.problem_keys_of_kind(GENERATED))
     if not TRAINING_EXPORTS[name].pass_rates:
         return ExportRecords(pairs, problems, generated=generated)
     candidates = wh.candidates(problem_keys=[p.key for p in problems]) if problems else []
@@ -233,11 +234,13 @@ def build_release(wh: Any, run: Any, config: Any, out: Any, name: str = "autotri
     """Write the released dataset (warehouse/release.py) from the warehouse: validated pairs and
     runnable problems with provenance, op category and one split by near-duplicate cluster of the
     problem (shared by both configs; generated problems clustered by their code up to literals),
-    leaving out held-out benchmark suites (training.exclude_suites) and decontaminated problems. Returns release.json's manifest."""
+    leaving out held-out benchmark suites (training.exclude_suites) and decontaminated problems.
+    Returns release.json's manifest."""
     import json
 
     from autotriton.records import Problem
     from autotriton.training.data import assign_splits, near_duplicate_clusters, primary_category, problem_tags
+    from autotriton.records import GENERATED
     from autotriton.training.exports import held_out
     from autotriton.warehouse.release import release_counts, release_rows, write_release
 
@@ -252,7 +255,7 @@ def build_release(wh: Any, run: Any, config: Any, out: Any, name: str = "autotri
     pairs, problems = [r for r in pairs if kept(r)], [r for r in problems if kept(r)]
     sources = {r["problem_key"]: r["reference_source"] for r in problems}
     sources.update({r["problem_key"]: r["reference_source"] for r in pairs})
-    generated = {r["problem_key"] for r in [*problems, *pairs] if r["source_kind"] == "synthetic"}
+    generated = {r["problem_key"] for r in [*problems, *pairs] if r["source_kind"] == GENERATED}
     clusters = near_duplicate_clusters(sources, t.dedup_threshold, t.minhash_perm, generated=generated)
     splits = assign_splits(clusters, t.val_fraction, t.seed)
     tags: dict[str, list[str]] = {}

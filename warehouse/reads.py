@@ -110,6 +110,14 @@ class ReadsMixin:
         return self._records("problems", where, params, limit=limit)
 
     @_locked
+    def problem_keys_of_kind(self, source_kind: str) -> set[str]:
+        """Keys of the problems harvested from sources of `source_kind` (keys only: the split
+        needs to know which problems are generated, not their sources again)."""
+        rows = self._con.execute("SELECT key FROM problems WHERE source_key IN (SELECT key FROM sources WHERE kind = ?)",
+                                 [source_kind]).fetchall()
+        return {key for (key,) in rows}
+
+    @_locked
     def problem_origins(self, keys: Iterable[str]) -> dict[str, str]:
         """Problem key -> where it came from: its source's repository (a package==version, a
         repo, a dataset file; for the synthetic generator each family, by its version), or its
