@@ -5,7 +5,8 @@ its own dependencies: the harvest reads what the module needs (harvesting/requir
 normalised *requirement set*, this module installs that set into an isolated environment under a
 cache folder, keyed by the set, the Python version and the judge's torch, and the probe and the
 judge put that environment's site-packages on `sys.path` AFTER their own (validation/pool.py:
-`JudgePool.use_environments`), for that problem only.
+`JudgePool.use_environments`), for that problem only (autotriton/site_paths.py: the append, and a
+package whose C++ operators do not load into the judge's torch build).
 
 The judge's own torch, triton and numpy are never replaced: the environment is a venv whose
 `.pth` file exposes the judge's site-packages (so pip sees them as installed, outside the

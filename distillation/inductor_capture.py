@@ -506,7 +506,9 @@ def main(argv: list[str] | None = None) -> int:
     request = json.loads(sys.stdin.read())
     # The problem's dependency environment (autotriton/environments.py), after this Python's own
     # paths: torch and triton stay the ones installed here.
-    sys.path.extend(p for p in request.get("env_paths") or [] if p not in sys.path)
+    from autotriton.site_paths import add_environment
+
+    add_environment(request.get("env_paths") or [])
     capture = capture_problem(request["source"], name=request.get("name", "problem"),
                               device=request.get("device", "cuda"), dynamic=request.get("dynamic", True),
                               max_autotune=request.get("max_autotune", True),

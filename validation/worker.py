@@ -141,7 +141,9 @@ def _child_main(fd: int, req: dict[str, Any], guard: Any = None) -> None:
     fd = high
     # The problem's dependency environment, after the judge's own paths, BEFORE confine(): the
     # sandbox keeps its privileges when a folder on sys.path is not readable by others.
-    sys.path.extend(p for p in req.get("env_paths") or [] if p not in sys.path)
+    from autotriton.site_paths import add_environment
+
+    add_environment(req.get("env_paths") or [])
     environ = dict(os.environ)
     report = sandbox.confine(req["workdir"], memory_limit_bytes=req["memory_limit_bytes"], max_file_bytes=req["max_file_bytes"],
                              max_processes=req["max_processes"], isolate_network=req["isolate_network"],
@@ -498,10 +500,12 @@ class environment_on_path:
     Objects already made from them (a cached reference model) keep working."""
 
     def __init__(self, paths: list[str]):
-        self.paths = [p for p in paths if p not in sys.path]
+        self.paths = list(paths)
 
     def __enter__(self) -> None:
-        sys.path.extend(self.paths)
+        from autotriton.site_paths import add_environment
+
+        self.paths = add_environment(self.paths)
 
     def __exit__(self, *exc: Any) -> None:
         if not self.paths:
