@@ -195,6 +195,12 @@ case "${1:-}" in
     # so the held-out split is the one training leaves out.
     # (An imported release records no export: train needs the sft one, or GRPO starts from the base model.)
     seed_warehouse "$DB" "$R"
+    # EW_TEACHER_S: the elementwise family through the elementwise teacher first (readable kernels,
+    # forward's statements in order; judged here), for SFT_TEACHERS='["elementwise","inductor"]'.
+    if [ "${EW_TEACHER_S:-0}" -gt 0 ]; then
+      autotriton "${A[@]}" distill --teacher elementwise --name 'synthetic_elementwise_*' --time-budget "$EW_TEACHER_S" \
+        --json > "$R/distill_ew_teacher.json" 2> "$R/distill_ew_teacher.err"; log "elementwise teacher: rc $?"
+    fi
     # Words the describer gave pairs before its current version (a release's): rewritten, so SFT
     # trains on the text a new distill writes (DESCRIBE=0: kept as stored).
     if [ "${DESCRIBE:-1}" = 1 ]; then
@@ -216,7 +222,7 @@ case "${1:-}" in
                 --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3
                 --set training.format_reward=${FORMAT_REWARD:-0.2}
                 --set "training.grpo_trl=${GRPO_TRL:-{\}}"
-                --set "training.rl_names=${RL_NAMES:-[]}")  # e.g. RL_NAMES='["synthetic_elementwise_*"]': GRPO on one family
+                --set "training.rl_names=${RL_NAMES:-[]}" --set "training.sft_teachers=${SFT_TEACHERS:-[]}")  # e.g. RL_NAMES='["synthetic_elementwise_*"]': GRPO on one family
     # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot
     # answer in its completion budget are left out (training.max_prompt_length).
     log "train"; t0=$SECONDS

@@ -5,8 +5,9 @@ the reasoning behind it, the instruction it answers, and where it came from (tea
 version, prompt version, sampling parameters, token usage and cost). Teachers never judge their
 own output; `distillation.pipeline.distill` sends every candidate to the validator.
 
-Three teachers implement the protocol: `ReplayTeacher` (recorded outputs, offline default),
-`InductorTeacher` (torch.compile on a GPU) and `OpenAITeacher` (any OpenAI-compatible endpoint).
+Four teachers implement the protocol: `ReplayTeacher` (recorded outputs, offline default),
+`InductorTeacher` (torch.compile on a GPU), `OpenAITeacher` (any OpenAI-compatible endpoint) and
+`ElementwiseTeacher` (a readable kernel for elementwise forwards, statement by statement).
 A teacher that can also fix its mistakes implements `RepairingTeacher.repair`: the pipeline then
 sends it the validator's errors for up to `rounds` rounds, as a multi-turn conversation (the
 Inductor teacher answers only candidates that TF32 products made wrong: recaptured in fp32).

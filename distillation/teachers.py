@@ -82,8 +82,9 @@ def make_explainer(config: DistillConfig) -> OpenAITeacher | None:
 
 
 # The built-in teachers, in `--teacher` order. Adding a teacher: its import and one line (module docstring).
-from autotriton.distillation import inductor, openai_teacher, replay  # noqa: E402  (they import teacher.py, not this file)
+from autotriton.distillation import elementwise_teacher, inductor, openai_teacher, replay  # noqa: E402  (they import teacher.py, not this file)
 
 register_teacher(replay.TEACHER)
 register_teacher(inductor.TEACHER)
 register_teacher(openai_teacher.TEACHER)
+register_teacher(elementwise_teacher.TEACHER)

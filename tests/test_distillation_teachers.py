@@ -42,24 +42,25 @@ def echo_registered():
     del TEACHERS["echo"]
 
 
-def test_the_registry_lists_exactly_the_three_teachers():
-    assert list(TEACHERS) == ["replay", "inductor", "openai"]
+def test_the_registry_lists_exactly_the_four_teachers():
+    assert list(TEACHERS) == ["replay", "inductor", "openai", "elementwise"]
     assert [name for name, spec in TEACHERS.items() if spec.network] == ["openai"]  # the flows retry its tasks
     assert teacher_spec("openai").writes_words and not teacher_spec("replay").writes_words
     # Each teacher's own fields are flat distill.* keys of the one DistillConfig.
     fields = DistillConfig.model_fields
-    for spec in TEACHERS.values():
-        assert spec.settings is not None and set(spec.settings.model_fields) <= set(fields), spec.name
+    for spec in TEACHERS.values():  # the elementwise teacher has no settings of its own
+        assert spec.settings is None or set(spec.settings.model_fields) <= set(fields), spec.name
+    assert [name for name, spec in TEACHERS.items() if spec.settings is None] == ["elementwise"]
     assert {"base_url", "model", "api_key_env", "inductor_jobs", "replay_paths", "teacher", "samples"} <= set(fields)
 
 
 def test_an_unknown_teacher_is_an_error_naming_the_known_ones(tmp_path, monkeypatch):
-    with pytest.raises(ValidationError, match="unknown teacher 'nope': choose one of replay, inductor, openai"):
+    with pytest.raises(ValidationError, match="unknown teacher 'nope': choose one of replay, inductor, openai, elementwise"):
         DistillConfig(teacher="nope")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match=r"distill.teacher = 'nope'.*choose one of replay, inductor, openai"):
+    with pytest.raises(ConfigError, match=r"distill.teacher = 'nope'.*choose one of replay, inductor, openai, elementwise"):
         load_config(environ={}, cli={"distill.teacher": "nope"})
-    with pytest.raises(ValueError, match="choose one of replay, inductor, openai"):
+    with pytest.raises(ValueError, match="choose one of replay, inductor, openai, elementwise"):
         teacher_spec("nope")
 
     from autotriton.flows.cli import app

@@ -19,7 +19,7 @@ from training_helpers import reward1_verdict, validated_pairs
 def _config(**overrides):
     base = dict(require_sizes="own_and_odd_sizes", exclude_suites=["kernelbench/*"], val_fraction=0.0,
                 dedup_threshold=0.8, minhash_perm=128, seed=0, rl_prompts=0, rl_sft_share=0.3, rl_unsolved_weight=0.5,
-                rl_difficulty_floor=0.2, rl_names=[])
+                rl_difficulty_floor=0.2, rl_names=[], sft_teachers=[])
     return SimpleNamespace(**{**base, **overrides})
 
 
@@ -108,3 +108,22 @@ def test_rl_names_draw_the_prompts_from_one_family_and_keep_the_split_of_the_who
     assert all(split.split[r["problem_key"]] == r["split"] for r in rows)
     config.rl_names = ["nothing_*"]
     assert rl_export(records, config)[0] == []
+
+
+def test_sft_teachers_keep_one_teachers_style_per_problem():
+    """A problem solved by the elementwise teacher and by Inductor is taught in the preferred
+    teacher's kernel only; a problem only Inductor solved keeps Inductor's pair."""
+    (both, c0, _), (only_inductor, c1, _), *_ = validated_pairs(1)
+    def pair(problem, generator, code):
+        cand = Candidate(problem_key=problem.key, code=code, generator=generator)
+        return problem, cand, reward1_verdict(problem, cand)
+    pairs = [pair(both, "inductor", c0.code), pair(both, "elementwise", c0.code + "\nREADABLE = True\n"),
+             pair(only_inductor, "inductor", c1.code)]
+    records = ExportRecords(pairs, problems=[both, only_inductor], candidates=[c for _, c, _ in pairs],
+                            verdicts=[v for _, _, v in pairs])
+    everything, _ = sft_export(records, _config())
+    assert len(everything) == 3
+    rows, filter_ = sft_export(records, _config(sft_teachers=["elementwise", "inductor"]))
+    kept = {(r["problem_key"], r["candidate_key"]) for r in rows}
+    assert kept == {(both.key, pairs[1][1].key), (only_inductor.key, pairs[2][1].key)}
+    assert filter_["sft_teachers"] == ["elementwise", "inductor"]

@@ -49,6 +49,7 @@ class TrainingConfig(BaseModel):
     val_fraction: float = Field(0.1, ge=0, lt=1, description="share of near-duplicate clusters held out for validation (split by problem and cluster, never by sample)")
     dedup_threshold: float = Field(0.8, gt=0, le=1, description="MinHash Jaccard threshold above which two references are near-duplicates (same cluster)")
     minhash_perm: int = Field(128, ge=16, description="MinHash permutations")
+    sft_teachers: list[str] = Field(default_factory=list, description="teachers (candidate generators, e.g. ['elementwise', 'inductor']) in order of preference: a problem solved by several gives SFT rows from the first listed that solved it only, so one prompt is not taught two styles of kernel; problems no listed teacher solved keep every pair; empty = every validated pair")
     rl_prompts: int = Field(0, ge=0, description="RL prompts to sample; 0 = every eligible problem once")
     rl_sft_share: float = Field(0.3, ge=0, le=1, description="share of RL prompts drawn from problems a teacher solved (the SFT distribution); the rest are problems no teacher solved (AutoTriton's mix)")
     rl_unsolved_weight: float = Field(0.5, gt=0, description="sampling weight of a problem that teachers and the model attempted and never solved (too hard gives no GRPO signal, but it is what RL is for)")

@@ -14,7 +14,7 @@ and `autotriton eval --suite <export>:validation` measures on problems unseen in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from typing import Any
@@ -63,13 +63,27 @@ def shared_split(records: ExportRecords, training_config: Any, exclude_keys: Col
                          generated=records.generated)
 
 
+def preferred_pairs(pairs: list[tuple[Problem, Candidate, Verdict]], teachers: Sequence[str]) -> list[tuple[Problem, Candidate, Verdict]]:
+    """Per problem, the pairs of the first of `teachers` (candidate generators, by preference) that
+    solved it; a problem none of them solved keeps all its pairs. No teachers: every pair."""
+    if not teachers:
+        return list(pairs)
+    rank = {name: i for i, name in enumerate(teachers)}
+    best: dict[str, int] = {}
+    for problem, cand, _ in pairs:
+        if cand.generator in rank:
+            best[problem.key] = min(best.get(problem.key, len(rank)), rank[cand.generator])
+    return [trip for trip in pairs if trip[0].key not in best or rank.get(trip[1].generator) == best[trip[0].key]]
+
+
 def sft_export(records: ExportRecords, training_config: Any, exclude_keys: Collection[str] = ()) -> tuple[Rows, dict[str, Any]]:
     """Rows of every validated pair (reward 1) whose problem is not a held-out benchmark, nor one
     of `exclude_keys` (problems found to copy an evaluation problem: decontamination)."""
     t = training_config
-    pairs = _training_pairs(records.pairs, t, exclude_keys)
+    pairs = preferred_pairs(_training_pairs(records.pairs, t, exclude_keys), t.sft_teachers)
     rows = build_sft_rows(pairs, split=shared_split(records, t, exclude_keys))
     filter_ = {"verdict": "correct and rule_ok (latest)", "require_sizes": t.require_sizes, "exclude_suites": t.exclude_suites,
+               "sft_teachers": list(t.sft_teachers),
                "val_fraction": t.val_fraction, "dedup_threshold": t.dedup_threshold, "seed": t.seed}
     return rows, filter_
 
