@@ -18,7 +18,8 @@ What it translates (anything else is left to other teachers: `failures` says why
 - `__init__`: copied into ModelNew as written, so the reference's weights load; its parameters and
   buffers (`nn.Parameter(torch.randn(C, 1, 1))`, `register_buffer`) with shapes written out, read
   broadcast against the input (their non-1 axes one block, aligned right), scalar attributes
-  (`self.scale = 1.5`) passed to the kernel, activation layers (`nn.GELU()`, `nn.LeakyReLU(0.2)`);
+  (`self.scale = 1.5`) passed to the kernel, activation layers (`nn.GELU()`, `nn.LeakyReLU(0.2)`),
+  BatchNorm layers (eval mode: running statistics and affine parameters loaded per channel);
 - forward: assignments to names and one `return`; `+ - * /`, unary minus, integer powers,
   numbers; torch / F / tensor-method activations and math (relu, gelu, silu, mish, elu, selu,
   leaky_relu, hardtanh, relu6, softplus, sigmoid, tanh, hardsigmoid, hardswish, clamp, exp, log,
@@ -46,7 +47,7 @@ BLOCK_SIZE = 1024
 _FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "tensor"}
 _FUNCTION_PREFIXES = ("torch.nn.functional.", "torch.", "F.", "nn.functional.")
 _NO_OPS = {"contiguous", "clone", "detach", "float", "dropout", "identity"}
-_RESERVED = {"tl", "triton", "pid", "offsets", "mask", "n_elements", "BLOCK_SIZE", "out_ptr"}
+_RESERVED = {"tl", "triton", "pid", "offsets", "mask", "n_elements", "BLOCK_SIZE", "out_ptr", "channels", "inner"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _OP_NAMES = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 # torch.nn activation layers -> (function name, its positional parameter names with defaults)
@@ -58,6 +59,7 @@ _LAYERS: dict[str, tuple[str, list[tuple[str, Any]]]] = {
     "Hardsigmoid": ("hardsigmoid", []), "Hardswish": ("hardswish", []), "Identity": ("identity", []),
     "Dropout": ("dropout", []),
 }
+_BATCH_NORM = [("num_features", None), ("eps", 1e-5), ("momentum", 0.1), ("affine", True), ("track_running_stats", True)]
 # function -> its parameters after the tensor, with defaults (positional or keyword in the call)
 _PARAMS: dict[str, list[tuple[str, Any]]] = {
     "gelu": [("approximate", "none")], "elu": [("alpha", 1.0)], "leaky_relu": [("negative_slope", 0.01)],
@@ -85,6 +87,7 @@ class _Operand:
     name: str  # its name inside the kernel
     host: str  # how ModelNew.forward passes it (`y`, `self.bias1`)
     shape: list[str] | None  # the parameter's shape as written (None: an input of the first's shape)
+    channels_of: str = ""  # a per-channel statistic of this BatchNorm layer (axis 1 of the input)
 
     def block(self) -> tuple[int, int, int]:
         """(rank, first, last) of its non-1 axes, or (rank, -1, -1) when it holds one value."""
@@ -180,6 +183,9 @@ def _read_init(init: ast.FunctionDef, plan: _Plan) -> dict[str, str]:
         called = _dotted(value.func) if isinstance(value, ast.Call) else ""
         if called in ("nn.Parameter", "torch.nn.Parameter", "Parameter") and value.args:
             _tensor(plan, kinds, attr, value.args[0])
+        elif re.fullmatch(r"(torch\.)?nn\.BatchNorm[123]d", called):
+            plan.layers[attr] = ("batch_norm", _arguments(value, _BATCH_NORM, skip=0, as_written=("num_features", "momentum")))
+            kinds[attr] = "layer"
         elif called.rsplit(".", 1)[-1] in _LAYERS and called.split(".")[0] in ("nn", "torch"):
             fn, params = _LAYERS[called.rsplit(".", 1)[-1]]
             plan.layers[attr] = (fn, _arguments(value, params, skip=0))
@@ -216,20 +222,22 @@ def _tensor(plan: _Plan, kinds: dict[str, str], attr: str, value: ast.expr) -> N
     plan.operands["self." + attr] = _Operand(name, "self." + attr, shape)
 
 
-def _arguments(call: ast.Call, params: list[tuple[str, Any]], skip: int = 1) -> dict[str, Any]:
-    """The call's arguments after the first `skip` positional ones, by parameter name, as literals."""
+def _arguments(call: ast.Call, params: list[tuple[str, Any]], skip: int = 1, *, as_written: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The call's arguments after the first `skip` positional ones, by parameter name, as literals
+    (those named in `as_written`, which the kernel does not need, as their source text)."""
     out = {name: default for name, default in params}
     positional = call.args[skip:]
     if len(positional) > len(params):
         raise NotElementwise(f"`{ast.unparse(call)}`: more arguments than translated")
-    for (name, _), arg in zip(params, positional):
-        out[name] = _literal(arg, call)
+    named = [(name, arg) for (name, _), arg in zip(params, positional)]
     for kw in call.keywords:
         if kw.arg == "inplace":
             continue
         if kw.arg not in out:
             raise NotElementwise(f"`{ast.unparse(call)}`: argument {kw.arg} is not translated")
-        out[kw.arg] = _literal(kw.value, call)
+        named.append((kw.arg, kw.value))
+    for name, arg in named:
+        out[name] = ast.unparse(arg) if name in as_written else _literal(arg, call)
     return out
 
 
@@ -291,6 +299,8 @@ def _call(node: ast.Call, plan: _Plan, rename: dict[str, str], attributes: dict[
         if len(node.args) != 1 or node.keywords:
             raise NotElementwise(f"`{ast.unparse(node)}`: a layer called with more than its input")
         name, kwargs = plan.layers[func.attr]
+        if name == "batch_norm":
+            return _batch_norm(func.attr, _expr(node.args[0], plan, rename, attributes), kwargs, plan)
         return _apply(name, _expr(node.args[0], plan, rename, attributes), kwargs, plan)
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         raise NotElementwise(f"`{ast.unparse(node)}`: self.{func.attr} is not an activation layer this teacher translates")
@@ -307,6 +317,22 @@ def _call(node: ast.Call, plan: _Plan, rename: dict[str, str], attributes: dict[
         value = _expr(func.value, plan, rename, attributes)
         return _apply(func.attr, value, _arguments(node, _PARAMS.get(func.attr, []), skip=0), plan, node)
     raise NotElementwise(f"`{ast.unparse(node)}` is not translated")
+
+
+def _batch_norm(attr: str, value: str, kwargs: dict[str, Any], plan: _Plan) -> str:
+    """A BatchNorm layer in eval mode: its running statistics and affine parameters, per channel."""
+    if not kwargs["track_running_stats"]:
+        raise NotElementwise(f"self.{attr} normalises by batch statistics (track_running_stats=False)")
+    stats = ["running_mean", "running_var"] + (["weight", "bias"] if kwargs["affine"] else [])
+    names = {}
+    for stat in stats:
+        name = f"{attr}_{stat.replace('running_', '')}"
+        names[stat] = name
+        plan.operands.setdefault(f"self.{attr}.{stat}", _Operand(name, f"self.{attr}.{stat}", None, channels_of=attr))
+    v = _bound(value, plan)
+    plan.ops.append("batch_norm")
+    out = f"({v} - {names['running_mean']}) / tl.sqrt({names['running_var']} + {float(kwargs['eps'])!r})"
+    return out + (f" * {names['weight']} + {names['bias']}" if kwargs["affine"] else "")
 
 
 def _apply(name: str, value: str, kwargs: dict[str, Any], plan: _Plan, node: ast.Call | None = None) -> str:
@@ -399,6 +425,15 @@ def _render(tree: ast.Module, source: str, model: ast.ClassDef, init: ast.Functi
     loads = [f"    {x} = tl.load({x}_ptr + offsets, mask=mask)"]
     host_sizes: list[str] = []
     for op in operands:
+        if op.channels_of:  # axis 1 of the input: one statistic per channel
+            size, inner = "channels", "inner"  # every BatchNorm reads axis 1 of the one shape
+            loads.append(f"    {op.name} = tl.load({op.name}_ptr + (offsets // {inner}) % {size}, mask=mask)")
+            if size not in params:
+                params += [size, inner]
+                host_args += [size, inner]
+                host_sizes += [f"        {size} = {first}.shape[1]",
+                               f"        {inner} = {first}.numel() // ({first}.shape[0] * {first}.shape[1])"]
+            continue
         if op.shape is None:
             loads.append(f"    {op.name} = tl.load({op.name}_ptr + offsets, mask=mask)")
             continue

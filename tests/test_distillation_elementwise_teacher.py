@@ -76,6 +76,32 @@ LAYER_NORM = SOFTMAX.replace("super().__init__()", "super().__init__()\n        
     "torch.softmax(x, dim=1)", "self.norm(x)")
 
 
+# BatchNorm in eval mode is per-channel arithmetic: on a (B, C, L) input, one without affine parameters.
+BATCH_NORMS = '''\
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(channels, eps=1e-3)
+        self.plain = nn.BatchNorm1d(channels, affine=False)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(x))
+        return self.plain(x) * 2
+
+
+def get_inputs():
+    return [torch.randn(4, 12, 10)]
+
+
+def get_init_inputs():
+    return [12]
+'''
+
+
 @pytest.fixture(scope="module")
 def pool():
     from autotriton.validation import JudgePool, ValidationConfig
@@ -119,7 +145,20 @@ def test_harvested_shapes_layers_gains_scalars_and_two_inputs_are_translated_and
     assert verdict.status == "correct" and verdict.rule_ok, (verdict.error, verdict.violations)
 
 
-@pytest.mark.parametrize("source, why", [(SOFTMAX, "torch.softmax"), (LAYER_NORM, "self.norm is not an activation layer")])
+def test_batch_norms_in_eval_mode_are_per_channel_arithmetic(pool):
+    code = translate(BATCH_NORMS)
+    body = _kernel_body(code)
+    assert "bn_mean = tl.load(bn_mean_ptr + offsets // inner % channels, mask=mask)" in body
+    assert any("tl.sqrt(bn_var + 0.001) * bn_weight + bn_bias" in line for line in body)
+    assert not any("plain_weight" in line for line in body)  # affine=False: statistics only
+    (verdict,) = pool.validate_many([(BATCH_NORMS, code)])
+    assert verdict.status == "correct" and verdict.rule_ok, (verdict.error, verdict.violations)
+
+
+@pytest.mark.parametrize("source, why", [
+    (SOFTMAX, "torch.softmax"), (LAYER_NORM, "self.norm is not an activation layer"),
+    (BATCH_NORMS.replace("affine=False", "track_running_stats=False"), "batch statistics"),
+])
 def test_what_is_not_elementwise_is_refused_with_the_reason(source, why):
     with pytest.raises(NotElementwise, match=why):
         translate(source)
