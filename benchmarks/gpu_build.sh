@@ -195,10 +195,12 @@ case "${1:-}" in
     # so the held-out split is the one training leaves out.
     # (An imported release records no export: train needs the sft one, or GRPO starts from the base model.)
     seed_warehouse "$DB" "$R"
-    # EW_TEACHER_S: the elementwise family through the elementwise teacher first (readable kernels,
-    # forward's statements in order; judged here), for SFT_TEACHERS='["elementwise","inductor"]'.
+    # EW_TEACHER_S: the generated problems through the elementwise teacher first (readable kernels,
+    # forward's statements in order; judged here; the pointwise ones it cannot write are recorded
+    # as not_elementwise), for SFT_TEACHERS='["elementwise","inductor"]'.
     if [ "${EW_TEACHER_S:-0}" -gt 0 ]; then
-      autotriton "${A[@]}" distill --teacher elementwise --name 'synthetic_elementwise_*' --time-budget "$EW_TEACHER_S" \
+      autotriton "${A[@]}" distill --teacher elementwise --name 'synthetic_elementwise_*' --name 'synthetic_pointwise_*' \
+        --time-budget "$EW_TEACHER_S" \
         --json > "$R/distill_ew_teacher.json" 2> "$R/distill_ew_teacher.err"; log "elementwise teacher: rc $?"
     fi
     # Words the describer gave pairs before its current version (a release's): rewritten, so SFT
