@@ -139,8 +139,8 @@ def translate(source: str) -> str:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
             raise NotElementwise(f"line {stmt.lineno}: only assignments to a name are translated")
         target = stmt.targets[0].id
+        value = _expr(stmt.value, plan, rename, attributes)  # before the name exists: `y = y + 1` with no y is refused
         rename.setdefault(target, target + "_v" if target in _RESERVED else target)
-        value = _expr(stmt.value, plan, rename, attributes)
         plan.lines.append(f"{rename[target]} = {value}")
     result = _expr(body[-1].value, plan, rename, attributes)
     if not plan.ops:

@@ -158,6 +158,7 @@ def test_batch_norms_in_eval_mode_are_per_channel_arithmetic(pool):
 @pytest.mark.parametrize("source, why", [
     (SOFTMAX, "torch.softmax"), (LAYER_NORM, "self.norm is not an activation layer"),
     (BATCH_NORMS.replace("affine=False", "track_running_stats=False"), "batch statistics"),
+    (SOFTMAX.replace("return torch.softmax(x, dim=1)", "y = y + x\n        return y"), "`y` is not a tensor forward has computed"),
 ])
 def test_what_is_not_elementwise_is_refused_with_the_reason(source, why):
     with pytest.raises(NotElementwise, match=why):
