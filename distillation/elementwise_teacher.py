@@ -107,6 +107,7 @@ class _Plan:
     lines: list[str] = field(default_factory=list)  # the kernel's statements, forward's order
     ops: list[str] = field(default_factory=list)  # operator names, in order (the kernel's name)
     temps: int = 0
+    taken: set[str] = field(default_factory=set)  # every name forward uses: temporaries avoid them
 
 
 def translate(source: str) -> str:
@@ -127,7 +128,7 @@ def translate(source: str) -> str:
     if not inputs:
         raise NotElementwise("forward takes no input")
     _check_input_shapes(tree, len(inputs))
-    plan = _Plan(inputs=inputs)
+    plan = _Plan(inputs=inputs, taken={n.id for n in ast.walk(forward) if isinstance(n, ast.Name)})
     rename = {n: (n + "_v" if n in _RESERVED else n) for n in inputs}
     for name in inputs[1:]:
         plan.operands[name] = _Operand(rename[name], name, None)
@@ -383,6 +384,9 @@ def _bound(value: str, plan: _Plan) -> str:
         return value
     plan.temps += 1
     name = f"t{plan.temps}"
+    while name in plan.taken or any(op.name == name for op in plan.operands.values()):
+        plan.temps += 1
+        name = f"t{plan.temps}"
     plan.lines.append(f"{name} = {value}")
     return name
 

@@ -145,6 +145,15 @@ def test_harvested_shapes_layers_gains_scalars_and_two_inputs_are_translated_and
     assert verdict.status == "correct" and verdict.rule_ok, (verdict.error, verdict.violations)
 
 
+def test_temporaries_never_take_a_name_forward_uses(pool):
+    source = SOFTMAX.replace("return torch.softmax(x, dim=1)",
+                             "t1 = x * 2\n        y = torch.nn.functional.mish(t1 + x)\n        return y + t1")
+    body = _kernel_body(translate(source))
+    assert "t1 = x * 2.0" in body and "t2 = t1 + x" in body  # mish's operand bound to a fresh name
+    (verdict,) = pool.validate_many([(source, translate(source))])
+    assert verdict.status == "correct" and verdict.rule_ok, (verdict.error, verdict.violations)
+
+
 def test_batch_norms_in_eval_mode_are_per_channel_arithmetic(pool):
     code = translate(BATCH_NORMS)
     body = _kernel_body(code)
