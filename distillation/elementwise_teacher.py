@@ -57,7 +57,7 @@ _LAYERS: dict[str, tuple[str, list[tuple[str, Any]]]] = {
     "LeakyReLU": ("leaky_relu", [("negative_slope", 0.01)]), "Hardtanh": ("hardtanh", [("min_val", -1.0), ("max_val", 1.0)]),
     "ReLU6": ("relu6", []), "Softplus": ("softplus", [("beta", 1.0), ("threshold", 20.0)]),
     "Hardsigmoid": ("hardsigmoid", []), "Hardswish": ("hardswish", []), "Identity": ("identity", []),
-    "Dropout": ("dropout", []),
+    "Dropout": ("dropout", [("p", 0.5)]),  # eval mode: the identity
 }
 _BATCH_NORM = [("num_features", None), ("eps", 1e-5), ("momentum", 0.1), ("affine", True), ("track_running_stats", True)]
 # function -> its parameters after the tensor, with defaults (positional or keyword in the call)

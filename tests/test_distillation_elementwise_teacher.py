@@ -30,11 +30,12 @@ class Model(nn.Module):
         super().__init__()
         self.gamma = nn.Parameter(torch.ones(dim) * 0.1)
         self.act = nn.LeakyReLU(0.2)
+        self.drop = nn.Dropout(0.1)
         self.offset = offset
 
     def forward(self, x, y):
         h = self.act(x * self.gamma + y)
-        h = h.sigmoid() * F.gelu(y, approximate="tanh")
+        h = self.drop(h.sigmoid()) * F.gelu(y, approximate="tanh")
         return torch.clamp(h ** 2 - self.offset, min=-1.0)
 
 
