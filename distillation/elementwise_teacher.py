@@ -37,6 +37,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotriton.distillation.inductor_convert import HEADER
+from autotriton.distillation.inductor_eager import dotted_parts
+from autotriton.distillation.inductor_module import ConversionError, reference_model
 from autotriton.distillation.teacher import TeacherSpec
 from autotriton.records import Candidate, Problem
 
@@ -146,7 +149,7 @@ def translate(source: str) -> str:
     result = _expr(body[-1].value, plan, rename, attributes)
     if not plan.ops:
         raise NotElementwise("forward computes nothing")
-    return _render(tree, source, model, init, plan, rename, result)
+    return _render(source, plan, rename, result)
 
 
 def _check_input_shapes(tree: ast.Module, count: int) -> None:
@@ -250,14 +253,8 @@ def _literal(node: ast.expr, call: ast.Call) -> Any:
 
 
 def _dotted(node: ast.expr) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
+    """`torch.nn.functional.gelu` for a chain of names, "" for anything else."""
+    return ".".join(dotted_parts(node) or [])
 
 
 def _expr(node: ast.expr, plan: _Plan, rename: dict[str, str], attributes: dict[str, str]) -> str:
@@ -415,8 +412,7 @@ def _kernel_name(ops: list[str]) -> str:
     return "_".join(names[:4]) + "_kernel"
 
 
-def _render(tree: ast.Module, source: str, model: ast.ClassDef, init: ast.FunctionDef | None, plan: _Plan,
-            rename: dict[str, str], result: str) -> str:
+def _render(source: str, plan: _Plan, rename: dict[str, str], result: str) -> str:
     first = plan.inputs[0]
     x = rename[first]
     used = {op.name for op in plan.operands.values() if re.search(rf"\b{re.escape(op.name)}\b", "\n".join(plan.lines + [result]))}
@@ -462,51 +458,23 @@ def _render(tree: ast.Module, source: str, model: ast.ClassDef, init: ast.Functi
                     "    pid = tl.program_id(0)", "    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
                     "    mask = offsets < n_elements", *loads, *(f"    {line}" for line in plan.lines),
                     f"    tl.store(out_ptr + offsets, {result}, mask=mask)"]
-    init_src = _init_source(init)
-    forward_lines = [f"    def forward(self, {', '.join(plan.inputs)}):"]
-    forward_lines += [f"        {name} = {name}.contiguous()" for name in plan.inputs]
-    forward_lines += [f"        out = torch.empty_like({first})", f"        n_elements = {first}.numel()", *host_sizes,
-                      f"        grid = (triton.cdiv(n_elements, {BLOCK_SIZE}),)",
-                      f"        {kernel}[grid]({', '.join(host_args)}, BLOCK_SIZE={BLOCK_SIZE})", "        return out"]
-    constants = _carried_constants(tree, source, init)
-    parts = ["import torch", "import torch.nn as nn", "import triton", "import triton.language as tl", ""]
-    if constants:
-        parts += constants + [""]
-    parts += ["", *kernel_lines, "", "", "class ModelNew(nn.Module):", *init_src, "", *forward_lines, ""]
-    return "\n".join(parts)
-
-
-def _init_source(init: ast.FunctionDef | None) -> list[str]:
-    if init is None:
-        return ["    def __init__(self):", "        super().__init__()"]
-    node = _WithoutDocstring().visit(ast.parse(ast.unparse(init)))
-    text = ast.unparse(node).replace("super(Model, self)", "super(ModelNew, self)")
-    return ["    " + line for line in text.splitlines()]
-
-
-class _WithoutDocstring(ast.NodeTransformer):
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-        node.body = body or [ast.Pass()]
-        return node
-
-
-def _carried_constants(tree: ast.Module, source: str, init: ast.FunctionDef | None) -> list[str]:
-    """Module-level constants that __init__ reads (it is copied as written)."""
-    if init is None:
-        return []
-    params = {a.arg for a in init.args.args + init.args.kwonlyargs}
-    read = {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - params
-    out = []
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                and stmt.targets[0].id in read:
-            try:
-                ast.literal_eval(stmt.value)
-            except ValueError:
-                raise NotElementwise(f"__init__ reads `{stmt.targets[0].id}`, which is not a literal") from None
-            out.append(ast.get_source_segment(source, stmt) or ast.unparse(stmt))
-    return out
+    forward_lines = [f"{name} = {name}.contiguous()" for name in plan.inputs]
+    forward_lines += [f"out = torch.empty_like({first})", f"n_elements = {first}.numel()",
+                      *(line.strip() for line in host_sizes), f"grid = (triton.cdiv(n_elements, {BLOCK_SIZE}),)",
+                      f"{kernel}[grid]({', '.join(host_args)}, BLOCK_SIZE={BLOCK_SIZE})", "return out"]
+    # The class around forward as the Inductor converter builds it from the reference: __init__ and
+    # what it reaches, the module-level imports, constants and helpers it needs, Model -> ModelNew.
+    try:
+        ref = reference_model(source)
+        statements = ref.module_statements(set())
+    except ConversionError as exc:
+        raise NotElementwise(f"ModelNew's class: {exc.detail}") from exc
+    if ref.conflicts({kernel}):
+        raise NotElementwise(f"the reference defines {kernel}, the kernel's name")
+    parts = [p for p in statements if p.startswith("from __future__")] + [HEADER.rstrip("\n")]
+    parts += [p for p in statements if not p.startswith("from __future__")]
+    parts.append("\n".join(kernel_lines))
+    return "\n\n\n".join(parts) + "\n\n\n" + ref.class_source(forward_lines)
 
 
 class ElementwiseTeacher:
