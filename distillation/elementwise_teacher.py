@@ -15,7 +15,8 @@ statements in the same order under the same names, each torch operator as its Tr
 
 What it translates (anything else is left to other teachers: `failures` says why, `not_elementwise`):
 - inputs: forward's tensors, of one shape (get_inputs builds them with the same size arguments);
-- `__init__`: copied into ModelNew as written, so the reference's weights load; its parameters and
+- `__init__`: carried into ModelNew with what it needs, as the Inductor converter carries it
+  (inductor_module.reference_model), so the reference's weights load; its parameters and
   buffers (`nn.Parameter(torch.randn(C, 1, 1))`, `register_buffer`) with shapes written out, read
   broadcast against the input (their non-1 axes one block, aligned right), scalar attributes
   (`self.scale = 1.5`) passed to the kernel, activation layers (`nn.GELU()`, `nn.LeakyReLU(0.2)`),
