@@ -107,8 +107,17 @@ STAND_IN_SOURCE = f'''class {STAND_IN}(torch.nn.Module):
 '''
 
 
-def _builds_class(n: str, usage: str) -> bool:
-    return usage == "called" or (usage == "passed" and bool(_CLASS_NAME.search(n)))
+# An annotation that names an instance (`act: nn.Module`, `Optional[nn.Module]`), not a class
+# (`Type[nn.Module]`, `Callable[..., nn.Module]`).
+_INSTANCE_ANNOTATION = re.compile(r"^(Optional\[)?(torch\.)?(nn\.)?Module\]?$")
+
+
+def _builds_class(n: str, usage: str, ann: str = "") -> bool:
+    """Whether the parameter holds a class (or factory) to build rather than a built module: called
+    in __init__, or handed on under a class-like name, unless its annotation says an instance."""
+    if usage == "called":
+        return True
+    return usage == "passed" and bool(_CLASS_NAME.search(n)) and not _INSTANCE_ANNOTATION.match(ann)
 
 
 def _module_guess(n: str, ann: str, usage: str) -> tuple[str, Any] | None:
@@ -122,7 +131,7 @@ def _module_guess(n: str, ann: str, usage: str) -> tuple[str, Any] | None:
         return None  # `d_model`, `d_ff`, `n_block`, `num_layer`: the size or count of one, not one
     if "int" in ann.lower() or "float" in ann.lower() or ann in ("str", "bool"):
         return None
-    code = "torch.nn.Identity" if _builds_class(n, usage) else WRAPPED_MODULE
+    code = "torch.nn.Identity" if _builds_class(n, usage, ann) else WRAPPED_MODULE
     return code, code
 
 
@@ -166,7 +175,7 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         return "'relu'", "relu"  # `activation: str`: an activation by name, the one every registry knows
     if re.search(r"(act|activation)", n) and "float" not in ann and "int" not in ann:
         # an activation kept and applied in forward (`self.act(x)`) must be built already
-        code = "torch.nn.ReLU" if _builds_class("act", usage) else "torch.nn.ReLU()"
+        code = "torch.nn.ReLU" if _builds_class("act", usage, ann) else "torch.nn.ReLU()"
         return code, code
     if re.search(r"(^|_)(ind|idx|index)$", n):
         return "0", 0  # a position in a list of layers or outputs: the first always exists

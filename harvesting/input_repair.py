@@ -140,6 +140,15 @@ def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:
     m = _BROADCAST.search(detail)
     if first is None or m is None:
         return out
+    # Several inputs of one shape all reshaped: perhaps only one of them meets the other operand
+    # (`img = self.conv2(x) + x_img`, a 3-channel output added to the second input): each alone
+    # too, the last input first (the one added in).
+    changed = [i for i, (old, new) in enumerate(zip(attempt.input_spec, first.input_spec)) if old != new]
+    if len(changed) > 1 and len({repr(attempt.input_spec[i]) for i in changed}) == 1:
+        for i in reversed(changed):
+            codes, specs = list(attempt.input_code), list(attempt.input_spec)
+            codes[i], specs[i] = first.input_code[i], first.input_spec[i]
+            out.append(Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired (input {i})"))
     a, b = int(m.group(1)), int(m.group(2))
     got, want = min(a, b), max(a, b)
     grown = [s["shape"] for s in first.input_spec if isinstance(s, dict) and s.get("kind") == "tensor"]

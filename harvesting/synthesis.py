@@ -150,25 +150,58 @@ def _torch_layer_params(last: str) -> list[_Param] | None:
 
 
 def _forwarded_params(init: ast.FunctionDef, classes: dict[str, ast.ClassDef] | None = None,
-                      name: str = "Model") -> list[_Param] | None:
+                      name: str = "Model", depth: int = 0) -> list[_Param] | None:
     """`def __init__(self, *args, **kwargs): self.linear = nn.Linear(*args, **kwargs)`: a
     constructor with only *args that hands them to a torch layer takes that layer's parameters;
-    handed to `super().__init__` (`class CausalConv1d(nn.Conv1d)`), the torch base class's."""
+    handed to `super().__init__`, the base class's: the nearest base of the source that defines
+    __init__ (`class DeltaLeaky(Leaky)`: `def __init__(self, delta=1.0, *args, **kwargs)`, snntorch),
+    else the torch layer it derives from (`class CausalConv1d(nn.Conv1d)`). Its own positional
+    parameters (with defaults) come first: positional arguments fill them before *args."""
     params = _params(init)
     vararg = next((p.name for p in params if p.kind == "vararg"), None)
-    if vararg is None or any(p.kind == "pos" and p.default is None for p in params):
+    if vararg is None or any(p.kind == "pos" and p.default is None for p in params) or depth > 10:
         return None
+    own = [p for p in params if p.kind == "pos"]
     for node in ast.walk(init):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Starred) and \
                 isinstance(node.args[0].value, ast.Name) and node.args[0].value.id == vararg:
             func = ast.unparse(node.func)
             if classes is not None and func.startswith("super(") and func.endswith(").__init__"):
-                found = _torch_base_params(classes, name)
+                found = _source_base_params(classes, name, depth)
+                found = found if found is not None else _torch_base_params(classes, name)
             else:
                 found = _torch_layer_params(func.split(".")[-1])
             if found is not None:
-                return found
+                taken = {p.name for p in own}
+                return own + [p for p in found if p.name not in taken]
     return None
+
+
+def _source_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int) -> list[_Param] | None:
+    """Constructor parameters of the nearest base of `name`, among the source's classes, that
+    defines __init__ (forwarding on in its turn if it too hands on *args); None without one."""
+    cls = classes.get(name)
+    bases = [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in classes] if cls is not None else []
+    init = _method(classes, bases[0], "__init__") if bases else None
+    if init is None:
+        return None
+    owner = next((c for c in _base_chain(classes, bases[0]) if init in classes[c].body), bases[0])
+    forwarded = _forwarded_params(init, classes, owner, depth + 1)
+    if forwarded is not None:
+        return forwarded
+    found = _params(init)
+    return [p for p in found if p.kind in ("pos", "kwonly")]
+
+
+def _base_chain(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
+    """`name` and its first bases among the source's classes, nearest first."""
+    chain = [name]
+    while len(chain) < 12:
+        bases = [b.id for b in classes[chain[-1]].bases if isinstance(b, ast.Name) and b.id in classes]
+        if not bases or bases[0] in chain:
+            break
+        chain.append(bases[0])
+    return chain
 
 
 def _dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int) -> tuple[str, Any] | None:
@@ -219,7 +252,10 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     for i, p in enumerate(params):
         guess = None
         usage = usages.get(p.name)
-        if p.default is None or (p.default == "None" and usage is not None and usage.required):
+        # a None default the code asserts is not None, or calls in __init__ (`subnet_constructor:
+        # Callable = None`, then `subnet_constructor(c_in, c_out)`: FrEIA's coupling blocks), is required
+        if p.default is None or (p.default == "None" and usage is not None
+                                 and (usage.required or module_usage(init_fn, p.name) == "called")):
             built = _dataclass_argument(classes, p.annotation, D)
             if built is not None:  # `config: MambaConfig`: the file's own dataclass, built
                 codes.append(built[0])

@@ -171,6 +171,9 @@ class UsageReader:
                     continue
                 usage.merge(self._use(scope, node, depth, class_name))
                 parent = scope.parent.get(id(node))
+                copied = parent
+                if isinstance(copied, ast.Call) and _callee(copied) in ("list", "tuple") and copied.args == [node]:
+                    node, parent = copied, scope.parent.get(id(copied))  # `self.dims_in = list(dims_in)`: a copy
                 if class_name is not None and isinstance(parent, ast.Assign) and parent.value is node:
                     for target in parent.targets:
                         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
@@ -237,6 +240,12 @@ class UsageReader:
                 usage.indexed = max(usage.indexed, index.operand.value)
             elif not isinstance(index, ast.Tuple):  # p[i], p[1:]; p[i, j] is a tensor's
                 usage.indexed = max(usage.indexed, 1)
+            if not isinstance(index, (ast.Slice, ast.Tuple)) and depth <= _MAX_DEPTH:
+                # an item, used in its turn: `dims_in[0][0]`, `len(shapes[0])`, `self.blocks[i](x)`
+                item = self._use(scope, parent, depth + 1, class_name)
+                if item.anything():
+                    usage.item = usage.item or Usage()
+                    usage.item.merge(item)
         elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
             usage.merge(self._iterated(scope, parent, depth, class_name))
         elif isinstance(parent, ast.Assign) and parent.value is node:
@@ -289,6 +298,16 @@ class UsageReader:
         # Handed to one of the file's own classes or functions, or to a method of this class
         # (`self._make_layer(block, ...)`): read that one's parameter.
         method = None
+        base_init = _base_init(self.classes, call, class_name)
+        if base_init is not None:
+            # `super().__init__(dims_in, dims_c)`, `Base.__init__(self, dims_in)`: the base's parameter
+            base, target_fn = base_init
+            skip_self = not _is_super_init(call)
+            params = [p for p in _params(target_fn) if p.kind in ("pos", "kwonly")]
+            bound = _bound_parameter(call, arg, params, skip=1 if skip_self else 0)
+            if bound is not None:
+                usage.merge(self._in_function(target_fn, bound, depth + 1, base))
+            return
         if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self" and class_name:
             method = _method(self.classes, class_name, callee)
             target_fn = method
@@ -299,14 +318,7 @@ class UsageReader:
         if target_fn is None:
             return
         params = [p for p in _params(target_fn) if p.kind in ("pos", "kwonly")]
-        bound = None
-        if isinstance(arg, ast.keyword):
-            bound = arg.arg if any(p.name == arg.arg for p in params) else None
-        elif arg in call.args:
-            index = call.args.index(arg)
-            if not any(isinstance(a, ast.Starred) for a in call.args[:index]):
-                positional = [p for p in params if p.kind == "pos"]
-                bound = positional[index].name if index < len(positional) else None
+        bound = _bound_parameter(call, arg, params)
         if bound is None:
             return
         if method is not None:
@@ -333,6 +345,51 @@ class UsageReader:
                                 else Usage() for e in target.elts]
         return usage
 
+
+
+def _bound_parameter(call: ast.Call, arg: ast.AST, params: list, skip: int = 0) -> str | None:
+    """The parameter of `params` that argument `arg` of `call` binds (`skip`: leading positional
+    arguments that bind no listed parameter, the `self` of `Base.__init__(self, ...)`)."""
+    if isinstance(arg, ast.keyword):
+        return arg.arg if any(p.name == arg.arg for p in params) else None
+    if arg not in call.args:
+        return None
+    index = call.args.index(arg) - skip
+    if index < 0 or any(isinstance(a, ast.Starred) for a in call.args[:index + skip]):
+        return None
+    positional = [p for p in params if p.kind == "pos"]
+    return positional[index].name if index < len(positional) else None
+
+
+def _is_super_init(call: ast.Call) -> bool:
+    f = call.func
+    return (isinstance(f, ast.Attribute) and f.attr == "__init__" and isinstance(f.value, ast.Call)
+            and isinstance(f.value.func, ast.Name) and f.value.func.id == "super")
+
+
+def _base_init(classes: dict[str, ast.ClassDef], call: ast.Call, class_name: str | None) -> tuple[str, ast.FunctionDef] | None:
+    """(class, __init__) a `super().__init__(...)` or `Base.__init__(self, ...)` call in
+    `class_name` runs, when that class is one of the file's own."""
+    f = call.func
+    if class_name is None or not (isinstance(f, ast.Attribute) and f.attr == "__init__"):
+        return None
+    if _is_super_init(call):
+        cls = classes.get(class_name)
+        bases = [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in classes] if cls is not None else []
+        owner = bases[0] if bases else None
+    else:
+        owner = f.value.id if isinstance(f.value, ast.Name) and f.value.id in classes else None
+    if owner is None:
+        return None
+    init = _method(classes, owner, "__init__")
+    if init is None:
+        return None
+    # the class that defines it (an __init__ inherited from further up reads that class's attributes)
+    name, seen = owner, set()
+    while name in classes and name not in seen and init not in classes[name].body:
+        seen.add(name)
+        name = next((b.id for b in classes[name].bases if isinstance(b, ast.Name) and b.id in classes), "")
+    return (name if name in classes else owner), init
 
 
 def _loops_over(scope: _Scope, value: ast.expr) -> list[ast.For | ast.comprehension]:
@@ -435,12 +492,16 @@ def parameter_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.
 _IDENTITY = WRAPPED_MODULE  # a called item: a module that computes and keeps the shape
 
 
-def _item_code(usage: Usage | None) -> tuple[str, object]:
-    """One item of a sequence: a module when it is called, else a small size."""
+def _item_code(usage: Usage | None, D: int = 32) -> tuple[str, object]:
+    """One item of a sequence: a module when it is called; a shape when it is a sequence itself
+    (`dims_in[0][0]`, `len(dims_in[0])`: a list of input shapes), one sample's shape as the first
+    input guess has it, (D, 8, 8); else a small size."""
     if usage is not None and usage.called:
         return _IDENTITY, _IDENTITY
     if usage is not None and usage.mapping:
         return "dict()", {"expr": "dict()"}
+    if usage is not None and (usage.indexed or usage.sequence) and not (usage.tensor or usage.attributes):
+        return f"({D}, 8, 8)", [D, 8, 8]
     return "8", 8
 
 
@@ -483,10 +544,11 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             return None
         if usage.permutation:
             return "(0, 1, 2, 3)", [0, 1, 2, 3]  # the axes of a rank-4 input, the first input guess
-        n = max(usage.length or 2, usage.indexed)
+        item_code, item_value = _item_code(usage.item, D)
+        shapes = isinstance(item_value, list)  # a list of input shapes: one input's
+        n = max(usage.length or (1 if shapes else 2), usage.indexed)
         if usage.padding:
             return "(" + ", ".join(["1"] * n) + ")", [1] * n
-        item_code, item_value = _item_code(usage.item)
         if isinstance(value, list) and value and isinstance(value[0], int) and not isinstance(value[0], bool):
             value = value[0]  # a per-stage guess too short for the indices read: its item, more times
         if item_value == 8 and isinstance(value, int) and not isinstance(value, bool) and (value != D or sized):
@@ -496,8 +558,9 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             return src, {"expr": src}
         return "(" + ", ".join([item_code] * n) + ("," if n == 1 else "") + ")", [item_value] * n
     if usage.called:
-        if usage.call_extra and (not code or code == WRAPPED_MODULE or code.startswith(STAND_IN)):
-            # `self.model(x, times, cache=cache)`: a module that takes those arguments and keeps x's shape
+        if usage.call_extra and "lambda" not in code:
+            # `self.model(x, times, cache=cache)`: a module that takes those arguments and keeps x's
+            # shape; whatever the name suggested (`denoiser` read as a size, a one-input torch layer)
             return STAND_IN + "()", STAND_IN + "()"
         if "torch.nn." in code or "lambda" in code:
             return None
