@@ -172,8 +172,18 @@ def _forwarded_params(init: ast.FunctionDef, classes: dict[str, ast.ClassDef] | 
             else:
                 found = _torch_layer_params(func.split(".")[-1])
             if found is not None:
+                # *args fills the callee's positional parameters after the call's own positional
+                # arguments, up to the first one the call passes by keyword (`super().__init__(
+                # sigma_t=sigma_t, *args)`: past that, a positional argument would bind it twice)
+                explicit = next(i for i, a in enumerate(node.args) if isinstance(a, ast.Starred))
+                by_keyword = {k.arg for k in node.keywords if k.arg}
+                forwarded = []
+                for p in [p for p in found if p.kind == "pos"][explicit:]:
+                    if p.name in by_keyword:
+                        break
+                    forwarded.append(p)
                 taken = {p.name for p in own}
-                return own + [p for p in found if p.name not in taken]
+                return own + [p for p in forwarded if p.name not in taken]
     return None
 
 

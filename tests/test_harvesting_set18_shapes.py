@@ -49,6 +49,12 @@ def test_a_subclass_handing_args_to_a_base_of_its_own_file_takes_the_bases_param
     assert attempt.init_code[:2] == ["1.0", "1.0"], attempt.init_code  # delta_threshold's default, then beta
     assert [s["name"] for s in attempt.init_spec[:2]] == ["delta_threshold", "beta"], attempt.init_spec
     assert_all_runnable(tmp_path, "leaky.py", LEAKY_FAMILY, 3)
+    # a base parameter the call passes by keyword ends what *args can fill (deepinv's SDEs:
+    # `super().__init__(sigma_t=sigma_t, *args, **kwargs)`): positional ones up to it only
+    keyword = LEAKY_FAMILY.replace("class DeltaLeaky(Leaky)", "class Model(Leaky)").replace(
+        "super().__init__(*args, **kwargs)", "super().__init__(*args, gain=2.0, **kwargs)").replace(
+        "def __init__(self, beta, threshold=1.0, learn_beta=False)", "def __init__(self, beta, gain, threshold=1.0, learn_beta=False)")
+    assert [s["name"] for s in synthesize(HEADER + keyword)[0].init_spec] == ["delta_threshold", "beta"]
 
 
 CHANNEL_ATTENTION_BLOCK = '''
