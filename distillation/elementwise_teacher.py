@@ -24,7 +24,16 @@ What it translates (anything else is left to other teachers: `failures` says why
 - forward: assignments to names and one `return`; `+ - * /`, unary minus, integer powers,
   numbers; torch / F / tensor-method activations and math (relu, gelu, silu, mish, elu, selu,
   leaky_relu, hardtanh, relu6, softplus, sigmoid, tanh, hardsigmoid, hardswish, clamp, exp, log,
-  sqrt, rsqrt, abs, sin, cos, neg), and view-free no-ops (`contiguous`, `clone`, dropout in eval).
+  sqrt, rsqrt, abs, sin, cos, neg), and view-free no-ops (`contiguous`, `clone`, dropout in eval);
+- row operations, each a statement of its own (elementwise_rows.py): softmax / log_softmax along
+  an axis, logsumexp / sum / mean / amax / amin along an axis with keepdim=True, LayerNorm,
+  GroupNorm and InstanceNorm layers. The kernel then runs one program per row and the
+  statements around the operation apply to the row; where the row changes (another axis, or
+  one value per row after a reduction) the kernel stores its tensor and the next kernel reads it:
+
+    x = x + self.bias1                  ->  kernel 1, rows of GroupNorm's groups: x = x + bias1
+    x = self.norm2(x)                   ->    mean, diff, var of the row; x = diff / tl.sqrt(...) * w + b
+    x = torch.sum(x, dim=1, keepdim=True) -> kernel 2, rows along axis 1: x = tl.sum(...); one value a row
 
 The code is a pure function of the problem's source (no GPU, nothing run), so the teacher works
 anywhere; the judge decides, as for every teacher, whether it is right.
@@ -35,88 +44,27 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from autotriton.distillation.elementwise_ops import (_BATCH_NORM, _LAYERS, _RESERVED, NotElementwise, _arguments,
+                                                    _dotted, _expr, _kernel_name, _Operand, _Plan, _tensor)
+from autotriton.distillation.elementwise_rows import Rows, norm_layer, row_op, row_value
 from autotriton.distillation.inductor_convert import HEADER
-from autotriton.distillation.inductor_eager import dotted_parts
 from autotriton.distillation.inductor_module import ConversionError, reference_model
 from autotriton.distillation.teacher import TeacherSpec
 from autotriton.records import Candidate, Problem
 
 __all__ = ["ElementwiseTeacher", "NotElementwise", "translate", "TEACHER", "VERSION"]
 
-VERSION = "elementwise-v1"
+VERSION = "elementwise-v2"  # v2: row operations
 BLOCK_SIZE = 1024
-_FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "tensor"}
-_FUNCTION_PREFIXES = ("torch.nn.functional.", "torch.", "F.", "nn.functional.")
-_NO_OPS = {"contiguous", "clone", "detach", "float", "dropout", "identity"}
-_RESERVED = {"tl", "triton", "pid", "offsets", "mask", "n_elements", "BLOCK_SIZE", "out_ptr", "channels", "inner"}
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
-_OP_NAMES = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
-# torch.nn activation layers -> (function name, its positional parameter names with defaults)
-_LAYERS: dict[str, tuple[str, list[tuple[str, Any]]]] = {
-    "ReLU": ("relu", []), "GELU": ("gelu", [("approximate", "none")]), "SiLU": ("silu", []), "Mish": ("mish", []),
-    "Sigmoid": ("sigmoid", []), "Tanh": ("tanh", []), "ELU": ("elu", [("alpha", 1.0)]), "SELU": ("selu", []),
-    "LeakyReLU": ("leaky_relu", [("negative_slope", 0.01)]), "Hardtanh": ("hardtanh", [("min_val", -1.0), ("max_val", 1.0)]),
-    "ReLU6": ("relu6", []), "Softplus": ("softplus", [("beta", 1.0), ("threshold", 20.0)]),
-    "Hardsigmoid": ("hardsigmoid", []), "Hardswish": ("hardswish", []), "Identity": ("identity", []),
-    "Dropout": ("dropout", [("p", 0.5)]),  # eval mode: the identity
-}
-_BATCH_NORM = [("num_features", None), ("eps", 1e-5), ("momentum", 0.1), ("affine", True), ("track_running_stats", True)]
-# function -> its parameters after the tensor, with defaults (positional or keyword in the call)
-_PARAMS: dict[str, list[tuple[str, Any]]] = {
-    "gelu": [("approximate", "none")], "elu": [("alpha", 1.0)], "leaky_relu": [("negative_slope", 0.01)],
-    "hardtanh": [("min_val", -1.0), ("max_val", 1.0)], "softplus": [("beta", 1.0), ("threshold", 20.0)],
-    "clamp": [("min", None), ("max", None)], "clip": [("min", None), ("max", None)],
-}
-_SIMPLE = {"sigmoid": "tl.sigmoid({v})", "exp": "tl.exp({v})", "log": "tl.log({v})", "sqrt": "tl.sqrt({v})",
-           "rsqrt": "tl.rsqrt({v})", "abs": "tl.abs({v})", "sin": "tl.sin({v})", "cos": "tl.cos({v})", "neg": "-{v}",
-           "relu": "tl.maximum({v}, 0.0)", "silu": "{v} * tl.sigmoid({v})", "tanh": "2.0 * tl.sigmoid(2.0 * {v}) - 1.0",
-           "relu6": "tl.minimum(tl.maximum({v}, 0.0), 6.0)",
-           "hardsigmoid": "tl.minimum(tl.maximum({v} / 6.0 + 0.5, 0.0), 1.0)",
-           "hardswish": "{v} * tl.minimum(tl.maximum({v} / 6.0 + 0.5, 0.0), 1.0)",
-           "mish": "{v} * (2.0 * tl.sigmoid(2.0 * tl.where({v} > 20.0, {v}, tl.log(1.0 + tl.exp({v})))) - 1.0)",
-           "selu": "1.0507009873554805 * tl.where({v} > 0.0, {v}, 1.6732632423543772 * (tl.exp({v}) - 1.0))"}
-
-
-class NotElementwise(ValueError):
-    """The forward is not one this teacher translates; the message says what stopped it."""
-
-
-@dataclass
-class _Operand:
-    """A tensor the kernel loads besides the first input: another input or a parameter/buffer."""
-
-    name: str  # its name inside the kernel
-    host: str  # how ModelNew.forward passes it (`y`, `self.bias1`)
-    shape: list[str] | None  # the parameter's shape as written (None: an input of the first's shape)
-    channels_of: str = ""  # a per-channel statistic of this BatchNorm layer (axis 1 of the input)
-
-    def block(self) -> tuple[int, int, int]:
-        """(rank, first, last) of its non-1 axes, or (rank, -1, -1) when it holds one value."""
-        assert self.shape is not None
-        kept = [i for i, s in enumerate(self.shape) if s != "1"]
-        if kept and kept != list(range(kept[0], kept[-1] + 1)):
-            raise NotElementwise(f"{self.host} has shape ({', '.join(self.shape)}): its non-1 axes are not one block")
-        return len(self.shape), (kept[0] if kept else -1), (kept[-1] if kept else -1)
-
-
-@dataclass
-class _Plan:
-    inputs: list[str]
-    operands: dict[str, _Operand] = field(default_factory=dict)  # attribute or input name -> operand
-    scalars: dict[str, str] = field(default_factory=dict)  # attribute -> kernel argument name
-    layers: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # attribute -> (function, arguments)
-    lines: list[str] = field(default_factory=list)  # the kernel's statements, forward's order
-    ops: list[str] = field(default_factory=list)  # operator names, in order (the kernel's name)
-    temps: int = 0
-    taken: set[str] = field(default_factory=set)  # every name forward uses: temporaries avoid them
 
 
 def translate(source: str) -> str:
-    """The ModelNew source (one Triton kernel) for a problem whose forward is elementwise.
-    Raises NotElementwise saying what is not."""
+    """The ModelNew source for a problem whose forward is elementwise statements and row
+    operations: one kernel, or one per row (module docstring). Raises NotElementwise saying what
+    it does not translate."""
     tree = ast.parse(source)
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
@@ -131,30 +79,95 @@ def translate(source: str) -> str:
     inputs = [a.arg for a in args.args[1:]]
     if not inputs:
         raise NotElementwise("forward takes no input")
-    _check_input_shapes(tree, len(inputs))
-    plan = _Plan(inputs=inputs, taken={n.id for n in ast.walk(forward) if isinstance(n, ast.Name)})
+    rank = _check_input_shapes(tree, len(inputs))
+    catalogue = _Plan(inputs=inputs, taken={n.id for n in ast.walk(forward) if isinstance(n, ast.Name)})
     rename = {n: (n + "_v" if n in _RESERVED else n) for n in inputs}
     for name in inputs[1:]:
-        plan.operands[name] = _Operand(rename[name], name, None)
-    attributes = _read_init(init, plan) if init is not None else {}
+        catalogue.operands[name] = _Operand(rename[name], name, None)
+    attributes = _read_init(init, catalogue) if init is not None else {}
     body = [s for s in forward.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
         raise NotElementwise("forward does not end in one return of a tensor")
-    for stmt in body[:-1]:
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+    input_names = dict(rename)
+    stages = [_Stage(_stage_plan(catalogue, inputs), inputs[0], rename[inputs[0]])]
+    for stmt in body:
+        if isinstance(stmt, ast.Return):
+            target = None
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            target = stmt.targets[0].id
+        else:
             raise NotElementwise(f"line {stmt.lineno}: only assignments to a name are translated")
-        target = stmt.targets[0].id
-        value = _expr(stmt.value, plan, rename, attributes)  # before the name exists: `y = y + 1` with no y is refused
+        stage = stages[-1]
+        op = row_op(stmt.value, catalogue.layers, rank)
+        if op is None:
+            inner = next((n for n in ast.walk(stmt.value) if row_op(n, catalogue.layers, rank) is not None), None)
+            if inner is not None:
+                raise NotElementwise(f"line {stmt.lineno}: `{ast.unparse(inner)}` inside an expression "
+                                     "(a row operation is translated as a statement of its own)")
+            value = _expr(stmt.value, stage.plan, rename, attributes)  # before the name exists: `y = y + 1` with no y is refused
+        else:
+            operand = _expr(op.arg, stage.plan, rename, attributes)  # `self.norm(x + self.bias)`: x + bias first
+            if stage.rows is not None and stage.rows != op.rows:
+                # another row: this kernel ends storing what the operation reads, the next reads that
+                name = op.arg.id if isinstance(op.arg, ast.Name) else (target or "x")
+                var = rename.get(name) or (name + "_v" if name in _RESERVED else name)
+                rename = _close(stages, operand, name, var, catalogue)
+                stage, operand = stages[-1], var
+            stage.rows = op.rows
+            value = row_value(op, operand, stage.plan)
+        if target is None:
+            stage.result = value
+            stage.reduces = op is not None and op.reduces
+            break
         rename.setdefault(target, target + "_v" if target in _RESERVED else target)
-        plan.lines.append(f"{rename[target]} = {value}")
-    result = _expr(body[-1].value, plan, rename, attributes)
-    if not plan.ops:
+        stage.plan.lines.append(f"{rename[target]} = {value}")
+        if op is not None and op.reduces:
+            # one value per row from here on: this kernel stores it, the next reads that tensor
+            stage.reduces = True
+            rename = _close(stages, rename[target], target, rename[target], catalogue)
+    if len(stages) > 1 and not stages[-1].plan.ops and stages[-1].result == stages[-1].var:
+        stages.pop()  # the return reads what the kernel before stored
+    if not any(stage.plan.ops for stage in stages):
         raise NotElementwise("forward computes nothing")
-    return _render(source, plan, rename, result)
+    if len(stages) == 1 and stages[0].rows is None:
+        return _render(source, stages[0].plan, rename, stages[0].result)
+    return _render_stages(source, stages, list(input_names))
 
 
-def _check_input_shapes(tree: ast.Module, count: int) -> None:
-    """get_inputs() must build `count` tensors of one shape (the kernel indexes them alike)."""
+@dataclass
+class _Stage:
+    """One kernel: its plan, the host tensor it reads, the row it works on (None: flat blocks),
+    whether it ends in a keepdim reduction (one value per row) and the value it stores."""
+
+    plan: _Plan
+    source: str  # the host tensor
+    var: str  # its name in the kernel
+    rows: Rows | None = None
+    reduces: bool = False
+    result: str = ""
+
+
+def _stage_plan(catalogue: _Plan, inputs: list[str]) -> _Plan:
+    """A kernel's plan: the operands, scalars and layers __init__ made, none of its statements."""
+    return _Plan(inputs=inputs, operands=dict(catalogue.operands), scalars=dict(catalogue.scalars),
+                 layers=dict(catalogue.layers), taken=set(catalogue.taken))
+
+
+def _close(stages: list[_Stage], value: str, name: str, var: str, catalogue: _Plan) -> dict[str, str]:
+    """End the last kernel storing `value`; the next reads it as forward's `name` (`var` in the
+    kernel). Only that tensor crosses: the new rename table holds it alone."""
+    stages[-1].result = value
+    if not stages[-1].plan.ops:
+        raise NotElementwise(f"a kernel would compute nothing before `{name}`")
+    host = f"out{len(stages)}"
+    plan = _stage_plan(catalogue, [host])
+    plan.operands = {k: v for k, v in plan.operands.items() if v.shape is not None or v.channels_of}  # inputs stay behind
+    stages.append(_Stage(plan, host, var))
+    return {name: var}
+
+
+def _check_input_shapes(tree: ast.Module, count: int) -> int:
+    """get_inputs() must build `count` tensors of one shape (the kernel indexes them alike): their rank."""
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
     ret = next((n for n in ast.walk(fn) if isinstance(n, ast.Return)), None) if fn is not None else None
     if ret is None or not isinstance(ret.value, (ast.List, ast.Tuple)) or len(ret.value.elts) != count:
@@ -168,6 +181,10 @@ def _check_input_shapes(tree: ast.Module, count: int) -> None:
         shapes.add(tuple(ast.unparse(a) for a in elt.args))
     if len(shapes) != 1:
         raise NotElementwise("forward's inputs have different shapes")
+    (shape,) = shapes
+    if any(a.startswith("*") for a in shape):
+        raise NotElementwise("an input's rank is not written out")
+    return len(shape)
 
 
 def _read_init(init: ast.FunctionDef, plan: _Plan) -> dict[str, str]:
@@ -191,6 +208,9 @@ def _read_init(init: ast.FunctionDef, plan: _Plan) -> dict[str, str]:
         elif re.fullmatch(r"(torch\.)?nn\.BatchNorm[123]d", called):
             plan.layers[attr] = ("batch_norm", _arguments(value, _BATCH_NORM, skip=0, as_written=("num_features", "momentum")))
             kinds[attr] = "layer"
+        elif norm_layer(called, value) is not None:
+            plan.layers[attr] = norm_layer(called, value)
+            kinds[attr] = "layer"
         elif called.rsplit(".", 1)[-1] in _LAYERS and called.split(".")[0] in ("nn", "torch"):
             fn, params = _LAYERS[called.rsplit(".", 1)[-1]]
             plan.layers[attr] = (fn, _arguments(value, params, skip=0))
@@ -203,237 +223,49 @@ def _read_init(init: ast.FunctionDef, plan: _Plan) -> dict[str, str]:
     return kinds
 
 
-def _tensor(plan: _Plan, kinds: dict[str, str], attr: str, value: ast.expr) -> None:
-    factory = next((n for n in ast.walk(value) if isinstance(n, ast.Call)
-                    and _dotted(n.func).split(".")[-1] in _FACTORIES and _dotted(n.func).startswith("torch.")), None)
-    if factory is None:
-        kinds[attr] = "tensor?"
-        return
-    dims = factory.args
-    if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
-        dims = dims[0].elts
-    if _dotted(factory.func) == "torch.full":
-        dims = dims[0].elts if dims and isinstance(dims[0], (ast.Tuple, ast.List)) else []
-    if _dotted(factory.func) == "torch.tensor":
-        kinds[attr] = "tensor?" if not (dims and isinstance(dims[0], ast.Constant)) else "tensor"
-        shape = ["1"]
-    else:
-        shape = [ast.unparse(d) for d in dims]
-        if not shape or any(isinstance(d, ast.Starred) for d in dims):
-            kinds[attr] = "tensor?"
-            return
-        kinds[attr] = "tensor"
-    name = attr if attr not in _RESERVED else attr + "_p"
-    plan.operands["self." + attr] = _Operand(name, "self." + attr, shape)
-
-
-def _arguments(call: ast.Call, params: list[tuple[str, Any]], skip: int = 1, *, as_written: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The call's arguments after the first `skip` positional ones, by parameter name, as literals
-    (those named in `as_written`, which the kernel does not need, as their source text)."""
-    out = {name: default for name, default in params}
-    positional = call.args[skip:]
-    if len(positional) > len(params):
-        raise NotElementwise(f"`{ast.unparse(call)}`: more arguments than translated")
-    named = [(name, arg) for (name, _), arg in zip(params, positional)]
-    for kw in call.keywords:
-        if kw.arg == "inplace":
-            continue
-        if kw.arg not in out:
-            raise NotElementwise(f"`{ast.unparse(call)}`: argument {kw.arg} is not translated")
-        named.append((kw.arg, kw.value))
-    for name, arg in named:
-        out[name] = ast.unparse(arg) if name in as_written else _literal(arg, call)
-    return out
-
-
-def _literal(node: ast.expr, call: ast.Call) -> Any:
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        raise NotElementwise(f"`{ast.unparse(call)}`: a non-literal argument") from None
-
-
-def _dotted(node: ast.expr) -> str:
-    """`torch.nn.functional.gelu` for a chain of names, "" for anything else."""
-    return ".".join(dotted_parts(node) or [])
-
-
-def _expr(node: ast.expr, plan: _Plan, rename: dict[str, str], attributes: dict[str, str]) -> str:
-    """The Triton expression of a forward expression (names already bound in the kernel)."""
-    if isinstance(node, ast.Name):
-        if node.id not in rename:
-            raise NotElementwise(f"`{node.id}` is not a tensor forward has computed")
-        return rename[node.id]
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return repr(float(node.value))
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        kind = attributes.get(node.attr)
-        if kind == "tensor":
-            return plan.operands["self." + node.attr].name
-        if kind == "scalar":
-            return plan.scalars[node.attr]
-        raise NotElementwise(f"self.{node.attr} is not a parameter, buffer or number __init__ sets plainly")
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return f"-({_expr(node.operand, plan, rename, attributes)})"
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left, right = (_expr(node.left, plan, rename, attributes), _expr(node.right, plan, rename, attributes))
-        plan.ops.append(_OP_NAMES[type(node.op)])
-        return f"{_wrap(left)} {_BINOPS[type(node.op)]} {_wrap(right)}"
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-        if isinstance(node.right, ast.Constant) and node.right.value in (2, 3, 2.0, 3.0):
-            base = _bound(_expr(node.left, plan, rename, attributes), plan)
-            plan.ops.append("pow")
-            return " * ".join([base] * int(node.right.value))
-        raise NotElementwise(f"`{ast.unparse(node)}`: only squares and cubes are translated")
-    if isinstance(node, ast.Call):
-        return _call(node, plan, rename, attributes)
-    raise NotElementwise(f"`{ast.unparse(node)}` is not translated")
-
-
-def _call(node: ast.Call, plan: _Plan, rename: dict[str, str], attributes: dict[str, str]) -> str:
-    func = node.func
-    dotted = _dotted(func)
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-            and attributes.get(func.attr) == "layer":
-        if len(node.args) != 1 or node.keywords:
-            raise NotElementwise(f"`{ast.unparse(node)}`: a layer called with more than its input")
-        name, kwargs = plan.layers[func.attr]
-        if name == "batch_norm":
-            return _batch_norm(func.attr, _expr(node.args[0], plan, rename, attributes), kwargs, plan)
-        return _apply(name, _expr(node.args[0], plan, rename, attributes), kwargs, plan)
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        raise NotElementwise(f"`{ast.unparse(node)}`: self.{func.attr} is not an activation layer this teacher translates")
-    name = next((dotted[len(p):] for p in _FUNCTION_PREFIXES if dotted.startswith(p) and "." not in dotted[len(p):]), None)
-    if name is not None:  # torch.relu(x), F.gelu(x, approximate="tanh")
-        if not node.args:
-            raise NotElementwise(f"`{ast.unparse(node)}` has no tensor argument")
-        if name in ("add", "sub", "mul", "div") and len(node.args) == 2 and not node.keywords:
-            op = {"add": ast.Add(), "sub": ast.Sub(), "mul": ast.Mult(), "div": ast.Div()}[name]
-            return _expr(ast.BinOp(left=node.args[0], op=op, right=node.args[1]), plan, rename, attributes)
-        value = _expr(node.args[0], plan, rename, attributes)
-        return _apply(name, value, _arguments(node, _PARAMS.get(name, []), skip=1), plan, node)
-    if isinstance(func, ast.Attribute):  # x.sigmoid(), x.clamp(min=0)
-        value = _expr(func.value, plan, rename, attributes)
-        return _apply(func.attr, value, _arguments(node, _PARAMS.get(func.attr, []), skip=0), plan, node)
-    raise NotElementwise(f"`{ast.unparse(node)}` is not translated")
-
-
-def _batch_norm(attr: str, value: str, kwargs: dict[str, Any], plan: _Plan) -> str:
-    """A BatchNorm layer in eval mode: its running statistics and affine parameters, per channel."""
-    if not kwargs["track_running_stats"]:
-        raise NotElementwise(f"self.{attr} normalises by batch statistics (track_running_stats=False)")
-    stats = ["running_mean", "running_var"] + (["weight", "bias"] if kwargs["affine"] else [])
-    names = {}
-    for stat in stats:
-        name = f"{attr}_{stat.replace('running_', '')}"
-        names[stat] = name
-        plan.operands.setdefault(f"self.{attr}.{stat}", _Operand(name, f"self.{attr}.{stat}", None, channels_of=attr))
-    v = _bound(value, plan)
-    plan.ops.append("batch_norm")
-    out = f"({v} - {names['running_mean']}) / tl.sqrt({names['running_var']} + {float(kwargs['eps'])!r})"
-    return out + (f" * {names['weight']} + {names['bias']}" if kwargs["affine"] else "")
-
-
-def _apply(name: str, value: str, kwargs: dict[str, Any], plan: _Plan, node: ast.Call | None = None) -> str:
-    """The Triton expression of activation/math function `name` applied to `value`."""
-    if name in _NO_OPS:
-        if name == "float" and kwargs:
-            raise NotElementwise("float() with arguments")
-        return value
-    where = f"`{ast.unparse(node)}`" if node is not None else name
-    if name == "gelu" and kwargs.get("approximate", "none") not in ("none", "tanh"):
-        raise NotElementwise(f"{where}: approximate={kwargs['approximate']!r}")
-    if name in ("clamp", "clip"):
-        lo, hi = kwargs.get("min"), kwargs.get("max")
-        if lo is None and hi is None:
-            raise NotElementwise(f"{where}: clamp without bounds")
-        v = _bound(value, plan)
-        out = v if lo is None else f"tl.maximum({v}, {float(lo)!r})"
-        out = out if hi is None else f"tl.minimum({out}, {float(hi)!r})"
-        plan.ops.append("clamp")
-        return out
-    v = _bound(value, plan)
-    plan.ops.append(name)
-    if name in _SIMPLE:
-        return _SIMPLE[name].format(v=v)
-    if name == "gelu" and kwargs.get("approximate", "none") == "tanh":
-        return (f"0.5 * {v} * (1.0 + (2.0 * tl.sigmoid(2.0 * (0.7978845608028654 * ({v} + 0.044715 * {v} * {v} * {v})))"
-                " - 1.0))")
-    if name == "gelu":
-        return f"0.5 * {v} * (1.0 + tl.erf({v} * 0.7071067811865476))"
-    if name == "elu":
-        return f"tl.where({v} > 0.0, {v}, {float(kwargs['alpha'])!r} * (tl.exp({v}) - 1.0))"
-    if name == "leaky_relu":
-        return f"tl.where({v} > 0.0, {v}, {v} * {float(kwargs['negative_slope'])!r})"
-    if name == "hardtanh":
-        return f"tl.minimum(tl.maximum({v}, {float(kwargs['min_val'])!r}), {float(kwargs['max_val'])!r})"
-    if name == "softplus":
-        beta, threshold = float(kwargs["beta"]), float(kwargs["threshold"])
-        if beta == 1.0:
-            return f"tl.where({v} > {threshold!r}, {v}, tl.log(1.0 + tl.exp({v})))"
-        return f"tl.where({v} * {beta!r} > {threshold!r}, {v}, tl.log(1.0 + tl.exp({v} * {beta!r})) / {beta!r})"
-    plan.ops.pop()
-    raise NotElementwise(f"{where}: {name} is not an elementwise operator this teacher translates")
-
-
-def _bound(value: str, plan: _Plan) -> str:
-    """`value` as a name the formula may repeat: an expression is bound to a temporary first."""
-    if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", value):
-        return value
-    plan.temps += 1
-    name = f"t{plan.temps}"
-    while name in plan.taken or any(op.name == name for op in plan.operands.values()):
-        plan.temps += 1
-        name = f"t{plan.temps}"
-    plan.lines.append(f"{name} = {value}")
-    return name
-
-
-def _wrap(text: str) -> str:
-    return text if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9.]*|-?\d[\d.e+-]*|[A-Za-z_.]+\(.*\)", text) and not _top_level_op(text) else f"({text})"
-
-
-def _top_level_op(text: str) -> bool:
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif depth == 0 and ch in "+-*/ " and i > 0:
-            return True
-    return False
-
-
-def _kernel_name(ops: list[str]) -> str:
-    names: list[str] = []
-    for op in ops:
-        if not names or names[-1] != op:
-            names.append(op)
-    return "_".join(names[:4]) + "_kernel"
-
-
 def _render(source: str, plan: _Plan, rename: dict[str, str], result: str) -> str:
+    """One flat kernel over every element (forward without row operations)."""
     first = plan.inputs[0]
-    x = rename[first]
-    used = {op.name for op in plan.operands.values() if re.search(rf"\b{re.escape(op.name)}\b", "\n".join(plan.lines + [result]))}
-    operands = [op for op in plan.operands.values() if op.name in used]
-    scalars = [(attr, arg) for attr, arg in plan.scalars.items()
-               if re.search(rf"\b{re.escape(arg)}\b", "\n".join(plan.lines + [result]))]
-    kernel = _kernel_name(plan.ops)
-    params = [f"{x}_ptr"] + [f"{op.name}_ptr" for op in operands] + ["out_ptr", "n_elements"]
-    host_args = [first] + [op.host for op in operands] + ["out", "n_elements"]
-    loads = [f"    {x} = tl.load({x}_ptr + offsets, mask=mask)"]
+    kernel, name, host = _kernel(plan, rename[first], first, "out", result, None, False, _kernel_name(plan.ops))
+    forward_lines = [f"{n} = {n}.contiguous()" for n in plan.inputs] + host + ["return out"]
+    return _module(source, [kernel], [name], forward_lines)
+
+
+def _render_stages(source: str, stages: list[_Stage], inputs: list[str]) -> str:
+    """One kernel per stage, each reading the tensor the one before stored."""
+    kernels, names, forward_lines = [], [], [f"{n} = {n}.contiguous()" for n in inputs]
+    for i, stage in enumerate(stages):
+        out = stages[i + 1].source if i + 1 < len(stages) else "out"
+        name = _kernel_name(stage.plan.ops)
+        name = name if name not in names else name.replace("_kernel", f"_{i + 1}_kernel")
+        kernel, name, host = _kernel(stage.plan, stage.var, stage.source, out, stage.result, stage.rows, stage.reduces, name)
+        kernels.append(kernel)
+        names.append(name)
+        forward_lines += host
+    return _module(source, kernels, names, forward_lines + ["return out"])
+
+
+def _kernel(plan: _Plan, x: str, first: str, out: str, result: str, rows: Rows | None, reduces: bool,
+            kernel: str) -> tuple[str, str, list[str]]:
+    """(kernel source, its name, the host statements that allocate `out` and launch it) for a
+    kernel reading host tensor `first` as `x`: flat blocks of every element, or one row a program."""
+    text = "\n".join(plan.lines + [result])
+    operands = [op for op in plan.operands.values() if re.search(rf"\b{re.escape(op.name)}\b", text)]
+    scalars = [(attr, arg) for attr, arg in plan.scalars.items() if re.search(rf"\b{re.escape(arg)}\b", text)]
+    geometry = ["n_elements"] if rows is None else ["n_cols", "col_stride"]
+    params = [f"{x}_ptr"] + [f"{op.name}_ptr" for op in operands] + ["out_ptr", *geometry]
+    host_args = [first] + [op.host for op in operands] + [out, *geometry]
+    other = "" if rows is None else ", other=0.0"
+    loads = [f"    {x} = tl.load({x}_ptr + offsets, mask=mask{other})"]
     host_sizes: list[str] = []
     for op in operands:
         if op.channels_of:  # axis 1 of the input: one statistic per channel
-            size, inner = "channels", "inner"  # every BatchNorm reads axis 1 of the one shape
+            size, inner = "channels", "inner"  # every per-channel statistic reads axis 1 of the one shape
             loads.append(f"    {op.name} = tl.load({op.name}_ptr + (offsets // {inner}) % {size}, mask=mask)")
             if size not in params:
                 params += [size, inner]
                 host_args += [size, inner]
-                host_sizes += [f"        {size} = {first}.shape[1]",
-                               f"        {inner} = {first}.numel() // ({first}.shape[0] * {first}.shape[1])"]
+                host_sizes += [f"{size} = {first}.shape[1]", f"{inner} = {first}.numel() // ({first}.shape[0] * {first}.shape[1])"]
             continue
         if op.shape is None:
             loads.append(f"    {op.name} = tl.load({op.name}_ptr + offsets, mask=mask)")
@@ -446,35 +278,50 @@ def _render(source: str, plan: _Plan, rename: dict[str, str], result: str) -> st
         index = f"offsets % {op.name}_size"
         params.append(f"{op.name}_size")
         host_args.append(f"{op.name}_size")
-        host_sizes.append(f"        {op.name}_size = {op.host}.numel()")
+        host_sizes.append(f"{op.name}_size = {op.host}.numel()")
         if trailing:
             index = f"(offsets // {op.name}_inner) % {op.name}_size"
             params.append(f"{op.name}_inner")
             host_args.append(f"{op.name}_inner")
-            host_sizes.append(f"        {op.name}_inner = " + " * ".join(f"{first}.shape[{-k}]" for k in range(trailing, 0, -1)))
+            host_sizes.append(f"{op.name}_inner = " + " * ".join(f"{first}.shape[{-k}]" for k in range(trailing, 0, -1)))
         loads.append(f"    {op.name} = tl.load({op.name}_ptr + {index}, mask=mask)")
     params += [arg for _, arg in scalars]
     host_args += [f"self.{attr}" for attr, _ in scalars]
-    kernel_lines = ["@triton.jit", f"def {kernel}({', '.join(params)}, BLOCK_SIZE: tl.constexpr):",
-                    "    pid = tl.program_id(0)", "    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
-                    "    mask = offsets < n_elements", *loads, *(f"    {line}" for line in plan.lines),
-                    f"    tl.store(out_ptr + offsets, {result}, mask=mask)"]
-    forward_lines = [f"{name} = {name}.contiguous()" for name in plan.inputs]
-    forward_lines += [f"out = torch.empty_like({first})", f"n_elements = {first}.numel()",
-                      *(line.strip() for line in host_sizes), f"grid = (triton.cdiv(n_elements, {BLOCK_SIZE}),)",
-                      f"{kernel}[grid]({', '.join(host_args)}, BLOCK_SIZE={BLOCK_SIZE})", "return out"]
-    # The class around forward as the Inductor converter builds it from the reference: __init__ and
-    # what it reaches, the module-level imports, constants and helpers it needs, Model -> ModelNew.
+    head = ["@triton.jit", f"def {kernel}({', '.join(params)}, BLOCK_SIZE: tl.constexpr):"]
+    body = [*loads, *(f"    {line}" for line in plan.lines)]
+    if rows is None:
+        lines = head + ["    pid = tl.program_id(0)", "    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
+                        "    mask = offsets < n_elements", *body, f"    tl.store(out_ptr + offsets, {result}, mask=mask)"]
+        host = [f"{out} = torch.empty_like({first})", f"n_elements = {first}.numel()", *host_sizes,
+                f"grid = (triton.cdiv(n_elements, {BLOCK_SIZE}),)",
+                f"{kernel}[grid]({', '.join(host_args)}, BLOCK_SIZE={BLOCK_SIZE})"]
+        return "\n".join(lines), kernel, host
+    # one program per row: its n_cols elements, col_stride apart, loaded whole
+    store = f"    tl.store(out_ptr + row, {result})" if reduces else f"    tl.store(out_ptr + offsets, {result}, mask=mask)"
+    lines = head + ["    row = tl.program_id(0)", "    cols = tl.arange(0, BLOCK_SIZE)", "    mask = cols < n_cols",
+                    "    offsets = (row // col_stride) * n_cols * col_stride + row % col_stride + cols * col_stride",
+                    *body, store]
+    alloc = f"{first}.new_empty({rows.reduced_shape(first)})" if reduces else f"torch.empty_like({first})"
+    host = [f"{out} = {alloc}", *rows.host(first), *host_sizes, f"n_rows = {first}.numel() // n_cols",
+            "BLOCK_SIZE = triton.next_power_of_2(n_cols)",
+            f"{kernel}[(n_rows,)]({', '.join(host_args)}, BLOCK_SIZE=BLOCK_SIZE)"]
+    return "\n".join(lines), kernel, host
+
+
+def _module(source: str, kernels: list[str], names: list[str], forward_lines: list[str]) -> str:
+    """ModelNew's file: the class around forward as the Inductor converter builds it from the
+    reference (__init__ and what it reaches, the module-level imports, constants and helpers it
+    needs, Model -> ModelNew), the kernels before it."""
     try:
         ref = reference_model(source)
         statements = ref.module_statements(set())
     except ConversionError as exc:
         raise NotElementwise(f"ModelNew's class: {exc.detail}") from exc
-    if ref.conflicts({kernel}):
-        raise NotElementwise(f"the reference defines {kernel}, the kernel's name")
+    if ref.conflicts(set(names)):
+        raise NotElementwise(f"the reference defines {', '.join(names)}, a kernel's name")
     parts = [p for p in statements if p.startswith("from __future__")] + [HEADER.rstrip("\n")]
     parts += [p for p in statements if not p.startswith("from __future__")]
-    parts.append("\n".join(kernel_lines))
+    parts += kernels
     return "\n\n\n".join(parts) + "\n\n\n" + ref.class_source(forward_lines)
 
 
@@ -506,5 +353,5 @@ class ElementwiseTeacher:
         return out
 
 
-TEACHER = TeacherSpec(name="elementwise", description="readable one-kernel translation of elementwise forwards, no GPU needed",
+TEACHER = TeacherSpec(name="elementwise", description="readable kernels for elementwise forwards, softmax, keepdim reductions and norms, no GPU needed",
                       build=ElementwiseTeacher)

@@ -165,8 +165,12 @@ def test_batch_norms_in_eval_mode_are_per_channel_arithmetic(pool):
     assert verdict.status == "correct" and verdict.rule_ok, (verdict.error, verdict.violations)
 
 
+NO_KEEPDIM = SOFTMAX.replace("torch.softmax(x, dim=1)", "torch.sum(x, dim=1)")
+
+
 @pytest.mark.parametrize("source, why", [
-    (SOFTMAX, "torch.softmax"), (LAYER_NORM, "self.norm is not an activation layer"),
+    (NO_KEEPDIM, "without keepdim=True"), (SOFTMAX.replace("(x, dim=1)", "(x, dim=1) * 2"), "inside an expression"),
+    (LAYER_NORM.replace("self.norm(x)", "self.norm(x) + self.norm.weight.sum()"), "`self.norm\\(x\\)` inside an expression"),
     (BATCH_NORMS.replace("affine=False", "track_running_stats=False"), "batch statistics"),
     (SOFTMAX.replace("return torch.softmax(x, dim=1)", "y = y + x\n        return y"), "`y` is not a tensor forward has computed"),
 ])
@@ -179,7 +183,7 @@ def test_distill_with_the_elementwise_teacher_gives_described_pairs_and_records_
     teacher = make_teacher(DistillConfig(teacher="elementwise"))
     assert isinstance(teacher, ElementwiseTeacher)
     problems = [Problem(reference_source=src, name=f"ew{i}") for i, (_, src) in enumerate(generate_problems(4, 3, family="elementwise"))]
-    problems.append(Problem(reference_source=SOFTMAX, name="softmax"))
+    problems.append(Problem(reference_source=NO_KEEPDIM, name="sum"))
     result = distill(problems, teacher, DistillConfig(teacher="elementwise", describe_trace=False, rounds=0), judge=pool)
     assert len(result.pairs) == 4
     for problem, cand, verdict in result.pairs:
@@ -187,4 +191,4 @@ def test_distill_with_the_elementwise_teacher_gives_described_pairs_and_records_
         assert "Plan: 1 Triton kernel." in cand.reasoning and cand.instruction
     (rejection,) = result.rejections
     assert rejection["subject"] == problems[-1].key and rejection["reason"] == "not_elementwise"
-    assert "torch.softmax" in rejection["detail"]
+    assert "keepdim" in rejection["detail"]

@@ -1,0 +1,198 @@
+"""Row operations of the elementwise teacher: what reads a whole row of the tensor at once.
+
+softmax / log_softmax along one axis, logsumexp / sum / mean / amax / amin along one axis with
+`keepdim=True`, and the norm layers of `__init__` (LayerNorm over its trailing axes, GroupNorm over
+a group of channels and the axes after them, InstanceNorm over the axes after the channel).
+Each is a reduction over a block of axes, so a kernel for it runs one program per row: the row's
+elements are `n_cols` values `col_stride` apart, loaded whole in one block (`cols`), and the
+elementwise statements around the operation apply to the row as they would to any block. The
+global offsets of the row's elements are computed as in the one-kernel translation, so
+parameters, buffers and per-channel statistics load the same way (elementwise_ops).
+
+Nothing here runs the reference: it reads the AST (elementwise_teacher.translate calls it).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotriton.distillation.elementwise_ops import (_FUNCTION_PREFIXES, NotElementwise, _arguments, _bound, _dotted,
+                                                    _Operand, _Plan)
+
+#: Reductions that leave one value per row (called with keepdim=True), and those that keep the shape.
+REDUCTIONS = {"sum", "mean", "amax", "amin", "logsumexp"}
+SHAPE_KEEPING = {"softmax", "log_softmax"}
+NORMS = {"layer_norm", "group_norm", "instance_norm"}
+_LAYER_NORM = [("normalized_shape", None), ("eps", 1e-5), ("elementwise_affine", True), ("bias", True)]
+_GROUP_NORM = [("num_groups", None), ("num_channels", None), ("eps", 1e-5), ("affine", True)]
+_INSTANCE_NORM = [("num_features", None), ("eps", 1e-5), ("momentum", 0.1), ("affine", False), ("track_running_stats", False)]
+
+
+def norm_layer(called: str, value: ast.Call) -> tuple[str, dict[str, Any]] | None:
+    """(kind, arguments) of a norm layer __init__ builds (`nn.LayerNorm(features)`), else None."""
+    last, root = called.rsplit(".", 1)[-1], called.split(".")[0]
+    if root not in ("nn", "torch"):
+        return None
+    if last == "LayerNorm":
+        kwargs = _arguments(value, _LAYER_NORM, skip=0, as_written=("normalized_shape",))
+        node = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "normalized_shape"), None)
+        kwargs["dims"] = len(node.elts) if isinstance(node, (ast.Tuple, ast.List)) else 1
+        if isinstance(node, (ast.Tuple, ast.List)) and not node.elts:
+            raise NotElementwise(f"`{ast.unparse(value)}`: an empty normalized_shape")
+        return "layer_norm", kwargs
+    if last == "GroupNorm":
+        return "group_norm", _arguments(value, _GROUP_NORM, skip=0, as_written=("num_groups", "num_channels"))
+    if last in ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"):
+        return "instance_norm", _arguments(value, _INSTANCE_NORM, skip=0, as_written=("num_features", "momentum"))
+    return None
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A row: the axes `first`..`last` of a tensor of rank `rank` (the first split into `groups`,
+    a host expression, when GroupNorm reads a group of channels)."""
+
+    first: int
+    last: int
+    rank: int
+    groups: str = ""
+
+    def host(self, t: str) -> list[str]:
+        """Host statements computing the kernel's `n_cols` and `col_stride` for tensor `t`."""
+        if self.groups:
+            n_cols = f"{t}.numel() // ({t}.shape[0] * {self.groups})"
+        else:
+            n_cols = " * ".join(f"{t}.shape[{i}]" for i in range(self.first, self.last + 1))
+        stride = " * ".join(f"{t}.shape[{i}]" for i in range(self.last + 1, self.rank)) or "1"
+        return [f"n_cols = {n_cols}", f"col_stride = {stride}"]
+
+    def reduced_shape(self, t: str) -> str:
+        """The shape of `t` with the row's one axis kept as 1 (a keepdim reduction's output)."""
+        return f"{t}.shape[:{self.first}] + (1,) + {t}.shape[{self.first + 1}:]"
+
+
+@dataclass
+class RowOp:
+    kind: str  # a REDUCTIONS, SHAPE_KEEPING or NORMS name
+    arg: ast.expr  # the tensor it reads
+    rows: Rows
+    attr: str = ""  # the norm layer's attribute
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reduces(self) -> bool:
+        return self.kind in REDUCTIONS
+
+
+def _axis(node: ast.expr | None, rank: int, where: str) -> int:
+    try:
+        axis = ast.literal_eval(node) if node is not None else None
+    except ValueError:
+        axis = None
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+        raise NotElementwise(f"{where}: dim must be one literal axis of the rank-{rank} input")
+    return axis % rank
+
+
+def row_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: int) -> RowOp | None:
+    """The row operation `node` is (a norm layer call, softmax, a keepdim reduction), or None."""
+    if not isinstance(node, ast.Call):
+        return None
+    func, where = node.func, f"`{ast.unparse(node)}`"
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+            and layers.get(func.attr, ("",))[0] in NORMS:
+        if len(node.args) != 1 or node.keywords:
+            raise NotElementwise(f"{where}: a norm layer called with more than its input")
+        kind, kwargs = layers[func.attr]
+        if kind == "layer_norm":
+            rows = Rows(rank - kwargs["dims"], rank - 1, rank)
+        elif kind == "group_norm":
+            rows = Rows(1, rank - 1, rank, groups=f"self.{func.attr}.num_groups")
+        else:
+            if kwargs["track_running_stats"]:
+                raise NotElementwise(f"{where}: an InstanceNorm with running statistics")
+            rows = Rows(2, rank - 1, rank)
+        if rows.first < 1 or rows.first > rows.last:
+            raise NotElementwise(f"{where}: normalises the batch axis or no axis of the rank-{rank} input")
+        return RowOp(kind, node.args[0], rows, attr=func.attr, kwargs=kwargs)
+    dotted = _dotted(func)
+    name = next((dotted[len(p):] for p in _FUNCTION_PREFIXES if dotted.startswith(p) and "." not in dotted[len(p):]), None)
+    args = list(node.args)
+    if name is None and isinstance(func, ast.Attribute):  # x.softmax(dim=1), x.sum(1, keepdim=True)
+        name, args = func.attr, [func.value, *args]
+    if name not in REDUCTIONS | SHAPE_KEEPING or not args:
+        return None
+    keywords = {k.arg: k.value for k in node.keywords}
+    if set(keywords) - {"dim", "keepdim"} or len(args) > (3 if name in REDUCTIONS else 2):
+        raise NotElementwise(f"{where}: arguments other than dim and keepdim are not translated")
+    axis = _axis(keywords.get("dim", args[1] if len(args) > 1 else None), rank, where)
+    if name in REDUCTIONS:
+        keep = keywords.get("keepdim", args[2] if len(args) > 2 else None)
+        if not (isinstance(keep, ast.Constant) and keep.value is True):
+            raise NotElementwise(f"{where}: a reduction without keepdim=True changes the rank")
+    return RowOp(name, args[0], Rows(axis, axis, rank))
+
+
+def _named(plan: _Plan, base: str, value: str) -> str:
+    """`value` bound to a new kernel variable named after `base` (numbered when taken)."""
+    taken = plan.taken | {op.name for op in plan.operands.values()} | {line.split(" = ", 1)[0] for line in plan.lines}
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}{k}"
+    plan.lines.append(f"{name} = {value}")
+    return name
+
+
+def row_value(op: RowOp, value: str, plan: _Plan) -> str:
+    """The Triton expression of `op` applied to the row `value` (lines it needs added to `plan`).
+    Lanes past the row's end (`mask` off) are left out of every sum and maximum."""
+    v = _bound(value, plan)
+    plan.ops.append(op.kind)
+    masked = f"tl.where(mask, {v}, 0.0)"
+    if op.kind in ("sum", "mean"):
+        total = f"tl.sum({masked}, axis=0)"
+        return total if op.kind == "sum" else f"{total} / n_cols"
+    if op.kind in ("amax", "amin"):
+        fn, fill = ("tl.max", '-float("inf")') if op.kind == "amax" else ("tl.min", 'float("inf")')
+        return f"{fn}(tl.where(mask, {v}, {fill}), axis=0)"
+    if op.kind in ("softmax", "log_softmax", "logsumexp"):
+        top = _named(plan, "row_max", f'tl.max(tl.where(mask, {v}, -float("inf")), axis=0)')
+        if op.kind == "softmax":
+            exps = _named(plan, "exps", f"tl.where(mask, tl.exp({v} - {top}), 0.0)")
+            return f"{exps} / tl.sum({exps}, axis=0)"
+        total = _named(plan, "row_sum", f"tl.sum(tl.where(mask, tl.exp({v} - {top}), 0.0), axis=0)")
+        return f"{v} - {top} - tl.log({total})" if op.kind == "log_softmax" else f"{top} + tl.log({total})"
+    # a norm: the row's mean and biased variance, then the affine parameters
+    mean = _named(plan, "mean", f"tl.sum({masked}, axis=0) / n_cols")
+    diff = _named(plan, "diff", f"tl.where(mask, {v} - {mean}, 0.0)")
+    var = _named(plan, "var", f"tl.sum({diff} * {diff}, axis=0) / n_cols")
+    out = f"{diff} / tl.sqrt({var} + {float(op.kwargs['eps'])!r})"
+    weight, bias = _norm_parameters(op, plan)
+    if weight:
+        out = f"{out} * {weight}"
+    if bias:
+        out = f"{out} + {bias}"
+    return out
+
+
+def _norm_parameters(op: RowOp, plan: _Plan) -> tuple[str, str]:
+    """The kernel names of the norm's weight and bias (empty when it has none), registered as
+    operands: LayerNorm's over its trailing axes, GroupNorm's and InstanceNorm's per channel."""
+    if op.kind == "layer_norm":
+        affine = op.kwargs["elementwise_affine"]
+        names = ["weight", "bias"] if affine and op.kwargs["bias"] else ["weight"] if affine else []
+        shape = ["n"] * op.kwargs["dims"]  # not 1: the parameter spans the normalised axes
+        channels = False
+    else:
+        names = ["weight", "bias"] if op.kwargs["affine"] else []
+        shape, channels = None, True
+    out = {}
+    for param in names:
+        name = f"{op.attr}_{param}"
+        host = f"self.{op.attr}.{param}"
+        plan.operands.setdefault(host, _Operand(name, host, shape, channels_of=op.attr if channels else ""))
+        out[param] = name
+    return out.get("weight", ""), out.get("bias", "")
