@@ -1,7 +1,7 @@
 """Row operations of the elementwise teacher: what reads a whole row of the tensor at once.
 
 softmax / log_softmax along one axis, logsumexp / sum / mean / amax / amin along one axis with
-`keepdim=True`, and the norm layers of `__init__` (LayerNorm over its trailing axes, GroupNorm over
+`keepdim=True`, and the layers of `__init__` that are these (nn.Softmax, nn.LogSoftmax) or norms (LayerNorm over its trailing axes, GroupNorm over
 a group of channels and the axes after them, InstanceNorm over the axes after the channel).
 Each is a reduction over a block of axes, so a kernel for it runs one program per row: the row's
 elements are `n_cols` values `col_stride` apart, loaded whole in one block (`cols`), and the
@@ -46,6 +46,8 @@ def norm_layer(called: str, value: ast.Call) -> tuple[str, dict[str, Any]] | Non
         return "group_norm", _arguments(value, _GROUP_NORM, skip=0, as_written=("num_groups", "num_channels"))
     if last in ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"):
         return "instance_norm", _arguments(value, _INSTANCE_NORM, skip=0, as_written=("num_features", "momentum"))
+    if last in ("Softmax", "LogSoftmax"):  # nn.Softmax(dim=-1): the function along its axis
+        return ("softmax" if last == "Softmax" else "log_softmax"), _arguments(value, [("dim", None)], skip=0)
     return None
 
 
@@ -101,6 +103,13 @@ def row_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: 
     if not isinstance(node, ast.Call):
         return None
     func, where = node.func, f"`{ast.unparse(node)}`"
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+            and layers.get(func.attr, ("",))[0] in SHAPE_KEEPING:
+        if len(node.args) != 1 or node.keywords:
+            raise NotElementwise(f"{where}: a softmax layer called with more than its input")
+        kind, kwargs = layers[func.attr]
+        axis = _axis(ast.Constant(kwargs["dim"]) if kwargs["dim"] is not None else None, rank, where)
+        return RowOp(kind, node.args[0], Rows(axis, axis, rank))
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
             and layers.get(func.attr, ("",))[0] in NORMS:
         if len(node.args) != 1 or node.keywords:
