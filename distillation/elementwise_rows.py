@@ -1,7 +1,7 @@
 """Row operations of the elementwise teacher: what reads a whole row of the tensor at once.
 
-softmax / log_softmax along one axis, logsumexp / sum / mean / amax / amin along one axis with
-`keepdim=True`, and the layers of `__init__` that are these (nn.Softmax, nn.LogSoftmax) or norms (LayerNorm over its trailing axes, GroupNorm over
+softmax / log_softmax along one axis, logsumexp / sum / mean / amax / amin along one axis (the
+axis kept as 1 with keepdim=True, or left out), and the layers of `__init__` that are these (nn.Softmax, nn.LogSoftmax) or norms (LayerNorm over its trailing axes, GroupNorm over
 a group of channels and the axes after them, InstanceNorm over the axes after the channel).
 Each is a reduction over a block of axes, so a kernel for it runs one program per row: the row's
 elements are `n_cols` values `col_stride` apart, loaded whole in one block (`cols`), and the
@@ -70,9 +70,9 @@ class Rows:
         stride = " * ".join(f"{t}.shape[{i}]" for i in range(self.last + 1, self.rank)) or "1"
         return [f"n_cols = {n_cols}", f"col_stride = {stride}"]
 
-    def reduced_shape(self, t: str) -> str:
-        """The shape of `t` with the row's one axis kept as 1 (a keepdim reduction's output)."""
-        return f"{t}.shape[:{self.first}] + (1,) + {t}.shape[{self.first + 1}:]"
+    def reduced_shape(self, t: str, keepdim: bool) -> str:
+        """The shape of `t` with the row's one axis kept as 1 (keepdim) or left out."""
+        return f"{t}.shape[:{self.first}] + {'(1,) + ' if keepdim else ''}{t}.shape[{self.first + 1}:]"
 
 
 @dataclass
@@ -82,6 +82,7 @@ class RowOp:
     rows: Rows
     attr: str = ""  # the norm layer's attribute
     kwargs: dict[str, Any] = field(default_factory=dict)
+    keepdim: bool = True  # a reduction's: the axis kept as 1, or left out (the rank one less)
 
     @property
     def reduces(self) -> bool:
@@ -137,11 +138,13 @@ def row_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: 
     if set(keywords) - {"dim", "keepdim"} or len(args) > (3 if name in REDUCTIONS else 2):
         raise NotElementwise(f"{where}: arguments other than dim and keepdim are not translated")
     axis = _axis(keywords.get("dim", args[1] if len(args) > 1 else None), rank, where)
+    keepdim = True
     if name in REDUCTIONS:
-        keep = keywords.get("keepdim", args[2] if len(args) > 2 else None)
-        if not (isinstance(keep, ast.Constant) and keep.value is True):
-            raise NotElementwise(f"{where}: a reduction without keepdim=True changes the rank")
-    return RowOp(name, args[0], Rows(axis, axis, rank))
+        keep = keywords.get("keepdim", args[2] if len(args) > 2 else ast.Constant(False))
+        if not (isinstance(keep, ast.Constant) and isinstance(keep.value, bool)):
+            raise NotElementwise(f"{where}: keepdim must be True or False as written")
+        keepdim = keep.value
+    return RowOp(name, args[0], Rows(axis, axis, rank), keepdim=keepdim)
 
 
 def _named(plan: _Plan, base: str, value: str) -> str:

@@ -26,7 +26,7 @@ What it translates (anything else is left to other teachers: `failures` says why
   leaky_relu, hardtanh, relu6, softplus, sigmoid, tanh, hardsigmoid, hardswish, clamp, exp, log,
   sqrt, rsqrt, abs, sin, cos, neg), and view-free no-ops (`contiguous`, `clone`, dropout in eval);
 - row operations, each a statement of its own (elementwise_rows.py): softmax / log_softmax along
-  an axis, logsumexp / sum / mean / amax / amin along an axis with keepdim=True, LayerNorm,
+  an axis, logsumexp / sum / mean / amax / amin along an axis (keepdim or not), LayerNorm,
   GroupNorm and InstanceNorm layers. The kernel then runs one program per row and the
   statements around the operation apply to the row; where the row changes (another axis, or
   one value per row after a reduction) the kernel stores its tensor and the next kernel reads it:
@@ -49,7 +49,7 @@ from typing import Any
 
 from autotriton.distillation.elementwise_ops import (_BATCH_NORM, _LAYERS, _RESERVED, NotElementwise, _arguments,
                                                     _dotted, _expr, _kernel_name, _Operand, _Plan, _tensor)
-from autotriton.distillation.elementwise_rows import Rows, norm_layer, row_op, row_value
+from autotriton.distillation.elementwise_rows import Rows, RowOp, norm_layer, row_op, row_value
 from autotriton.distillation.inductor_convert import HEADER
 from autotriton.distillation.inductor_module import ConversionError, reference_model
 from autotriton.distillation.teacher import TeacherSpec
@@ -117,13 +117,14 @@ def translate(source: str) -> str:
             value = row_value(op, operand, stage.plan)
         if target is None:
             stage.result = value
-            stage.reduces = op is not None and op.reduces
+            stage.reduction = op if op is not None and op.reduces else None
             break
         rename.setdefault(target, target + "_v" if target in _RESERVED else target)
         stage.plan.lines.append(f"{rename[target]} = {value}")
         if op is not None and op.reduces:
             # one value per row from here on: this kernel stores it, the next reads that tensor
-            stage.reduces = True
+            stage.reduction = op
+            rank -= 0 if op.keepdim else 1
             rename = _close(stages, rename[target], target, rename[target], catalogue)
     if len(stages) > 1 and not stages[-1].plan.ops and stages[-1].result == stages[-1].var:
         stages.pop()  # the return reads what the kernel before stored
@@ -137,13 +138,13 @@ def translate(source: str) -> str:
 @dataclass
 class _Stage:
     """One kernel: its plan, the host tensor it reads, the row it works on (None: flat blocks),
-    whether it ends in a keepdim reduction (one value per row) and the value it stores."""
+    the reduction it ends in, if any (one value per row) and the value it stores."""
 
     plan: _Plan
     source: str  # the host tensor
     var: str  # its name in the kernel
     rows: Rows | None = None
-    reduces: bool = False
+    reduction: RowOp | None = None  # the reduction it ends in (one value per row stored)
     result: str = ""
 
 
@@ -226,7 +227,7 @@ def _read_init(init: ast.FunctionDef, plan: _Plan) -> dict[str, str]:
 def _render(source: str, plan: _Plan, rename: dict[str, str], result: str) -> str:
     """One flat kernel over every element (forward without row operations)."""
     first = plan.inputs[0]
-    kernel, name, host = _kernel(plan, rename[first], first, "out", result, None, False, _kernel_name(plan.ops))
+    kernel, name, host = _kernel(plan, rename[first], first, "out", result, None, None, _kernel_name(plan.ops))
     forward_lines = [f"{n} = {n}.contiguous()" for n in plan.inputs] + host + ["return out"]
     return _module(source, [kernel], [name], forward_lines)
 
@@ -238,14 +239,14 @@ def _render_stages(source: str, stages: list[_Stage], inputs: list[str]) -> str:
         out = stages[i + 1].source if i + 1 < len(stages) else "out"
         name = _kernel_name(stage.plan.ops)
         name = name if name not in names else name.replace("_kernel", f"_{i + 1}_kernel")
-        kernel, name, host = _kernel(stage.plan, stage.var, stage.source, out, stage.result, stage.rows, stage.reduces, name)
+        kernel, name, host = _kernel(stage.plan, stage.var, stage.source, out, stage.result, stage.rows, stage.reduction, name)
         kernels.append(kernel)
         names.append(name)
         forward_lines += host
     return _module(source, kernels, names, forward_lines + ["return out"])
 
 
-def _kernel(plan: _Plan, x: str, first: str, out: str, result: str, rows: Rows | None, reduces: bool,
+def _kernel(plan: _Plan, x: str, first: str, out: str, result: str, rows: Rows | None, reduction: RowOp | None,
             kernel: str) -> tuple[str, str, list[str]]:
     """(kernel source, its name, the host statements that allocate `out` and launch it) for a
     kernel reading host tensor `first` as `x`: flat blocks of every element, or one row a program."""
@@ -297,11 +298,11 @@ def _kernel(plan: _Plan, x: str, first: str, out: str, result: str, rows: Rows |
                 f"{kernel}[grid]({', '.join(host_args)}, BLOCK_SIZE={BLOCK_SIZE})"]
         return "\n".join(lines), kernel, host
     # one program per row: its n_cols elements, col_stride apart, loaded whole
-    store = f"    tl.store(out_ptr + row, {result})" if reduces else f"    tl.store(out_ptr + offsets, {result}, mask=mask)"
+    store = f"    tl.store(out_ptr + row, {result})" if reduction else f"    tl.store(out_ptr + offsets, {result}, mask=mask)"
     lines = head + ["    row = tl.program_id(0)", "    cols = tl.arange(0, BLOCK_SIZE)", "    mask = cols < n_cols",
                     "    offsets = (row // col_stride) * n_cols * col_stride + row % col_stride + cols * col_stride",
                     *body, store]
-    alloc = f"{first}.new_empty({rows.reduced_shape(first)})" if reduces else f"torch.empty_like({first})"
+    alloc = f"{first}.new_empty({rows.reduced_shape(first, reduction.keepdim)})" if reduction else f"torch.empty_like({first})"
     host = [f"{out} = {alloc}", *rows.host(first), *host_sizes, f"n_rows = {first}.numel() // n_cols",
             "BLOCK_SIZE = triton.next_power_of_2(n_cols)",
             f"{kernel}[(n_rows,)]({', '.join(host_args)}, BLOCK_SIZE=BLOCK_SIZE)"]
@@ -353,5 +354,5 @@ class ElementwiseTeacher:
         return out
 
 
-TEACHER = TeacherSpec(name="elementwise", description="readable kernels for elementwise forwards, softmax, keepdim reductions and norms, no GPU needed",
+TEACHER = TeacherSpec(name="elementwise", description="readable kernels for elementwise forwards, softmax, reductions along an axis and norms, no GPU needed",
                       build=ElementwiseTeacher)

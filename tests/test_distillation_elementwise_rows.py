@@ -54,6 +54,9 @@ LAYER_NORM_LSE = _problem("        self.norm = nn.LayerNorm([5, 3], eps=1e-4)",
 INSTANCE_NORM = _problem("        self.norm = nn.InstanceNorm2d(channels, affine=True)",
                          "        h = self.norm(x)\n        h = h.amax(dim=3, keepdim=True)\n        return h.log_softmax(dim=2)")
 SOFTMAX_LAYER = _problem("        self.softmax = nn.Softmax(dim=-1)", "        x = self.softmax(x * 3)\n        return x - self.bias")
+# a mean that leaves its axis out, then a softmax and a sum along the last axis of the rank-2 result (one row kernel)
+DROPPED_AXIS = _problem("", "        x = torch.mean(x * 2, dim=1)\n        x = x.softmax(dim=-1)\n        return torch.sum(x, 1)",
+                        shape="4, 6, 7")
 LAST_AXIS_MEAN = _problem("", "        x = torch.relu(x)\n        return torch.mean(x, dim=2, keepdim=True)", shape="4, 6, 37")
 
 
@@ -81,7 +84,7 @@ def test_a_softmax_between_elementwise_statements_is_one_row_kernel(pool):
     assert verdict.status == "correct" and verdict.rule_ok, (verdict.error, verdict.violations)
 
 
-@pytest.mark.parametrize("source, kernels", [(GROUP_NORM_SUM, 3), (LAYER_NORM_LSE, 2), (INSTANCE_NORM, 3), (LAST_AXIS_MEAN, 1), (SOFTMAX_LAYER, 1)])
+@pytest.mark.parametrize("source, kernels", [(GROUP_NORM_SUM, 3), (LAYER_NORM_LSE, 2), (INSTANCE_NORM, 3), (LAST_AXIS_MEAN, 1), (SOFTMAX_LAYER, 1), (DROPPED_AXIS, 2)])
 def test_norms_and_keepdim_reductions_chain_kernels_where_the_row_changes(pool, source, kernels):
     """GroupNorm's rows (a group of channels, the axes after) differ from the sum's (axis 1): the
     sum reads the normalised tensor the first kernel stored, and its one value per row is what the
