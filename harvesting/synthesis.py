@@ -259,13 +259,16 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     shrunk: dict[str, int] = {}  # shrunk defaults: name -> the default
     last_needed = -1
     usages = usages or {}
+    demanded = _one_of_given(init_fn)
     for i, p in enumerate(params):
         guess = None
         usage = usages.get(p.name)
         # a None default the code asserts is not None, or calls in __init__ (`subnet_constructor:
-        # Callable = None`, then `subnet_constructor(c_in, c_out)`: FrEIA's coupling blocks), is required
+        # Callable = None`, then `subnet_constructor(c_in, c_out)`: FrEIA's coupling blocks), or
+        # raises without (_one_of_given), is required
         if p.default is None or (p.default == "None" and usage is not None
-                                 and (usage.required or module_usage(init_fn, p.name) == "called")):
+                                 and (usage.required or module_usage(init_fn, p.name) == "called")) \
+                or (p.default == "None" and p.name in demanded):
             built = _dataclass_argument(classes, p.annotation, D)
             if built is not None:  # `config: MambaConfig`: the file's own dataclass, built
                 codes.append(built[0])
@@ -429,6 +432,21 @@ def _asserted_given(forward: ast.FunctionDef, functions: dict[str, ast.FunctionD
             name = missing(stmt.test)
             if name:
                 out.add(name)
+    return out
+
+
+def _one_of_given(init: ast.FunctionDef | None) -> set[str]:
+    """Parameters __init__ refuses to go without: `if input_shape is None and input_size is None:
+    raise ...` (SpeechBrain's layers take either) asks for one of them, the one that is not a shape
+    (a width is guessed surely, a shape must match the input); `if w is None: raise`, for `w`."""
+    out: set[str] = set()
+    for stmt in init.body if init is not None else []:
+        if not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise)):
+            continue
+        parts = stmt.test.values if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And) else [stmt.test]
+        names = [_none_compared(part, ast.Is) for part in parts]
+        if names and all(names):
+            out.add(next((n for n in names if "shape" not in n.lower()), names[-1]))
     return out
 
 
