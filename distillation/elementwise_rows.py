@@ -1,7 +1,7 @@
 """Row operations of the elementwise teacher: what reads a whole row of the tensor at once.
 
-softmax / log_softmax along one axis, logsumexp / sum / mean / amax / amin along one axis (the
-axis kept as 1 with keepdim=True, or left out), and the layers of `__init__` that are these (nn.Softmax, nn.LogSoftmax) or norms (LayerNorm over its trailing axes, GroupNorm over
+softmax / log_softmax along one axis, logsumexp / sum / mean / amax / amin along one axis or
+adjacent ones (`dim=(2, 3)`; kept as 1 with keepdim=True, or left out), and the layers of `__init__` that are these (nn.Softmax, nn.LogSoftmax) or norms (LayerNorm over its trailing axes, GroupNorm over
 a group of channels and the axes after them, InstanceNorm over the axes after the channel).
 Each is a reduction over a block of axes, so a kernel for it runs one program per row: the row's
 elements are `n_cols` values `col_stride` apart, loaded whole in one block (`cols`), and the
@@ -71,8 +71,10 @@ class Rows:
         return [f"n_cols = {n_cols}", f"col_stride = {stride}"]
 
     def reduced_shape(self, t: str, keepdim: bool) -> str:
-        """The shape of `t` with the row's one axis kept as 1 (keepdim) or left out."""
-        return f"{t}.shape[:{self.first}] + {'(1,) + ' if keepdim else ''}{t}.shape[{self.first + 1}:]"
+        """The shape of `t` with the row's axes kept as 1 (keepdim) or left out."""
+        k = self.last - self.first + 1
+        ones = "(" + ", ".join(["1"] * k) + ("," if k == 1 else "") + ") + " if keepdim else ""
+        return f"{t}.shape[:{self.first}] + {ones}{t}.shape[{self.last + 1}:]"
 
 
 @dataclass
@@ -90,17 +92,28 @@ class RowOp:
 
 
 def _axis(node: ast.expr | None, rank: int, where: str) -> int:
+    first, last = _axes(node, rank, where, several=False)
+    return first
+
+
+def _axes(node: ast.expr | None, rank: int, where: str, several: bool = True) -> tuple[int, int]:
+    """(first, last) of the literal axis, or of a literal tuple of adjacent axes (`dim=(2, 3)`)."""
     try:
-        axis = ast.literal_eval(node) if node is not None else None
+        value = ast.literal_eval(node) if node is not None else None
     except ValueError:
-        axis = None
-    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
-        raise NotElementwise(f"{where}: dim must be one literal axis of the rank-{rank} input")
-    return axis % rank
+        value = None
+    axes = list(value) if several and isinstance(value, (tuple, list)) and value else [value]
+    if not all(isinstance(a, int) and not isinstance(a, bool) and -rank <= a < rank for a in axes):
+        raise NotElementwise(f"{where}: dim must be literal axes of the rank-{rank} input")
+    axes = sorted({a % rank for a in axes})
+    if axes != list(range(axes[0], axes[-1] + 1)) or len(axes) != len(value if isinstance(value, (tuple, list)) else [value]):
+        raise NotElementwise(f"{where}: the axes are not adjacent")
+    return axes[0], axes[-1]
 
 
 def row_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: int) -> RowOp | None:
-    """The row operation `node` is (a norm layer call, softmax, a keepdim reduction), or None."""
+    """The row operation `node` is (a norm or softmax layer's call, softmax, a reduction along
+    one axis or adjacent ones), or None."""
     if not isinstance(node, ast.Call):
         return None
     func, where = node.func, f"`{ast.unparse(node)}`"
@@ -137,14 +150,14 @@ def row_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: 
     keywords = {k.arg: k.value for k in node.keywords}
     if set(keywords) - {"dim", "keepdim"} or len(args) > (3 if name in REDUCTIONS else 2):
         raise NotElementwise(f"{where}: arguments other than dim and keepdim are not translated")
-    axis = _axis(keywords.get("dim", args[1] if len(args) > 1 else None), rank, where)
+    first, last = _axes(keywords.get("dim", args[1] if len(args) > 1 else None), rank, where, several=name in REDUCTIONS)
     keepdim = True
     if name in REDUCTIONS:
         keep = keywords.get("keepdim", args[2] if len(args) > 2 else ast.Constant(False))
         if not (isinstance(keep, ast.Constant) and isinstance(keep.value, bool)):
             raise NotElementwise(f"{where}: keepdim must be True or False as written")
         keepdim = keep.value
-    return RowOp(name, args[0], Rows(axis, axis, rank), keepdim=keepdim)
+    return RowOp(name, args[0], Rows(first, last, rank), keepdim=keepdim)
 
 
 def _named(plan: _Plan, base: str, value: str) -> str:

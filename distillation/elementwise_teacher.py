@@ -124,7 +124,7 @@ def translate(source: str) -> str:
         if op is not None and op.reduces:
             # one value per row from here on: this kernel stores it, the next reads that tensor
             stage.reduction = op
-            rank -= 0 if op.keepdim else 1
+            rank -= 0 if op.keepdim else op.rows.last - op.rows.first + 1
             rename = _close(stages, rename[target], target, rename[target], catalogue)
     if len(stages) > 1 and not stages[-1].plan.ops and stages[-1].result == stages[-1].var:
         stages.pop()  # the return reads what the kernel before stored

@@ -54,9 +54,11 @@ LAYER_NORM_LSE = _problem("        self.norm = nn.LayerNorm([5, 3], eps=1e-4)",
 INSTANCE_NORM = _problem("        self.norm = nn.InstanceNorm2d(channels, affine=True)",
                          "        h = self.norm(x)\n        h = h.amax(dim=3, keepdim=True)\n        return h.log_softmax(dim=2)")
 SOFTMAX_LAYER = _problem("        self.softmax = nn.Softmax(dim=-1)", "        x = self.softmax(x * 3)\n        return x - self.bias")
-# a mean that leaves its axis out, then a softmax and a sum along the last axis of the rank-2 result (one row kernel)
-DROPPED_AXIS = _problem("", "        x = torch.mean(x * 2, dim=1)\n        x = x.softmax(dim=-1)\n        return torch.sum(x, 1)",
+# a mean that leaves its axis out, then a softmax and a maximum along the last axis of the rank-2 result (one row kernel)
+DROPPED_AXIS = _problem("", "        x = torch.mean(x * 2, dim=1)\n        x = x.softmax(dim=-1)\n        return torch.amax(x, 1)",
                         shape="4, 6, 7")
+# global average pooling over (H, W), kept as 1 x 1, then a per-channel bias and a softmax over the channels
+SPATIAL_MEAN = _problem("", "        x = x.mean(dim=(2, 3), keepdim=True)\n        x = x + self.bias\n        return torch.softmax(x, dim=1)")
 LAST_AXIS_MEAN = _problem("", "        x = torch.relu(x)\n        return torch.mean(x, dim=2, keepdim=True)", shape="4, 6, 37")
 
 
@@ -84,7 +86,7 @@ def test_a_softmax_between_elementwise_statements_is_one_row_kernel(pool):
     assert verdict.status == "correct" and verdict.rule_ok, (verdict.error, verdict.violations)
 
 
-@pytest.mark.parametrize("source, kernels", [(GROUP_NORM_SUM, 3), (LAYER_NORM_LSE, 2), (INSTANCE_NORM, 3), (LAST_AXIS_MEAN, 1), (SOFTMAX_LAYER, 1), (DROPPED_AXIS, 2)])
+@pytest.mark.parametrize("source, kernels", [(GROUP_NORM_SUM, 3), (LAYER_NORM_LSE, 2), (INSTANCE_NORM, 3), (LAST_AXIS_MEAN, 1), (SOFTMAX_LAYER, 1), (DROPPED_AXIS, 2), (SPATIAL_MEAN, 2)])
 def test_norms_and_keepdim_reductions_chain_kernels_where_the_row_changes(pool, source, kernels):
     """GroupNorm's rows (a group of channels, the axes after) differ from the sum's (axis 1): the
     sum reads the normalised tensor the first kernel stored, and its one value per row is what the
@@ -108,7 +110,8 @@ def test_norm_parameters_load_per_channel_or_over_the_normalised_axes():
 
 @pytest.mark.parametrize("forward, why", [
     ("        y = self.norm(x)\n        z = torch.sum(y, dim=1, keepdim=True)\n        return z + y", "`y` is not a tensor"),
-    ("        return torch.softmax(x, dim=4)", "dim must be one literal axis"),
+    ("        return torch.softmax(x, dim=4)", "dim must be literal axes"),
+    ("        return torch.sum(x, dim=(1, 3))", "not adjacent"),
     ("        return torch.softmax(x, dim=1, dtype=torch.float64)", "arguments other than dim"),
     ("        return self.norm(x, 2)", "more than its input"),
 ])
