@@ -418,8 +418,13 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
     if helpers:
         lines.append("Helper @triton.jit functions the kernels call: " + ", ".join(f"`{h}`" for h in helpers) + ".")
     covered: set[str] = set()
+    # Kernels whose names are nothing but the ops they compute (the elementwise teacher's
+    # `add_group_norm_kernel`, `sum_kernel`) are taken at their names: the sum kernel's index
+    # arithmetic (`+`) does not make it an add. Otherwise (Inductor's `fused_reduce_kernel`,
+    # `silu_reduce_kernel` computing half a softmax) a kernel's features count too.
+    by_name = bool(launched) and all(_spelled_by_ops(k.name, ops) for k in launched)
     for i, k in enumerate(launched, start=1):
-        fused = [op for op in ops if _OP_FEATURES.get(op, set()) & k.features or _names_op(k.name, op)]
+        fused = [op for op in ops if _names_op(k.name, op) or (not by_name and _OP_FEATURES.get(op, set()) & k.features)]
         if count == 1:
             fused = ops  # one kernel does all of forward's computation
         covered.update(fused)
@@ -451,6 +456,22 @@ def describe_problem(problem_source: str, candidate_code: str | None = None, tra
     lines.append("Each kernel masks out-of-range lanes so sizes need not be multiples of the block sizes; "
                  "ModelNew.forward only allocates outputs with torch.empty and launches the kernels.")
     return instruction, "\n".join(lines)
+
+
+def _spelled_by_ops(kernel_name: str, ops: list[str]) -> bool:
+    """Whether `kernel_name` is `<op>_<op>..._kernel` (a number may end the ops) with every word
+    one of `ops`' words, in runs that make whole ops: `add_group_norm_2_kernel`, not
+    `native_group_norm_reduce_kernel`."""
+    words = kernel_name.lower().split("_")
+    if len(words) < 2 or words[-1] != "kernel":
+        return False
+    words = words[:-2] if len(words) > 2 and words[-2].isdigit() else words[:-1]
+    spelled = [op.lower().split("_") for op in ops]
+    reach = {0}  # word positions a run of whole ops reaches
+    for i in range(len(words) + 1):
+        if i in reach:
+            reach |= {i + len(w) for w in spelled if words[i:i + len(w)] == w}
+    return bool(words) and len(words) in reach
 
 
 def _names_op(kernel_name: str, op: str) -> bool:

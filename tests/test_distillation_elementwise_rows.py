@@ -119,3 +119,15 @@ def test_what_the_rows_cannot_carry_is_refused_with_the_reason(forward, why):
     """Only the tensor a kernel stores crosses to the next: `y` from before the sum is gone."""
     with pytest.raises(NotElementwise, match=why):
         translate(_problem("        self.norm = nn.GroupNorm(3, channels)", forward))
+
+
+def test_the_plan_says_which_kernel_computes_which_operation():
+    """The pair's reasoning names each kernel's own operations: the sum kernel's tl.sum and its
+    index arithmetic's `+` made it claim the group norm kernel's add and the other way round."""
+    from autotriton.describe import describe_problem
+
+    _, reasoning = describe_problem(GROUP_NORM_SUM, translate(GROUP_NORM_SUM))
+    plan = [line for line in reasoning.splitlines() if line[:3] in ("1. ", "2. ", "3. ")]
+    assert plan[0].startswith("1. `add_group_norm_kernel` computes add + group_norm fused in one pass;"), plan
+    assert plan[1].startswith("2. `sum_kernel` computes sum;"), plan
+    assert plan[2].startswith("3. `mul_add_log_kernel` computes add + mul + log fused in one pass;"), plan
