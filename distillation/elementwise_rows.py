@@ -25,16 +25,27 @@ from autotriton.distillation.elementwise_ops import (_FUNCTION_PREFIXES, NotElem
 REDUCTIONS = {"sum", "mean", "amax", "amin", "logsumexp"}
 SHAPE_KEEPING = {"softmax", "log_softmax"}
 NORMS = {"layer_norm", "group_norm", "instance_norm"}
+POOLS = {"max_pool", "avg_pool"}
 _LAYER_NORM = [("normalized_shape", None), ("eps", 1e-5), ("elementwise_affine", True), ("bias", True)]
 _GROUP_NORM = [("num_groups", None), ("num_channels", None), ("eps", 1e-5), ("affine", True)]
 _INSTANCE_NORM = [("num_features", None), ("eps", 1e-5), ("momentum", 0.1), ("affine", False), ("track_running_stats", False)]
 
 
+_POOL = [("kernel_size", None), ("stride", None), ("padding", 0)]
+
+
 def norm_layer(called: str, value: ast.Call) -> tuple[str, dict[str, Any]] | None:
-    """(kind, arguments) of a norm layer __init__ builds (`nn.LayerNorm(features)`), else None."""
+    """(kind, arguments) of a norm, softmax or 2-D pooling layer __init__ builds
+    (`nn.LayerNorm(features)`, `nn.MaxPool2d(kernel_size=2)`), else None."""
     last, root = called.rsplit(".", 1)[-1], called.split(".")[0]
     if root not in ("nn", "torch"):
         return None
+    if last in ("MaxPool2d", "AvgPool2d"):  # square windows, integers written out; no dilation or ceil_mode
+        kwargs = _arguments(value, _POOL, skip=0)
+        if not all(isinstance(kwargs[k], int) or (k == "stride" and kwargs[k] is None) for k in ("kernel_size", "stride", "padding")):
+            raise NotElementwise(f"`{ast.unparse(value)}`: a window given as a tuple")
+        kwargs["stride"] = kwargs["stride"] or kwargs["kernel_size"]
+        return ("max_pool" if last == "MaxPool2d" else "avg_pool"), kwargs
     if last == "LayerNorm":
         kwargs = _arguments(value, _LAYER_NORM, skip=0, as_written=("normalized_shape",))
         node = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "normalized_shape"), None)
@@ -158,6 +169,36 @@ def row_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: 
             raise NotElementwise(f"{where}: keepdim must be True or False as written")
         keepdim = keep.value
     return RowOp(name, args[0], Rows(first, last, rank), keepdim=keepdim)
+
+
+def pool_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: int) -> tuple[str, ast.expr, dict[str, Any]] | None:
+    """(kind, the tensor it reads, its window) for a call of a pooling layer of __init__, else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+            and layers.get(func.attr, ("",))[0] in POOLS):
+        return None
+    if len(node.args) != 1 or node.keywords or rank != 4:
+        raise NotElementwise(f"`{ast.unparse(node)}`: a 2-D pooling layer reads one (B, C, H, W) input")
+    kind, kwargs = layers[func.attr]
+    return kind, node.args[0], kwargs
+
+
+def pool_lines(kind: str, window: dict[str, Any], x: str, target: str) -> list[str]:
+    """Kernel statements computing `target`, the pooled value of each output element (`offsets`
+    over the output) from input `x` (`x_ptr`, planes of in_h x in_w): the window's loads, masked
+    where they fall outside the input."""
+    k, s, p = window["kernel_size"], window["stride"], window["padding"]
+    other = '-float("inf")' if kind == "max_pool" else "0.0"
+    start = f"tl.full([BLOCK_SIZE], {other}, tl.float32)"
+    load = f"tl.load({x}_ptr + (plane * in_h + ih) * in_w + iw, mask=inside, other={other})"
+    step = f"tl.maximum({target}, {load})" if kind == "max_pool" else f"{target} + {load}"
+    lines = ["ow = offsets % out_w", "oh = (offsets // out_w) % out_h", "plane = offsets // (out_w * out_h)",
+             f"{target} = {start}", f"for kh in tl.static_range({k}):", f"    for kw in tl.static_range({k}):",
+             f"        ih = oh * {s} + kh" + (f" - {p}" if p else ""), f"        iw = ow * {s} + kw" + (f" - {p}" if p else ""),
+             "        inside = mask & (ih >= 0) & (ih < in_h) & (iw >= 0) & (iw < in_w)", f"        {target} = {step}"]
+    if kind == "avg_pool":
+        lines.append(f"{target} = {target} / {float(k * k)!r}")
+    return lines
 
 
 def _named(plan: _Plan, base: str, value: str) -> str:

@@ -25,6 +25,8 @@ What it translates (anything else is left to other teachers: `failures` says why
   numbers; torch / F / tensor-method activations and math (relu, gelu, silu, mish, elu, selu,
   leaky_relu, hardtanh, relu6, softplus, sigmoid, tanh, hardsigmoid, hardswish, clamp, exp, log,
   sqrt, rsqrt, abs, sin, cos, neg), and view-free no-ops (`contiguous`, `clone`, dropout in eval);
+- 2-D pooling layers (nn.MaxPool2d / nn.AvgPool2d with square integer windows): a kernel over the
+  pooled output, each element loading its window; the statements after it go on in that kernel;
 - row operations, each a statement of its own (elementwise_rows.py): softmax / log_softmax along
   an axis, logsumexp / sum / mean / amax / amin along an axis (keepdim or not), LayerNorm,
   GroupNorm and InstanceNorm layers. The kernel then runs one program per row and the
@@ -49,7 +51,7 @@ from typing import Any
 
 from autotriton.distillation.elementwise_ops import (_BATCH_NORM, _LAYERS, _RESERVED, NotElementwise, _arguments,
                                                     _dotted, _expr, _kernel_name, _Operand, _Plan, _tensor)
-from autotriton.distillation.elementwise_rows import Rows, RowOp, norm_layer, row_op, row_value
+from autotriton.distillation.elementwise_rows import Rows, RowOp, norm_layer, pool_lines, pool_op, row_op, row_value
 from autotriton.distillation.inductor_convert import HEADER
 from autotriton.distillation.inductor_module import ConversionError, reference_model
 from autotriton.distillation.teacher import TeacherSpec
@@ -98,16 +100,23 @@ def translate(source: str) -> str:
         else:
             raise NotElementwise(f"line {stmt.lineno}: only assignments to a name are translated")
         stage = stages[-1]
+        pool = pool_op(stmt.value, catalogue.layers, rank)
+        if pool is not None:
+            rename = _pool(stages, pool, target, rename, attributes, catalogue)
+            if target is None:
+                break
+            continue
         op = row_op(stmt.value, catalogue.layers, rank)
         if op is None:
-            inner = next((n for n in ast.walk(stmt.value) if row_op(n, catalogue.layers, rank) is not None), None)
+            inner = next((n for n in ast.walk(stmt.value) if row_op(n, catalogue.layers, rank) is not None
+                          or pool_op(n, catalogue.layers, rank) is not None), None)
             if inner is not None:
                 raise NotElementwise(f"line {stmt.lineno}: `{ast.unparse(inner)}` inside an expression "
                                      "(a row operation is translated as a statement of its own)")
             value = _expr(stmt.value, stage.plan, rename, attributes)  # before the name exists: `y = y + 1` with no y is refused
         else:
             operand = _expr(op.arg, stage.plan, rename, attributes)  # `self.norm(x + self.bias)`: x + bias first
-            if stage.rows is not None and stage.rows != op.rows:
+            if (stage.rows is not None and stage.rows != op.rows) or stage.window is not None:
                 # another row: this kernel ends storing what the operation reads, the next reads that
                 name = op.arg.id if isinstance(op.arg, ast.Name) else (target or "x")
                 var = rename.get(name) or (name + "_v" if name in _RESERVED else name)
@@ -130,7 +139,7 @@ def translate(source: str) -> str:
         stages.pop()  # the return reads what the kernel before stored
     if not any(stage.plan.ops for stage in stages):
         raise NotElementwise("forward computes nothing")
-    if len(stages) == 1 and stages[0].rows is None:
+    if len(stages) == 1 and stages[0].rows is None and stages[0].window is None:
         return _render(source, stages[0].plan, rename, stages[0].result)
     return _render_stages(source, stages, list(input_names))
 
@@ -145,7 +154,34 @@ class _Stage:
     var: str  # its name in the kernel
     rows: Rows | None = None
     reduction: RowOp | None = None  # the reduction it ends in (one value per row stored)
+    window: tuple[str, dict[str, Any]] | None = None  # a 2-D pooling layer's (kind, window): it starts the kernel
     result: str = ""
+
+
+def _pool(stages: list[_Stage], pool: tuple[str, ast.expr, dict[str, Any]], target: str | None,
+          rename: dict[str, str], attributes: dict[str, str], catalogue: _Plan) -> dict[str, str]:
+    """A 2-D pooling layer starts a kernel over the pooled output: each element loads its window
+    of the tensor the kernel before stored (or forward's input); statements after it go on in
+    the same kernel. Returns the rename table from there on."""
+    kind, arg, window = pool
+    stage = stages[-1]
+    operand = _expr(arg, stage.plan, rename, attributes)
+    if stage.plan.lines or stage.rows is not None or stage.window is not None:
+        name = arg.id if isinstance(arg, ast.Name) else (target or "x")
+        var = rename.get(name) or (name + "_v" if name in _RESERVED else name)
+        rename = _close(stages, operand, name, var, catalogue)
+        stage = stages[-1]
+    elif operand != stage.var:
+        raise NotElementwise(f"`{ast.unparse(arg)}`: a pooling layer reading another input than the first")
+    stage.plan.operands = {k: v for k, v in stage.plan.operands.items() if v.shape is not None or v.channels_of}
+    stage.window = (kind, window)
+    name = target or "pooled"
+    out = rename.setdefault(name, name + "_v" if name in _RESERVED else name)
+    stage.plan.lines.extend(pool_lines(kind, window, stage.var, out))
+    stage.plan.ops.append(kind)
+    if target is None:
+        stage.result = out
+    return rename
 
 
 def _stage_plan(catalogue: _Plan, inputs: list[str]) -> _Plan:
@@ -227,7 +263,7 @@ def _read_init(init: ast.FunctionDef, plan: _Plan) -> dict[str, str]:
 def _render(source: str, plan: _Plan, rename: dict[str, str], result: str) -> str:
     """One flat kernel over every element (forward without row operations)."""
     first = plan.inputs[0]
-    kernel, name, host = _kernel(plan, rename[first], first, "out", result, None, None, _kernel_name(plan.ops))
+    kernel, name, host = _kernel(_Stage(plan, first, rename[first], result=result), "out", _kernel_name(plan.ops))
     forward_lines = [f"{n} = {n}.contiguous()" for n in plan.inputs] + host + ["return out"]
     return _module(source, [kernel], [name], forward_lines)
 
@@ -239,25 +275,28 @@ def _render_stages(source: str, stages: list[_Stage], inputs: list[str]) -> str:
         out = stages[i + 1].source if i + 1 < len(stages) else "out"
         name = _kernel_name(stage.plan.ops)
         name = name if name not in names else name.replace("_kernel", f"_{i + 1}_kernel")
-        kernel, name, host = _kernel(stage.plan, stage.var, stage.source, out, stage.result, stage.rows, stage.reduction, name)
+        kernel, name, host = _kernel(stage, out, name)
         kernels.append(kernel)
         names.append(name)
         forward_lines += host
     return _module(source, kernels, names, forward_lines + ["return out"])
 
 
-def _kernel(plan: _Plan, x: str, first: str, out: str, result: str, rows: Rows | None, reduction: RowOp | None,
-            kernel: str) -> tuple[str, str, list[str]]:
-    """(kernel source, its name, the host statements that allocate `out` and launch it) for a
-    kernel reading host tensor `first` as `x`: flat blocks of every element, or one row a program."""
+def _kernel(stage: _Stage, out: str, kernel: str) -> tuple[str, str, list[str]]:
+    """(kernel source, its name, the host statements that allocate `out` and launch it) for the
+    stage's kernel reading host tensor `first` as `x`: flat blocks of every element, one row a
+    program, or flat blocks of the pooled output each loading its window."""
+    plan, x, first, result, rows, reduction = stage.plan, stage.var, stage.source, stage.result, stage.rows, stage.reduction
+    ref = out if stage.window else first  # the tensor whose elements `offsets` numbers
     text = "\n".join(plan.lines + [result])
     operands = [op for op in plan.operands.values() if re.search(rf"\b{re.escape(op.name)}\b", text)]
     scalars = [(attr, arg) for attr, arg in plan.scalars.items() if re.search(rf"\b{re.escape(arg)}\b", text)]
     geometry = ["n_elements"] if rows is None else ["n_cols", "col_stride"]
+    geometry += ["in_h", "in_w", "out_h", "out_w"] if stage.window else []
     params = [f"{x}_ptr"] + [f"{op.name}_ptr" for op in operands] + ["out_ptr", *geometry]
     host_args = [first] + [op.host for op in operands] + [out, *geometry]
     other = "" if rows is None else ", other=0.0"
-    loads = [f"    {x} = tl.load({x}_ptr + offsets, mask=mask{other})"]
+    loads = [] if stage.window else [f"    {x} = tl.load({x}_ptr + offsets, mask=mask{other})"]
     host_sizes: list[str] = []
     for op in operands:
         if op.channels_of:  # axis 1 of the input: one statistic per channel
@@ -266,7 +305,7 @@ def _kernel(plan: _Plan, x: str, first: str, out: str, result: str, rows: Rows |
             if size not in params:
                 params += [size, inner]
                 host_args += [size, inner]
-                host_sizes += [f"{size} = {first}.shape[1]", f"{inner} = {first}.numel() // ({first}.shape[0] * {first}.shape[1])"]
+                host_sizes += [f"{size} = {ref}.shape[1]", f"{inner} = {ref}.numel() // ({ref}.shape[0] * {ref}.shape[1])"]
             continue
         if op.shape is None:
             loads.append(f"    {op.name} = tl.load({op.name}_ptr + offsets, mask=mask)")
@@ -284,7 +323,7 @@ def _kernel(plan: _Plan, x: str, first: str, out: str, result: str, rows: Rows |
             index = f"(offsets // {op.name}_inner) % {op.name}_size"
             params.append(f"{op.name}_inner")
             host_args.append(f"{op.name}_inner")
-            host_sizes.append(f"{op.name}_inner = " + " * ".join(f"{first}.shape[{-k}]" for k in range(trailing, 0, -1)))
+            host_sizes.append(f"{op.name}_inner = " + " * ".join(f"{ref}.shape[{-k}]" for k in range(trailing, 0, -1)))
         loads.append(f"    {op.name} = tl.load({op.name}_ptr + {index}, mask=mask)")
     params += [arg for _, arg in scalars]
     host_args += [f"self.{attr}" for attr, _ in scalars]
@@ -293,7 +332,14 @@ def _kernel(plan: _Plan, x: str, first: str, out: str, result: str, rows: Rows |
     if rows is None:
         lines = head + ["    pid = tl.program_id(0)", "    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
                         "    mask = offsets < n_elements", *body, f"    tl.store(out_ptr + offsets, {result}, mask=mask)"]
-        host = [f"{out} = torch.empty_like({first})", f"n_elements = {first}.numel()", *host_sizes,
+        alloc = [f"{out} = torch.empty_like({first})"]
+        if stage.window:
+            k, s, p = (stage.window[1][n] for n in ("kernel_size", "stride", "padding"))
+            pad = f" + {2 * p}" if p else ""
+            alloc = [f"in_h = {first}.shape[2]", f"in_w = {first}.shape[3]", f"out_h = (in_h{pad} - {k}) // {s} + 1",
+                     f"out_w = (in_w{pad} - {k}) // {s} + 1",
+                     f"{out} = {first}.new_empty(({first}.shape[0], {first}.shape[1], out_h, out_w))"]
+        host = [*alloc, f"n_elements = {ref}.numel()", *host_sizes,
                 f"grid = (triton.cdiv(n_elements, {BLOCK_SIZE}),)",
                 f"{kernel}[grid]({', '.join(host_args)}, BLOCK_SIZE={BLOCK_SIZE})"]
         return "\n".join(lines), kernel, host
@@ -354,5 +400,5 @@ class ElementwiseTeacher:
         return out
 
 
-TEACHER = TeacherSpec(name="elementwise", description="readable kernels for elementwise forwards, softmax, reductions along an axis and norms, no GPU needed",
+TEACHER = TeacherSpec(name="elementwise", description="readable kernels for elementwise forwards, softmax, reductions along an axis, norms and 2-D pooling, no GPU needed",
                       build=ElementwiseTeacher)

@@ -59,6 +59,12 @@ DROPPED_AXIS = _problem("", "        x = torch.mean(x * 2, dim=1)\n        x = x
                         shape="4, 6, 7")
 # global average pooling over (H, W), kept as 1 x 1, then a per-channel bias and a softmax over the channels
 SPATIAL_MEAN = _problem("", "        x = x.mean(dim=(2, 3), keepdim=True)\n        x = x + self.bias\n        return torch.softmax(x, dim=1)")
+# pooling: a max pool after a bias (two kernels: the bias, then the windows), an average pool
+# with padding and stride as the first statement, statements after it in its kernel
+MAX_POOL = _problem("        self.pool = nn.MaxPool2d(kernel_size=2)",
+                    "        x = x + self.bias\n        x = self.pool(x)\n        return torch.relu(x) * 2", shape="2, 6, 7, 9")
+AVG_POOL = _problem("        self.pool = nn.AvgPool2d(3, stride=2, padding=1)",
+                    "        y = self.pool(x)\n        y = y - self.bias\n        return y.softmax(dim=1)", shape="2, 6, 8, 5")
 LAST_AXIS_MEAN = _problem("", "        x = torch.relu(x)\n        return torch.mean(x, dim=2, keepdim=True)", shape="4, 6, 37")
 
 
@@ -86,7 +92,8 @@ def test_a_softmax_between_elementwise_statements_is_one_row_kernel(pool):
     assert verdict.status == "correct" and verdict.rule_ok, (verdict.error, verdict.violations)
 
 
-@pytest.mark.parametrize("source, kernels", [(GROUP_NORM_SUM, 3), (LAYER_NORM_LSE, 2), (INSTANCE_NORM, 3), (LAST_AXIS_MEAN, 1), (SOFTMAX_LAYER, 1), (DROPPED_AXIS, 2), (SPATIAL_MEAN, 2)])
+@pytest.mark.parametrize("source, kernels", [(GROUP_NORM_SUM, 3), (LAYER_NORM_LSE, 2), (INSTANCE_NORM, 3), (LAST_AXIS_MEAN, 1), (SOFTMAX_LAYER, 1), (DROPPED_AXIS, 2), (SPATIAL_MEAN, 2),
+                                           (MAX_POOL, 2), (AVG_POOL, 2)])
 def test_norms_and_keepdim_reductions_chain_kernels_where_the_row_changes(pool, source, kernels):
     """GroupNorm's rows (a group of channels, the axes after) differ from the sum's (axis 1): the
     sum reads the normalised tensor the first kernel stored, and its one value per row is what the
