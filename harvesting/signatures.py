@@ -41,16 +41,30 @@ def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
     return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
 
-def _method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
+def _source_bases(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
+    """The bases of class `name` that are classes of the source, in order."""
+    cls = classes.get(name)
+    return [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in classes] if cls is not None else []
+
+
+def _method(classes: dict[str, ast.ClassDef], name: str, method: str) -> ast.FunctionDef | None:
+    """`method` as class `name` has it: its own, or the first found in its bases of the source."""
+    found = _method_owner(classes, name, method)
+    return found[1] if found is not None else None
+
+
+def _method_owner(classes: dict[str, ast.ClassDef], name: str, method: str,
+                  depth: int = 0) -> tuple[str, ast.FunctionDef] | None:
+    """(the class of the source that defines it, the method) for `name`'s `method`, as `_method` finds it."""
     cls = classes.get(name)
     if cls is None or depth > 10:
         return None
     for node in cls.body:
         if isinstance(node, ast.FunctionDef) and node.name == method:
-            return node
+            return name, node
     for base in cls.bases:
         if isinstance(base, ast.Name):
-            found = _method(classes, base.id, method, depth + 1)
+            found = _method_owner(classes, base.id, method, depth + 1)
             if found is not None:
                 return found
     return None

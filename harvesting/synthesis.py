@@ -24,7 +24,7 @@ from autotriton.harvesting.argument_guesses import _SIZE_WORDS, STAND_IN, STAND_
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
-from autotriton.harvesting.signatures import _Param, _classes, _method, _params, unwrap_optional
+from autotriton.harvesting.signatures import _Param, _classes, _method, _method_owner, _params, _source_bases, unwrap_optional
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
 
 
@@ -190,28 +190,15 @@ def _forwarded_params(init: ast.FunctionDef, classes: dict[str, ast.ClassDef] | 
 def _source_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int) -> list[_Param] | None:
     """Constructor parameters of the nearest base of `name`, among the source's classes, that
     defines __init__ (forwarding on in its turn if it too hands on *args); None without one."""
-    cls = classes.get(name)
-    bases = [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in classes] if cls is not None else []
-    init = _method(classes, bases[0], "__init__") if bases else None
-    if init is None:
+    bases = _source_bases(classes, name)
+    found = _method_owner(classes, bases[0], "__init__") if bases else None
+    if found is None:
         return None
-    owner = next((c for c in _base_chain(classes, bases[0]) if init in classes[c].body), bases[0])
+    owner, init = found
     forwarded = _forwarded_params(init, classes, owner, depth + 1)
     if forwarded is not None:
         return forwarded
-    found = _params(init)
-    return [p for p in found if p.kind in ("pos", "kwonly")]
-
-
-def _base_chain(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
-    """`name` and its first bases among the source's classes, nearest first."""
-    chain = [name]
-    while len(chain) < 12:
-        bases = [b.id for b in classes[chain[-1]].bases if isinstance(b, ast.Name) and b.id in classes]
-        if not bases or bases[0] in chain:
-            break
-        chain.append(bases[0])
-    return chain
+    return [p for p in _params(init) if p.kind in ("pos", "kwonly")]
 
 
 def _dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int) -> tuple[str, Any] | None:

@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass, field
 
 from autotriton.harvesting.argument_guesses import STAND_IN, WRAPPED_MODULE
-from autotriton.harvesting.signatures import _method, _params
+from autotriton.harvesting.signatures import _method, _method_owner, _params, _source_bases
 
 # Builtins whose argument must be iterable: `tuple(p)`, `len(p)`, `zip(p, q)`, `sorted(p)`.
 _ITERATING = {"len", "tuple", "list", "sorted", "enumerate", "zip", "reversed", "set", "iter", "map", "filter", "frozenset"}
@@ -374,22 +374,12 @@ def _base_init(classes: dict[str, ast.ClassDef], call: ast.Call, class_name: str
     if class_name is None or not (isinstance(f, ast.Attribute) and f.attr == "__init__"):
         return None
     if _is_super_init(call):
-        cls = classes.get(class_name)
-        bases = [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in classes] if cls is not None else []
-        owner = bases[0] if bases else None
+        owner = next(iter(_source_bases(classes, class_name)), None)
     else:
         owner = f.value.id if isinstance(f.value, ast.Name) and f.value.id in classes else None
     if owner is None:
         return None
-    init = _method(classes, owner, "__init__")
-    if init is None:
-        return None
-    # the class that defines it (an __init__ inherited from further up reads that class's attributes)
-    name, seen = owner, set()
-    while name in classes and name not in seen and init not in classes[name].body:
-        seen.add(name)
-        name = next((b.id for b in classes[name].bases if isinstance(b, ast.Name) and b.id in classes), "")
-    return (name if name in classes else owner), init
+    return _method_owner(classes, owner, "__init__")
 
 
 def _loops_over(scope: _Scope, value: ast.expr) -> list[ast.For | ast.comprehension]:
