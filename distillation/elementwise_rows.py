@@ -128,18 +128,13 @@ def row_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: 
     if not isinstance(node, ast.Call):
         return None
     func, where = node.func, f"`{ast.unparse(node)}`"
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-            and layers.get(func.attr, ("",))[0] in SHAPE_KEEPING:
-        if len(node.args) != 1 or node.keywords:
-            raise NotElementwise(f"{where}: a softmax layer called with more than its input")
-        kind, kwargs = layers[func.attr]
+    layer = _layer_call(node, layers, SHAPE_KEEPING | NORMS)
+    if layer is not None and layer[0] in SHAPE_KEEPING:
+        kind, kwargs = layer
         axis = _axis(ast.Constant(kwargs["dim"]) if kwargs["dim"] is not None else None, rank, where)
         return RowOp(kind, node.args[0], Rows(axis, axis, rank))
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-            and layers.get(func.attr, ("",))[0] in NORMS:
-        if len(node.args) != 1 or node.keywords:
-            raise NotElementwise(f"{where}: a norm layer called with more than its input")
-        kind, kwargs = layers[func.attr]
+    if layer is not None:
+        kind, kwargs = layer
         if kind == "layer_norm":
             rows = Rows(rank - kwargs["dims"], rank - 1, rank)
         elif kind == "group_norm":
@@ -173,14 +168,24 @@ def row_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: 
 
 def pool_op(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], rank: int) -> tuple[str, ast.expr, dict[str, Any]] | None:
     """(kind, the tensor it reads, its window) for a call of a pooling layer of __init__, else None."""
+    layer = _layer_call(node, layers, POOLS)
+    if layer is None:
+        return None
+    if rank != 4:
+        raise NotElementwise(f"`{ast.unparse(node)}`: a 2-D pooling layer reads one (B, C, H, W) input")
+    return layer[0], node.args[0], layer[1]
+
+
+def _layer_call(node: ast.expr, layers: dict[str, tuple[str, dict[str, Any]]], kinds: set[str]) -> tuple[str, dict[str, Any]] | None:
+    """(kind, arguments) when `node` calls a layer of __init__ (`self.norm(x)`) of one of `kinds`,
+    else None; refused when it passes the layer more than its input."""
     func = node.func if isinstance(node, ast.Call) else None
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
-            and layers.get(func.attr, ("",))[0] in POOLS):
+            and layers.get(func.attr, ("",))[0] in kinds):
         return None
-    if len(node.args) != 1 or node.keywords or rank != 4:
-        raise NotElementwise(f"`{ast.unparse(node)}`: a 2-D pooling layer reads one (B, C, H, W) input")
-    kind, kwargs = layers[func.attr]
-    return kind, node.args[0], kwargs
+    if len(node.args) != 1 or node.keywords:
+        raise NotElementwise(f"`{ast.unparse(node)}`: a layer called with more than its input")
+    return layers[func.attr]
 
 
 def pool_lines(kind: str, window: dict[str, Any], x: str, target: str) -> list[str]:

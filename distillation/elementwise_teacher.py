@@ -83,7 +83,7 @@ def translate(source: str) -> str:
         raise NotElementwise("forward takes no input")
     rank = _check_input_shapes(tree, len(inputs))
     catalogue = _Plan(inputs=inputs, taken={n.id for n in ast.walk(forward) if isinstance(n, ast.Name)})
-    rename = {n: (n + "_v" if n in _RESERVED else n) for n in inputs}
+    rename = {n: _kernel_var(n) for n in inputs}
     for name in inputs[1:]:
         catalogue.operands[name] = _Operand(rename[name], name, None)
     attributes = _read_init(init, catalogue) if init is not None else {}
@@ -118,23 +118,21 @@ def translate(source: str) -> str:
             operand = _expr(op.arg, stage.plan, rename, attributes)  # `self.norm(x + self.bias)`: x + bias first
             if (stage.rows is not None and stage.rows != op.rows) or stage.window is not None:
                 # another row: this kernel ends storing what the operation reads, the next reads that
-                name = op.arg.id if isinstance(op.arg, ast.Name) else (target or "x")
-                var = rename.get(name) or (name + "_v" if name in _RESERVED else name)
-                rename = _close(stages, operand, name, var, catalogue)
-                stage, operand = stages[-1], var
+                rename = _close(stages, operand, _read_name(op.arg, target), rename, catalogue)
+                stage, operand = stages[-1], stages[-1].var
             stage.rows = op.rows
             value = row_value(op, operand, stage.plan)
         if target is None:
             stage.result = value
             stage.reduction = op if op is not None and op.reduces else None
             break
-        rename.setdefault(target, target + "_v" if target in _RESERVED else target)
+        rename.setdefault(target, _kernel_var(target))
         stage.plan.lines.append(f"{rename[target]} = {value}")
         if op is not None and op.reduces:
             # one value per row from here on: this kernel stores it, the next reads that tensor
             stage.reduction = op
             rank -= 0 if op.keepdim else op.rows.last - op.rows.first + 1
-            rename = _close(stages, rename[target], target, rename[target], catalogue)
+            rename = _close(stages, rename[target], target, rename, catalogue)
     if len(stages) > 1 and not stages[-1].plan.ops and stages[-1].result == stages[-1].var:
         stages.pop()  # the return reads what the kernel before stored
     if not any(stage.plan.ops for stage in stages):
@@ -167,16 +165,14 @@ def _pool(stages: list[_Stage], pool: tuple[str, ast.expr, dict[str, Any]], targ
     stage = stages[-1]
     operand = _expr(arg, stage.plan, rename, attributes)
     if stage.plan.lines or stage.rows is not None or stage.window is not None:
-        name = arg.id if isinstance(arg, ast.Name) else (target or "x")
-        var = rename.get(name) or (name + "_v" if name in _RESERVED else name)
-        rename = _close(stages, operand, name, var, catalogue)
+        rename = _close(stages, operand, _read_name(arg, target), rename, catalogue)
         stage = stages[-1]
     elif operand != stage.var:
         raise NotElementwise(f"`{ast.unparse(arg)}`: a pooling layer reading another input than the first")
     stage.plan.operands = {k: v for k, v in stage.plan.operands.items() if v.shape is not None or v.channels_of}
     stage.window = (kind, window)
     name = target or "pooled"
-    out = rename.setdefault(name, name + "_v" if name in _RESERVED else name)
+    out = rename.setdefault(name, _kernel_var(name))
     stage.plan.lines.extend(pool_lines(kind, window, stage.var, out))
     stage.plan.ops.append(kind)
     if target is None:
@@ -190,9 +186,21 @@ def _stage_plan(catalogue: _Plan, inputs: list[str]) -> _Plan:
                  layers=dict(catalogue.layers), taken=set(catalogue.taken))
 
 
-def _close(stages: list[_Stage], value: str, name: str, var: str, catalogue: _Plan) -> dict[str, str]:
-    """End the last kernel storing `value`; the next reads it as forward's `name` (`var` in the
-    kernel). Only that tensor crosses: the new rename table holds it alone."""
+def _kernel_var(name: str) -> str:
+    """Forward's name `name` in a kernel (renamed where it would shadow the kernel's own names)."""
+    return name + "_v" if name in _RESERVED else name
+
+
+def _read_name(arg: ast.expr, target: str | None) -> str:
+    """The forward name a kernel's input gets when a row or pooling operation reading `arg` starts
+    the kernel: `arg`'s own when it is a name, else the statement's target's."""
+    return arg.id if isinstance(arg, ast.Name) else (target or "x")
+
+
+def _close(stages: list[_Stage], value: str, name: str, rename: dict[str, str], catalogue: _Plan) -> dict[str, str]:
+    """End the last kernel storing `value`; the next reads it as forward's `name`. Only that
+    tensor crosses: the new rename table holds it alone."""
+    var = rename.get(name) or _kernel_var(name)
     stages[-1].result = value
     if not stages[-1].plan.ops:
         raise NotElementwise(f"a kernel would compute nothing before `{name}`")
