@@ -223,11 +223,49 @@ case "${1:-}" in
                 --set training.sft_time_budget_s=${SFT_S:-240} --set training.grpo_time_budget_s=${GRPO_S:-300}
                 --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3
                 --set training.format_reward=${FORMAT_REWARD:-0.2}
+                --set training.gradient_checkpointing=${GRAD_CKPT:-false}
                 --set "training.grpo_trl=${GRPO_TRL:-{\}}"
                 --set "training.rl_names=${RL_NAMES:-[]}" --set "training.sft_teachers=${SFT_TEACHERS:-[]}")  # e.g. RL_NAMES='["synthetic_elementwise_*"]': GRPO on one family
+    # GRAD_CKPT=false: a 135M model's activations fit the H200 many times over; recomputing them
+    # (trl's default on CUDA) only slows SFT and GRPO's update.
     # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot
     # answer in its completion budget are left out (training.max_prompt_length).
     log "train"; t0=$SECONDS
+    # EVAL_T: the sampling temperature (the gpu profile's 0.8 unless set; a 135M model's long, templated
+    # answers break on one wrong token, RESULTS.md seventh run)
+    eval_sets() {
+    EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-3072} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
+               --set evaluation.temperature=${EVAL_T:-0.8}
+               --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
+               --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
+    }
+    # One model (base, sft, grpo) on one suite; records in $R/eval_<tag><model>.json|err.
+    # Usage: eval_model MODEL SUITE TAG [eval options, e.g. --name GLOB]
+    eval_model() {
+      local m=$1 suite=$2 tag=$3 model t0=$SECONDS; shift 3; eval_sets
+      case $m in base) model=smollm2-135m ;; sft) model=$WORK/train/sft/final ;; grpo) model=$WORK/train/grpo/final ;; esac
+      [ "$m" = base ] || [ -d "$model" ] || { log "eval $tag$m: no model at $model"; return; }
+      log "eval $tag$m ($model)"
+      autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$model" --suite "$suite" "$@" \
+        --json > "$R/eval_$tag$m.json" 2> "$R/eval_$tag$m.err"
+      log "eval $tag$m: rc $? in $((SECONDS-t0)) s"
+    }
+    # TRAIN_VERB=staged: `sft`, the SFT model evaluated on HELDOUT_NAME's problems, then `grpo` from it and
+    # the GRPO and base models evaluated the same way: a machine taken back part-way still leaves each
+    # finished model's figures (RESULTS.md, seventeenth run: lost during `train`, nothing evaluated).
+    if [ "${TRAIN_VERB:-train}" = staged ]; then
+      timeout -s INT -k 30 $((${SFT_S:-240} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" sft --json > "$R/train_sft.json" 2> "$R/train_sft.err"
+      log "sft: rc $? in $((SECONDS-t0)) s"
+      eval_model sft "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "${HELDOUT_NAME:-*}" --max-problems "${NAMED_PROBLEMS:-0}"
+      t0=$SECONDS
+      timeout -s INT -k 30 $((${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" grpo --model "$WORK/train/sft/final" \
+        --json > "$R/train_grpo.json" 2> "$R/train_grpo.err"
+      log "grpo: rc $? in $((SECONDS-t0)) s"
+      for m in grpo base; do
+        eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "${HELDOUT_NAME:-*}" --max-problems "${NAMED_PROBLEMS:-0}"
+      done
+      log "learn done"; exit 0
+    fi
     # While SFT trains (a 135M model leaves the GPU mostly idle), time the evaluation's generate()
     # settings on the base model (benchmarks/generation_speed.py) and evaluate with the fastest:
     # HF generate decoded at 75-140 ms a step in the third run, too slow for 3 models x 2k tokens.
@@ -257,23 +295,6 @@ PY
 )"
       log "eval generation: continuous_batching=$EVAL_CB generation_kwargs=$EVAL_GEN"
     fi
-    # EVAL_T: the sampling temperature (the gpu profile's 0.8 unless set; a 135M model's long, templated
-    # answers break on one wrong token, RESULTS.md seventh run)
-    EVAL_SETS=(--set evaluation.samples=8 --set evaluation.max_new_tokens=${COMPLETION:-3072} --set evaluation.max_problems=${EVAL_PROBLEMS:-48}
-               --set evaluation.temperature=${EVAL_T:-0.8}
-               --set "evaluation.generation_kwargs=${EVAL_GEN:-{\}}" --set evaluation.continuous_batching=${EVAL_CB:-false}
-               --set evaluation.batch_size=${EVAL_BATCH:-16} --set evaluation.report_dir=$WORK/eval --set validation.time_kernels=false --set validation.trials=3)
-    # One model (base, sft, grpo) on one suite; records in $R/eval_<tag><model>.json|err.
-    # Usage: eval_model MODEL SUITE TAG [eval options, e.g. --name GLOB]
-    eval_model() {
-      local m=$1 suite=$2 tag=$3 model t0=$SECONDS; shift 3
-      case $m in base) model=smollm2-135m ;; sft) model=$WORK/train/sft/final ;; grpo) model=$WORK/train/grpo/final ;; esac
-      [ "$m" = base ] || [ -d "$model" ] || { log "eval $tag$m: no model at $model"; return; }
-      log "eval $tag$m ($model)"
-      autotriton "${A[@]}" "${EVAL_SETS[@]}" --set training.output_dir=$WORK/train eval --model "$model" --suite "$suite" "$@" \
-        --json > "$R/eval_$tag$m.json" 2> "$R/eval_$tag$m.err"
-      log "eval $tag$m: rc $? in $((SECONDS-t0)) s"
-    }
     # the SFT model first: a session may run out before the others
     # HELDOUT_SAMPLE=0: not the seeded sample of every family (a session that evaluates one family, HELDOUT_NAME)
     if [ "${HELDOUT_SAMPLE:-1}" = 1 ]; then
