@@ -13,7 +13,9 @@ output into a standalone `ModelNew`:
   num_warps, num_stages), which the converter bakes into plain `kernel[grid](...)` launches;
 - the eager-vs-compiled error and what went wrong when it did.
 
-It needs torch + triton + stdlib only (it runs on bare GPU machines), and a CUDA device.
+`capture_problem` needs torch + triton + stdlib only (the benchmarks load this file alone on bare GPU
+machines), and a CUDA device; `main`, the product's capture subprocess, also imports
+autotriton.site_paths to put the problem's dependency environment on the path.
 The torch.compile switches a capture sets (Inductor and Dynamo config, the math attention path,
 64-bit indexing, TF32 templates) are in inductor_switches.py; their names stay importable here.
 """

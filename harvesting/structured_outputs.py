@@ -19,6 +19,7 @@ import ast
 import re
 
 from autotriton.harvesting.renaming import MODEL_NAME, rename_names
+from autotriton.harvesting.signatures import _method
 
 # validation/candidate_runner.py's _flatten_outputs
 STRUCTURED_OUTPUT = re.compile(r"forward returned (\w+)(?: holding None)?; expected a tensor or a tuple of tensors")
@@ -58,21 +59,6 @@ def structured_output(detail: str) -> str | None:
     return m.group(1) if m and m.group(1) not in _NOT_STRUCTURES else None
 
 
-def inherited_method(classes: dict[str, ast.ClassDef], name: str, method: str, depth: int = 0) -> ast.FunctionDef | None:
-    """`method` of class `name`, or of the first base class of the source that defines it."""
-    cls = classes.get(name)
-    if cls is None or depth > 20:
-        return None
-    own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-    if own is not None:
-        return own
-    for base in cls.bases:
-        found = inherited_method(classes, ast.unparse(base), method, depth + 1)
-        if found is not None:
-            return found
-    return None
-
-
 def _signature(forward: ast.FunctionDef | None) -> tuple[str, str]:
     """forward's parameters (defaults kept, annotations dropped: they may name what the subclass
     cannot see) and the call passing each on as it was given."""
@@ -108,7 +94,7 @@ def rewrite_model(model_source: str, *, helper: str, base: str, method: str, tem
         return None
     while base in taken:
         base += "_"
-    params, call = _signature(inherited_method(classes, MODEL_NAME, method))
+    params, call = _signature(_method(classes, MODEL_NAME, method))
     renamed = rename_names(model_source, {MODEL_NAME: base})
     return renamed.rstrip() + "\n" + template.format(helper=helper, model=MODEL_NAME, base=base, params=params, call=call,
                                                      **fields)
