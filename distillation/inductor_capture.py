@@ -468,7 +468,7 @@ def capture_problem(
                     torch._dynamo.config.patch(dynamo_settings(dynamic, dynamic_parameters and dynamic)), \
                     torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder, \
                     decompose_module.shape_generic_functionals(), _math_attention(), symbolic_convolutions, \
-                    _wide_indexing(index_64bit), tf32_matmuls(tf32):
+                    _wide_indexing(index_64bit), tf32_matmuls(tf32), _no_onednn_on_cpu(device):
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
                 actual, codes = run_and_get_code(compiled, *inputs)
             torch.cuda.synchronize() if device.startswith("cuda") else None
@@ -491,6 +491,17 @@ def capture_problem(
         result["stage"] = "compile"
     result["elapsed_s"] = time.monotonic() - started
     return result
+
+
+def _no_onednn_on_cpu(device: str) -> Any:
+    """On the CPU (the cpu-triton dry run), oneDNN off while compiling: torch's RNN decomposition
+    otherwise keeps each layer as one `mkldnn_rnn_layer` call, where on CUDA it writes the
+    recurrence out as matmuls and pointwise ops; the dry run then sees what a GPU capture gets."""
+    import contextlib
+
+    import torch
+
+    return torch.backends.mkldnn.flags(enabled=False) if not device.startswith("cuda") else contextlib.nullcontext()
 
 
 def main(argv: list[str] | None = None) -> int:

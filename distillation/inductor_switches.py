@@ -98,7 +98,11 @@ def dynamo_settings(dynamic: bool, dynamic_parameters: bool = False) -> dict[str
     # them after the graph (warn) or drop them (logger methods). Real-world code logs and warns in
     # forward; a standalone candidate does neither. Not print: a replayed print's tensor
     # arguments become extra graph outputs the converter cannot tell from the result.
+    # allow_rnn: nn.LSTM / nn.GRU / nn.RNN are traced (torch's default breaks the graph at them, so
+    # a recurrent model never became one graph); AOTAutograd then decomposes the recurrence into a
+    # matmul and pointwise ops per step (torch._decomp's lstm_impl / gru_impl), as Triton kernels.
     wanted: dict[str, Any] = {
+        "allow_rnn": True,
         "specialize_float": True,
         "reorderable_logging_functions": {warnings.warn},
         "ignore_logger_methods": {logging.Logger.debug, logging.Logger.info, logging.Logger.warning,
