@@ -5,6 +5,7 @@ ranks), so the harvester can try a reshaped `Attempt` instead of giving up on a 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -129,6 +130,18 @@ def _to_rank(s: list[int], rank: int) -> list[int] | None:
     return None
 
 
+def _flattened_to(s: list[int], got: int, want: int) -> list[int] | None:
+    """A shape whose trailing dimensions (two or more, batch kept) multiply to `got` (what a
+    `flatten` before a Linear made of them) with those dimensions made to multiply to `want`
+    instead: the last one kept where it divides `want` (`nn.Flatten(start_dim=-2)` then
+    `nn.Linear(32, ...)`: [2, 8, 32] -> [2, 1, 32]), else ones and `want`."""
+    for k in range(2, len(s)):
+        if math.prod(s[-k:]) == got:
+            tail = [1] * (k - 2) + ([want // s[-1], s[-1]] if want % s[-1] == 0 else [1, want])
+            return s[:-k] + tail
+    return None
+
+
 def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:
     """The attempts to try next for a torch error, best first: repair_attempt's and, for a failed
     broadcast that wants a larger size, also the same with the first constructor size equal to the
@@ -189,7 +202,8 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     m = _MATMUL.search(detail)
     if m:
         got, want = int(m.group(2)), int(m.group(3))
-        return reshape(lambda s: s[:-1] + [want] if s and s[-1] == got else None)
+        return reshape(lambda s: s[:-1] + [want] if s and s[-1] == got else None) \
+            or reshape(lambda s: _flattened_to(s, got, want))
     m = _RNN_INPUT.search(detail)
     if m:
         want, got = int(m.group(1)), int(m.group(2))
