@@ -491,7 +491,9 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     calls = _as_torch_layers(_layer_calls(list(classes.values())), classes)
     usages: dict[str, Usage] = {}
     if isinstance(init, ast.FunctionDef):
-        usages = parameter_usages(classes, functions, "Model", [p.name for p in _params(init)])
+        constants = {n.targets[0].id: n.value for n in tree.body
+                     if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+        usages = parameter_usages(classes, functions, "Model", [p.name for p in _params(init)], constants)
     # forward inputs spread as keyword arguments (`self.f(x, **f_args)`): no options, a mapping
     mappings = {name for name, u in input_usages(classes, functions, "Model", forward, [p.name for p in required]).items()
                 if u.mapping and not u.sequence} if forward is not None else set()

@@ -116,9 +116,11 @@ class _Scope:
 class UsageReader:
     """Reads the usage of constructor parameters over the classes and functions of one file."""
 
-    def __init__(self, classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef]):
+    def __init__(self, classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef],
+                 constants: dict[str, ast.expr] | None = None):
         self.classes = classes
         self.functions = functions
+        self.constants = constants or {}  # module-level `NAME = value`: `assert p in ACTIVATIONS`
         self._scopes: dict[int, _Scope] = {}
 
     def _scope(self, fn: ast.FunctionDef) -> _Scope:
@@ -258,7 +260,10 @@ class UsageReader:
         elif (isinstance(parent, ast.Compare) and len(parent.ops) == 1
               and isinstance(parent.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn))):
             other = parent.comparators[0] if parent.left is node else parent.left
-            values = other.elts if isinstance(other, (ast.Set, ast.List, ast.Tuple)) else [other]
+            if isinstance(other, ast.Name) and other.id in self.constants:
+                other = self.constants[other.id]  # `ACTIVATIONS = ["ReLU", "Tanh"]` at module level
+            values = (other.elts if isinstance(other, (ast.Set, ast.List, ast.Tuple))
+                      else [k for k in other.keys if k is not None] if isinstance(other, ast.Dict) else [other])
             if values and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
                 usage.choices += [v.value for v in values if v.value not in usage.choices]
         elif isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], ast.IsNot):
@@ -450,9 +455,9 @@ def _kind_tested(scope: _Scope, node: ast.AST) -> bool:
 
 
 def input_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef], class_name: str,
-                 forward: ast.FunctionDef, params: list[str]) -> dict[str, Usage]:
+                 forward: ast.FunctionDef, params: list[str], constants: dict[str, ast.expr] | None = None) -> dict[str, Usage]:
     """Usage of each of forward's parameters that the code gives evidence about (`**f_args`)."""
-    reader = UsageReader(classes, functions)
+    reader = UsageReader(classes, functions, constants)
     out = {}
     for name in params:
         usage = reader._in_function(forward, name, 0, class_name)
@@ -468,9 +473,10 @@ def _is_condition(node: ast.AST, parent: ast.AST | None) -> bool:
 
 
 def parameter_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef], class_name: str,
-                     params: list[str]) -> dict[str, Usage]:
-    """Usage of each of `class_name`'s constructor parameters that the code gives evidence about."""
-    reader = UsageReader(classes, functions)
+                     params: list[str], constants: dict[str, ast.expr] | None = None) -> dict[str, Usage]:
+    """Usage of each of `class_name`'s constructor parameters that the code gives evidence about
+    (`constants`: the module-level assignments, for comparisons against a named list of choices)."""
+    reader = UsageReader(classes, functions, constants)
     out = {}
     for name in params:
         usage = reader.parameter(class_name, name)

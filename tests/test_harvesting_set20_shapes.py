@@ -34,3 +34,51 @@ def test_an_input_flattened_before_a_linear_is_shaped_so_its_trailing_sizes_mult
     256 is no single dimension of the input but the product of its last two; the repair reshapes
     those so they multiply to the width the matmul wants."""
     assert_all_runnable(tmp_path, "heads.py", FLATTEN_HEADS, 2)
+
+
+NAMED_CHOICES = '''
+ACTIVATIONS = ["ReLU", "Softplus", "Tanh", "SELU", "LeakyReLU", "PReLU", "Sigmoid"]
+NORMS = {"batch": nn.BatchNorm1d, "layer": nn.LayerNorm}
+
+
+class MLP(nn.Module):
+    def __init__(self, in_features, out_features, activation, hidden_size, num_layers, dropout):
+        super().__init__()
+        assert activation in ACTIVATIONS, f"{activation} is not in {ACTIVATIONS}"
+        act = getattr(nn, activation)()
+        layers = [nn.Linear(in_features, hidden_size), act]
+        for _ in range(num_layers - 1):
+            layers += [nn.Linear(hidden_size, hidden_size), act, nn.Dropout(dropout)]
+        layers.append(nn.Linear(hidden_size, out_features))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class Normed(nn.Module):
+    def __init__(self, dim, norm):
+        super().__init__()
+        if norm not in NORMS:
+            raise ValueError(f"unknown norm {norm}")
+        self.proj = nn.Linear(dim, dim)
+        self.norm = NORMS[norm](dim)
+
+    def forward(self, x):
+        return self.norm(self.proj(x))
+'''
+
+
+def test_a_parameter_checked_against_a_module_level_list_of_names_is_given_one_of_them(tmp_path):
+    """`assert activation in ACTIVATIONS` (neuralforecast's MLPs: "relu is not in ['ReLU', ...]",
+    and the class nn.ReLU failed as well) and `if norm not in NORMS: raise` over a dict's keys:
+    the names are read from the module-level constant the comparison names."""
+    from autotriton.harvesting.synthesis import synthesize
+
+    from test_harvesting_synthesis import HEADER
+
+    mlp = synthesize(HEADER + NAMED_CHOICES.replace("class MLP", "class Model"))[0]
+    assert mlp.init_code[2] == "'ReLU'", mlp.init_code
+    normed = synthesize(HEADER + NAMED_CHOICES.replace("class Normed", "class Model"))[0]
+    assert normed.init_code[1] == "'batch'", normed.init_code
+    assert_all_runnable(tmp_path, "mlp.py", NAMED_CHOICES, 2)
