@@ -223,11 +223,11 @@ case "${1:-}" in
                 --set training.sft_time_budget_s=${SFT_S:-240} --set training.grpo_time_budget_s=${GRPO_S:-300}
                 --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3
                 --set training.format_reward=${FORMAT_REWARD:-0.2}
-                --set training.gradient_checkpointing=${GRAD_CKPT:-false}
+                --set training.gradient_checkpointing=${GRAD_CKPT:-true}
                 --set "training.grpo_trl=${GRPO_TRL:-{\}}"
                 --set "training.rl_names=${RL_NAMES:-[]}" --set "training.sft_teachers=${SFT_TEACHERS:-[]}")  # e.g. RL_NAMES='["synthetic_elementwise_*"]': GRPO on one family
-    # GRAD_CKPT=false: a 135M model's activations fit the H200 many times over; recomputing them
-    # (trl's default on CUDA) only slows SFT and GRPO's update.
+    # GRAD_CKPT=false turns activation recomputation off: not at batch 32 x 4,096 tokens (the eighteenth
+    # run's SFT ran out of the H200's 140 GB that way: 49k-word logits per token); a shorter MAX_LENGTH may.
     # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot
     # answer in its completion budget are left out (training.max_prompt_length).
     log "train"; t0=$SECONDS
@@ -251,7 +251,7 @@ case "${1:-}" in
       log "eval $tag$m: rc $? in $((SECONDS-t0)) s"
     }
     # TRAIN_VERB=staged: `sft`, the SFT model evaluated on HELDOUT_NAME's problems, then `grpo` from it and
-    # the GRPO and base models evaluated the same way: a machine taken back part-way still leaves each
+    # the models of STAGED_AFTER (default "grpo base") evaluated the same way: a machine taken back part-way still leaves each
     # finished model's figures (RESULTS.md, seventeenth run: lost during `train`, nothing evaluated).
     if [ "${TRAIN_VERB:-train}" = staged ]; then
       timeout -s INT -k 30 $((${SFT_S:-240} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" sft --json > "$R/train_sft.json" 2> "$R/train_sft.err"
@@ -261,7 +261,7 @@ case "${1:-}" in
       timeout -s INT -k 30 $((${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" grpo --model "$WORK/train/sft/final" \
         --json > "$R/train_grpo.json" 2> "$R/train_grpo.err"
       log "grpo: rc $? in $((SECONDS-t0)) s"
-      for m in grpo base; do
+      for m in ${STAGED_AFTER:-grpo base}; do
         eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "${HELDOUT_NAME:-*}" --max-problems "${NAMED_PROBLEMS:-0}"
       done
       log "learn done"; exit 0

@@ -174,8 +174,9 @@ class UsageReader:
                 usage.merge(self._use(scope, node, depth, class_name))
                 parent = scope.parent.get(id(node))
                 copied = parent
-                if isinstance(copied, ast.Call) and _callee(copied) in ("list", "tuple") and copied.args == [node]:
-                    node, parent = copied, scope.parent.get(id(copied))  # `self.dims_in = list(dims_in)`: a copy
+                if isinstance(copied, ast.Call) and _callee(copied) in ("list", "tuple", "ModuleList") and copied.args == [node]:
+                    # `self.dims_in = list(dims_in)`, `self.layers = nn.ModuleList(layers)`: a copy, its items the same
+                    node, parent = copied, scope.parent.get(id(copied))
                 if class_name is not None and isinstance(parent, ast.Assign) and parent.value is node:
                     for target in parent.targets:
                         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
@@ -534,7 +535,9 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             if "ModuleList" in code or "Sequential" in code:
                 return None
             n = usage.length or 2
-            src = "torch.nn.ModuleList([" + ", ".join([_IDENTITY] * n) + "])"
+            # items called with more than the input (`layer(x, attn_mask=mask)`): the stand-in network
+            item = STAND_IN + "()" if usage.item.call_extra else _IDENTITY
+            src = "torch.nn.ModuleList([" + ", ".join([item] * n) + "])"
             return src, {"expr": src}
         if isinstance(value, list) and len(value) >= usage.indexed:
             return None

@@ -82,3 +82,32 @@ def test_a_parameter_checked_against_a_module_level_list_of_names_is_given_one_o
     normed = synthesize(HEADER + NAMED_CHOICES.replace("class Normed", "class Model"))[0]
     assert normed.init_code[1] == "'batch'", normed.init_code
     assert_all_runnable(tmp_path, "mlp.py", NAMED_CHOICES, 2)
+
+
+LAYER_LISTS = '''
+class Encoder(nn.Module):
+    def __init__(self, attn_layers, norm_layer=None):
+        super().__init__()
+        self.attn_layers = nn.ModuleList(attn_layers)
+        self.norm = norm_layer
+
+    def forward(self, x, attn_mask=None):
+        for attn_layer in self.attn_layers:
+            x = attn_layer(x, attn_mask=attn_mask)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x
+'''
+
+
+def test_a_list_of_layers_called_with_masks_is_given_stand_in_networks(tmp_path):
+    """`for layer in self.layers: x = layer(x, attn_mask=attn_mask)` (neuralforecast's Autoformer /
+    Informer encoders): the items take keyword arguments nn.GELU refuses, so the list holds the
+    stand-in network, which takes any and keeps x's shape."""
+    from autotriton.harvesting.synthesis import STAND_IN, synthesize
+
+    from test_harvesting_synthesis import HEADER
+
+    attempt = synthesize(HEADER + LAYER_LISTS.replace("class Encoder", "class Model"))[0]
+    assert f"{STAND_IN}()" in attempt.init_code[0], attempt.init_code
+    assert_all_runnable(tmp_path, "encoder.py", LAYER_LISTS, 1)
