@@ -62,6 +62,10 @@ def test_release_writes_parquet_and_card_that_datasets_loads(built, tmp_path):
         assert heading in card
     assert "| local:/repo/d | 8 |" in card and "| MIT | 8 |" in card and "missing_dependency" in card
     assert (out / "README.md").read_text() == card  # the hub reads README.md
+    # where the pairs were judged (a CPU judge's pairs have no speed figures)
+    devices = {v.device for v in chain.verdicts[:-1]}
+    assert "| teacher | judged on | pairs |" in card
+    assert all(f"| replay | {d} |" in card for d in devices), devices
     splits = manifest["counts"]["splits"]["pairs"]
     files = {s: str(out / "pairs" / "data" / f"{s}-00000-of-00001.parquet") for s in splits}
     pairs = datasets.load_dataset("parquet", data_files=files, cache_dir=str(tmp_path / "cache"))

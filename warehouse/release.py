@@ -98,6 +98,13 @@ def _count_table(counts: Mapping[str, Any], head: tuple[str, str]) -> str:
     return "\n".join(lines) if counts else "(none)"
 
 
+def _judge_table(counts: Mapping[str, int]) -> str:
+    """| teacher | judged on | pairs |, from keys `teacher on device`."""
+    lines = ["| teacher | judged on | pairs |", "| --- | --- | ---: |"]
+    lines += [f"| {k.split(' on ', 1)[0]} | {k.split(' on ', 1)[-1]} | {v} |" for k, v in counts.items()]
+    return "\n".join(lines) if counts else "(none)"
+
+
 def dataset_card(name: str, counts: Mapping[str, Any], created: str) -> str:
     """DATASET.md: hub YAML (configs), then sources, licences, counts per stage, category and
     source, decontamination, and how to load it."""
@@ -166,6 +173,11 @@ Rejections by stage and reason:
 {_count_table(counts['pairs_by_category'], ('op category', 'pairs'))}
 
 {_count_table(counts['pairs_by_teacher'], ('teacher', 'pairs'))}
+
+Where each pair was judged (the `device` column: a GPU's name, or `cpu` for the CPU judge, which runs the
+kernels under Triton's interpreter and times nothing, so such pairs have no speedup):
+
+{_judge_table(counts.get('pairs_by_judge', {}))}
 
 ## Decontamination
 
@@ -247,6 +259,7 @@ def release_counts(wh: Any, pairs: Sequence[Mapping[str, Any]], problems: Sequen
         "by_licence": dict(Counter(r.get("licence") or "unknown" for r in problems).most_common()),
         "pairs_by_category": dict(Counter(r["op_category"] for r in pairs).most_common()),
         "pairs_by_teacher": dict(Counter(r["teacher"] for r in pairs).most_common()),
+        "pairs_by_judge": dict(Counter(f"{r['teacher']} on {r.get('device') or 'unknown'}" for r in pairs).most_common()),
         "licence_allowlist": list(licence_allowlist),
         "decontamination": {k: decontamination[k] for k in ("suites", "threshold", "problems_removed", "by_suite_file", "by_kind")},
     }
