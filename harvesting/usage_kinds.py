@@ -456,9 +456,9 @@ def _kind_tested(scope: _Scope, node: ast.AST) -> bool:
 
 
 def input_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef], class_name: str,
-                 forward: ast.FunctionDef, params: list[str], constants: dict[str, ast.expr] | None = None) -> dict[str, Usage]:
+                 forward: ast.FunctionDef, params: list[str]) -> dict[str, Usage]:
     """Usage of each of forward's parameters that the code gives evidence about (`**f_args`)."""
-    reader = UsageReader(classes, functions, constants)
+    reader = UsageReader(classes, functions)
     out = {}
     for name in params:
         usage = reader._in_function(forward, name, 0, class_name)

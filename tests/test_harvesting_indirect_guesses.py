@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from autotriton.harvesting.synthesis import synthesize
 
-from test_harvesting_synthesis import HEADER, assert_all_runnable
+from test_harvesting_synthesis import HEADER, assert_all_runnable, first_guess
 
 
 CONFIG_THROUGH_A_FUNCTION = '''
@@ -347,9 +347,9 @@ def test_sample_rates_and_residual_streams_are_guessed_as_what_they_are(tmp_path
     """nnAudio's CQT (set 16): a sample rate guessed as a size (32 Hz) put every bin above Nyquist;
     it is guessed 16000. hyper-connections' `num_residual_streams` guessed 32 could not fold into a
     batch of 2; it is guessed 2."""
-    cq = synthesize(HEADER + AUDIO_AND_STREAMS.replace("class ConstantQ", "class Model"))[0]
+    cq = first_guess(AUDIO_AND_STREAMS, "ConstantQ")
     assert cq.init_code[0] == "16000", cq.init_code
-    mix = synthesize(HEADER + AUDIO_AND_STREAMS.replace("class StreamMix", "class Model"))[0]
+    mix = first_guess(AUDIO_AND_STREAMS, "StreamMix")
     assert mix.init_code[1] == "2", mix.init_code
     assert_all_runnable(tmp_path, "audio_streams.py", AUDIO_AND_STREAMS, 2)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_harvesting_synthesis import assert_all_runnable
+from test_harvesting_synthesis import assert_all_runnable, first_guess
 
 FLATTEN_HEADS = '''
 class FlattenHead(nn.Module):
@@ -73,13 +73,9 @@ def test_a_parameter_checked_against_a_module_level_list_of_names_is_given_one_o
     """`assert activation in ACTIVATIONS` (neuralforecast's MLPs: "relu is not in ['ReLU', ...]",
     and the class nn.ReLU failed as well) and `if norm not in NORMS: raise` over a dict's keys:
     the names are read from the module-level constant the comparison names."""
-    from autotriton.harvesting.synthesis import synthesize
-
-    from test_harvesting_synthesis import HEADER
-
-    mlp = synthesize(HEADER + NAMED_CHOICES.replace("class MLP", "class Model"))[0]
+    mlp = first_guess(NAMED_CHOICES, "MLP")
     assert mlp.init_code[2] == "'ReLU'", mlp.init_code
-    normed = synthesize(HEADER + NAMED_CHOICES.replace("class Normed", "class Model"))[0]
+    normed = first_guess(NAMED_CHOICES, "Normed")
     assert normed.init_code[1] == "'batch'", normed.init_code
     assert_all_runnable(tmp_path, "mlp.py", NAMED_CHOICES, 2)
 
@@ -104,10 +100,8 @@ def test_a_list_of_layers_called_with_masks_is_given_stand_in_networks(tmp_path)
     """`for layer in self.layers: x = layer(x, attn_mask=attn_mask)` (neuralforecast's Autoformer /
     Informer encoders): the items take keyword arguments nn.GELU refuses, so the list holds the
     stand-in network, which takes any and keeps x's shape."""
-    from autotriton.harvesting.synthesis import STAND_IN, synthesize
+    from autotriton.harvesting.synthesis import STAND_IN
 
-    from test_harvesting_synthesis import HEADER
-
-    attempt = synthesize(HEADER + LAYER_LISTS.replace("class Encoder", "class Model"))[0]
+    attempt = first_guess(LAYER_LISTS, "Encoder")
     assert f"{STAND_IN}()" in attempt.init_code[0], attempt.init_code
     assert_all_runnable(tmp_path, "encoder.py", LAYER_LISTS, 1)

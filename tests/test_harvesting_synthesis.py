@@ -60,6 +60,11 @@ def _tree_constraints(source: str, name: str) -> tuple[list[ast.expr], list[str]
 
 
 
+def first_guess(source: str, class_name: str):
+    """The first attempt synthesis makes for class `class_name` of `source` (under HEADER), as Model."""
+    return synthesize(HEADER + source.replace(f"class {class_name}", "class Model"))[0]
+
+
 def assert_all_runnable(tmp_path, file_name: str, source: str, count: int) -> None:
     """Harvest `source` (under HEADER) as one file in the real sandbox: all `count` classes runnable."""
     (tmp_path / file_name).write_text(HEADER + source)
