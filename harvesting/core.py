@@ -29,7 +29,7 @@ from autotriton.harvesting.requirements import module_requirements, package_impo
 from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
-from autotriton.harvesting.input_repair import repair_attempts
+from autotriton.harvesting.input_repair import repair_attempts, solved_attempt
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
@@ -509,6 +509,10 @@ class Harvester:
                         p.first_failure = (reason, detail)
                     _reorder_after_failure(p.attempts, round_no + 1, detail)
                     fixed = repair_attempts(p.attempts[round_no], str(_field(res, "detail") or ""))
+                    # sizes that passed forward's own shape checks on symbolic shapes come before any
+                    # reading of the error message
+                    solved = solved_attempt(p.attempts[round_no], _field(res, "suggested_shapes"))
+                    fixed = [solved, *fixed] if solved is not None else fixed
                     # a repair that leads back to a guess already tried (the bottleneck's channel
                     # error undoing its broadcast repair) would only loop: it is left out
                     tried = {a.functions() for a in p.attempts[:round_no + 1]}

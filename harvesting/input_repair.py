@@ -5,6 +5,7 @@ ranks), so the harvester can try a reshaped `Attempt` instead of giving up on a 
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from typing import Any
@@ -140,6 +141,77 @@ def _flattened_to(s: list[int], got: int, want: int) -> list[int] | None:
             tail = [1] * (k - 2) + ([want // s[-1], s[-1]] if want % s[-1] == 0 else [1, want])
             return s[:-k] + tail
     return None
+
+
+def _resized_code(code: str, shape: list[int], spec: dict[str, Any]) -> str:
+    """A tensor expression like `code` (random, or ones for a mask) of `shape`."""
+    if code.lstrip().startswith("torch.ones("):
+        dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+        return f"torch.ones(({dims}), dtype=torch.int64)" if spec.get("dtype") == "int64" else f"torch.ones({dims})"
+    return _tensor_code(shape, spec)
+
+
+def _fits(shape: Any, spec: Any) -> bool:
+    """`shape` a new shape for the tensor of `spec`: same rank, other sizes, each in (0, 4096]."""
+    return (isinstance(spec, dict) and spec.get("kind") == "tensor" and isinstance(shape, list)
+            and len(shape) == len(spec["shape"]) and shape != spec["shape"]
+            and all(type(d) is int and 0 < d <= 4096 for d in shape))
+
+
+def _item_codes(code: str) -> list[str] | None:
+    """The item expressions of a dict or list display (`{'a': torch.randn(2, 8), ...}`, `[...]`)."""
+    try:
+        node = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return None
+    items = node.values if isinstance(node, ast.Dict) else node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
+    return [ast.get_source_segment(code, v) or "" for v in items] if items is not None else None
+
+
+def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | None:
+    """One input (code, spec) resized as the probe suggested (a shape; {"dict": {key: shape}} for a
+    dict of tensors; {"list": [...]} for a list), or None when nothing changes."""
+    if _fits(suggested, spec):
+        new = {**spec, "shape": suggested}
+        return _tensor_code(suggested, new), new
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind == "tensor_dict" and isinstance(suggested, dict) and isinstance(suggested.get("dict"), dict):
+        keys, wanted = list(spec["items"]), suggested["dict"]
+    elif kind == "tensor_list" and isinstance(suggested, dict) and isinstance(suggested.get("list"), list):
+        keys, wanted = list(range(len(spec["items"]))), dict(enumerate(suggested["list"]))
+    else:
+        return None
+    codes = _item_codes(code)
+    if codes is None or len(codes) != len(keys):
+        return None
+    items = dict(spec["items"]) if kind == "tensor_dict" else list(spec["items"])
+    changed = False
+    for j, key in enumerate(keys):
+        shape = wanted.get(str(key) if kind == "tensor_dict" else key)
+        if _fits(shape, items[key]):
+            items[key] = {**items[key], "shape": shape}
+            codes[j] = _resized_code(codes[j], shape, items[key])
+            changed = True
+    if not changed:
+        return None
+    if kind == "tensor_dict":
+        return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(keys, codes)) + "}", {**spec, "items": items}
+    return "[" + ", ".join(codes) + "]", {**spec, "items": items}
+
+
+def solved_attempt(attempt: Attempt, shapes: list[Any] | None) -> Attempt | None:
+    """The attempt with its tensor inputs resized to `shapes`, the sizes the probe found forward's
+    shape checks pass with (validation/shape_solver.py; one entry per input, None: unchanged), or
+    None when that changes nothing."""
+    if not shapes or len(shapes) != len(attempt.input_spec):
+        return None
+    codes, specs, changed = list(attempt.input_code), list(attempt.input_spec), False
+    for i, (code, spec, suggested) in enumerate(zip(attempt.input_code, attempt.input_spec, shapes)):
+        resized = _resized_input(code, spec, suggested) if suggested is not None else None
+        if resized is not None:
+            codes[i], specs[i] = resized
+            changed = True
+    return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} solved") if changed else None
 
 
 def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:

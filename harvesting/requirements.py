@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from autotriton.environments import JUDGE_PROVIDED, canonical_name
+from autotriton.harvesting.signatures import module_names
 
 #: Imports whose distribution has another name. The first entry is installed when the repository
 #: declares none of them (opencv's headless build: no GUI libraries needed to run a module).
@@ -125,10 +126,7 @@ def _setup_py(text: str) -> list[str]:
         tree = ast.parse(text)
     except SyntaxError:
         return []
-    names: dict[str, ast.AST] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            names[node.targets[0].id] = node.value
+    names = module_names(tree)
     out: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):

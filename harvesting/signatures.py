@@ -37,6 +37,12 @@ def _params(fn: ast.FunctionDef) -> list[_Param]:
     return [p for p in out if p.name not in ("self", "cls")] if out else out
 
 
+def module_names(tree: ast.Module) -> dict[str, ast.expr]:
+    """What the module binds at its top level with a plain `name = value` (the value's expression)."""
+    return {n.targets[0].id: n.value for n in tree.body
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+
+
 def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
     return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 

@@ -24,7 +24,8 @@ from autotriton.harvesting.argument_guesses import _SIZE_WORDS, STAND_IN, STAND_
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
-from autotriton.harvesting.signatures import _Param, _classes, _method, _method_owner, _params, _source_bases, unwrap_optional
+from autotriton.harvesting.signatures import (_Param, _classes, _method, _method_owner, _params, _source_bases, module_names,
+                                              unwrap_optional)
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
 
 
@@ -491,9 +492,7 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     calls = _as_torch_layers(_layer_calls(list(classes.values())), classes)
     usages: dict[str, Usage] = {}
     if isinstance(init, ast.FunctionDef):
-        constants = {n.targets[0].id: n.value for n in tree.body
-                     if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
-        usages = parameter_usages(classes, functions, "Model", [p.name for p in _params(init)], constants)
+        usages = parameter_usages(classes, functions, "Model", [p.name for p in _params(init)], module_names(tree))
     # forward inputs spread as keyword arguments (`self.f(x, **f_args)`): no options, a mapping
     mappings = {name for name, u in input_usages(classes, functions, "Model", forward, [p.name for p in required]).items()
                 if u.mapping and not u.sequence} if forward is not None else set()

@@ -48,6 +48,9 @@ class ValidationConfig(BaseModel):
     tf32_tolerance: float = Field(1e-2, gt=0, description="fp32 tolerance on a GPU when a launched kernel uses TF32 tl.dot (validation/compare.py)")
     probe_timeout_s: float = Field(60.0, gt=0, description="hard limit for probing one reference problem")
     probe_budget_s: float = Field(20.0, gt=0, description="a problem whose single forward pass takes longer is rejected as too_slow")
+    probe_solve_s: float = Field(10.0, ge=0, description=(
+        "after a forward fails, seconds the probe spends finding input sizes whose shape checks pass, on symbolic shapes "
+        "(validation/shape_solver.py); the harvester tries them next. 0: off"))
     gpus: list[int] = Field(default_factory=list, description=(
         "GPUs the judge's workers use (indices as this process sees them); empty = all visible. During GRPO, a GPU of its "
         "own keeps the judge's CUDA contexts and kernels from slowing generation (training.reward_overlap)"))

@@ -53,6 +53,8 @@ class ProbeResult:
     elapsed_s: float = 0.0
     shrunk: bool = False
     output_dtypes: list[str] = field(default_factory=list)
+    # forward failed, and these input shapes (one per input; None: not a tensor) pass its shape checks
+    suggested_shapes: list[list[int] | None] | None = None
 
 
 def resolve_device(device: str) -> str:
@@ -418,7 +420,8 @@ class JudgePool:
                     res = {"ok": False, "reason": kind, "detail": res}
                 results[i] = ProbeResult(ok=bool(res.get("ok")), reason=res.get("reason"), detail=res.get("detail", ""),
                                          output_shapes=res.get("output_shapes", []), elapsed_s=float(res.get("elapsed_s", 0.0)),
-                                         shrunk=bool(res.get("shrunk", False)), output_dtypes=res.get("output_dtypes", []))
+                                         shrunk=bool(res.get("shrunk", False)), output_dtypes=res.get("output_dtypes", []),
+                                         suggested_shapes=res.get("suggested_shapes"))
                 advance()
 
             with ThreadPoolExecutor(max_workers=self.n_workers) as ex:

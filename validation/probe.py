@@ -126,7 +126,9 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
     except (FileNotFoundError, IsADirectoryError) as exc:
         return _fail("needs_data_files", f"{type(exc).__name__}: {exc}", start)
     except BaseException as exc:  # noqa: BLE001
-        return _fail("runtime_error", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-1500:], start)
+        detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-1500:]
+        suggested = _solved_shapes(module, job) if isinstance(exc, Exception) and job.get("solve_budget_s") else None
+        return _fail("runtime_error", detail, start, **({"suggested_shapes": suggested} if suggested else {}))
     shapes = [list(o.shape) for o in first]
     if not _same(first, second):
         return _fail("nondeterministic", "two runs with the same seed gave different outputs", start, output_shapes=shapes)
@@ -143,6 +145,26 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
             "output_dtypes": [str(o.dtype).removeprefix("torch.") for o in first]}
 
 
+def _solved_shapes(module: Any, job: dict[str, Any]) -> list[list[int] | None] | None:
+    """Input shapes under which forward's shape checks pass (shape_solver.py), for a problem whose
+    forward failed: the harvester tries them next. None when no such shapes were found."""
+    import torch
+
+    from autotriton.validation.shape_solver import solve_input_shapes
+
+    def build() -> Any:
+        torch.manual_seed(job["seed"])
+        model = module.Model(*list(module.get_init_inputs()))
+        return model.eval() if isinstance(model, torch.nn.Module) else model
+
+    try:
+        torch.manual_seed(job["seed"] + 1)
+        inputs = list(module.get_inputs())
+        return solve_input_shapes(build, inputs, budget_s=float(job["solve_budget_s"]))
+    except Exception:  # noqa: BLE001 (the solver only proposes: its failure is no verdict)
+        return None
+
+
 def probe_in_sandbox(worker, problem_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
     """Worker side: shrink, fork a confined child, run the probe there, read a JSON answer.
 
@@ -154,10 +176,12 @@ def probe_in_sandbox(worker, problem_source: str, cfg: dict[str, Any]) -> dict[s
 
     start = time.monotonic()
     source = shrink.shrink_problem(problem_source, cfg["shrink_max_dim"]) if cfg["shrink_for_cpu"] else problem_source
-    answer = _probe_once(worker, source, cfg, start)
-    answer["shrunk"] = source != problem_source
-    if answer["shrunk"] and not answer.get("ok") and answer.get("reason") == "runtime_error":
-        again = _probe_once(worker, problem_source, cfg, time.monotonic())
+    shrunk = source != problem_source
+    # sizes are solved on the problem as written (a shrunk one that fails is probed again so)
+    answer = _probe_once(worker, source, cfg, start, solve=not shrunk)
+    answer["shrunk"] = shrunk
+    if shrunk and not answer.get("ok") and answer.get("reason") == "runtime_error":
+        again = _probe_once(worker, problem_source, cfg, time.monotonic(), solve=True)
         # its verdict stands (its error's sizes are the guess's own, for the repair), unless the
         # problem is too big to run as written
         if again.get("reason") not in ("timeout", "crashed", "too_slow"):
@@ -166,13 +190,14 @@ def probe_in_sandbox(worker, problem_source: str, cfg: dict[str, Any]) -> dict[s
     return answer
 
 
-def _probe_once(worker, source: str, cfg: dict[str, Any], start: float) -> dict[str, Any]:
+def _probe_once(worker, source: str, cfg: dict[str, Any], start: float, *, solve: bool) -> dict[str, Any]:
     from autotriton.validation import wire
 
     spawned = worker.spawn("probe", dict(cfg, device="cpu"))
     pid, sock, workdir = spawned.pid, spawned.sock, spawned.workdir
     try:
-        wire.send_pickle(sock, {"source": source, "seed": cfg["seed"], "budget_s": cfg["probe_budget_s"]})
+        wire.send_pickle(sock, {"source": source, "seed": cfg["seed"], "budget_s": cfg["probe_budget_s"],
+                                "solve_budget_s": cfg.get("probe_solve_s", 0.0) if solve else 0.0})
         try:
             return json.loads(wire.recv_frame(sock, deadline=start + cfg["probe_timeout_s"], max_bytes=1 << 20))
         except TimeoutError:

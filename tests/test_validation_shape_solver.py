@@ -1,0 +1,162 @@
+"""The probe's shape solver: input sizes a module's forward accepts, found on symbolic shapes, and
+the harvest that tries them when the error message alone does not say which input size to change."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from autotriton.harvesting import HarvestConfig, harvest_local
+from autotriton.validation.config import ValidationConfig
+from autotriton.validation.shape_solver import solve_input_shapes
+
+
+class ProjectThenConvolve(nn.Module):
+    """Linear over the features, a convolution over time, then a learned table of 11 positions."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(96, 32)
+        self.conv = nn.Conv1d(32, 64, 3, padding=1)
+        self.table = nn.Parameter(torch.zeros(64, 11))
+
+    def forward(self, x):
+        return self.conv(self.proj(x).transpose(1, 2)) + self.table
+
+
+class GroupedGate(nn.Module):
+    """A grouped convolution of one input (valid padding) gating the second."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(12, 24, 3, groups=3)
+
+    def forward(self, x, gate):
+        return self.conv(x) * gate
+
+
+class Rows(nn.Module):
+    def forward(self, x):
+        return x.reshape(-1, 2048).softmax(-1)
+
+
+class Checked(nn.Module):
+    def forward(self, x, scale):
+        if x.shape[-1] != 48:
+            raise ValueError(f"expected 48 features, got {x.shape[-1]}")
+        return x * scale
+
+
+class Keyed(nn.Module):
+    def forward(self, x):
+        return {"a": x}["b"]
+
+
+@pytest.mark.parametrize("module, inputs", [
+    (ProjectThenConvolve(), [torch.randn(2, 8, 16)]),
+    (GroupedGate(), [torch.randn(2, 8, 16, 16), torch.randn(2, 8, 16, 16)]),
+    (Rows(), [torch.randn(2, 8, 16)]),
+    (Checked(), [torch.randn(2, 8), 3.0]),
+])
+def test_the_solved_shapes_make_the_real_module_run(module, inputs):
+    with pytest.raises(Exception):
+        module(*inputs)
+    shapes = solve_input_shapes(lambda: module, inputs)
+    assert shapes is not None and len(shapes) == len(inputs)
+    resized = [torch.randn(s) if s is not None else x for x, s in zip(inputs, shapes)]
+    # ranks kept, the batch size left alone, non-tensor inputs untouched
+    assert all(s is None or (len(s) == x.dim() and s[0] == x.shape[0]) for x, s in zip(inputs, shapes))
+    assert all(s is not None for x, s in zip(inputs, shapes) if isinstance(x, torch.Tensor))
+    module(*resized)  # runs for real
+
+
+def test_the_sizes_are_those_forward_implies():
+    # features to the Linear's width, time to the table's length
+    assert solve_input_shapes(ProjectThenConvolve, [torch.randn(2, 8, 16)]) == [[2, 11, 96]]
+    # the valid convolution takes 2 off each spatial size: the gate is 2 smaller than x
+    x, gate = solve_input_shapes(GroupedGate, [torch.randn(2, 8, 16, 16), torch.randn(2, 8, 16, 16)])
+    assert x[1] == 12 and gate[1] == 24 and [x[2] - 2, x[3] - 2] == gate[2:]
+    # rows of 2048: the total a multiple of it, one size moved
+    (rows,) = solve_input_shapes(Rows, [torch.randn(2, 8, 16)])
+    assert (rows[0] * rows[1] * rows[2]) % 2048 == 0 and sum(a != b for a, b in zip(rows, [2, 8, 16])) == 1
+
+
+def test_nothing_is_proposed_when_sizes_are_not_what_failed_or_forward_already_runs():
+    assert solve_input_shapes(Keyed, [torch.randn(2, 8)]) is None
+    assert solve_input_shapes(Rows, [torch.randn(4, 2048)]) is None
+    assert solve_input_shapes(Rows, [3.0]) is None
+
+
+HEADER = "# SPDX-License-Identifier: MIT\nimport torch\nimport torch.nn as nn\n\n"
+
+# Sizes the error message does not name: the valid convolution shortens time by 4, so the broadcast
+# says "tensor a (N - 4) must match tensor b (60)", a size no input has; the table's 60 positions
+# mean an input of 64 steps.
+POSITIONAL = '''
+class ConvTokens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 16, 5)
+        self.positions = nn.Parameter(torch.randn(16, 60))
+
+    def forward(self, x):
+        return self.conv(x) + self.positions
+'''
+
+
+def test_a_module_whose_error_names_no_input_size_becomes_runnable_through_the_solver(tmp_path):
+    (tmp_path / "tokens.py").write_text(HEADER + POSITIONAL)
+    solved = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (problem,) = solved.problems
+    assert (problem.status, problem.reject_reason) == ("runnable", None), solved.details
+    assert problem.input_spec[0]["shape"][1:] == [4, 64]
+    # the solver off: the same module is rejected (what the error message says is not enough)
+    off = harvest_local(tmp_path, HarvestConfig(incremental=False), validation_config=ValidationConfig(probe_solve_s=0))
+    assert off.problems[0].status == "rejected" and off.problems[0].reject_reason == "no_working_inputs"
+
+
+class Tabular(nn.Module):
+    """A dict of features (pytorch-tabular's shape): one embedding per categorical column, asserted."""
+
+    def __init__(self):
+        super().__init__()
+        self.embeddings = nn.ModuleList(nn.Embedding(10, 4) for _ in range(3))
+        self.head = nn.Linear(3 * 4 + 5, 1)
+
+    def forward(self, x):
+        categorical, continuous = x["categorical"], x["continuous"]
+        assert categorical.shape[1] == len(self.embeddings), "one column per embedding"
+        embedded = [emb(categorical[:, i]) for i, emb in enumerate(self.embeddings)]
+        return self.head(torch.cat([*embedded, continuous], dim=1))
+
+
+class Pair(nn.Module):
+    def forward(self, xs):
+        return xs[0] @ xs[1]
+
+
+def test_tensors_inside_a_dict_or_a_list_are_resized_too():
+    features = {"categorical": torch.randint(0, 10, (2, 8)), "continuous": torch.randn(2, 8)}
+    assert solve_input_shapes(Tabular, [features]) == [{"dict": {"categorical": [2, 3], "continuous": [2, 5]}}]
+    ((a, b),) = [entry["list"] for entry in solve_input_shapes(Pair, [[torch.randn(4, 8), torch.randn(6, 3)]])]
+    assert a[1] == b[0] and (a[0], b[1]) == (4, 3)  # one inner size moved to the other
+
+
+def test_the_harvester_writes_the_solved_sizes_into_the_attempt_keeping_each_inputs_form():
+    from autotriton.harvesting.input_repair import solved_attempt
+    from autotriton.harvesting.synthesis import Attempt
+
+    attempt = Attempt(["4"], [{"kind": "int", "value": 4}],
+                      ["torch.randn(2, 8)", "{'ids': torch.randint(0, 7, (2, 8)), 'mask': torch.ones(2, 8)}", "3"],
+                      [{"kind": "tensor", "shape": [2, 8], "dtype": "float32"},
+                       {"kind": "tensor_dict", "items": {"ids": {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": 7},
+                                                         "mask": {"kind": "tensor", "shape": [2, 8], "dtype": "float32"}}},
+                       {"kind": "int", "value": 3}], label="D=32 option 0")
+    solved = solved_attempt(attempt, [[2, 16], {"dict": {"ids": [2, 5], "mask": [2, 5]}}, None])
+    assert solved.input_code == ["torch.randn(2, 16)", "{'ids': torch.randint(0, 7, (2, 5)), 'mask': torch.ones(2, 5)}", "3"]
+    assert solved.input_spec[1]["items"]["ids"] == {"kind": "tensor", "shape": [2, 5], "dtype": "int64", "high": 7}
+    assert solved.init_code == ["4"] and solved.label.endswith("solved")
+    # the same sizes, another rank, or a shape for a non-tensor: no attempt
+    assert solved_attempt(attempt, [[2, 8], None, None]) is None
+    assert solved_attempt(attempt, [[2, 8, 1], None, [3]]) is None
