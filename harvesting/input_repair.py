@@ -151,11 +151,36 @@ def _resized_code(code: str, shape: list[int], spec: dict[str, Any]) -> str:
     return _tensor_code(shape, spec)
 
 
-def _fits(shape: Any, spec: Any) -> bool:
-    """`shape` a new shape for the tensor of `spec`: same rank, other sizes, each in (0, 4096]."""
-    return (isinstance(spec, dict) and spec.get("kind") == "tensor" and isinstance(shape, list)
-            and len(shape) == len(spec["shape"]) and shape != spec["shape"]
-            and all(type(d) is int and 0 < d <= 4096 for d in shape))
+def _leaf(entry: Any) -> tuple[list[int], str | None] | None:
+    """A solved tensor entry: a shape, or {"shape": ..., "dtype": "int64"} (forward wanted indices)."""
+    shape, dtype = (entry, None) if isinstance(entry, list) else \
+        (entry.get("shape"), entry.get("dtype")) if isinstance(entry, dict) and "shape" in entry else (None, None)
+    if not (isinstance(shape, list) and shape and all(type(d) is int and 0 < d <= 4096 for d in shape)):
+        return None
+    return shape, dtype if dtype == "int64" else None
+
+
+def _resized_tensor(code: str | None, spec: dict[str, Any] | None, entry: Any) -> tuple[str, dict[str, Any]] | None:
+    """A tensor input (code, spec; None for a dict key forward read that the guess lacked) as the
+    probe solved it, or None when it stays as it is."""
+    leaf = _leaf(entry)
+    if leaf is None:
+        return None
+    shape, dtype = leaf
+    if spec is None:
+        spec = {"kind": "tensor", "shape": shape, "dtype": "float32"}
+        code = None
+    elif not (spec.get("kind") == "tensor" and len(shape) == len(spec["shape"])):
+        return None
+    new = {**spec, "shape": shape}
+    if dtype == "int64" and spec.get("dtype") != "int64":
+        new.update(dtype="int64", high=2)  # indices: the smallest range any table or dimension has
+    if new.get("dtype") == "int64":
+        new.pop("range", None)
+    if code is not None and new == spec:
+        return None
+    return (_resized_code(code, shape, new) if code is not None and new.get("dtype") == spec.get("dtype")
+            else _tensor_code(shape, new)), new
 
 
 def _item_codes(code: str) -> list[str] | None:
@@ -169,34 +194,38 @@ def _item_codes(code: str) -> list[str] | None:
 
 
 def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | None:
-    """One input (code, spec) resized as the probe suggested (a shape; {"dict": {key: shape}} for a
-    dict of tensors; {"list": [...]} for a list), or None when nothing changes."""
-    if _fits(suggested, spec):
-        new = {**spec, "shape": suggested}
-        return _tensor_code(suggested, new), new
-    kind = spec.get("kind") if isinstance(spec, dict) else None
-    if kind == "tensor_dict" and isinstance(suggested, dict) and isinstance(suggested.get("dict"), dict):
-        keys, wanted = list(spec["items"]), suggested["dict"]
-    elif kind == "tensor_list" and isinstance(suggested, dict) and isinstance(suggested.get("list"), list):
-        keys, wanted = list(range(len(spec["items"]))), dict(enumerate(suggested["list"]))
+    """One input (code, spec) as the probe solved it (a tensor entry; {"dict": {key: entry}} for a
+    dict of tensors, keys forward read and the guess lacked among them; {"list": [...]} for a
+    list), or None when nothing changes."""
+    if not isinstance(spec, dict):
+        return None
+    if spec.get("kind") == "tensor":
+        return _resized_tensor(code, spec, suggested)
+    wanted = suggested.get(spec["kind"].removeprefix("tensor_")) if isinstance(suggested, dict) else None
+    if spec.get("kind") == "tensor_dict" and isinstance(wanted, dict):
+        keys = list(spec["items"]) + [k for k in wanted if k not in spec["items"]]
+    elif spec.get("kind") == "tensor_list" and isinstance(wanted, list) and len(wanted) == len(spec["items"]):
+        keys, wanted = list(range(len(spec["items"]))), dict(enumerate(wanted))
     else:
         return None
     codes = _item_codes(code)
-    if codes is None or len(codes) != len(keys):
+    if codes is None or len(codes) != len(spec["items"]):
         return None
-    items = dict(spec["items"]) if kind == "tensor_dict" else list(spec["items"])
-    changed = False
+    old = spec["items"] if spec["kind"] == "tensor_dict" else dict(enumerate(spec["items"]))
+    items, out, changed = {}, [], False
     for j, key in enumerate(keys):
-        shape = wanted.get(str(key) if kind == "tensor_dict" else key)
-        if _fits(shape, items[key]):
-            items[key] = {**items[key], "shape": shape}
-            codes[j] = _resized_code(codes[j], shape, items[key])
-            changed = True
+        resized = _resized_tensor(codes[j] if j < len(codes) else None, old.get(key), wanted.get(key))
+        if resized is None and key not in old:
+            return None  # a key the probe named but gave no tensor for
+        item_code, item_spec = resized if resized is not None else (codes[j], old[key])
+        changed = changed or resized is not None
+        items[key] = item_spec
+        out.append(item_code)
     if not changed:
         return None
-    if kind == "tensor_dict":
-        return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(keys, codes)) + "}", {**spec, "items": items}
-    return "[" + ", ".join(codes) + "]", {**spec, "items": items}
+    if spec["kind"] == "tensor_dict":
+        return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(keys, out)) + "}", {**spec, "items": items}
+    return "[" + ", ".join(out) + "]", {**spec, "items": list(items.values())}
 
 
 def solved_attempt(attempt: Attempt, shapes: list[Any] | None) -> Attempt | None:

@@ -9,8 +9,9 @@ code's own asserts (`image_size % patch_size == 0`, `x.shape[0] == self.num_laye
 constraints.py turns into values that satisfy them. Each guess becomes an `Attempt`; the
 harvester runs attempts in the validation sandbox, best guess first, until one runs. Shapes are
 small (the `cpu-small` profile): the Triton interpreter must run them quickly.
-An attempt that fails with a torch shape error is reshaped by input_repair.py; a forward that
-draws random numbers is found by randomness.py.
+An attempt that fails is resized to the sizes the probe found on symbolic shapes
+(validation/shape_solver.py), else reshaped by input_repair.py from torch's error message; a
+forward that draws random numbers is found by randomness.py.
 """
 
 from __future__ import annotations

@@ -160,3 +160,33 @@ def test_the_harvester_writes_the_solved_sizes_into_the_attempt_keeping_each_inp
     # the same sizes, another rank, or a shape for a non-tensor: no attempt
     assert solved_attempt(attempt, [[2, 8], None, None]) is None
     assert solved_attempt(attempt, [[2, 8, 1], None, [3]]) is None
+
+
+class Properties:
+    """Keys held by another object (schnetpack's `properties.Z`): no string literal in forward."""
+    Z = "_atomic_numbers"
+    weight = "_weights"
+
+
+class AtomEnergy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(100, 16)
+        self.out = nn.Linear(16, 1)
+
+    def forward(self, inputs):
+        return self.out(self.embedding(inputs[Properties.Z]) * inputs[Properties.weight].unsqueeze(-1))
+
+
+def test_keys_a_dict_input_lacks_are_added_and_inputs_used_as_indices_become_integers():
+    solved = solve_input_shapes(AtomEnergy, [{"x": torch.randn(2, 8)}])
+    assert solved == [{"dict": {"x": [2, 8], "_atomic_numbers": {"shape": [2, 8], "dtype": "int64"}, "_weights": [2, 8]}}]
+
+    from autotriton.harvesting.input_repair import solved_attempt
+    from autotriton.harvesting.synthesis import Attempt
+
+    attempt = Attempt([], [], ["{'x': torch.randn(2, 8)}"],
+                      [{"kind": "tensor_dict", "items": {"x": {"kind": "tensor", "shape": [2, 8], "dtype": "float32"}}}])
+    (code,) = solved_attempt(attempt, solved).input_code
+    assert code == "{'x': torch.randn(2, 8), '_atomic_numbers': torch.randint(0, 2, (2, 8)), '_weights': torch.randn(2, 8)}"
+    AtomEnergy()(eval(code))  # the real module runs on it

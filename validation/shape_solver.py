@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -69,44 +70,50 @@ def _recording_env():
 # index, key) for a tensor in a dict argument, (input index, position) for one in a list or tuple.
 Slot = tuple
 
+# forward wanted integer indices (an embedding, indexing) where a float tensor was guessed
+_INDICES = re.compile(r"scalar types: Long, Int|tensors used as indices must be long|expected scalar type Long|"
+                      r"must be an? (?:integer|long) tensor", re.IGNORECASE)
 
-def _slots(inputs: list[Any]) -> dict[Slot, list[int]]:
+
+def _slots(inputs: list[Any]) -> dict[Slot, Any]:
     """Every input tensor forward receives, top-level or one level down in a dict / list / tuple."""
     import torch
 
-    out: dict[Slot, list[int]] = {}
+    out: dict[Slot, Any] = {}
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor):
-            out[(i,)] = list(x.shape)
+            out[(i,)] = x
         elif isinstance(x, dict):
-            out.update({(i, k): list(v.shape) for k, v in x.items() if isinstance(v, torch.Tensor)})
-        elif isinstance(x, (list, tuple)):
-            out.update({(i, j): list(v.shape) for j, v in enumerate(x) if isinstance(v, torch.Tensor)})
+            out.update({(i, k): v for k, v in x.items() if isinstance(v, torch.Tensor)})
+        elif type(x) in (list, tuple):
+            out.update({(i, j): v for j, v in enumerate(x) if isinstance(v, torch.Tensor)})
     return out
 
 
-def _replaced(inputs: list[Any], tensors: dict[Slot, Any]) -> list[Any]:
-    """`inputs` with the tensor in each slot of `tensors` replaced."""
+def _with(inputs: list[Any], tensors: dict[Slot, Any]) -> list[Any]:
+    """`inputs` with the tensor of each slot of `tensors` put in (a dict key may be new)."""
     out = []
     for i, x in enumerate(inputs):
         if (i,) in tensors:
             x = tensors[(i,)]
         elif isinstance(x, dict):
-            x = {k: tensors.get((i, k), v) for k, v in x.items()}
-        elif isinstance(x, (list, tuple)):
-            x = type(x)(tensors.get((i, j), v) for j, v in enumerate(x)) if type(x) in (list, tuple) else x
+            x = {**x, **{slot[1]: t for slot, t in tensors.items() if len(slot) == 2 and slot[0] == i}}
+        elif type(x) in (list, tuple):
+            x = type(x)(tensors.get((i, j), v) for j, v in enumerate(x))
         out.append(x)
     return out
 
 
-def _tensor_at(inputs: list[Any], slot: Slot) -> Any:
-    return inputs[slot[0]] if len(slot) == 1 else inputs[slot[0]][slot[1]]
+def _placeholder(shape: list[int], dtype: Any) -> Any:
+    import torch
+
+    return torch.empty(shape, dtype=dtype)
 
 
-def _fake_run(build: Callable[[], Any], inputs: list[Any], shapes: dict[Slot, list[int]]
+def _fake_run(build: Callable[[], Any], inputs: list[Any]
               ) -> tuple[BaseException | None, list[tuple[Any, Any]], dict[Any, tuple[Slot, int]]]:
-    """Run forward once on fake inputs of `shapes` (symbolic sizes). Returns the exception (None
-    when forward ran through), the decisions taken, and where each input size's symbol sits."""
+    """Run forward once on fake copies of `inputs`' tensors with symbolic sizes. Returns the
+    exception (None when forward ran through), the decisions taken, and where each size's symbol sits."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
@@ -115,17 +122,16 @@ def _fake_run(build: Callable[[], Any], inputs: list[Any], shapes: dict[Slot, li
     mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
     where: dict[Any, tuple[Slot, int]] = {}
     fakes: dict[Slot, Any] = {}
-    for slot, shape in shapes.items():
-        real = torch.empty(shape, dtype=_tensor_at(inputs, slot).dtype)
-        fakes[slot] = mode.from_tensor(real, symbolic_context=StatelessSymbolicContext(
-            dynamic_sizes=[DimDynamic.DYNAMIC] * len(shape)))
+    for slot, t in _slots(inputs).items():
+        fakes[slot] = mode.from_tensor(t, symbolic_context=StatelessSymbolicContext(
+            dynamic_sizes=[DimDynamic.DYNAMIC] * t.dim()))
         for k, size in enumerate(fakes[slot].shape):
             if isinstance(size, torch.SymInt):
                 where[size.node.expr] = (slot, k)
     try:
         model = build()
         with mode, torch.no_grad():
-            model(*_replaced(inputs, fakes))
+            model(*_with(inputs, fakes))
     except Exception as exc:  # noqa: BLE001 (any failure of forward is information)
         return exc, env.decisions, where
     return None, env.decisions, where
@@ -166,31 +172,66 @@ def _reversal(expr: Any, value: Any, sym: Any, hints: dict[Any, int], max_dim: i
     return None
 
 
-def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: int = 10, budget_s: float = 10.0,
-                       max_dim: int = 4096, max_numel: int = 1 << 24) -> list[Any] | None:
-    """New shapes for `inputs` under which `build()`'s forward runs through on fake tensors, or
-    None (it already does, no reversal was found, or the budget ran out). One entry per input: a
-    shape for a tensor, `{"dict": {key: shape}}` for a dict of tensors, `{"list": [shape or None,
-    ...]}` for a list or tuple, None for anything else. `build` makes a fresh module each round
-    (forward may keep what it saw)."""
-    shapes = _slots(inputs)
-    if not shapes:
+def _missing_key(error: BaseException, inputs: list[Any]) -> tuple[Slot, Any] | None:
+    """forward read a key its dict input lacks (`inputs[properties.R]`, a key held in another
+    module): the slot to add, as a float tensor shaped like the dict's first, or None."""
+    import torch
+
+    if not isinstance(error, KeyError) or len(error.args) != 1 or not isinstance(error.args[0], str):
         return None
-    start, first = time.monotonic(), {slot: list(s) for slot, s in shapes.items()}
+    for i, x in enumerate(inputs):
+        if isinstance(x, dict) and error.args[0] not in x and len(x) < 16:
+            like = next((v for v in x.values() if isinstance(v, torch.Tensor)), None)
+            return (i, error.args[0]), _placeholder(list(like.shape) if like is not None else [2, 8], torch.float32)
+    return None
+
+
+def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: int = 16, budget_s: float = 10.0,
+                       max_dim: int = 4096, max_numel: int = 1 << 24) -> list[Any] | None:
+    """Input tensors under which `build()`'s forward runs through on fake tensors, or None (it
+    already does, nothing was found, or the budget ran out). Besides sizes, a float input that
+    forward uses as indices becomes int64, and a key a dict input lacks is added. One entry per
+    input: a tensor's shape (`{"shape": ..., "dtype": "int64"}` when retyped), `{"dict": {key:
+    entry}}` for a dict, `{"list": [entry or None, ...]}` for a list or tuple, None for anything
+    else. `build` makes a fresh module each round (forward may keep what it saw)."""
+    import torch
+
+    state = _with(inputs, {slot: _placeholder(list(t.shape), t.dtype) for slot, t in _slots(inputs).items()})
+    if not _slots(state):
+        return None
+    start, first = time.monotonic(), _signature(state)
     moved: set[tuple[Slot, int]] = set()
-    seen = {repr(shapes)}
+    seen, retyped, tried = {first}, None, set()
     with _quiet_logs():
         for _ in range(rounds):
             if time.monotonic() - start > budget_s:
                 return None
-            error, decisions, where = _fake_run(build, inputs, shapes)
+            error, decisions, where = _fake_run(build, state)
             if error is None:
-                return _as_inputs(inputs, shapes) if shapes != first else None
+                return _as_inputs(inputs, state) if _signature(state) != first else None
+            slots = _slots(state)
+            added = _missing_key(error, state)
+            if added is not None:
+                state = _with(state, {added[0]: added[1]})
+                continue
+            if _INDICES.search(str(error)):
+                # which float input is used as indices is not said: the last one first; a retype
+                # that leaves the same error is undone and the next tried
+                if retyped is not None:
+                    state = _with(state, {retyped: _placeholder(list(slots[retyped].shape), torch.float32)})
+                options = [sl for sl in reversed(list(slots)) if slots[sl].is_floating_point() and sl not in tried]
+                if not options:
+                    return None
+                retyped = options[0]
+                tried.add(retyped)
+                state = _with(state, {retyped: _placeholder(list(slots[retyped].shape), torch.int64)})
+                continue
+            retyped = None
             ours = [(e, v) for e, v in decisions if e.free_symbols and e.free_symbols <= set(where)]
             if not ours:
                 return None
             expr, value = ours[-1]
-            hints = {s: shapes[slot][k] for s, (slot, k) in where.items()}
+            hints = {s: slots[slot].shape[k] for s, (slot, k) in where.items()}
             # a size not moved yet first, a batch size last, the last dimension before the first
             order = sorted(expr.free_symbols, key=lambda s: (where[s] in moved, where[s][1] == 0, -where[s][1]))
             for sym in order:
@@ -198,12 +239,13 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
                 if size is None:
                     continue
                 slot, k = where[sym]
-                trial = {sl: list(s) for sl, s in shapes.items()}
-                trial[slot][k] = size
-                if math.prod(trial[slot]) > max_numel or repr(trial) in seen:
+                shape = list(slots[slot].shape)
+                shape[k] = size
+                trial = _with(state, {slot: _placeholder(shape, slots[slot].dtype)})
+                if math.prod(shape) > max_numel or _signature(trial) in seen:
                     continue
-                shapes = trial
-                seen.add(repr(shapes))
+                state = trial
+                seen.add(_signature(state))
                 moved.add((slot, k))
                 break
             else:
@@ -211,16 +253,32 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
     return None
 
 
-def _as_inputs(inputs: list[Any], shapes: dict[Slot, list[int]]) -> list[Any]:
-    """The wire form of `shapes`, per input (solve_input_shapes's)."""
+def _signature(inputs: list[Any]) -> str:
+    return repr(sorted((repr(slot), list(t.shape), str(t.dtype)) for slot, t in _slots(inputs).items()))
+
+
+def _as_inputs(original: list[Any], solved: list[Any]) -> list[Any]:
+    """The wire form of the solved inputs, per input (solve_input_shapes's)."""
+    import torch
+
     out: list[Any] = []
-    for i, x in enumerate(inputs):
-        if (i,) in shapes:
-            out.append(shapes[(i,)])
-        elif isinstance(x, dict) and any((i, k) in shapes for k in x):
-            out.append({"dict": {str(k): shapes[(i, k)] for k in x if (i, k) in shapes}})
-        elif isinstance(x, (list, tuple)) and any((i, j) in shapes for j in range(len(x))):
-            out.append({"list": [shapes.get((i, j)) for j in range(len(x))]})
+    slots = _slots(solved)
+    before = _slots(original)
+
+    def leaf(slot: Slot) -> Any:
+        t = slots[slot]
+        was = before.get(slot)
+        if t.dtype == torch.int64 and (was is None or was.dtype != torch.int64):
+            return {"shape": list(t.shape), "dtype": "int64"}
+        return list(t.shape)
+
+    for i, x in enumerate(solved):
+        if (i,) in slots:
+            out.append(leaf((i,)))
+        elif isinstance(x, dict) and any((i, k) in slots for k in x):
+            out.append({"dict": {str(k): leaf((i, k)) for k in x if (i, k) in slots}})
+        elif type(x) in (list, tuple) and any((i, j) in slots for j in range(len(x))):
+            out.append({"list": [leaf((i, j)) if (i, j) in slots else None for j in range(len(x))]})
         else:
             out.append(None)
     return out
