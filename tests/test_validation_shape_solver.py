@@ -190,3 +190,21 @@ def test_keys_a_dict_input_lacks_are_added_and_inputs_used_as_indices_become_int
     (code,) = solved_attempt(attempt, solved).input_code
     assert code == "{'x': torch.randn(2, 8), '_atomic_numbers': torch.randint(0, 2, (2, 8)), '_weights': torch.randn(2, 8)}"
     AtomEnergy()(eval(code))  # the real module runs on it
+
+
+class Decoder(nn.Module):
+    """Unpacks a 3-axis input (TemporalFusionDecoder's `bs, t, h_size = x.shape`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 4)
+
+    def forward(self, x):
+        bs, t, h = x.shape
+        return self.proj(x).reshape(bs, t * 4)
+
+
+def test_an_input_with_an_axis_too_many_loses_one_then_its_sizes_are_solved():
+    (shape,) = solve_input_shapes(Decoder, [torch.randn(2, 8, 8, 32)])
+    assert len(shape) == 3 and shape[0] == 2 and shape[-1] == 16
+    Decoder()(torch.randn(shape))

@@ -110,10 +110,26 @@ def _placeholder(shape: list[int], dtype: Any) -> Any:
     return torch.empty(shape, dtype=dtype)
 
 
+def _counting_mode():
+    from torch.overrides import TorchFunctionMode
+
+    class Counting(TorchFunctionMode):
+        """Counts torch calls: how far forward got before it failed."""
+
+        calls = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    return Counting()
+
+
 def _fake_run(build: Callable[[], Any], inputs: list[Any]
-              ) -> tuple[BaseException | None, list[tuple[Any, Any]], dict[Any, tuple[Slot, int]]]:
+              ) -> tuple[BaseException | None, list[tuple[Any, Any]], dict[Any, tuple[Slot, int]], int]:
     """Run forward once on fake copies of `inputs`' tensors with symbolic sizes. Returns the
-    exception (None when forward ran through), the decisions taken, and where each size's symbol sits."""
+    exception (None when forward ran through), the decisions taken, where each size's symbol
+    sits, and how many torch calls forward made (how far it got)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
@@ -128,13 +144,43 @@ def _fake_run(build: Callable[[], Any], inputs: list[Any]
         for k, size in enumerate(fakes[slot].shape):
             if isinstance(size, torch.SymInt):
                 where[size.node.expr] = (slot, k)
+    counter = _counting_mode()
     try:
         model = build()
-        with mode, torch.no_grad():
+        with mode, counter, torch.no_grad():
             model(*_with(inputs, fakes))
     except Exception as exc:  # noqa: BLE001 (any failure of forward is information)
-        return exc, env.decisions, where
-    return None, env.decisions, where
+        return exc, env.decisions, where, counter.calls
+    return None, env.decisions, where, counter.calls
+
+
+# errors about how many axes an input has (no size of it would help)
+_RANKISH = re.compile(r"values to unpack|[Dd]imension out of range|number of dimensions|expected \d+ dims|\b\d-?D\b|"
+                      r"\brank\b|too many indices")
+
+
+def _rank_step(build: Callable[[], Any], state: list[Any], depth: int, seen: set[str], deadline: float,
+               max_numel: int) -> list[Any] | None:
+    """`state` with one input given an axis more or one less (after the batch axis, or at the
+    end), the variant that takes forward through or furthest past `depth` torch calls; None when
+    none gets further."""
+    best: tuple[int, list[Any]] | None = None
+    for slot, t in reversed(list(_slots(state).items())):
+        shape = list(t.shape)
+        variants = ([shape[:1] + shape[2:], shape[:-1]] if len(shape) >= 2 else []) + \
+                   ([shape[:1] + [8] + shape[1:], shape + [8]] if len(shape) <= 4 else [])
+        for variant in variants:
+            if time.monotonic() > deadline:
+                return best[1] if best else None
+            trial = _with(state, {slot: _placeholder(variant, t.dtype)})
+            if not variant or math.prod(variant) > max_numel or _signature(trial) in seen:
+                continue
+            error, _, _, calls = _fake_run(build, trial)
+            if error is None:
+                return trial
+            if calls > depth and (best is None or calls > best[0]):
+                best = (calls, trial)
+    return best[1] if best else None
 
 
 def _candidates(hint: int, expr: Any, max_dim: int) -> list[int]:
@@ -206,7 +252,7 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
         for _ in range(rounds):
             if time.monotonic() - start > budget_s:
                 return None
-            error, decisions, where = _fake_run(build, state)
+            error, decisions, where, depth = _fake_run(build, state)
             if error is None:
                 return _as_inputs(inputs, state) if _signature(state) != first else None
             slots = _slots(state)
@@ -228,8 +274,15 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
                 continue
             retyped = None
             ours = [(e, v) for e, v in decisions if e.free_symbols and e.free_symbols <= set(where)]
-            if not ours:
-                return None
+            if not ours or _RANKISH.search(str(error)):
+                # no size decision to reverse, or an error about axes: an input with an axis more or less
+                ranked = _rank_step(build, state, depth, seen, start + budget_s, max_numel)
+                if ranked is not None:
+                    state = ranked
+                    seen.add(_signature(state))
+                    continue
+                if not ours:
+                    return None
             expr, value = ours[-1]
             hints = {s: slots[slot].shape[k] for s, (slot, k) in where.items()}
             # a size not moved yet first, a batch size last, the last dimension before the first
