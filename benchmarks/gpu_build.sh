@@ -254,16 +254,15 @@ case "${1:-}" in
     # the models of STAGED_AFTER (default "grpo base") evaluated the same way: a machine taken back part-way still leaves each
     # finished model's figures (RESULTS.md, seventeenth run: lost during `train`, nothing evaluated).
     if [ "${TRAIN_VERB:-train}" = staged ]; then
+      eval_heldout() { eval_model "$1" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "${HELDOUT_NAME:-*}" --max-problems "${NAMED_PROBLEMS:-0}"; }
       timeout -s INT -k 30 $((${SFT_S:-240} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" sft --json > "$R/train_sft.json" 2> "$R/train_sft.err"
       log "sft: rc $? in $((SECONDS-t0)) s"
-      eval_model sft "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "${HELDOUT_NAME:-*}" --max-problems "${NAMED_PROBLEMS:-0}"
+      eval_heldout sft
       t0=$SECONDS
       timeout -s INT -k 30 $((${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" grpo --model "$WORK/train/sft/final" \
         --json > "$R/train_grpo.json" 2> "$R/train_grpo.err"
       log "grpo: rc $? in $((SECONDS-t0)) s"
-      for m in ${STAGED_AFTER:-grpo base}; do
-        eval_model "$m" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "${HELDOUT_NAME:-*}" --max-problems "${NAMED_PROBLEMS:-0}"
-      done
+      for m in ${STAGED_AFTER:-grpo base}; do eval_heldout "$m"; done
       log "learn done"; exit 0
     fi
     # While SFT trains (a 135M model leaves the GPU mostly idle), time the evaluation's generate()
