@@ -41,7 +41,7 @@ from autotriton.harvesting.core import Harvester, HarvestResult, ProbeFn
 from autotriton.harvesting.extract import Repository
 from autotriton.harvesting.licences import detect_licence_text, directory_licence, normalize_spdx, spdx_header
 from autotriton.harvesting.local import HarvestInputError, harvest_local, python_files
-from autotriton.harvesting.requirements import declared_in_package
+from autotriton.harvesting.requirements import declared_in_package, remapped_packages
 from autotriton.harvesting.state import HarvestState
 from autotriton.records import SourceRef
 
@@ -205,13 +205,19 @@ def fetch_package(src: PackageSource, cache: str | Path, timeout_s: float = 600.
     """Unpacked sources of a package in `cache` -> (folder, "sdist" or "wheel"). A package already
     unpacked there is reused; an interrupted unpack never leaves a half folder behind."""
     cache = Path(cache).expanduser()
+    remapped = None  # an sdist whose packages lie apart from their import names: the wheel's layout is wanted
     for kind in ("sdist", "wheel"):
         done = cache / f"{src.name}-{src.version}-{kind}"
         if done.is_dir():
+            if kind == "sdist" and remapped_packages(done):
+                remapped = done
+                continue
             return done, kind
     cache.mkdir(parents=True, exist_ok=True)
     errors = []
     for kind in ("sdist", "wheel"):
+        if kind == "sdist" and remapped is not None:
+            continue
         with tempfile.TemporaryDirectory(dir=cache, prefix=f".{src.name}-") as tmp:
             try:
                 (Path(tmp) / "dl").mkdir()
@@ -233,7 +239,14 @@ def fetch_package(src: PackageSource, cache: str | Path, timeout_s: float = 600.
             except OSError:
                 if not final.is_dir():  # another harvest unpacked the same package meanwhile: use theirs
                     raise
+            if kind == "sdist" and remapped_packages(final):
+                # `package-dir = {"pkg._ops" = "ops"}`: imports of pkg._ops would find no file; the
+                # wheel holds the same Python files where their imports look (kept as a fallback)
+                remapped = final
+                continue
             return final, kind
+    if remapped is not None:
+        return remapped, "sdist"
     raise FetchError(f"{src.label}: {'; '.join(errors)}")
 
 

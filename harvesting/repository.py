@@ -195,6 +195,14 @@ class Repository:
             return target
         target = self.module_file(binding.module, None)
         sub = self.module_file(f"{binding.module}.{binding.name}", None)
+        if target is None and sub is None:
+            # a project vendored inside this one, importing its own modules as top-level ones
+            # (torchxrayvision/baseline_models/jfhealthcare/model/*.py: `from model.utils import
+            # get_norm`): the nearest folder above the importing file that holds them is its root
+            base = self._vendored_root(from_path, binding.module)
+            if base is not None:
+                target = self.module_file(binding.module, base)
+                sub = self.module_file(f"{binding.module}.{binding.name}", base)
         if target is None:
             # a namespace package (a folder without __init__.py, PEP 420) is the repository's own
             # when the submodule named is: `from pytorch_tabnet import sparsemax`
@@ -204,6 +212,16 @@ class Repository:
                                 or self._binds_submodule(target, parsed, binding.name, sub)):
             return sub
         return (target, binding.name)
+
+    def _vendored_root(self, from_path: str, dotted: str) -> str | None:
+        """The nearest folder holding `from_path` (its own, then each above it, below the
+        repository's root) in which `dotted` is a module file or package, or None."""
+        base = posixpath.dirname(from_path)
+        while base:
+            if self.module_file(dotted, base) is not None:
+                return base
+            base = posixpath.dirname(base)
+        return None
 
     def _binds_submodule(self, path: str, parsed: ParsedFile, name: str, sub: str) -> bool:
         """Whether `path` (a package's __init__.py) binds `name` only by importing the submodule

@@ -153,6 +153,47 @@ def _setup_cfg(text: str) -> list[str]:
             if line.split("#", 1)[0].strip() and not line.strip().startswith("file:")]
 
 
+def remapped_packages(folder: Path) -> dict[str, str]:
+    """Packages a source distribution keeps in a folder other than their import name (setuptools'
+    `package-dir` / `package_dir`: `"spikingjelly._ops" = "ops"`), as {import name: folder};
+    the src layout's `"" = "src"` is not one (the harvest reads src/ as a root already). Read from
+    pyproject.toml, setup.cfg and a literal `package_dir=` of setup.py, never executed."""
+    import configparser
+
+    found: dict[str, Any] = {}
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
+            found.update(((data.get("tool") or {}).get("setuptools") or {}).get("package-dir") or {})
+        except tomllib.TOMLDecodeError:
+            pass
+    cfg = folder / "setup.cfg"
+    if cfg.is_file():
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(cfg.read_text(encoding="utf-8", errors="replace"))
+            for line in parser.get("options", "package_dir", fallback="").splitlines():
+                if "=" in line:
+                    key, value = line.split("=", 1)
+                    found[key.strip()] = value.strip()
+        except configparser.Error:
+            pass
+    setup = folder / "setup.py"
+    if setup.is_file():
+        try:
+            tree = ast.parse(setup.read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.keyword) and node.arg == "package_dir" and isinstance(node.value, ast.Dict):
+                try:
+                    found.update(ast.literal_eval(node.value))
+                except ValueError:
+                    pass
+    return {k: v for k, v in found.items() if isinstance(k, str) and k and isinstance(v, str) and k.replace(".", "/") != v.strip("/")}
+
+
 def _requirements_txt(text: str) -> list[str]:
     out = []
     for line in text.splitlines():

@@ -103,6 +103,21 @@ def test_relative_import_outside_the_repository_is_rejected_with_a_reason():
     assert err.value.reason == "relative_import" and "pkg/m.py:2" in err.value.detail
 
 
+def test_a_vendored_project_importing_its_own_modules_as_top_level_ones_is_inlined():
+    """torchxrayvision/baseline_models/jfhealthcare/model/attention_map.py: `from model.utils import
+    get_norm`, `model` being a folder beside it (the vendored project's root was on its sys.path);
+    and a script's `from blocks import ...` of a file in its own folder."""
+    net = ("import torch.nn as nn\nfrom model.utils import get_norm\nfrom blocks import Doubled\n"
+           "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.norm = get_norm(8)\n"
+           "        self.twice = Doubled()\n    def forward(self, x):\n        return self.twice(self.norm(x))\n")
+    repo = _repo({"pkg/vendor/proj/model/__init__.py": "",
+                  "pkg/vendor/proj/model/utils.py": "import torch.nn as nn\ndef get_norm(n):\n    return nn.BatchNorm1d(n)\n",
+                  "pkg/vendor/proj/model/blocks.py": "import torch.nn as nn\nclass Doubled(nn.Module):\n    def forward(self, x):\n        return 2 * x\n",
+                  "pkg/vendor/proj/model/net.py": net})
+    out = extract_class(repo, "pkg/vendor/proj/model/net.py", "Net").source
+    assert "def get_norm(n):" in out and "class Doubled(nn.Module):" in out and "import model" not in out and "from blocks" not in out
+
+
 def test_missing_package_is_rejected_with_its_name():
     repo = _repo({"m.py": "import torch.nn as nn\nimport not_a_real_package_xyz as q\nclass A(nn.Module):\n    def forward(self, x):\n        return q.f(x)\n"})
     with pytest.raises(ExtractionError) as err:

@@ -248,3 +248,63 @@ def test_include_globs_select_a_src_layout_sdist_like_its_wheel():
     assert _selected("src/pytorch_metric_learning/losses/arcface_loss.py", src)
     assert not _selected("src/pytorch_metric_learning/tests/test_x.py", src)
     assert not _selected("src/other_pkg/x.py", src) and not _selected("setup.py", src)
+
+
+def make_wheel(folder: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """A pure-Python wheel (dist-info with METADATA, WHEEL, RECORD) holding `files`."""
+    import zipfile
+
+    pkg = name.replace("-", "_")
+    info = f"{pkg}-{version}.dist-info"
+    files = {**files, f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nLicense: MIT\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             f"{info}/licenses/LICENSE": MIT}
+    files[f"{info}/RECORD"] = "".join(f"{p},,\n" for p in [*files, f"{info}/RECORD"])
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{pkg}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for rel, text in files.items():
+            zf.writestr(rel, text)
+    return path
+
+
+OPS_SCALE = "def scale(x):\n    return x * 2.0\n"
+USES_OPS = LAYERS.replace("from .helpers import scale", "from ._ops.scale import scale")
+
+
+def test_an_sdist_that_keeps_a_package_in_another_folder_is_read_from_its_wheel(tmp_path, monkeypatch):
+    """`package_dir={"pkg._ops": "ops"}` (spikingjelly 2.0.0's pyproject.toml): in the sdist the
+    module `pkg._ops.scale` is the file ops/scale.py, so the layers' `from ._ops.scale import
+    scale` finds no file; the wheel lays the same files out as their imports read them."""
+    from autotriton.harvesting.packages import PackageSource, fetch_package
+    from autotriton.harvesting.requirements import remapped_packages
+
+    links = tmp_path / "links"
+    setup = ("from setuptools import setup\nsetup(name='tinytorch-pkg', version='0.1', "
+             "packages=['tinytorch_pkg', 'tinytorch_pkg._ops'], package_dir={'tinytorch_pkg._ops': 'ops'})\n")
+    make_sdist(links, extra={"setup.py": setup, "ops/__init__.py": "", "ops/scale.py": OPS_SCALE,
+                             "tinytorch_pkg/layers.py": USES_OPS})
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    src = PackageSource("tinytorch-pkg", "0.1")
+    # no wheel published: the sdist is all there is, and is taken
+    folder, kind = fetch_package(src, tmp_path / "cache")
+    assert kind == "sdist" and remapped_packages(folder) == {"tinytorch_pkg._ops": "ops"}
+    # the wheel appears: the cached sdist is passed over for it
+    make_wheel(links, "tinytorch-pkg", "0.1", {"tinytorch_pkg/__init__.py": "", "tinytorch_pkg/_ops/__init__.py": "",
+                                               "tinytorch_pkg/_ops/scale.py": OPS_SCALE, "tinytorch_pkg/layers.py": USES_OPS})
+    folder, kind = fetch_package(src, tmp_path / "cache")
+    assert kind == "wheel" and (folder / "tinytorch_pkg" / "_ops" / "scale.py").is_file()
+    # and the harvest of it makes both layers problems (Scaled through its helper)
+    result = harvest_packages(write_sources(tmp_path, '[[package]]\nname = "tinytorch-pkg"\nversion = "0.1"\n'
+                                            'include = ["tinytorch_pkg/layers.py"]\n'),
+                              HarvestConfig(incremental=False, package_cache=str(tmp_path / "cache")))
+    assert sorted((p.name, p.status) for p in result.result.problems) == [("Gated", "runnable"), ("Scaled", "runnable")]
+
+
+def test_package_dirs_are_read_from_pyproject_and_setup_cfg_and_the_src_layout_is_not_one(tmp_path):
+    from autotriton.harvesting.requirements import remapped_packages
+
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools.package-dir]\n"" = "src"\n"pkg._ops" = "ops"\n')
+    (tmp_path / "setup.cfg").write_text("[options]\npackage_dir =\n    pkg.native = csrc/python\n    pkg = pkg\n")
+    assert remapped_packages(tmp_path) == {"pkg._ops": "ops", "pkg.native": "csrc/python"}
