@@ -33,7 +33,7 @@ from autotriton.harvesting.input_repair import repair_attempts, solved_attempt
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
-from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
+from autotriton.harvesting.synthesis import Attempt, SynthesisError, parameter_named_in, problem_source, synthesize
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
 # Probe reasons that another input guess cannot fix.
@@ -203,6 +203,7 @@ class _Pending:
     first_failure: tuple[str, str] | None = None
     done: bool = False
     env_paths: list[str] = field(default_factory=list)  # site-packages of its dependency environment
+    demanded: set[str] = field(default_factory=set)  # optional constructor parameters errors asked for
 
 
 class Harvester:
@@ -513,6 +514,15 @@ class Harvester:
                     # reading of the error message
                     solved = solved_attempt(p.attempts[round_no], _field(res, "suggested_shapes"))
                     fixed = [solved, *fixed] if solved is not None else fixed
+                    # an error that names an optional constructor parameter left at None ("n_chans could
+                    # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first
+                    named = None if last_round else parameter_named_in(p.model_source, str(_field(res, "detail") or ""), p.demanded)
+                    if named is not None:
+                        p.demanded.add(named)
+                        try:
+                            fixed = synthesize(p.model_source, max_attempts=2, demand=p.demanded)[:2] + fixed
+                        except SynthesisError:
+                            pass
                     # a repair that leads back to a guess already tried (the bottleneck's channel
                     # error undoing its broadcast repair) would only loop: it is left out
                     tried = {a.functions() for a in p.attempts[:round_no + 1]}

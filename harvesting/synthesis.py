@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from autotriton.harvesting.argument_guesses import _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, _guess_value, module_usage
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
@@ -227,12 +227,13 @@ def _dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: in
 
 def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,
                   tuples: bool = False, constraints: list[ast.expr] | None = None,
-                  usages: dict[str, Usage] | None = None) -> tuple[list[str], list[Any], dict[str, Any]] | None:
+                  usages: dict[str, Usage] | None = None, demand: frozenset[str] = frozenset()
+                  ) -> tuple[list[str], list[Any], dict[str, Any]] | None:
     """Constructor arguments: required ones guessed (from the name and type hint, or from how
     the code uses the parameter, `usages`, where that asks for another kind of value); large size
     defaults shrunk when `shrink`; then integer values changed where `constraints`
     (constraints.py) would otherwise fail. A parameter defaulting to None that the code asserts
-    is not None counts as required."""
+    is not None counts as required, as does one in `demand` (named by an error: parameter_named_in)."""
     if init is None:
         return [], [], {}
     all_params = init if isinstance(init, list) else _params(init)
@@ -248,7 +249,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     shrunk: dict[str, int] = {}  # shrunk defaults: name -> the default
     last_needed = -1
     usages = usages or {}
-    demanded = _one_of_given(init_fn)
+    demanded = _one_of_given(init_fn) | demand
     for i, p in enumerate(params):
         guess = None
         usage = usages.get(p.name)
@@ -448,8 +449,29 @@ def _abstract(fn: ast.FunctionDef) -> bool:
     return isinstance(exc, (ast.Name, ast.Attribute)) and ast.unparse(exc).split(".")[-1] == "NotImplementedError"
 
 
-def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...] = (32, 16)) -> list[Attempt]:
+def parameter_named_in(standalone: str, detail: str, given: Iterable[str] = ()) -> str | None:
+    """The first constructor parameter of `Model` defaulting to None (and not in `given`) that the
+    last line of an error names: braindecode's "n_chans could not be inferred. Either specify
+    n_chans or chs_info." raised by a base class's property, which no reading of __init__ sees.
+    Passed to synthesize's `demand`, it is guessed like a required one."""
+    lines = [line for line in detail.strip().splitlines() if line.strip()]
+    try:
+        init = _method(_classes(ast.parse(standalone)), "Model", "__init__")
+    except SyntaxError:
+        return None
+    if not lines or init is None:
+        return None
+    optional = {p.name for p in _params(init) if p.kind == "pos" and p.default == "None"} - set(given)
+    for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", lines[-1]):
+        if word in optional and len(word) > 2:
+            return word
+    return None
+
+
+def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...] = (32, 16),
+               demand: Iterable[str] = ()) -> list[Attempt]:
     """Attempts, best guess first, for the `Model` class of `standalone` (already renamed).
+    `demand`: constructor parameters defaulting to None to guess anyway (an error named them).
 
     Raises SynthesisError(no_forward | keyword_only_init | no_guess) when nothing can be tried.
     """
@@ -516,7 +538,7 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     plans = [(D, shrink, tuples, use) for D in sizes for shrink, tuples in ((True, False), (False, False), (True, True))
              for use in ((usages, {}) if usages and (D, shrink, tuples) == (sizes[0], True, False) else (usages,))]
     for D, shrink, tuples, use in plans:
-        init_guess = _init_attempt(classes, init, D, shrink, tuples, constraints, use)
+        init_guess = _init_attempt(classes, init, D, shrink, tuples, constraints, use, frozenset(demand))
         if init_guess is None:
             continue
         init_code, init_spec, values = init_guess
