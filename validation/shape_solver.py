@@ -62,8 +62,9 @@ def _recording_env():
             self.decisions.append((orig_expr, value))
             return value
 
-    # duck_shape off: two sizes equal by chance (a 32-wide input of 32 steps) stay two symbols
-    return RecordingShapeEnv(duck_shape=False)
+    # duck_shape off: two sizes equal by chance (a 32-wide input of 32 steps) stay two symbols; sizes of
+    # 1 stay symbols too (a channel moved to 1 is still the input's size where a later check reads it)
+    return RecordingShapeEnv(duck_shape=False, specialize_zero_one=False)
 
 
 # A slot names one tensor among forward's inputs: (input index,) for a tensor argument, (input
@@ -154,6 +155,10 @@ def _fake_run(build: Callable[[], Any], inputs: list[Any]
     return None, env.decisions, where, counter.calls
 
 
+# failures of the fake run itself: an op that wants concrete sizes, a value read from a tensor
+_UNTRACEABLE = re.compile(r"expected to contain only concrete integers|GuardOnDataDependent|DataDependentOutput|"
+                          r"DynamicOutputShape|data-dependent|only one element tensors|\.item\(\)|UnsupportedOperator")
+
 # errors about how many axes an input has (no size of it would help)
 _RANKISH = re.compile(r"values to unpack|[Dd]imension out of range|number of dimensions|expected \d+ dims|\b\d-?D\b|"
                       r"\brank\b|too many indices")
@@ -188,7 +193,7 @@ def _candidates(hint: int, expr: Any, max_dim: int) -> list[int]:
     the hint times powers of two, and the numbers of the expression with their multiples."""
     import sympy
 
-    values = set(range(2, 257))
+    values = set(range(1, 257))
     values.update(hint << k for k in range(1, 8))
     values.update(hint >> k for k in range(1, 8))
     for atom in expr.atoms(sympy.Integer):
@@ -196,7 +201,7 @@ def _candidates(hint: int, expr: Any, max_dim: int) -> list[int]:
         if n > 1:
             values.update(n * m for m in range(1, 9))
             values.update(n // d for d in (2, 4, 8) if n % d == 0)
-    return sorted((v for v in values if 2 <= v <= max_dim), key=lambda v: (abs(math.log(v / max(hint, 1))), v))
+    return sorted((v for v in values if 1 <= v <= max_dim), key=lambda v: (abs(math.log(v / max(hint, 1))), v))
 
 
 def _reversal(expr: Any, value: Any, sym: Any, hints: dict[Any, int], max_dim: int) -> int | None:
@@ -240,6 +245,7 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
     input: a tensor's shape (`{"shape": ..., "dtype": "int64"}` when retyped), `{"dict": {key:
     entry}}` for a dict, `{"list": [entry or None, ...]}` for a list or tuple, None for anything
     else. `build` makes a fresh module each round (forward may keep what it saw)."""
+    import sympy
     import torch
 
     state = _with(inputs, {slot: _placeholder(list(t.shape), t.dtype) for slot, t in _slots(inputs).items()})
@@ -248,13 +254,27 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
     start, first = time.monotonic(), _signature(state)
     moved: set[tuple[Slot, int]] = set()
     seen, retyped, tried = {first}, None, set()
+    deepest: tuple[int, list[Any]] | None = None  # the state forward got furthest with, and how far
+
+    def partial() -> list[Any] | None:
+        """Out of moves: the sizes that took forward furthest, when that is further than the guess
+        got (the real run's error then steers the next repair, and this solver again)."""
+        if deepest is None or deepest[0] <= first_depth or _signature(deepest[1]) == first:
+            return None
+        return _as_inputs(inputs, deepest[1])
+
+    first_depth = -1
     with _quiet_logs():
-        for _ in range(rounds):
+        for round_no in range(rounds):
             if time.monotonic() - start > budget_s:
-                return None
+                return partial()
             error, decisions, where, depth = _fake_run(build, state)
             if error is None:
                 return _as_inputs(inputs, state) if _signature(state) != first else None
+            if round_no == 0:
+                first_depth = depth
+            if deepest is None or depth > deepest[0]:
+                deepest = (depth, state)
             slots = _slots(state)
             added = _missing_key(error, state)
             if added is not None:
@@ -267,13 +287,19 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
                     state = _with(state, {retyped: _placeholder(list(slots[retyped].shape), torch.float32)})
                 options = [sl for sl in reversed(list(slots)) if slots[sl].is_floating_point() and sl not in tried]
                 if not options:
-                    return None
+                    return partial()
                 retyped = options[0]
                 tried.add(retyped)
                 state = _with(state, {retyped: _placeholder(list(slots[retyped].shape), torch.int64)})
                 continue
             retyped = None
-            ours = [(e, v) for e, v in decisions if e.free_symbols and e.free_symbols <= set(where)]
+            if _UNTRACEABLE.search(f"{type(error).__name__}: {error}"):
+                # a limit of fake tensors (an op that wants concrete sizes, a value forward reads),
+                # not the module's complaint: what was solved so far is for the real run to try
+                return _as_inputs(inputs, state) if _signature(state) != first else None
+            # decisions with a truth value over the inputs' sizes (not a size computed on the way)
+            ours = [(e, v) for e, v in decisions if e.free_symbols and e.free_symbols <= set(where)
+                    and isinstance(e, sympy.logic.boolalg.Boolean)]
             if not ours or _RANKISH.search(str(error)):
                 # no size decision to reverse, or an error about axes: an input with an axis more or less
                 ranked = _rank_step(build, state, depth, seen, start + budget_s, max_numel)
@@ -282,7 +308,7 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
                     seen.add(_signature(state))
                     continue
                 if not ours:
-                    return None
+                    return partial()
             expr, value = ours[-1]
             hints = {s: slots[slot].shape[k] for s, (slot, k) in where.items()}
             # a size not moved yet first, a batch size last, the last dimension before the first
@@ -302,8 +328,8 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
                 moved.add((slot, k))
                 break
             else:
-                return None
-    return None
+                return partial()
+    return partial()
 
 
 def _signature(inputs: list[Any]) -> str:
