@@ -33,7 +33,8 @@ from autotriton.harvesting.input_repair import repair_attempts, solved_attempt
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
-from autotriton.harvesting.synthesis import Attempt, SynthesisError, parameter_named_in, problem_source, synthesize
+from autotriton.harvesting.signatures import parameter_named_in
+from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
 # Probe reasons that another input guess cannot fix.

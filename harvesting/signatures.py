@@ -4,7 +4,9 @@ methods) from the AST; shared by input synthesis and the constraint reader. Neve
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
+from typing import Iterable
 
 
 @dataclass
@@ -73,4 +75,23 @@ def _method_owner(classes: dict[str, ast.ClassDef], name: str, method: str,
             found = _method_owner(classes, base.id, method, depth + 1)
             if found is not None:
                 return found
+    return None
+
+
+def parameter_named_in(standalone: str, detail: str, given: Iterable[str] = ()) -> str | None:
+    """The first constructor parameter of `Model` defaulting to None (and not in `given`) that the
+    last line of an error names: braindecode's "n_chans could not be inferred. Either specify
+    n_chans or chs_info." raised by a base class's property, which no reading of __init__ sees.
+    Passed to synthesize's `demand`, it is guessed like a required one."""
+    lines = [line for line in detail.strip().splitlines() if line.strip()]
+    try:
+        init = _method(_classes(ast.parse(standalone)), "Model", "__init__")
+    except SyntaxError:
+        return None
+    if not lines or init is None:
+        return None
+    optional = {p.name for p in _params(init) if p.kind == "pos" and p.default == "None"} - set(given)
+    for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", lines[-1]):
+        if word in optional and len(word) > 2:
+            return word
     return None

@@ -233,7 +233,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     the code uses the parameter, `usages`, where that asks for another kind of value); large size
     defaults shrunk when `shrink`; then integer values changed where `constraints`
     (constraints.py) would otherwise fail. A parameter defaulting to None that the code asserts
-    is not None counts as required, as does one in `demand` (named by an error: parameter_named_in)."""
+    is not None counts as required, as does one in `demand` (named by an error: signatures.parameter_named_in)."""
     if init is None:
         return [], [], {}
     all_params = init if isinstance(init, list) else _params(init)
@@ -447,25 +447,6 @@ def _abstract(fn: ast.FunctionDef) -> bool:
         return False
     exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
     return isinstance(exc, (ast.Name, ast.Attribute)) and ast.unparse(exc).split(".")[-1] == "NotImplementedError"
-
-
-def parameter_named_in(standalone: str, detail: str, given: Iterable[str] = ()) -> str | None:
-    """The first constructor parameter of `Model` defaulting to None (and not in `given`) that the
-    last line of an error names: braindecode's "n_chans could not be inferred. Either specify
-    n_chans or chs_info." raised by a base class's property, which no reading of __init__ sees.
-    Passed to synthesize's `demand`, it is guessed like a required one."""
-    lines = [line for line in detail.strip().splitlines() if line.strip()]
-    try:
-        init = _method(_classes(ast.parse(standalone)), "Model", "__init__")
-    except SyntaxError:
-        return None
-    if not lines or init is None:
-        return None
-    optional = {p.name for p in _params(init) if p.kind == "pos" and p.default == "None"} - set(given)
-    for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", lines[-1]):
-        if word in optional and len(word) > 2:
-            return word
-    return None
 
 
 def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...] = (32, 16),

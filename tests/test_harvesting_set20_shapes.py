@@ -137,7 +137,7 @@ class ShallowNet(EEGMixin, nn.Module):
 
 
 def test_optional_sizes_an_error_names_are_given_one_at_a_time():
-    from autotriton.harvesting.synthesis import parameter_named_in
+    from autotriton.harvesting.signatures import parameter_named_in
 
     source = HEADER + INFERRED_SIZES.replace("class ShallowNet", "class Model")
     # "Either specify n_chans or chs_info": the first one named, then the next error's
