@@ -510,14 +510,15 @@ class Harvester:
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
                         p.first_failure = (reason, detail)
                     _reorder_after_failure(p.attempts, round_no + 1, detail)
-                    fixed = repair_attempts(p.attempts[round_no], str(_field(res, "detail") or ""))
+                    full_detail = str(_field(res, "detail") or "")  # the whole traceback (`detail`: its end)
+                    fixed = repair_attempts(p.attempts[round_no], full_detail)
                     # sizes that passed forward's own shape checks on symbolic shapes come before any
                     # reading of the error message
                     solved = solved_attempt(p.attempts[round_no], _field(res, "suggested_shapes"))
                     fixed = [solved, *fixed] if solved is not None else fixed
                     # an error that names an optional constructor parameter left at None ("n_chans could
                     # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first
-                    named = None if last_round else parameter_named_in(p.model_source, str(_field(res, "detail") or ""), p.demanded)
+                    named = None if last_round else parameter_named_in(p.model_source, full_detail, p.demanded)
                     if named is not None:
                         p.demanded.add(named)
                         try:

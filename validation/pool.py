@@ -53,8 +53,9 @@ class ProbeResult:
     elapsed_s: float = 0.0
     shrunk: bool = False
     output_dtypes: list[str] = field(default_factory=list)
-    # forward failed, and these input shapes (one per input; None: not a tensor) pass its shape checks
-    suggested_shapes: list[list[int] | None] | None = None
+    # forward failed, and these inputs pass its shape checks on symbolic sizes, one entry per input
+    # (a shape, a retyped tensor, {"dict": ...} / {"list": ...}, None: unchanged): shape_solver.py
+    suggested_shapes: list[Any] | None = None
 
 
 def resolve_device(device: str) -> str:

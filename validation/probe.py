@@ -94,12 +94,7 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
         return _fail("bad_format", f"the problem defines no {', '.join(missing)}", start)
 
     def run(init_seed: int, input_seed: int, forward_seed: int | None = None) -> tuple[list, list]:
-        torch.manual_seed(init_seed)
-        init = list(module.get_init_inputs())
-        torch.manual_seed(init_seed)
-        model = module.Model(*init)
-        if isinstance(model, torch.nn.Module):
-            model.eval()
+        model = _built(module, init_seed)
         torch.manual_seed(input_seed)
         inputs = list(module.get_inputs())
         # forward may change them in place; nested ones (a `features` dict of tensors) count too
@@ -145,22 +140,28 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
             "output_dtypes": [str(o.dtype).removeprefix("torch.") for o in first]}
 
 
-def _solved_shapes(module: Any, job: dict[str, Any]) -> list[list[int] | None] | None:
-    """Input shapes under which forward's shape checks pass (shape_solver.py), for a problem whose
-    forward failed: the harvester tries them next. None when no such shapes were found."""
+def _built(module: Any, seed: int) -> Any:
+    """The problem's Model, its init inputs and parameters drawn from `seed`, in eval mode."""
+    import torch
+
+    torch.manual_seed(seed)
+    init = list(module.get_init_inputs())
+    torch.manual_seed(seed)
+    model = module.Model(*init)
+    return model.eval() if isinstance(model, torch.nn.Module) else model
+
+
+def _solved_shapes(module: Any, job: dict[str, Any]) -> list[Any] | None:
+    """Input shapes under which forward's shape checks pass (shape_solver.py's wire form), for a
+    problem whose forward failed: the harvester tries them next. None when none were found."""
     import torch
 
     from autotriton.validation.shape_solver import solve_input_shapes
 
-    def build() -> Any:
-        torch.manual_seed(job["seed"])
-        model = module.Model(*list(module.get_init_inputs()))
-        return model.eval() if isinstance(model, torch.nn.Module) else model
-
     try:
         torch.manual_seed(job["seed"] + 1)
         inputs = list(module.get_inputs())
-        return solve_input_shapes(build, inputs, budget_s=float(job["solve_budget_s"]))
+        return solve_input_shapes(lambda: _built(module, job["seed"]), inputs, budget_s=float(job["solve_budget_s"]))
     except Exception:  # noqa: BLE001 (the solver only proposes: its failure is no verdict)
         return None
 

@@ -18,6 +18,7 @@ their shapes.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -42,7 +43,8 @@ def _quiet_logs() -> Iterator[None]:
             lg.setLevel(level)
 
 
-def _recording_env():
+@functools.cache
+def _recording_env_class() -> type:
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     class RecordingShapeEnv(ShapeEnv):
@@ -62,9 +64,13 @@ def _recording_env():
             self.decisions.append((orig_expr, value))
             return value
 
+    return RecordingShapeEnv
+
+
+def _recording_env() -> Any:
     # duck_shape off: two sizes equal by chance (a 32-wide input of 32 steps) stay two symbols; sizes of
     # 1 stay symbols too (a channel moved to 1 is still the input's size where a later check reads it)
-    return RecordingShapeEnv(duck_shape=False, specialize_zero_one=False)
+    return _recording_env_class()(duck_shape=False, specialize_zero_one=False)
 
 
 # A slot names one tensor among forward's inputs: (input index,) for a tensor argument, (input
@@ -111,7 +117,8 @@ def _placeholder(shape: list[int], dtype: Any) -> Any:
     return torch.empty(shape, dtype=dtype)
 
 
-def _counting_mode():
+@functools.cache
+def _counting_mode_class() -> type:
     from torch.overrides import TorchFunctionMode
 
     class Counting(TorchFunctionMode):
@@ -123,7 +130,7 @@ def _counting_mode():
             self.calls += 1
             return func(*args, **(kwargs or {}))
 
-    return Counting()
+    return Counting
 
 
 def _fake_run(build: Callable[[], Any], inputs: list[Any]
@@ -145,7 +152,7 @@ def _fake_run(build: Callable[[], Any], inputs: list[Any]
         for k, size in enumerate(fakes[slot].shape):
             if isinstance(size, torch.SymInt):
                 where[size.node.expr] = (slot, k)
-    counter = _counting_mode()
+    counter = _counting_mode_class()()
     try:
         model = build()
         with mode, counter, torch.no_grad():
