@@ -514,7 +514,7 @@ class Harvester:
                     fixed = repair_attempts(p.attempts[round_no], full_detail)
                     # sizes that passed forward's own shape checks on symbolic shapes come before any
                     # reading of the error message
-                    solved = solved_attempt(p.attempts[round_no], _field(res, "suggested_shapes"))
+                    solved = solved_attempt(p.attempts[round_no], _field(res, "suggested_shapes"), _field(res, "suggested_init"))
                     fixed = [solved, *fixed] if solved is not None else fixed
                     # an error that names an optional constructor parameter left at None ("n_chans could
                     # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first

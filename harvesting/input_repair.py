@@ -228,19 +228,27 @@ def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | No
     return "[" + ", ".join(out) + "]", {**spec, "items": list(items.values())}
 
 
-def solved_attempt(attempt: Attempt, shapes: list[Any] | None) -> Attempt | None:
+def solved_attempt(attempt: Attempt, shapes: list[Any] | None, init: list[Any] | None = None) -> Attempt | None:
     """The attempt with its tensor inputs resized to `shapes`, the sizes the probe found forward's
-    shape checks pass with (validation/shape_solver.py; one entry per input, None: unchanged), or
-    None when that changes nothing."""
-    if not shapes or len(shapes) != len(attempt.input_spec):
-        return None
+    shape checks pass with (validation/shape_solver.py; one entry per input, None: unchanged), and
+    its integer constructor arguments set to `init`'s (one entry per argument, None: unchanged),
+    or None when that changes nothing."""
     codes, specs, changed = list(attempt.input_code), list(attempt.input_spec), False
-    for i, (code, spec, suggested) in enumerate(zip(attempt.input_code, attempt.input_spec, shapes)):
-        resized = _resized_input(code, spec, suggested) if suggested is not None else None
-        if resized is not None:
-            codes[i], specs[i] = resized
-            changed = True
-    return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} solved") if changed else None
+    if shapes and len(shapes) == len(attempt.input_spec):
+        for i, (code, spec, suggested) in enumerate(zip(attempt.input_code, attempt.input_spec, shapes)):
+            resized = _resized_input(code, spec, suggested) if suggested is not None else None
+            if resized is not None:
+                codes[i], specs[i] = resized
+                changed = True
+    init_code, init_spec = list(attempt.init_code), list(attempt.init_spec)
+    if init and len(init) == len(attempt.init_code):
+        for i, value in enumerate(init):
+            if type(value) is int:
+                init_code[i] = repr(value)
+                spec = init_spec[i]
+                init_spec[i] = {**spec, "value": value} if isinstance(spec, dict) and "value" in spec else value
+                changed = True
+    return Attempt(init_code, init_spec, codes, specs, label=f"{attempt.label} solved") if changed else None
 
 
 def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:

@@ -208,3 +208,84 @@ def test_an_input_with_an_axis_too_many_loses_one_then_its_sizes_are_solved():
     (shape,) = solve_input_shapes(Decoder, [torch.randn(2, 8, 8, 32)])
     assert len(shape) == 3 and shape[0] == 2 and shape[-1] == 16
     Decoder()(torch.randn(shape))
+
+
+class Widened(nn.Module):
+    """Two projections whose sizes only agree when `hidden == dim` (the module's own sizes clash)."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.up = nn.Linear(dim, hidden)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.up(x)))
+
+
+class Skip(nn.Module):
+    """A U-Net decoder stage (unetUp's shape): upsample to `out_ch`, concatenate the skip, then a
+    convolution built for `in_ch` channels; the skip can only fill the gap when in_ch > out_ch."""
+
+    def __init__(self, in_ch, out_ch):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(in_ch, out_ch, 2, stride=2)
+        self.conv = nn.Conv2d(in_ch, out_ch, 3, padding=1)
+
+    def forward(self, x, skip):
+        return self.conv(torch.cat([self.up(x), skip], 1))
+
+
+@pytest.mark.parametrize("cls, init, inputs", [
+    (Widened, [32, 64], [torch.randn(2, 32)]),
+    (Skip, [16, 24], [torch.randn(2, 16, 4, 4), torch.randn(2, 16, 8, 8)]),
+])
+def test_constructor_sizes_that_clash_are_moved_until_forward_runs(cls, init, inputs):
+    from autotriton.validation.shape_solver import solve_sizes
+
+    with pytest.raises(RuntimeError):
+        cls(*init)(*inputs)
+    # no input size can help: the input search alone finds nothing that runs
+    assert solve_input_shapes(lambda: cls(*init), inputs) is None
+    with pytest.raises(RuntimeError) as err:
+        cls(*init)(*inputs)
+    solved = solve_sizes(lambda args: cls(*args), init, inputs, error=str(err.value))
+    assert solved is not None and len(solved["init"]) == len(init)
+    args = [a if s is None else s for a, s in zip(init, solved["init"])]
+    assert args != init  # a constructor argument moved
+    shapes = solved["inputs"] or [list(x.shape) for x in inputs]
+    cls(*args)(*[torch.randn(s if s is not None else list(x.shape)) for x, s in zip(inputs, shapes)])  # runs for real
+
+
+def test_constructor_arguments_are_left_alone_when_the_inputs_suffice():
+    from autotriton.validation.shape_solver import solve_sizes
+
+    solved = solve_sizes(lambda args: ProjectThenConvolve(), [], [torch.randn(2, 8, 16)])
+    assert solved == {"inputs": [[2, 11, 96]], "init": []}
+    assert solve_sizes(lambda args: Widened(*args), [32, 32], [torch.randn(2, 32)]) is None  # already runs
+
+
+UNET_UP = '''
+class Up(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(in_channels, out_channels, 2, stride=2)
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=1)
+
+    def forward(self, x, skip):
+        return self.conv(torch.cat([self.up(x), skip], 1))
+'''
+
+
+def test_a_decoder_stage_whose_guessed_channels_clash_is_harvested_with_moved_constructor_sizes(tmp_path):
+    # the guess gives both channel counts one size: the concatenation then has more channels than the
+    # convolution takes, whatever the skip brings; only a larger in_channels fits
+    (tmp_path / "up.py").write_text(HEADER + UNET_UP)
+    solved = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (problem,) = solved.problems
+    assert (problem.status, problem.reject_reason) == ("runnable", None), solved.details
+    in_ch, out_ch = (spec["value"] for spec in problem.init_spec)
+    assert in_ch > out_ch and problem.input_spec[1]["shape"][1] == in_ch - out_ch
+    assert f"return [{in_ch}, {out_ch}]" in problem.reference_source
+    off = harvest_local(tmp_path, HarvestConfig(incremental=False),
+                        validation_config=ValidationConfig(probe_solve_init=False))
+    assert off.problems[0].status == "rejected" and off.problems[0].reject_reason == "no_working_inputs"

@@ -51,6 +51,10 @@ class ValidationConfig(BaseModel):
     probe_solve_s: float = Field(10.0, ge=0, description=(
         "after a forward fails, seconds the probe spends finding input sizes whose shape checks pass, on symbolic shapes "
         "(validation/shape_solver.py); the harvester tries them next. 0: off"))
+    probe_solve_init: bool = Field(True, description=(
+        "when no input size passes forward's shape checks, let the solver also move integer constructor arguments "
+        "(sizes of the module's own that disagree: a residual's two branches, a skip concatenated onto a layer built "
+        "for fewer channels) within probe_solve_s"))
     gpus: list[int] = Field(default_factory=list, description=(
         "GPUs the judge's workers use (indices as this process sees them); empty = all visible. During GRPO, a GPU of its "
         "own keeps the judge's CUDA contexts and kernels from slowing generation (training.reward_overlap)"))

@@ -56,6 +56,9 @@ class ProbeResult:
     # forward failed, and these inputs pass its shape checks on symbolic sizes, one entry per input
     # (a shape, a retyped tensor, {"dict": ...} / {"list": ...}, None: unchanged): shape_solver.py
     suggested_shapes: list[Any] | None = None
+    # and these integer constructor arguments (None: unchanged), when the module's own sizes
+    # disagreed (shape_solver.solve_sizes)
+    suggested_init: list[Any] | None = None
 
 
 def resolve_device(device: str) -> str:
@@ -422,7 +425,8 @@ class JudgePool:
                 results[i] = ProbeResult(ok=bool(res.get("ok")), reason=res.get("reason"), detail=res.get("detail", ""),
                                          output_shapes=res.get("output_shapes", []), elapsed_s=float(res.get("elapsed_s", 0.0)),
                                          shrunk=bool(res.get("shrunk", False)), output_dtypes=res.get("output_dtypes", []),
-                                         suggested_shapes=res.get("suggested_shapes"))
+                                         suggested_shapes=res.get("suggested_shapes"),
+                                         suggested_init=res.get("suggested_init"))
                 advance()
 
             with ThreadPoolExecutor(max_workers=self.n_workers) as ex:

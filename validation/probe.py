@@ -122,8 +122,8 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
         return _fail("needs_data_files", f"{type(exc).__name__}: {exc}", start)
     except BaseException as exc:  # noqa: BLE001
         detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-1500:]
-        suggested = _solved_shapes(module, job) if isinstance(exc, Exception) and job.get("solve_budget_s") else None
-        return _fail("runtime_error", detail, start, **({"suggested_shapes": suggested} if suggested else {}))
+        solved = _solved_sizes(module, job, detail) if isinstance(exc, Exception) and job.get("solve_budget_s") else None
+        return _fail("runtime_error", detail, start, **(solved or {}))
     shapes = [list(o.shape) for o in first]
     if not _same(first, second):
         return _fail("nondeterministic", "two runs with the same seed gave different outputs", start, output_shapes=shapes)
@@ -140,30 +140,43 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
             "output_dtypes": [str(o.dtype).removeprefix("torch.") for o in first]}
 
 
-def _built(module: Any, seed: int) -> Any:
-    """The problem's Model, its init inputs and parameters drawn from `seed`, in eval mode."""
+def _built(module: Any, seed: int, init: list[Any] | None = None) -> Any:
+    """The problem's Model, its init inputs (or `init`) and parameters drawn from `seed`, in eval mode."""
     import torch
 
     torch.manual_seed(seed)
-    init = list(module.get_init_inputs())
+    args = list(module.get_init_inputs())
     torch.manual_seed(seed)
-    model = module.Model(*init)
+    model = module.Model(*(args if init is None else init))
     return model.eval() if isinstance(model, torch.nn.Module) else model
 
 
-def _solved_shapes(module: Any, job: dict[str, Any]) -> list[Any] | None:
-    """Input shapes under which forward's shape checks pass (shape_solver.py's wire form), for a
-    problem whose forward failed: the harvester tries them next. None when none were found."""
+def _solved_sizes(module: Any, job: dict[str, Any], error: str) -> dict[str, Any] | None:
+    """For a problem whose forward failed: input shapes (`suggested_shapes`, shape_solver.py's wire
+    form) and integer constructor arguments (`suggested_init`, None where unchanged) under which
+    forward's shape checks pass on symbolic sizes; the harvester tries them next. None when none
+    were found."""
     import torch
 
-    from autotriton.validation.shape_solver import solve_input_shapes
+    from autotriton.validation.shape_solver import solve_sizes
 
     try:
+        torch.manual_seed(job["seed"])
+        init = list(module.get_init_inputs())
         torch.manual_seed(job["seed"] + 1)
         inputs = list(module.get_inputs())
-        return solve_input_shapes(lambda: _built(module, job["seed"]), inputs, budget_s=float(job["solve_budget_s"]))
+        solved = solve_sizes(lambda args: _built(module, job["seed"], args), init, inputs,
+                             budget_s=float(job["solve_budget_s"]), error=error, move_init=job.get("solve_init", True))
     except Exception:  # noqa: BLE001 (the solver only proposes: its failure is no verdict)
         return None
+    if solved is None:
+        return None
+    out: dict[str, Any] = {}
+    if solved["inputs"]:
+        out["suggested_shapes"] = solved["inputs"]
+    if any(v is not None for v in solved["init"]):
+        out["suggested_init"] = solved["init"]
+    return out or None
 
 
 def probe_in_sandbox(worker, problem_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -198,7 +211,8 @@ def _probe_once(worker, source: str, cfg: dict[str, Any], start: float, *, solve
     pid, sock, workdir = spawned.pid, spawned.sock, spawned.workdir
     try:
         wire.send_pickle(sock, {"source": source, "seed": cfg["seed"], "budget_s": cfg["probe_budget_s"],
-                                "solve_budget_s": cfg.get("probe_solve_s", 0.0) if solve else 0.0})
+                                "solve_budget_s": cfg.get("probe_solve_s", 0.0) if solve else 0.0,
+                                "solve_init": cfg.get("probe_solve_init", True)})
         try:
             return json.loads(wire.recv_frame(sock, deadline=start + cfg["probe_timeout_s"], max_bytes=1 << 20))
         except TimeoutError:

@@ -252,35 +252,125 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
     input: a tensor's shape (`{"shape": ..., "dtype": "int64"}` when retyped), `{"dict": {key:
     entry}}` for a dict, `{"list": [entry or None, ...]}` for a list or tuple, None for anything
     else. `build` makes a fresh module each round (forward may keep what it saw)."""
+    found = _solve(build, inputs, rounds=rounds, budget_s=budget_s, max_dim=max_dim, max_numel=max_numel)
+    return _answer(inputs, found)
+
+
+def solve_sizes(build_with: Callable[[list[Any]], Any], init: list[Any], inputs: list[Any], *,
+                budget_s: float = 10.0, error: str = "", move_init: bool = True) -> dict[str, Any] | None:
+    """Constructor sizes and input sizes under which forward runs through on fake tensors, or
+    None. The inputs are searched first (solve_input_shapes); when no input size can make
+    forward's checks pass (its own sizes disagree: a residual adding branches that two
+    constructor arguments size, a skip connection concatenated onto a layer built for fewer
+    channels), one integer constructor argument at a time is moved (to a number the error
+    message names, another argument's value, double or half) and the inputs searched again on the
+    module it builds; the variant that runs through wins, else the one that gets furthest is kept
+    and a second argument moved (a constructor change is answered only when forward then runs
+    through, or as far as fake tensors can follow it). `build_with(init)` builds the module;
+    `error` is the real run's message; `move_init` False: inputs only. Answers {"inputs": solve_input_shapes's entries or None,
+    "init": [None, or the new value, per constructor argument]}."""
+    start = time.monotonic()
+    first = _solve(lambda: build_with(init), inputs, budget_s=budget_s / 2)
+    answer = _answer(inputs, first)
+    if first.outcome in ("through", "untraceable", "runs") or not move_init:
+        return _inputs_only(init, answer)
+    best = (first.depth, list(init), first)
+    positions = [i for i, v in enumerate(init) if type(v) is int and v >= 2]
+    numbers = [int(n) for n in re.findall(r"(?<![\w.])(\d+)(?![\w.])", error.strip().splitlines()[-1] if error.strip() else "")]
+    tried: set[tuple[int, ...]] = {tuple(init[i] for i in positions)}
+    for _ in range(2):  # two arguments moved at most
+        base_init, improved = best[1], False
+        for i in positions:
+            for value in _init_candidates(base_init, i, numbers, positions):
+                left = budget_s - (time.monotonic() - start)
+                if left <= 0:
+                    return _inputs_only(init, answer)
+                trial = list(base_init)
+                trial[i] = value
+                key = tuple(trial[k] for k in positions)
+                if key in tried:
+                    continue
+                tried.add(key)
+                try:
+                    found = _solve(lambda: build_with(trial), inputs, rounds=8, budget_s=min(left, 2.0))
+                except Exception:  # noqa: BLE001 (the constructor refuses the value)
+                    continue
+                if found.outcome in ("through", "runs") or (found.outcome == "untraceable" and found.depth > first.depth):
+                    solved = _answer(inputs, found) if found.outcome != "runs" else None
+                    return {"inputs": solved, "init": [None if a == b else b for a, b in zip(init, trial)]}
+                if found.depth > best[0]:
+                    best, improved = (found.depth, trial, found), True
+        if not improved:
+            break
+    return _inputs_only(init, answer)
+
+
+def _inputs_only(init: list[Any], answer: list[Any] | None) -> dict[str, Any] | None:
+    return {"inputs": answer, "init": [None] * len(init)} if answer is not None else None
+
+
+def _init_candidates(init: list[Any], i: int, numbers: list[int], positions: list[int]) -> list[int]:
+    """Values to try for constructor argument `i`: the error's numbers, the other integer
+    arguments' values, double and half; nearest the present value first (by ratio), the error's
+    numbers first among equals."""
+    here = init[i]
+    pool = [(v, 0) for v in numbers] + [(init[k], 1) for k in positions if k != i] + [(here * 2, 2), (here // 2, 2)]
+    best: dict[int, int] = {}
+    for v, rank in pool:
+        if 2 <= v <= 4096 and v != here:
+            best[v] = min(rank, best.get(v, rank))
+    return sorted(best, key=lambda v: (round(abs(math.log(v / here)), 6), best[v], v))[:10]
+
+
+class _Found:
+    """What one search over the inputs came to: `outcome` "through" (forward ran through on fake
+    tensors), "untraceable" (fake tensors could not follow forward: `state` is what was solved up
+    to there), "stuck" (out of moves or budget: `state` the sizes that got furthest, `depth` torch
+    calls in), or "runs" (the inputs given already run through)."""
+
+    def __init__(self, outcome: str, state: list[Any] | None, depth: int, first_depth: int = -1):
+        self.outcome, self.state, self.depth, self.first_depth = outcome, state, depth, first_depth
+
+
+def _answer(inputs: list[Any], found: _Found) -> list[Any] | None:
+    """The wire form of a search's inputs, when they are worth a real run: solved, solved up to
+    what fake tensors can follow, or sizes that took forward further than the guess did (the real
+    run's error then steers the next repair, and this solver again)."""
+    if found.state is None or _signature(found.state) == _signature(inputs):
+        return None
+    if found.outcome == "stuck" and found.depth <= found.first_depth:
+        return None
+    return _as_inputs(inputs, found.state) if found.outcome != "runs" else None
+
+
+def _solve(build: Callable[[], Any], inputs: list[Any], *, rounds: int = 16, budget_s: float = 10.0,
+           max_dim: int = 4096, max_numel: int = 1 << 24) -> _Found:
+    """The search of solve_input_shapes: one input size moved a round (see the module's doc)."""
     import sympy
     import torch
 
     state = _with(inputs, {slot: _placeholder(list(t.shape), t.dtype) for slot, t in _slots(inputs).items()})
     if not _slots(state):
-        return None
+        return _Found("stuck", None, -1)
     start, first = time.monotonic(), _signature(state)
     moved: set[tuple[Slot, int]] = set()
     seen, retyped, tried = {first}, None, set()
-    deepest: tuple[int, list[Any]] | None = None  # the state forward got furthest with, and how far
-
-    def partial() -> list[Any] | None:
-        """Out of moves: the sizes that took forward furthest, when that is further than the guess
-        got (the real run's error then steers the next repair, and this solver again)."""
-        if deepest is None or deepest[0] <= first_depth or _signature(deepest[1]) == first:
-            return None
-        return _as_inputs(inputs, deepest[1])
-
+    deepest: tuple[int, list[Any]] = (-1, state)  # the state forward got furthest with, and how far
     first_depth = -1
+
+    def stuck() -> _Found:
+        return _Found("stuck", deepest[1], deepest[0], first_depth)
+
     with _quiet_logs():
         for round_no in range(rounds):
             if time.monotonic() - start > budget_s:
-                return partial()
+                return stuck()
             error, decisions, where, depth = _fake_run(build, state)
             if error is None:
-                return _as_inputs(inputs, state) if _signature(state) != first else None
+                return _Found("runs" if round_no == 0 else "through", state, 1 << 30, first_depth)
             if round_no == 0:
                 first_depth = depth
-            if deepest is None or depth > deepest[0]:
+            if depth > deepest[0]:
                 deepest = (depth, state)
             slots = _slots(state)
             added = _missing_key(error, state)
@@ -294,7 +384,7 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
                     state = _with(state, {retyped: _placeholder(list(slots[retyped].shape), torch.float32)})
                 options = [sl for sl in reversed(list(slots)) if slots[sl].is_floating_point() and sl not in tried]
                 if not options:
-                    return partial()
+                    return stuck()
                 retyped = options[0]
                 tried.add(retyped)
                 state = _with(state, {retyped: _placeholder(list(slots[retyped].shape), torch.int64)})
@@ -303,7 +393,7 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
             if _UNTRACEABLE.search(f"{type(error).__name__}: {error}"):
                 # a limit of fake tensors (an op that wants concrete sizes, a value forward reads),
                 # not the module's complaint: what was solved so far is for the real run to try
-                return _as_inputs(inputs, state) if _signature(state) != first else None
+                return _Found("untraceable", state, depth, first_depth)
             # decisions with a truth value over the inputs' sizes (not a size computed on the way)
             ours = [(e, v) for e, v in decisions if e.free_symbols and e.free_symbols <= set(where)
                     and isinstance(e, sympy.logic.boolalg.Boolean)]
@@ -315,7 +405,7 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
                     seen.add(_signature(state))
                     continue
                 if not ours:
-                    return partial()
+                    return stuck()
             expr, value = ours[-1]
             hints = {s: slots[slot].shape[k] for s, (slot, k) in where.items()}
             # a size not moved yet first, a batch size last, the last dimension before the first
@@ -335,8 +425,8 @@ def solve_input_shapes(build: Callable[[], Any], inputs: list[Any], *, rounds: i
                 moved.add((slot, k))
                 break
             else:
-                return partial()
-    return partial()
+                return stuck()
+    return stuck()
 
 
 def _signature(inputs: list[Any]) -> str:
