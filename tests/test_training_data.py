@@ -240,9 +240,12 @@ def test_rl_rows_mix_unsolved_problems_with_a_share_of_sft_problems():
     assert "broken" not in {r["name"] for r in rows}
     row = rows[0]
     assert row["reference"].startswith("import torch") and [m["role"] for m in row["prompt"]] == ["system", "user"]
-    # n_prompts = 0: every unsolved problem, plus SFT problems in the given share (30% of the total)
+    # n_prompts = 0: every eligible problem once, whether few or many are unsolved (a share of one
+    # unsolved problem once left GRPO two prompts of a warehouse its teachers had nearly solved)
     rows = build_rl_rows(unsolved, pairs, {}, sft_share=0.3, val_fraction=0.0)
-    assert Counter(r["origin"] for r in rows) == {"unsolved": 8, "sft": 4}
+    assert Counter(r["origin"] for r in rows) == {"unsolved": 8, "sft": 6}
+    rows = build_rl_rows(unsolved[:1], pairs, {}, sft_share=0.3, val_fraction=0.0)
+    assert Counter(r["origin"] for r in rows) == {"unsolved": 1, "sft": 6}
 
 
 def test_one_big_cluster_cannot_swallow_the_validation_split():

@@ -447,9 +447,10 @@ def build_rl_rows(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Ca
     `problems` are the candidates for RL (runnable problems); `pairs` are the validated pairs
     (their problems form the SFT distribution); `stats` are pass rates (`pass_stats`). The mix:
     `1 - sft_share` of the prompts from problems no teacher solved, `sft_share` from problems
-    that are in the SFT set; `n_prompts` = 0 takes every unsolved problem and adds SFT problems
-    in the given share. Each side is drawn with `diversity_sample`: balanced across op
-    categories (rarest tag) and clusters, ordered by difficulty weight. A row holds the chat
+    that are in the SFT set (SFT problems fill in when unsolved ones run short); `n_prompts` = 0
+    takes every eligible problem once, unsolved and SFT alike (training.rl_prompts' doc). Each
+    side is drawn with `diversity_sample`: balanced across op categories (rarest tag) and
+    clusters, ordered by difficulty weight. A row holds the chat
     prompt, the reference (the reward function's input), licence, keys, tags, cluster,
     difficulty, origin ("unsolved" / "sft") and split. `split`: the shared `problem_split`;
     without one it is computed over these problems alone (val_fraction, dedup_threshold,
@@ -482,10 +483,8 @@ def build_rl_rows(problems: Iterable[Problem], pairs: Iterable[tuple[Problem, Ca
         n_sft = min(len(sft_items), round(n_prompts * sft_share))
         n_unsolved = min(len(unsolved_items), n_prompts - n_sft)
         n_sft = min(len(sft_items), n_prompts - n_unsolved)  # fill from SFT when unsolved run short
-    else:
-        n_unsolved = len(unsolved_items)
-        n_sft = len(sft_items) if not unsolved_items else min(
-            len(sft_items), math.ceil(n_unsolved * sft_share / max(1e-9, 1.0 - sft_share)) if sft_share < 1 else len(sft_items))
+    else:  # every eligible problem once (a share of few unsolved ones would leave GRPO almost nothing)
+        n_unsolved, n_sft = len(unsolved_items), len(sft_items)
     chosen = [(it, "unsolved") for it in diversity_sample(unsolved_items, n_unsolved, seed)]
     chosen += [(it, "sft") for it in diversity_sample(sft_items, n_sft, seed + 1)]
     rows = []
