@@ -230,8 +230,11 @@ case "${1:-}" in
                 --set training.max_prompt_length=${PROMPT_MAX:-1536} --set validation.trials=3
                 --set training.format_reward=${FORMAT_REWARD:-0.2}
                 --set training.gradient_checkpointing=${GRAD_CKPT:-true}
-                --set "training.grpo_trl=${GRPO_TRL:-{\}}"
+                --set "training.grpo_trl=${GRPO_TRL:-{steps_per_generation = 4\}}"
                 --set "training.rl_names=${RL_NAMES:-[]}" --set "training.sft_teachers=${SFT_TEACHERS:-[]}")  # e.g. RL_NAMES='["synthetic_elementwise_*"]': GRPO on one family
+    # GRPO_TRL: trl's own GRPOConfig arguments; by default 4 updates per generate() call (128 completions
+    # decoded at once): a step was one generation of 32 completions, ~78 s of HF decoding on an H100, so a
+    # 4-minute budget made 1 update (nineteenth run; the first step generates twice under reward overlap).
     # GRAD_CKPT=false turns activation recomputation off: not at batch 32 x 4,096 tokens (the eighteenth
     # run's SFT ran out of the H200's 140 GB that way: 49k-word logits per token); a shorter MAX_LENGTH may.
     # GRPO ends cleanly by its time budget (the model so far saved); prompts a small model cannot

@@ -28,13 +28,14 @@ def tiny(tmp_path_factory):
     return path, load_model(str(path), device="cpu")[1]
 
 
-def train(tiny, tmp_path, overlap: bool, pause: float, judge=None):
+def train(tiny, tmp_path, overlap: bool, pause: float, judge=None, steps: int = 3, grpo_trl=None, problems: int = 1):
     path, tok = tiny
     model, _ = load_model(str(path), device="cpu")
-    rows = build_rl_rows([elementwise_problem("relu", "torch.relu(x)", n=300)], val_fraction=0.0)
+    rows = build_rl_rows([elementwise_problem("relu", "torch.relu(x)", n=300 + 10 * i, suffix=f"_{i}" if i else "")
+                          for i in range(problems)], val_fraction=0.0)
     cfg = TrainingConfig(model=str(path), output_dir=str(tmp_path / ("on" if overlap else "off")), device="cpu",
-                         grpo_max_steps=3, num_generations=4, per_device_train_batch_size=4, max_completion_length=400,
-                         grpo_learning_rate=1e-3, save_steps=100, reward_overlap=overlap)
+                         grpo_max_steps=steps, num_generations=4, per_device_train_batch_size=4, max_completion_length=400,
+                         grpo_learning_rate=1e-3, save_steps=100, reward_overlap=overlap, grpo_trl=grpo_trl or {})
     judge, log = judge or TextJudge(pause), {"generations": [], "trained": []}
     result = run_grpo(cfg, rows, judge, model=model, tokenizer=tok, progress=False,
                       trainer_hook=lambda trainer: rotate_and_record(trainer, tok, log))
@@ -67,6 +68,24 @@ def test_overlapped_rewards_belong_to_the_batch_they_train_and_match_trl(tiny, t
         assert entry["time/reward_s"] >= 1.5 and "time/reward_wait_s" in entry
         assert entry["frac_reward_zero_std"] == 0.0
     assert result.metrics["judge_calls"] == 4
+
+
+def test_overlap_with_several_updates_per_generation(tiny, tmp_path):
+    """`training.grpo_trl = {steps_per_generation = 2}`: one generate() call makes two updates'
+    completions (the way to more updates a minute where decoding dominates a step, RESULTS.md
+    nineteenth run); with overlap each generation batch is judged while the next is generated,
+    and every trained row still carries its own group's advantage."""
+    result, judge, log = train(tiny, tmp_path, overlap=True, pause=0.5, steps=4, grpo_trl={"steps_per_generation": 2},
+                                problems=2)
+    assert len(log["trained"]) == 4 and all(len(b["texts"]) == 4 for b in log["trained"])
+    # two generation batches of 8 trained (4 updates), one more filled the pipeline
+    assert len(log["generations"]) == 3 and len(judge.calls) == 3
+    good, wrong = 0.75 / (0.5 + 1e-4), -0.25 / (0.5 + 1e-4)
+    for batch in log["trained"]:
+        assert batch["old_logps"]
+        for text, adv in zip(batch["texts"], batch["advantages"]):
+            assert adv == pytest.approx(good if good_answer(text) else wrong, abs=1e-4)
+    assert result.metrics["steps"] == 4
 
 
 class TimedJudge:
