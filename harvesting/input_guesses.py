@@ -372,6 +372,58 @@ def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
     return False
 
 
+def _python_value_use(forward: ast.FunctionDef, param: str) -> tuple[str, Any] | None:
+    """How forward uses `param` when every use says it is a plain Python value, not a tensor:
+    ("ints", n) when it is only indexed by constants or unpacked (`x_size[0]`, `h, w = x_size`:
+    a (height, width) handed down beside a flattened input); ("number", literal) when a use
+    compares it with a number as a condition (`if quality < 50:`, a tensor there raises "Boolean
+    value of Tensor ... is ambiguous"); ("bool", True) when it is tested bare (`if target_is_real:`,
+    `a if p else b`). None when any use could be a tensor's (an attribute, an argument, arithmetic
+    outside a condition)."""
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(forward):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    length, number, tested, arithmetic = 0, None, False, False
+    uses = [n for n in ast.walk(forward) if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load)]
+    if not uses:
+        return None
+    for use in uses:
+        up = parents.get(use)
+        if isinstance(up, ast.Subscript) and up.value is use:
+            index = up.slice
+            if not (isinstance(index, ast.Constant) and type(index.value) is int and 0 <= index.value < 6):
+                return None
+            length = max(length, index.value + 1)
+        elif isinstance(up, ast.Assign) and up.value is use and len(up.targets) == 1 and isinstance(up.targets[0], ast.Tuple) \
+                and all(isinstance(e, ast.Name) for e in up.targets[0].elts):
+            length = max(length, len(up.targets[0].elts))
+        elif isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is use:
+            tested = True
+        elif isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not) and isinstance(parents.get(up), (ast.If, ast.IfExp)):
+            tested = True
+        elif isinstance(up, ast.Compare) and isinstance(parents.get(up), (ast.If, ast.While, ast.IfExp, ast.Assert)) \
+                and parents[up].test is up:
+            others = [up.left, *up.comparators]
+            literal = next((o.value for o in others if isinstance(o, ast.Constant) and type(o.value) in (int, float)), None)
+            if literal is None:
+                return None
+            number = literal if number is None else number
+        elif isinstance(up, ast.BinOp):
+            arithmetic = True  # `5000. / quality`: a number's, when a condition shows it is one
+        else:
+            return None
+    if arithmetic and number is None:
+        return None
+    if length and number is None and not tested:
+        return ("ints", length)
+    if number is not None and not length:
+        return ("number", number)
+    if tested and not length and number is None:
+        return ("bool", True)
+    return None
+
+
 # `List[torch.Tensor]`, `list[Tensor]`, `Sequence[torch.Tensor]`, `Tuple[Tensor, ...]`, `Tuple[Tensor, Tensor]`
 _TENSOR_LIST = re.compile(r"^(?:typing\.)?(?:List|list|Sequence|Iterable|Tuple|tuple)\[((?:torch\.)?Tensor(?:\s*,\s*(?:(?:torch\.)?Tensor|\.\.\.))*)\]$")
 
@@ -386,7 +438,26 @@ def tensor_list_length(annotation: str) -> int:
     return len(parts) if len(parts) > 1 and "..." not in parts else 2
 
 
-def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int, spatial: int) -> list[tuple[str, dict[str, Any]]]:
+def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int,
+                   spatial: int) -> list[tuple[str, dict[str, Any]]]:
+    """The guesses for one forward input, best first: a plain Python value first when every use
+    of it says so (_python_value_use; the tensor guesses follow, in case a tuple of tensors was
+    read as sizes), then tensors by the evidence below."""
+    plain = _python_value_use(forward, p.name) if forward is not None and "Tensor" not in (p.annotation or "") else None
+    first: list[tuple[str, dict[str, Any]]] = []
+    if plain is not None and plain[0] == "ints":
+        # a spatial size per item, as the tensor guesses use (8): the solver then fits the tensors to it
+        first = [("(" + ", ".join(["8"] * plain[1]) + ("," if plain[1] == 1 else "") + ")",
+                  {"kind": "ints", "value": [8] * plain[1]})]
+    elif plain is not None and plain[0] == "number":
+        first = [(repr(plain[1]), {"kind": "int" if type(plain[1]) is int else "float", "value": plain[1]})]
+    elif plain is not None and plain[0] == "bool":
+        first = [("True", {"kind": "bool", "value": True}), ("False", {"kind": "bool", "value": False})]
+    return first + [o for o in _guessed_options(p, forward, calls, values, D, spatial) if o[0] not in {c for c, _ in first}]
+
+
+def _guessed_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int,
+                     spatial: int) -> list[tuple[str, dict[str, Any]]]:
     name = p.name.lower()
     ann = p.annotation
     if ann in ("int",):

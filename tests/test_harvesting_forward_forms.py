@@ -325,3 +325,66 @@ def test_both_signatures_are_rewritten_in_one_pass():
     assert positional_signatures(source) == positional_forward(positional_init(source))
     assert "def __init__(self, dim, depth=2)" in positional_signatures(source)
     assert "def forward(self, x, mask, *, scale=1.0)" in positional_signatures(source)
+
+
+# -- forward inputs that are plain Python values -------------------------------------------
+
+PLAIN_VALUES = '''
+class PatchUnEmbed(nn.Module):
+    """A flattened sequence back to an image: the image's (height, width) is handed in beside it."""
+
+    def __init__(self, embed_dim=96):
+        super().__init__()
+        self.embed_dim = embed_dim
+
+    def forward(self, x, x_size):
+        b, hw, c = x.shape
+        return x.transpose(1, 2).view(b, self.embed_dim, x_size[0], x_size[1]) * 2
+
+
+class Quality(nn.Module):
+    """A JPEG-style quality factor, a number a condition reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.ones(8, 8))
+
+    def forward(self, image, quality):
+        factor = 5000. / quality if quality < 50 else 200. - quality * 2
+        return image * self.table * (factor / 100.)
+
+
+class Adversarial(nn.Module):
+    """A GAN loss: whether the target is the real label is a flag."""
+
+    def __init__(self, real=1.0, fake=0.0):
+        super().__init__()
+        self.real, self.fake = real, fake
+
+    def forward(self, pred, target_is_real):
+        value = self.real if target_is_real else self.fake
+        return torch.nn.functional.softplus(pred - value).mean()
+
+
+class Fuse(nn.Module):
+    """Two feature maps in a list, indexed by constants like a size tuple: tensors all the same."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 16, 1)
+
+    def forward(self, feats):
+        return self.conv(feats[0]) + feats[1]
+'''
+
+
+def test_forward_inputs_every_use_of_which_is_a_python_values_are_guessed_as_such(tmp_path):
+    problems = _harvest(tmp_path, "plain.py", PLAIN_VALUES)
+    # a (height, width) pair, and the flattened input sized to it by the shape solver (its
+    # positions x channels a multiple of the 8 x 8 image: the embedding width is the guess's)
+    x, size = problems["PatchUnEmbed"].input_spec
+    assert size == {"kind": "ints", "value": [8, 8]} and x["shape"][1] * x["shape"][2] % 64 == 0
+    assert problems["Quality"].input_spec[1]["kind"] in ("int", "float")
+    assert problems["Adversarial"].input_spec[1] == {"kind": "bool", "value": True}
+    # what only looked like sizes still gets tensors
+    assert all(s["kind"].startswith("tensor") for s in problems["Fuse"].input_spec)
