@@ -372,6 +372,25 @@ def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
     return False
 
 
+# calls whose arguments are sizes: `x.view(b, c, size[0], size[1])`, `int(size[0])`, `range(size[0])`
+_SIZE_TAKERS = _SIZE_CALLS | {"view", "reshape", "expand", "repeat", "unflatten", "interpolate", "int", "max", "min", "new_tensor"}
+
+
+def _read_as_size(item: ast.Subscript, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether `p[k]` is used the way a size is: in arithmetic, a comparison, a tuple, an
+    assignment to a name, or as an argument of a call that takes sizes (not as an index into a
+    tensor, nor as a layer's input)."""
+    up = parents.get(item)
+    while isinstance(up, (ast.Tuple, ast.List, ast.Starred)):
+        item, up = up, parents.get(up)
+    if isinstance(up, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Assign, ast.keyword)):
+        return True
+    if isinstance(up, ast.Call) and item is not up.func:
+        f = up.func
+        return (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "") in _SIZE_TAKERS
+    return False
+
+
 def _python_value_use(forward: ast.FunctionDef, param: str) -> tuple[str, Any] | None:
     """How forward uses `param` when every use says it is a plain Python value, not a tensor:
     ("ints", n) when it is only indexed by constants or unpacked (`x_size[0]`, `h, w = x_size`:
@@ -394,6 +413,8 @@ def _python_value_use(forward: ast.FunctionDef, param: str) -> tuple[str, Any] |
             index = up.slice
             if not (isinstance(index, ast.Constant) and type(index.value) is int and 0 <= index.value < 6):
                 return None
+            if not _read_as_size(up, parents):
+                return None  # `z[edge_index[0]]`: an item that indexes a tensor is a tensor itself
             length = max(length, index.value + 1)
         elif isinstance(up, ast.Assign) and up.value is use and len(up.targets) == 1 and isinstance(up.targets[0], ast.Tuple) \
                 and all(isinstance(e, ast.Name) for e in up.targets[0].elts):

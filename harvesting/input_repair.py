@@ -45,8 +45,9 @@ _EXPECTED_GOT = re.compile(r"\bexpected\b[^\d\n]{0,60}?(\d+)\b[^\d\n]{0,60}?\b(?
 # but got torch.FloatTensor instead (while checking arguments for embedding)"
 _FLOAT_INDICES = re.compile(r"Expected tensor for argument #\d+ '\w+' to have one of the following scalar types: "
                             r"Long, Int; but got torch\.\w+ instead \(while checking arguments for embedding")
-# an index past the vocabulary (embedding, index_select)
-_INDEX_RANGE = re.compile(r"index out of range in self")
+# an index past the vocabulary (embedding, index_select), or past the rows it gathers (a graph's
+# `x[edge_index[0]]`: "index 4 is out of bounds for dimension 0 with size 2")
+_INDEX_RANGE = re.compile(r"index out of range in self|index -?\d+ is out of bounds for dimension \d+ with size (\d+)")
 # values that must lie in [0, 1] (images, probabilities): piq's "Expected values to be greater or
 # equal to 0, got -3.57", "non-negative", "in range [0, 1]"
 _UNIT_RANGE = re.compile(r"greater (?:than )?or equal to 0\b|non-?negative|\[0,\s*1\]|between 0 and 1|range \(?0", re.IGNORECASE)
@@ -100,7 +101,8 @@ def _vocabulary_bound(init_spec: list[Any]) -> int:
 
 def _index_inputs(attempt: Attempt, detail: str) -> Attempt | None:
     """Index inputs: the first float tensor input as integers below a vocabulary bound when an
-    embedding refused floats; integer inputs' bound lowered to 2 when an index ran past a table."""
+    embedding refused floats; integer inputs' bound lowered to the size the error names (2 when it
+    names none) when an index ran past a table or the rows it indexes."""
     specs = list(attempt.input_spec)
     tensors = [i for i, spec in enumerate(specs) if isinstance(spec, dict) and spec.get("kind") == "tensor"]
     changed = False
@@ -111,9 +113,11 @@ def _index_inputs(attempt: Attempt, detail: str) -> Attempt | None:
         specs[at] = {**specs[at], "dtype": "int64", "high": _vocabulary_bound(attempt.init_spec)}
         changed = True
     else:
+        m = _INDEX_RANGE.search(detail)
+        bound = max(1, int(m.group(1))) if m is not None and m.group(1) else 2
         for i in tensors:
-            if specs[i].get("dtype") == "int64" and specs[i].get("high", 10) > 2:
-                specs[i] = {**specs[i], "high": 2}
+            if specs[i].get("dtype") == "int64" and specs[i].get("high", 10) > bound:
+                specs[i] = {**specs[i], "high": bound}
                 changed = True
     if not changed:
         return None

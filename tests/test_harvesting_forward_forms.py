@@ -375,6 +375,13 @@ class Fuse(nn.Module):
 
     def forward(self, feats):
         return self.conv(feats[0]) + feats[1]
+
+
+class InnerProductDecoder(nn.Module):
+    """A graph's edge scores: rows of z gathered by an edge index indexed like a pair of sizes."""
+
+    def forward(self, z, edge_index):
+        return torch.sigmoid((z[edge_index[0]] * z[edge_index[1]]).sum(dim=1))
 '''
 
 
@@ -388,3 +395,7 @@ def test_forward_inputs_every_use_of_which_is_a_python_values_are_guessed_as_suc
     assert problems["Adversarial"].input_spec[1] == {"kind": "bool", "value": True}
     # what only looked like sizes still gets tensors
     assert all(s["kind"].startswith("tensor") for s in problems["Fuse"].input_spec)
+    # an index read as an index stays a tensor; its values below the rows it gathers ("index 8 is
+    # out of bounds for dimension 0 with size 2": the bound the error names)
+    z, edges = problems["InnerProductDecoder"].input_spec
+    assert edges["kind"] == "tensor" and edges["dtype"] == "int64" and edges["high"] <= z["shape"][0]
