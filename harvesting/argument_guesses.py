@@ -8,6 +8,8 @@ import ast
 import re
 from typing import Any
 
+from autotriton.harvesting.signatures import unwrap_optional
+
 
 _SIZE_WORDS = ("dim", "size", "channel", "chans", "feature", "hidden", "embed", "width", "n_embd", "d_model",
                "planes", "units", "ch", "c_in", "c_out", "inp", "oup", "filters", "neurons", "nf", "ngf", "ndf")
@@ -199,3 +201,43 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     if ann == "" or "int" in ann:
         return str(D), D
     return None
+
+
+def _size_placeholder(value: ast.expr) -> bool:
+    """A default that stands for "not known yet": None or a negative integer (-1)."""
+    if isinstance(value, ast.Constant) and value.value is None:
+        return True
+    return isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and isinstance(value.operand, ast.Constant) \
+        and type(value.operand.value) is int
+
+
+def dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int) -> tuple[str, Any] | None:
+    """A parameter annotated with a dataclass of its own file (`config: MambaConfig`, `args:
+    ModelArgs`): built with its required fields guessed from their names and types, so what its
+    __post_init__ derives (`d_inner`, `dt_rank`) exists as the code expects, and integer fields
+    whose default is a placeholder (-1, None) given a size. None otherwise."""
+    name = unwrap_optional(annotation)
+    cls = classes.get(name)
+    # @dataclass, @dataclasses.dataclass, @dataclass(frozen=True)
+    if cls is None or not any(ast.unparse(d.func if isinstance(d, ast.Call) else d) in ("dataclass", "dataclasses.dataclass")
+                              for d in cls.decorator_list):
+        return None
+    fields = []
+    for node in cls.body:
+        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name) \
+                or "ClassVar" in ast.unparse(node.annotation):
+            continue
+        annotation = ast.unparse(node.annotation)
+        if node.value is None:
+            guess = _guess_value(node.target.id, annotation, D)
+            if guess is None:
+                return None
+            fields.append((node.target.id, guess))
+        elif _size_placeholder(node.value) and "int" in annotation:
+            # `dim_in: int = -1`, `dim_out: Optional[int] = None`: a size left for later (inferred
+            # from data by the framework): given one, as a required size would be
+            guess = _guess_value(node.target.id, "int", D)
+            if guess is not None and type(guess[1]) is int:
+                fields.append((node.target.id, guess))
+    code = f"{name}(" + ", ".join(f"{f}={g[0]}" for f, g in fields) + ")"
+    return code, {"expr": code, "kind": "dataclass", "fields": {f: g[1] for f, g in fields}}

@@ -21,12 +21,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from autotriton.harvesting.argument_guesses import _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, _guess_value, module_usage
+from autotriton.harvesting.argument_guesses import (
+    _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, _guess_value, dataclass_argument, module_usage,
+)
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
-from autotriton.harvesting.signatures import (_Param, _classes, _method, _method_owner, _params, _source_bases, module_names,
-                                              unwrap_optional)
+from autotriton.harvesting.signatures import _Param, _classes, _method, _method_owner, _params, _source_bases, module_names
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
 
 
@@ -203,28 +204,6 @@ def _source_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int)
     return [p for p in _params(init) if p.kind in ("pos", "kwonly")]
 
 
-def _dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int) -> tuple[str, Any] | None:
-    """A parameter annotated with a dataclass of its own file (`config: MambaConfig`, `args:
-    ModelArgs`): built with its required fields guessed from their names and types, so what its
-    __post_init__ derives (`d_inner`, `dt_rank`) exists as the code expects. None otherwise."""
-    name = unwrap_optional(annotation)
-    cls = classes.get(name)
-    # @dataclass, @dataclasses.dataclass, @dataclass(frozen=True)
-    if cls is None or not any(ast.unparse(d.func if isinstance(d, ast.Call) else d) in ("dataclass", "dataclasses.dataclass")
-                              for d in cls.decorator_list):
-        return None
-    fields = []
-    for node in cls.body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is None \
-                and "ClassVar" not in ast.unparse(node.annotation):
-            guess = _guess_value(node.target.id, ast.unparse(node.annotation), D)
-            if guess is None:
-                return None
-            fields.append((node.target.id, guess))
-    code = f"{name}(" + ", ".join(f"{f}={g[0]}" for f, g in fields) + ")"
-    return code, {"expr": code, "kind": "dataclass", "fields": {f: g[1] for f, g in fields}}
-
-
 def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list[_Param] | None, D: int, shrink: bool,
                   tuples: bool = False, constraints: list[ast.expr] | None = None,
                   usages: dict[str, Usage] | None = None, demand: frozenset[str] = frozenset()
@@ -259,7 +238,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
         if p.default is None or (p.default == "None" and usage is not None
                                  and (usage.required or module_usage(init_fn, p.name) == "called")) \
                 or (p.default == "None" and p.name in demanded):
-            built = _dataclass_argument(classes, p.annotation, D)
+            built = dataclass_argument(classes, p.annotation, D)
             if built is not None:  # `config: MambaConfig`: the file's own dataclass, built
                 codes.append(built[0])
                 specs.append(built[1])

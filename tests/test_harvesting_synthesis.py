@@ -870,3 +870,38 @@ def test_a_wrapped_network_called_with_more_than_its_input_gets_a_stand_in_that_
     assert plain.init_code[0] == "torch.nn.GELU()"  # called with its input alone: the torch layer, as before
     assert_all_runnable(tmp_path, "flow.py", FLOW_WRAPPER, 1)
 
+
+
+LAYER_CONFIG = '''
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass
+class LayerConfig:
+    has_bias: bool = True
+    dim_in: int = -1
+    dim_out: Optional[int] = None
+    name: Optional[str] = None
+
+
+class GeneralLinear(nn.Module):
+    def __init__(self, layer_config: LayerConfig, **kwargs):
+        super().__init__()
+        self.model = nn.Linear(layer_config.dim_in, layer_config.dim_out, bias=layer_config.has_bias)
+
+    def forward(self, batch):
+        return self.model(batch)
+'''
+
+
+def test_a_config_dataclass_gets_sizes_where_its_integer_defaults_are_placeholders():
+    # a graph library's layer config: dim_in = -1 and dim_out = None wait for the data to size them;
+    # built with its defaults, the layer makes a tensor of size -1
+    (attempt,) = synthesize(HEADER + LAYER_CONFIG.replace("class GeneralLinear", "class Model"), max_attempts=1)
+    (code,) = attempt.init_code
+    namespace: dict = {}
+    exec(HEADER + LAYER_CONFIG + f"\nmodel = GeneralLinear({code})\n", namespace)
+    layer = namespace["model"].model
+    assert layer.in_features > 0 and layer.out_features > 0 and layer.bias is not None  # the flag keeps its default
+    assert "name=" not in code  # a placeholder that is not an integer stays as it is
