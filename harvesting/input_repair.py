@@ -54,7 +54,33 @@ _UNIT_RANGE = re.compile(r"greater (?:than )?or equal to 0\b|non-?negative|\[0,\
 # integer inputs where floats are wanted (a loss's `target` guessed as labels): "mean(): could not
 # infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long"
 _WANTS_FLOAT = re.compile(r"must be either a floating point|expected scalar type (?:Float|Double) but found Long|"
+                          r"result type Float can't be cast to the desired output type Long|"
                           r"\b(?:Float|floating point)\b[^\n]{0,40}\bgot\b[^\n]{0,10}\bLong\b", re.IGNORECASE)
+
+
+# one input that must have another's shape (a loss's target and its input): "Target size
+# (torch.Size([2, 8])) must be the same as input size (torch.Size([2, 32, 8, 8]))", "Using a target
+# size (torch.Size([2, 8])) that is different to the input size (...)": the first shape becomes the second
+_SAME_SIZE = re.compile(r"torch\.Size\(\[([\d, ]*)\]\)\)?[^\n]{0,60}?(?:must be the same as|different to|must match)"
+                        r"[^\n]{0,40}?torch\.Size\(\[([\d, ]*)\]\)")
+
+
+def _same_size(attempt: Attempt, detail: str) -> Attempt | None:
+    """The input whose shape is the first one an error compares given the second (any dtype)."""
+    m = _SAME_SIZE.search(detail)
+    if m is None:
+        return None
+    have, want = ([int(x) for x in g.split(",") if x.strip()] for g in m.groups())
+    if not want or have == want or not all(0 < d <= 4096 for d in want):
+        return None
+    codes, specs = list(attempt.input_code), list(attempt.input_spec)
+    at = next((i for i in reversed(range(len(specs))) if isinstance(specs[i], dict) and specs[i].get("kind") == "tensor"
+               and list(specs[i]["shape"]) == have), None)
+    if at is None:
+        return None
+    specs[at] = {**specs[at], "shape": want}
+    codes[at] = _tensor_code(want, specs[at])
+    return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
 
 
 def _tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
@@ -297,6 +323,9 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
         return _index_inputs(attempt, detail)
     if _UNIT_RANGE.search(detail) or _WANTS_FLOAT.search(detail):
         return _retyped_inputs(attempt, detail)
+    if _SAME_SIZE.search(detail):
+        return _same_size(attempt, detail)
+
     def reshape(fn) -> Attempt | None:
         codes, specs, changed = [], [], False
         for code, spec in zip(attempt.input_code, attempt.input_spec):

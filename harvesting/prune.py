@@ -159,17 +159,33 @@ def prune_unused(source: str, class_name: str) -> str:
     return pruned
 
 
+# decorators known not to read the docstring they wrap
+_DOC_BLIND = {"property", "staticmethod", "classmethod", "abstractmethod", "overload", "override", "cached_property",
+              "no_grad", "inference_mode", "enable_grad", "wraps", "lru_cache", "cache", "dataclass", "unused", "ignore",
+              "export", "script", "setter", "getter", "deleter", "custom_fwd", "custom_bwd", "autocast", "compile"}
+
+
+def _reads_docs(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+    return name not in _DOC_BLIND
+
+
 def strip_docstrings(source: str) -> str:
     """`source` without the docstrings of its module, classes and functions (a body left empty
     gets `pass`): for a module still over the limit after `prune_unused` (sentence-transformers'
-    `Router` is 35,000 characters pruned, 12,600 without its documentation). Code that reads
-    `__doc__` then sees None; `source` comes back unchanged when it does not parse."""
+    `Router` is 35,000 characters pruned, 12,600 without its documentation). Decorated classes and
+    functions keep theirs (pykeen's `@parse_docdata` raises "docstring is empty"); other code that
+    reads `__doc__` then sees None; `source` comes back unchanged when it does not parse."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return source
     spans: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                _reads_docs(d) for d in node.decorator_list):
+            continue  # a decorator may read it (`@parse_docdata`, a docstring updated with the resolver's keys)
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):

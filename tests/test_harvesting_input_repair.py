@@ -77,3 +77,17 @@ class PatchDiscriminator(nn.Module):
 
 def test_modules_that_say_what_they_want_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "said.py", MODULES, 3)
+
+
+def test_a_loss_target_takes_its_inputs_shape_then_its_dtype():
+    """pykeen's and torch's BCE losses: the target guessed as labels must be the input's shape, then
+    a float (each message read in turn, as the harvest's attempts go)."""
+    guess = Attempt([], [], ["torch.randn(2, 32, 8, 8)", "torch.randint(0, 10, (2, 8))"],
+                    [{"kind": "tensor", "shape": [2, 32, 8, 8]}, {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": 10}])
+    for message in ("ValueError: Target size (torch.Size([2, 8])) must be the same as input size (torch.Size([2, 32, 8, 8]))",
+                    "UserWarning: Using a target size (torch.Size([2, 8])) that is different to the input size "
+                    "(torch.Size([2, 32, 8, 8])) is deprecated. Please ensure they have the same size."):
+        resized = repair_attempt(guess, message)
+        assert resized is not None and resized.input_spec[1]["shape"] == [2, 32, 8, 8] and resized.input_spec[0] == guess.input_spec[0]
+    floated = repair_attempt(resized, "RuntimeError: result type Float can't be cast to the desired output type Long")
+    assert floated is not None and "dtype" not in floated.input_spec[1] and floated.input_code[1] == "torch.randn(2, 32, 8, 8)"

@@ -171,3 +171,41 @@ def test_documentation_goes_when_pruning_is_not_enough_and_the_module_still_runs
     model = namespace["Model"](16)
     x = torch.randn(2, 5, 16)
     assert torch.allclose(model(x), model.proj(x).mean(dim=1) * 2.0)
+
+
+def test_a_docstring_a_decorator_may_read_is_kept_when_documentation_goes():
+    from autotriton.harvesting.prune import strip_docstrings
+
+    source = textwrap.dedent('''
+        import torch
+
+
+        def parse_docdata(cls):
+            if not cls.__doc__:
+                raise ValueError("docstring is empty")
+            return cls
+
+
+        @parse_docdata
+        class Embedding(torch.nn.Module):
+            """A table of vectors.
+
+            ---
+            name: Embedding
+            """
+
+            @property
+            def width(self):
+                """How wide a vector is."""
+                return 3
+
+            def forward(self, x):
+                """Look the rows up."""
+                return x * self.width
+    ''')
+    stripped = strip_docstrings(source)
+    namespace: dict = {}
+    exec(compile(stripped, "<stripped>", "exec"), namespace)  # the decorator finds its docstring
+    assert "name: Embedding" in stripped
+    # the others go: a property's and a plain method's
+    assert "How wide" not in stripped and "Look the rows up" not in stripped
