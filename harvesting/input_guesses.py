@@ -445,8 +445,9 @@ def _python_value_use(forward: ast.FunctionDef, param: str) -> tuple[str, Any] |
     return None
 
 
-# `List[torch.Tensor]`, `list[Tensor]`, `Sequence[torch.Tensor]`, `Tuple[Tensor, ...]`, `Tuple[Tensor, Tensor]`
-_TENSOR_LIST = re.compile(r"^(?:typing\.)?(?:List|list|Sequence|Iterable|Tuple|tuple)\[((?:torch\.)?Tensor(?:\s*,\s*(?:(?:torch\.)?Tensor|\.\.\.))*)\]$")
+# `List[torch.Tensor]`, `list[Tensor]`, `Sequence[torch.Tensor]`, `Tuple[Tensor, ...]`, `Tuple[Tensor, Tensor]`,
+# `Sequence[FloatTensor]` (torch's typed tensor aliases)
+_TENSOR_LIST = re.compile(r"^(?:typing\.)?(?:List|list|Sequence|Iterable|Tuple|tuple)\[((?:torch\.)?\w*Tensor(?:\s*,\s*(?:(?:torch\.)?\w*Tensor|\.\.\.))*)\]$")
 
 
 def tensor_list_length(annotation: str) -> int:

@@ -905,3 +905,21 @@ def test_a_config_dataclass_gets_sizes_where_its_integer_defaults_are_placeholde
     layer = namespace["model"].model
     assert layer.in_features > 0 and layer.out_features > 0 and layer.bias is not None  # the flag keeps its default
     assert "name=" not in code  # a placeholder that is not an integer stays as it is
+
+
+def test_a_sequence_of_typed_tensors_is_guessed_as_a_list_of_tensors():
+    # pykeen's combinations annotate with torch's typed aliases: `Sequence[FloatTensor]`
+    source = HEADER + """
+from typing import Sequence
+from torch import FloatTensor
+
+
+class Model(nn.Module):
+    def forward(self, xs: Sequence[FloatTensor]) -> FloatTensor:
+        return torch.cat(xs, dim=-1)
+"""
+    attempt = synthesize(source)[0]
+    assert attempt.input_spec[0]["kind"] == "tensor_list" and len(attempt.input_spec[0]["items"]) == 2
+    namespace: dict = {}
+    exec(source + "\nout = Model()(*[" + ", ".join(attempt.input_code) + "])\n", namespace)
+    assert namespace["out"].shape[-1] == 2 * attempt.input_spec[0]["items"][0]["shape"][-1]
