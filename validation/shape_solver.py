@@ -167,7 +167,7 @@ _UNTRACEABLE = re.compile(r"expected to contain only concrete integers|GuardOnDa
                           r"DynamicOutputShape|data-dependent|only one element tensors|\.item\(\)|UnsupportedOperator")
 
 # errors about how many axes an input has (no size of it would help)
-_RANKISH = re.compile(r"values to unpack|[Dd]imension out of range|number of dimensions|expected \d+ dims|\b\d-?D\b|"
+_RANKISH = re.compile(r"values to unpack|[Dd]imension out of range|[Nn]umber of dimensions|expected \d+ dims|\b\d-?D\b|"
                       r"\brank\b|too many indices")
 
 
@@ -317,7 +317,7 @@ def _init_candidates(init: list[Any], i: int, numbers: list[int], positions: lis
     pool = [(v, 0) for v in numbers] + [(init[k], 1) for k in positions if k != i] + [(here * 2, 2), (here // 2, 2)]
     best: dict[int, int] = {}
     for v, rank in pool:
-        if 2 <= v <= 4096 and v != here:
+        if 2 <= v <= min(4096, max(4 * here, 512)) and v != here:  # a layer 100x wider could exhaust the probe's memory
             best[v] = min(rank, best.get(v, rank))
     return sorted(best, key=lambda v: (round(abs(math.log(v / here)), 6), best[v], v))[:10]
 
