@@ -475,7 +475,8 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
         first = [(repr(plain[1]), {"kind": "int" if type(plain[1]) is int else "float", "value": plain[1]})]
     elif plain is not None and plain[0] == "bool":
         first = [("True", {"kind": "bool", "value": True}), ("False", {"kind": "bool", "value": False})]
-    return first + [o for o in _guessed_options(p, forward, calls, values, D, spatial) if o[0] not in {c for c, _ in first}]
+    taken = {code for code, _ in first}
+    return first + [o for o in _guessed_options(p, forward, calls, values, D, spatial) if o[0] not in taken]
 
 
 def _guessed_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int,

@@ -144,10 +144,11 @@ def _built(module: Any, seed: int, init: list[Any] | None = None) -> Any:
     """The problem's Model, its init inputs (or `init`) and parameters drawn from `seed`, in eval mode."""
     import torch
 
+    if init is None:
+        torch.manual_seed(seed)
+        init = list(module.get_init_inputs())
     torch.manual_seed(seed)
-    args = list(module.get_init_inputs())
-    torch.manual_seed(seed)
-    model = module.Model(*(args if init is None else init))
+    model = module.Model(*init)
     return model.eval() if isinstance(model, torch.nn.Module) else model
 
 

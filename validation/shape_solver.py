@@ -24,6 +24,7 @@ import math
 import re
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 _QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes", "torch.fx.experimental.recording")
@@ -267,10 +268,12 @@ def solve_sizes(build_with: Callable[[list[Any]], Any], init: list[Any], inputs:
     module it builds; the variant that runs through wins, else the one that gets furthest is kept
     and a second argument moved (a constructor change is answered only when forward then runs
     through, or as far as fake tensors can follow it). `build_with(init)` builds the module;
-    `error` is the real run's message; `move_init` False: inputs only. Answers {"inputs": solve_input_shapes's entries or None,
-    "init": [None, or the new value, per constructor argument]}."""
+    `error` is the real run's message; `move_init` False: inputs only. Answers {"inputs":
+    solve_input_shapes's entries or None, "init": [None, or the new value, per constructor
+    argument]}."""
     start = time.monotonic()
-    first = _solve(lambda: build_with(init), inputs, budget_s=budget_s / 2)
+    # half the budget for the inputs when the constructor may be searched after them
+    first = _solve(lambda: build_with(init), inputs, budget_s=budget_s / 2 if move_init else budget_s)
     answer = _answer(inputs, first)
     if first.outcome in ("through", "untraceable", "runs") or not move_init:
         return _inputs_only(init, answer)
@@ -296,8 +299,7 @@ def solve_sizes(build_with: Callable[[list[Any]], Any], init: list[Any], inputs:
                 except Exception:  # noqa: BLE001 (the constructor refuses the value)
                     continue
                 if found.outcome in ("through", "runs") or (found.outcome == "untraceable" and found.depth > first.depth):
-                    solved = _answer(inputs, found) if found.outcome != "runs" else None
-                    return {"inputs": solved, "init": [None if a == b else b for a, b in zip(init, trial)]}
+                    return {"inputs": _answer(inputs, found), "init": [None if a == b else b for a, b in zip(init, trial)]}
                 if found.depth > best[0]:
                     best, improved = (found.depth, trial, found), True
         if not improved:
@@ -322,14 +324,17 @@ def _init_candidates(init: list[Any], i: int, numbers: list[int], positions: lis
     return sorted(best, key=lambda v: (round(abs(math.log(v / here)), 6), best[v], v))[:10]
 
 
+@dataclass
 class _Found:
     """What one search over the inputs came to: `outcome` "through" (forward ran through on fake
     tensors), "untraceable" (fake tensors could not follow forward: `state` is what was solved up
     to there), "stuck" (out of moves or budget: `state` the sizes that got furthest, `depth` torch
     calls in), or "runs" (the inputs given already run through)."""
 
-    def __init__(self, outcome: str, state: list[Any] | None, depth: int, first_depth: int = -1):
-        self.outcome, self.state, self.depth, self.first_depth = outcome, state, depth, first_depth
+    outcome: str
+    state: list[Any] | None
+    depth: int
+    first_depth: int = -1
 
 
 def _answer(inputs: list[Any], found: _Found) -> list[Any] | None:
@@ -340,7 +345,7 @@ def _answer(inputs: list[Any], found: _Found) -> list[Any] | None:
         return None
     if found.outcome == "stuck" and found.depth <= found.first_depth:
         return None
-    return _as_inputs(inputs, found.state) if found.outcome != "runs" else None
+    return _as_inputs(inputs, found.state)
 
 
 def _solve(build: Callable[[], Any], inputs: list[Any], *, rounds: int = 16, budget_s: float = 10.0,
