@@ -352,8 +352,16 @@ _SIZE_CALLS = {"arange", "range", "zeros", "ones", "empty", "full", "rand", "ran
                "tril_indices", "triu_indices", "new_zeros", "new_ones", "new_empty", "new_full"}
 
 
+# a tensor's methods whose positional arguments, when there are several, are each one size:
+# `x.view(B, H, W, C)`, `patches.view(b, height // k, width // k, k, k)`, `x.repeat(1, n, 1)`
+_SHAPE_METHODS = {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty"}
+
+
 def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
-    """Whether forward passes `param` itself (or arithmetic on it) as a size to a factory or range."""
+    """Whether forward passes `param` itself (or arithmetic on it) as a size to a factory or range,
+    or as one of several sizes to a tensor's shape method (a `forward(self, x, H, W)` that views a
+    flattened x back as [B, H, W, C]: H and W are ints; a tensor there raises "view(): argument
+    'size' failed to unpack ... got Tensor")."""
     def plain(node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
             return node.id == param
@@ -368,6 +376,10 @@ def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
             if name in _SIZE_CALLS and any(plain(a) for a in node.args):
+                return True
+            # a method of a tensor (not `torch.reshape(x, shape)`, whose first argument is the tensor)
+            method = isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and f.value.id in ("torch", "F"))
+            if method and name in _SHAPE_METHODS and len(node.args) >= 2 and any(plain(a) for a in node.args):
                 return True
     return False
 

@@ -399,3 +399,50 @@ def test_forward_inputs_every_use_of_which_is_a_python_values_are_guessed_as_suc
     # out of bounds for dimension 0 with size 2": the bound the error names)
     z, edges = problems["InnerProductDecoder"].input_spec
     assert edges["kind"] == "tensor" and edges["dtype"] == "int64" and edges["high"] <= z["shape"][0]
+
+
+SHAPE_ARGUMENTS = '''
+class PatchMerge(nn.Module):
+    """Swin-style: a flattened sequence and the image's height and width handed in as ints."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.norm = nn.LayerNorm(4 * dim)
+        self.reduction = nn.Linear(4 * dim, 2 * dim, bias=False)
+
+    def forward(self, x, H, W):
+        B, L, C = x.shape
+        x = x.view(B, H, W, C)
+        x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]], -1)
+        return self.reduction(self.norm(x.view(B, -1, 4 * C)))
+
+
+class BlocksToImage(nn.Module):
+    """8 x 8 blocks merged back into an image whose height and width are arguments."""
+
+    def forward(self, patches, height, width):
+        k = 8
+        batch_size = patches.shape[0]
+        image = patches.view(batch_size, height // k, width // k, k, k)
+        return image.permute(0, 1, 3, 2, 4).contiguous().view(batch_size, height, width)
+
+
+class Gate(nn.Module):
+    """A tensor only looked at through torch.reshape(x, shape): still a tensor."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, scale):
+        return torch.reshape(self.proj(x), x.shape) * scale
+'''
+
+
+def test_forward_inputs_passed_as_sizes_to_view_or_reshape_are_ints(tmp_path):
+    problems = _harvest(tmp_path, "shape_args.py", SHAPE_ARGUMENTS)
+    _, h, w = problems["PatchMerge"].input_spec
+    assert h["kind"] == w["kind"] == "int"
+    patches, height, width = problems["BlocksToImage"].input_spec
+    assert height["kind"] == width["kind"] == "int" and patches["kind"] == "tensor"
+    assert all(s["kind"] == "tensor" for s in problems["Gate"].input_spec)
