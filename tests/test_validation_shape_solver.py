@@ -256,6 +256,39 @@ def test_constructor_sizes_that_clash_are_moved_until_forward_runs(cls, init, in
     cls(*args)(*[torch.randn(s if s is not None else list(x.shape)) for x, s in zip(inputs, shapes)])  # runs for real
 
 
+class MeanShifted(nn.Module):
+    """RCAN's shape: an RGB mean subtracted before the first convolution and added after the
+    last, so both `num_in_ch` and `num_out_ch` must be 3; only the error of the variant with
+    `num_in_ch` moved (at `x + self.mean`) says what `num_out_ch` must be."""
+
+    def __init__(self, num_in_ch, num_out_ch, num_feat=16):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.4, 0.45, 0.4]).view(1, 3, 1, 1))
+        self.conv_first = nn.Conv2d(num_in_ch, num_feat, 3, padding=1)
+        self.body = nn.Sequential(*[nn.Conv2d(num_feat, num_feat, 3, padding=1) for _ in range(4)])
+        self.conv_last = nn.Conv2d(num_feat, num_out_ch, 3, padding=1)
+
+    def forward(self, x):
+        x = x - self.mean
+        return self.conv_last(self.body(self.conv_first(x))) + self.mean
+
+
+def test_the_second_constructor_move_tries_first_what_the_furthest_variants_error_names():
+    from autotriton.validation.shape_solver import solve_sizes
+
+    with pytest.raises(RuntimeError) as err:
+        MeanShifted(32, 32)(torch.randn(2, 32, 8, 8))
+    builds: list[list[int]] = []
+    solved = solve_sizes(lambda args: builds.append(list(args)) or MeanShifted(*args), [32, 32],
+                         [torch.randn(2, 32, 8, 8)], error=str(err.value), budget_s=60)
+    assert solved == {"inputs": [[2, 3, 8, 8]], "init": [3, 3]}
+    # num_in_ch moved to 3 got furthest; "(32) must match ... (3)" at the mean's addition then
+    # gives num_out_ch its value before any halving or doubling of it is built
+    second = [b for b in builds if b[0] == 3 and b[1] != 32]
+    assert second and second[0] == [3, 3]
+    MeanShifted(3, 3)(torch.randn(2, 3, 8, 8))
+
+
 def test_constructor_arguments_are_left_alone_when_the_inputs_suffice():
     from autotriton.validation.shape_solver import solve_sizes
 

@@ -279,12 +279,16 @@ def solve_sizes(build_with: Callable[[list[Any]], Any], init: list[Any], inputs:
         return _inputs_only(init, answer)
     best = (first.depth, list(init), first)
     positions = [i for i, v in enumerate(init) if type(v) is int and v >= 2]
-    numbers = [int(n) for n in re.findall(r"(?<![\w.])(\d+)(?![\w.])", error.strip().splitlines()[-1] if error.strip() else "")]
+    numbers = _numbers(error)
     tried: set[tuple[int, ...]] = {tuple(init[i] for i in positions)}
+    moved: set[int] = set()
     for _ in range(2):  # two arguments moved at most
         base_init, improved = best[1], False
-        for i in positions:
-            for value in _init_candidates(base_init, i, numbers, positions):
+        # what stopped the furthest variant names the second argument's value (RCAN: num_in_ch
+        # moved to 3 runs through to `x + self.mean`, whose "(32) must match ... (3)" is num_out_ch's)
+        fresh = _numbers(best[2].error) if moved else []
+        for i in [k for k in positions if k not in moved]:
+            for value in _init_candidates(base_init, i, numbers, positions, fresh):
                 left = budget_s - (time.monotonic() - start)
                 if left <= 0:
                     return _inputs_only(init, answer)
@@ -301,9 +305,10 @@ def solve_sizes(build_with: Callable[[list[Any]], Any], init: list[Any], inputs:
                 if found.outcome in ("through", "runs") or (found.outcome == "untraceable" and found.depth > first.depth):
                     return {"inputs": _answer(inputs, found), "init": [None if a == b else b for a, b in zip(init, trial)]}
                 if found.depth > best[0]:
-                    best, improved = (found.depth, trial, found), True
+                    best, improved, moved_now = (found.depth, trial, found), True, i
         if not improved:
             break
+        moved.add(moved_now)
     return _inputs_only(init, answer)
 
 
@@ -311,17 +316,24 @@ def _inputs_only(init: list[Any], answer: list[Any] | None) -> dict[str, Any] | 
     return {"inputs": answer, "init": [None] * len(init)} if answer is not None else None
 
 
-def _init_candidates(init: list[Any], i: int, numbers: list[int], positions: list[int]) -> list[int]:
+def _numbers(error: str) -> list[int]:
+    """The integers an error message's last line names."""
+    return [int(n) for n in re.findall(r"(?<![\w.])(\d+)(?![\w.])", error.strip().splitlines()[-1] if error.strip() else "")]
+
+
+def _init_candidates(init: list[Any], i: int, numbers: list[int], positions: list[int], fresh: list[int] = ()) -> list[int]:
     """Values to try for constructor argument `i`: the error's numbers, the other integer
     arguments' values, double and half; nearest the present value first (by ratio), the error's
-    numbers first among equals."""
+    numbers first among equals. `fresh`: numbers of a later error (the furthest variant's), tried
+    before all of them."""
     here = init[i]
-    pool = [(v, 0) for v in numbers] + [(init[k], 1) for k in positions if k != i] + [(here * 2, 2), (here // 2, 2)]
+    pool = [(v, -1) for v in fresh] + [(v, 0) for v in numbers] + [(init[k], 1) for k in positions if k != i] \
+        + [(here * 2, 2), (here // 2, 2)]
     best: dict[int, int] = {}
     for v, rank in pool:
         if 2 <= v <= min(4096, max(4 * here, 512)) and v != here:  # a layer 100x wider could exhaust the probe's memory
             best[v] = min(rank, best.get(v, rank))
-    return sorted(best, key=lambda v: (round(abs(math.log(v / here)), 6), best[v], v))[:10]
+    return sorted(best, key=lambda v: (best[v] >= 0, round(abs(math.log(v / here)), 6), best[v], v))[:10]
 
 
 @dataclass
@@ -335,6 +347,7 @@ class _Found:
     state: list[Any] | None
     depth: int
     first_depth: int = -1
+    error: str = ""  # what stopped forward at `state` ("stuck", "untraceable")
 
 
 def _answer(inputs: list[Any], found: _Found) -> list[Any] | None:
@@ -360,11 +373,11 @@ def _solve(build: Callable[[], Any], inputs: list[Any], *, rounds: int = 16, bud
     start, first = time.monotonic(), _signature(state)
     moved: set[tuple[Slot, int]] = set()
     seen, retyped, tried = {first}, None, set()
-    deepest: tuple[int, list[Any]] = (-1, state)  # the state forward got furthest with, and how far
+    deepest: tuple[int, list[Any], str] = (-1, state, "")  # the state forward got furthest with, how far, its error
     first_depth = -1
 
     def stuck() -> _Found:
-        return _Found("stuck", deepest[1], deepest[0], first_depth)
+        return _Found("stuck", deepest[1], deepest[0], first_depth, deepest[2])
 
     with _quiet_logs():
         for round_no in range(rounds):
@@ -376,7 +389,7 @@ def _solve(build: Callable[[], Any], inputs: list[Any], *, rounds: int = 16, bud
             if round_no == 0:
                 first_depth = depth
             if depth > deepest[0]:
-                deepest = (depth, state)
+                deepest = (depth, state, f"{type(error).__name__}: {error}")
             slots = _slots(state)
             added = _missing_key(error, state)
             if added is not None:
@@ -398,7 +411,7 @@ def _solve(build: Callable[[], Any], inputs: list[Any], *, rounds: int = 16, bud
             if _UNTRACEABLE.search(f"{type(error).__name__}: {error}"):
                 # a limit of fake tensors (an op that wants concrete sizes, a value forward reads),
                 # not the module's complaint: what was solved so far is for the real run to try
-                return _Found("untraceable", state, depth, first_depth)
+                return _Found("untraceable", state, depth, first_depth, f"{type(error).__name__}: {error}")
             # decisions with a truth value over the inputs' sizes (not a size computed on the way)
             ours = [(e, v) for e, v in decisions if e.free_symbols and e.free_symbols <= set(where)
                     and isinstance(e, sympy.logic.boolalg.Boolean)]
