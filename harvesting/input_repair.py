@@ -32,6 +32,12 @@ _DIM_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[
 # a kernel larger than the (downsampled) input: "Calculated padded input size per channel: (2 x 2). Kernel size:
 # (8 x 8). Kernel size can't be greater than actual input size"
 _PADDED = re.compile(r"Calculated padded input size per channel: \(([\d x]+)\)\. Kernel size: \(([\d x]+)\)")
+# spatial sizes downsampled to nothing before a later layer (an adaptive pooling or interpolation of
+# a 0-sized map, a pooling window over a 1-pixel map): "Input and output sizes should be greater than
+# 0, but got input (H: 0, W: 0)", "Given input size: (3x1x1). Calculated output size: (3x0x0). Output
+# size is too small", "Kernel size can't be greater than actual input size"
+_VANISHED = re.compile(r"sizes should be greater than 0|Output size is too small|"
+                       r"[Kk]ernel size can't be greater than actual input size|smaller than kernel size")
 # Broadcasting: "The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 3";
 # which side is the input is not said: the input's dimension that is one size becomes the other.
 _BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)")
@@ -389,6 +395,9 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
             spatial = len(kernel)
             # the input's spatial sizes (its last ones) grown by what the kernel lacked, whatever downsampled them first
             return reshape(lambda s: s[:-spatial] + [d * factor for d in s[-spatial:]] if len(s) >= spatial + 2 and factor > 1 else None)
+    if _VANISHED.search(detail):
+        # the input's spatial sizes (all but batch and channels) four times larger: two more halvings
+        return reshape(lambda s: s[:2] + [d * 4 for d in s[2:]] if len(s) >= 3 else None)
     m = _BROADCAST.search(detail)
     if m:
         a, b, axis = int(m.group(1)), int(m.group(2)), int(m.group(3))

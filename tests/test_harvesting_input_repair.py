@@ -27,6 +27,12 @@ def _guess(shape: list[int]) -> Attempt:
      "greater than actual input size", [2, 32, 8, 8], [2, 32, 32, 32]),
     ("RuntimeError: Calculated padded input size per channel: (32). Kernel size: (64). Kernel size can't be greater "
      "than actual input size", [2, 16, 32], [2, 16, 64]),
+    # spatial sizes halved to nothing before a later layer: four times larger (basicsr's video and
+    # restoration networks at 8 x 8)
+    ("RuntimeError: Input and output sizes should be greater than 0, but got input (H: 0, W: 0) output (H: 0, W: 0)",
+     [2, 32, 8, 8], [2, 32, 32, 32]),
+    ("RuntimeError: Given input size: (3x1x1). Calculated output size: (3x0x0). Output size is too small",
+     [2, 3, 4, 4], [2, 3, 16, 16]),
 ])
 def test_the_message_says_the_shape(message, shape, repaired):
     attempt = repair_attempt(_guess(shape), message)
@@ -72,11 +78,24 @@ class PatchDiscriminator(nn.Module):
 
     def forward(self, x):
         return self.head(torch.relu(self.stem(x)))
+
+
+class PyramidFlow(nn.Module):
+    """Four halvings, then a resize to a quarter of what is left (a SpyNet-style pyramid): an
+    8 x 8 guess is halved to nothing."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.down = nn.Sequential(*[nn.Conv2d(channels, channels, 3, stride=2, padding=1) for _ in range(4)])
+
+    def forward(self, x):
+        y = self.down(x)
+        return torch.nn.functional.interpolate(y, size=(y.shape[-2] // 4, y.shape[-1] // 4), mode="bilinear")
 '''
 
 
 def test_modules_that_say_what_they_want_become_runnable(tmp_path):
-    assert_all_runnable(tmp_path, "said.py", MODULES, 3)
+    assert_all_runnable(tmp_path, "said.py", MODULES, 4)
 
 
 def test_a_loss_target_takes_its_inputs_shape_then_its_dtype():
