@@ -59,6 +59,7 @@ class Usage:
     permutation: bool = False  # `x.permute(*p)`
     padding: bool = False  # `F.pad(x, p)`
     mapping: bool = False  # `**p`, `p.items()`, `p['key']`
+    keys: list[str] = field(default_factory=list)  # `p["model_dim"]`: the string keys read by subscript
     attributes: list[str] = field(default_factory=list)  # `p.max_seq_len`: an object with fields
     required: bool = False  # `assert p is not None`
     axis: bool = False  # `x.chunk(2, dim=p)`: a tensor dimension, not a size
@@ -86,7 +87,7 @@ class Usage:
                 self.item_parts[i].merge(part)
             else:
                 self.item_parts.append(part)
-        for name in ("attributes", "choices", "truth_tested", "value_read"):
+        for name in ("attributes", "choices", "truth_tested", "value_read", "keys"):
             mine = getattr(self, name)
             mine += [a for a in getattr(other, name) if a not in mine]
 
@@ -236,6 +237,8 @@ class UsageReader:
             index = parent.slice
             if isinstance(index, ast.Constant) and isinstance(index.value, str):
                 usage.mapping = True
+                if index.value not in usage.keys and not isinstance(parent.ctx, ast.Store):
+                    usage.keys.append(index.value)
             elif isinstance(index, ast.Constant) and isinstance(index.value, int) and not isinstance(index.value, bool):
                 usage.indexed = max(usage.indexed, index.value + 1)
             elif (isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) and isinstance(index.operand, ast.Constant)
@@ -569,7 +572,17 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             return None
         return _tensor_guess(D)
     if usage.mapping:
-        return None if "dict(" in code or code.startswith("{") else ("dict()", {"expr": "dict()"})
+        if "dict(" in code or code.startswith("{"):
+            return None
+        if usage.keys:
+            # a config dict (`config["model_dim"]`, `config["dropout_rate"]`): each key read, its value
+            # guessed from its name as a parameter's would be (a size, a rate, a flag), else a small size
+            from autotriton.harvesting.argument_guesses import _guess_value
+
+            items = [(k, _guess_value(k, "", D) or ("8", 8)) for k in usage.keys]
+            src = "{" + ", ".join(f"{k!r}: {g[0]}" for k, g in items) + "}"
+            return src, {"expr": src}
+        return "dict()", {"expr": "dict()"}
     if usage.axis:
         return None if value == -1 else ("-1", -1)
     if usage.attributes:

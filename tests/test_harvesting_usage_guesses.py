@@ -85,6 +85,21 @@ class Settings(nn.Module):
         return self.proj(x) * self.settings.get("scale", 2.0)
 
 
+class ConfigBlock(nn.Module):
+    """A block configured by a dict (darts' TimesFM layers: `config["model_dim"]`)."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.proj = nn.Linear(config["model_dim"], config["hidden_size"])
+        self.out = nn.Linear(config["hidden_size"], config["model_dim"])
+        self.drop = nn.Dropout(config["dropout_rate"])
+        self.eps = config["layer_norm_eps"]
+
+    def forward(self, x):
+        x = x / (x.norm(dim=-1, keepdim=True) + self.eps)
+        return x + self.out(self.drop(torch.relu(self.proj(x))))
+
+
 class SamePadPool(nn.Module):
     def __init__(self, channels, image_size=None):
         super().__init__()
@@ -129,6 +144,9 @@ def test_the_use_of_a_parameter_sets_the_kind_of_its_guess():
     pair = "(torch.nn.GELU(), torch.nn.GELU())"
     assert _first("CouplingStack").init_code == [f"[{pair}, {pair}]"]
     assert _first("Settings").init_code[1] == "dict()"
+    # each key read by subscript, valued by its name: sizes, a rate, an epsilon
+    config = _first("ConfigBlock").init_code[0]
+    assert eval(config) == {"model_dim": 32, "hidden_size": 32, "dropout_rate": 0.0, "layer_norm_eps": 1e-05}
     assert _first("SamePadPool").init_code[1] == "32"  # asserted not None: given, though it defaults to None
     assert _first("Halves").init_code == ["-1"]  # an axis of chunk(), not a width
     apply_with = _first("ApplyWith")
@@ -136,7 +154,7 @@ def test_the_use_of_a_parameter_sets_the_kind_of_its_guess():
 
 
 def test_modules_whose_parameters_are_told_by_their_use_become_runnable(tmp_path):
-    assert_all_runnable(tmp_path, "usages.py", USAGES, 10)
+    assert_all_runnable(tmp_path, "usages.py", USAGES, 11)
 
 
 INDEXED = '''
