@@ -126,8 +126,16 @@ class _KeysAsNames(ast.NodeTransformer):
         self.param, self.names, self.locals = param, names, locals_
 
     def visit_Assign(self, node: ast.Assign) -> Any:
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in self.locals:
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, ast.Name) and target.id in self.locals:
             return ast.Pass()
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(target.elts) == len(node.value.elts) \
+                and any(isinstance(e, ast.Name) and e.id in self.locals for e in target.elts):
+            # the pairs binding a key's local dropped, the others kept
+            kept = [(t, v) for t, v in zip(target.elts, node.value.elts) if not (isinstance(t, ast.Name) and t.id in self.locals)]
+            if not kept:
+                return ast.Pass()
+            node = ast.Assign([ast.Tuple([t for t, _ in kept], ast.Store())], ast.Tuple([v for _, v in kept], ast.Load()))
         return self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> Any:
@@ -146,10 +154,17 @@ def _key_forward(forward: ast.FunctionDef, param: str, keys: list[str]) -> tuple
     """(forward with keys as names, key -> its name)."""
     bound: dict[str, list[str]] = {}  # local -> keys assigned to it
     for node in ast.walk(forward):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            found = _key_of(node.value, param)
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        # `x = p["x"]`, and unpacked: `x, edge_index = p["x"], p["edge_index"]`
+        pairs = [(target, node.value)] if isinstance(target, ast.Name) else \
+            list(zip(target.elts, node.value.elts)) if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
+            and len(target.elts) == len(node.value.elts) else []
+        for name, value in pairs:
+            found = _key_of(value, param) if isinstance(name, ast.Name) else None
             if found is not None and found[0] == "read":
-                bound.setdefault(node.targets[0].id, []).append(found[1])
+                bound.setdefault(name.id, []).append(found[1])
     stores = [n.id for n in ast.walk(forward) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
     # a local bound once, to a key, and never rebound: the key's value under another name
     locals_ = {name: ks[0] for name, ks in bound.items() if len(ks) == 1 and stores.count(name) == 1 and ks[0] in keys}
@@ -223,11 +238,14 @@ def keys_as_strings(forward: ast.FunctionDef, init: ast.FunctionDef | None, valu
 
 
 def dict_input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any],
-                       D: int, spatial: int, init: ast.FunctionDef | None = None) -> list[tuple[str, dict[str, Any]]]:
+                       D: int, spatial: int, init: ast.FunctionDef | None = None,
+                       first_indices: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """Options (source, spec) for a forward input that is a dict of tensors, best first; [] when
     `p` is not one (no string key read, no `Dict[str, Tensor]` annotation). Option k holds each
-    key's k-th guess (its last where it has fewer). `init` (the constructor) and `values` (its
-    arguments) resolve keys held in attributes (keys_as_strings)."""
+    key's k-th guess (its last where it has fewer); with `first_indices`, an integer key keeps
+    its first guess (a graph's `edge_index`, [2, 8], beside each guess of the node features).
+    `init` (the constructor) and `values` (its arguments) resolve keys held in attributes
+    (keys_as_strings)."""
     if forward is not None:
         forward = keys_as_strings(forward, init, values)
     keys = read_keys(forward, p.name) if forward is not None else []
@@ -237,6 +255,8 @@ def dict_input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[s
     view, names = _key_forward(forward, p.name, keys) if forward is not None else (None, {_ANY_KEY: _ANY_KEY})
     per_key = {k: [o for o in _input_options(_Param(names[k], "", None, "pos"), view, calls, values, D, spatial)
                    if o[1].get("kind") == "tensor"] for k in keys}
+    if first_indices:
+        per_key = {k: o[:1] if o and o[0][1].get("dtype") == "int64" else o for k, o in per_key.items()}
     masks = {k for k in keys if _MASK_INPUT.search(k.lower())}
     main = next((k for k in keys if k not in masks and per_key[k]), None)
     out: list[tuple[str, dict[str, Any]]] = []

@@ -151,11 +151,45 @@ def _index_inputs(attempt: Attempt, detail: str) -> Attempt | None:
             if specs[i].get("dtype") == "int64" and specs[i].get("high", 10) > bound:
                 specs[i] = {**specs[i], "high": bound}
                 changed = True
-    if not changed:
-        return None
     codes = [code if new is old else _tensor_code(list(new["shape"]), new)
              for code, new, old in zip(attempt.input_code, specs, attempt.input_spec)]
+    if not changed and not _FLOAT_INDICES.search(detail):
+        # the integer tensors of a dict or a record (a graph batch's `edge_index`)
+        for i, spec in enumerate(specs):
+            lowered = _lowered_items(codes[i], spec, bound) if isinstance(spec, dict) else None
+            if lowered is not None:
+                codes[i], specs[i] = lowered
+                changed = True
+    if not changed:
+        return None
     return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
+
+
+def _lowered_items(code: str, spec: dict[str, Any], bound: int) -> tuple[str, dict[str, Any]] | None:
+    """A dict or record input with its integer tensors' bound lowered to `bound`, or None."""
+    if spec.get("kind") not in ("tensor_dict", "tensor_record"):
+        return None
+    codes = _item_codes(code)
+    if codes is None or len(codes) != len(spec["items"]):
+        return None
+    items, out, changed = {}, [], False
+    for (key, item), item_code in zip(spec["items"].items(), codes):
+        if isinstance(item, dict) and item.get("dtype") == "int64" and item.get("high", 10) > bound:
+            item = {**item, "high": bound}
+            item_code = _tensor_code(list(item["shape"]), item)
+            changed = True
+        items[key] = item
+        out.append(item_code)
+    return _rebuilt(spec, items, out) if changed else None
+
+
+def _rebuilt(spec: dict[str, Any], items: dict[Any, Any], codes: list[str]) -> tuple[str, dict[str, Any]]:
+    """A dict, record or list input (code, spec) from its items' specs and codes, in order."""
+    if spec["kind"] == "tensor_dict":
+        return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(items, codes)) + "}", {**spec, "items": items}
+    if spec["kind"] == "tensor_record":
+        return "types.SimpleNamespace(" + ", ".join(f"{k}={c}" for k, c in zip(items, codes)) + ")", {**spec, "items": items}
+    return "[" + ", ".join(codes) + "]", {**spec, "items": list(items.values())}
 
 
 def _to_rank(s: list[int], rank: int) -> list[int] | None:
@@ -220,25 +254,27 @@ def _resized_tensor(code: str | None, spec: dict[str, Any] | None, entry: Any) -
 
 
 def _item_codes(code: str) -> list[str] | None:
-    """The item expressions of a dict or list display (`{'a': torch.randn(2, 8), ...}`, `[...]`)."""
+    """The item expressions of a dict or list display (`{'a': torch.randn(2, 8), ...}`, `[...]`) or
+    of a namespace's keywords (`types.SimpleNamespace(x=torch.randn(8, 32), ...)`)."""
     try:
         node = ast.parse(code, mode="eval").body
     except SyntaxError:
         return None
-    items = node.values if isinstance(node, ast.Dict) else node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
+    items = node.values if isinstance(node, ast.Dict) else node.elts if isinstance(node, (ast.List, ast.Tuple)) else \
+        [k.value for k in node.keywords] if isinstance(node, ast.Call) and not node.args else None
     return [ast.get_source_segment(code, v) or "" for v in items] if items is not None else None
 
 
 def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | None:
     """One input (code, spec) as the probe solved it (a tensor entry; {"dict": {key: entry}} for a
-    dict of tensors, keys forward read and the guess lacked among them; {"list": [...]} for a
-    list), or None when nothing changes."""
+    dict of tensors, keys forward read and the guess lacked among them; {"record": {attribute:
+    entry}} for a namespace; {"list": [...]} for a list), or None when nothing changes."""
     if not isinstance(spec, dict):
         return None
     if spec.get("kind") == "tensor":
         return _resized_tensor(code, spec, suggested)
     wanted = suggested.get(spec["kind"].removeprefix("tensor_")) if isinstance(suggested, dict) else None
-    if spec.get("kind") == "tensor_dict" and isinstance(wanted, dict):
+    if spec.get("kind") in ("tensor_dict", "tensor_record") and isinstance(wanted, dict):
         keys = list(spec["items"]) + [k for k in wanted if k not in spec["items"]]
     elif spec.get("kind") == "tensor_list" and isinstance(wanted, list) and len(wanted) == len(spec["items"]):
         keys, wanted = list(range(len(spec["items"]))), dict(enumerate(wanted))
@@ -247,7 +283,7 @@ def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | No
     codes = _item_codes(code)
     if codes is None or len(codes) != len(spec["items"]):
         return None
-    old = spec["items"] if spec["kind"] == "tensor_dict" else dict(enumerate(spec["items"]))
+    old = dict(enumerate(spec["items"])) if spec["kind"] == "tensor_list" else spec["items"]
     items, out, changed = {}, [], False
     for j, key in enumerate(keys):
         resized = _resized_tensor(codes[j] if j < len(codes) else None, old.get(key), wanted.get(key))
@@ -257,11 +293,7 @@ def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | No
         changed = changed or resized is not None
         items[key] = item_spec
         out.append(item_code)
-    if not changed:
-        return None
-    if spec["kind"] == "tensor_dict":
-        return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(keys, out)) + "}", {**spec, "items": items}
-    return "[" + ", ".join(out) + "]", {**spec, "items": list(items.values())}
+    return _rebuilt(spec, items, out) if changed else None
 
 
 def solved_attempt(attempt: Attempt, shapes: list[Any] | None, init: list[Any] | None = None) -> Attempt | None:

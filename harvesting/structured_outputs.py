@@ -1,5 +1,6 @@
 """Forwards that return a structure of tensors: a dict (`{"logits": ..., "hidden": ...}`, Hugging
-Face's ModelOutput), a dataclass, or lists of them. KernelBench compares a tensor or a tuple of
+Face's ModelOutput), a dataclass, a namespace (a graph batch forward wrote into: record_inputs.py),
+or lists of them. KernelBench compares a tensor or a tuple of
 tensors, and the probe says so ("forward returned dict; expected a tensor or a tuple of tensors").
 
 The problem keeps the module as written, renamed `StructuredModel`, and appends
@@ -37,6 +38,8 @@ def {helper}(out):
         items = list(out.values())
     elif hasattr(out, "__dataclass_fields__") and not isinstance(out, type):
         items = [getattr(out, name, None) for name in out.__dataclass_fields__]
+    elif type(out).__name__ == "SimpleNamespace":  # a record input written into and returned
+        items = list(vars(out).values())
     elif isinstance(out, (list, tuple)):
         items = list(out)
     else:

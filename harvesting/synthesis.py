@@ -4,7 +4,8 @@ Guesses come from the `__init__` and `forward` signatures (names, defaults, type
 __init__ uses a parameter: argument_guesses.py), the docstrings ("shape (B, C, H, W)"), the first
 layer applied to each input and how forward reads its shape (input_guesses.py: nn.Linear's
 in_features, nn.Conv2d's in_channels, nn.Embedding's vocabulary, `b, c, h, w = x.shape`; for a
-`features` dict, each key it reads: dict_inputs.py), and the
+`features` dict, each key it reads: dict_inputs.py; for a graph batch, each attribute it reads:
+record_inputs.py), and the
 code's own asserts (`image_size % patch_size == 0`, `x.shape[0] == self.num_layers`), which
 constraints.py turns into values that satisfy them. Each guess becomes an `Attempt`; the
 harvester runs attempts in the validation sandbox, best guess first, until one runs. Shapes are
@@ -26,6 +27,7 @@ from autotriton.harvesting.argument_guesses import (
 )
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.dict_inputs import dict_input_options
+from autotriton.harvesting.record_inputs import record_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
 from autotriton.harvesting.signatures import _Param, _classes, _method, _method_owner, _params, _source_bases, module_names
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
@@ -517,6 +519,11 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
             if keyed:  # `features["token_embeddings"]`: a dict of tensors with the keys forward reads
                 per_input.append(keyed)
                 continue
+            recorded = record_input_options(p, forward, calls, values, D, spatial,
+                                            init if isinstance(init, ast.FunctionDef) else None)
+            if recorded:  # `data.x`, `data.edge_index`: a namespace of tensors with the attributes forward reads
+                per_input.append(recorded)
+                continue
             if p.name in mappings:
                 per_input.append([("dict()", {"kind": "mapping"})])
                 continue
@@ -561,7 +568,7 @@ def problem_source(standalone_model: str, attempt: Attempt) -> str:
             bound.update((a.asname or a.name.split(".")[0]) for a in node.names)
     if "torch" not in bound:
         head.append("import torch")
-    if any("types.SimpleNamespace" in c for c in attempt.init_code) and "types" not in bound:
+    if any("types.SimpleNamespace" in c for c in [*attempt.init_code, *attempt.input_code]) and "types" not in bound:
         head.append("import types")
     prefix = "\n".join(head) + "\n" if head else ""
     future = ""

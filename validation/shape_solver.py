@@ -83,16 +83,24 @@ _INDICES = re.compile(r"scalar types: Long, Int|tensors used as indices must be 
                       r"must be an? (?:integer|long) tensor", re.IGNORECASE)
 
 
+def _record(x: Any) -> bool:
+    """A namespace of tensors (harvesting/record_inputs.py: a graph batch's `data.x`)."""
+    import types
+
+    return type(x) is types.SimpleNamespace
+
+
 def _slots(inputs: list[Any]) -> dict[Slot, Any]:
-    """Every input tensor forward receives, top-level or one level down in a dict / list / tuple."""
+    """Every input tensor forward receives, top-level or one level down in a dict / list / tuple /
+    namespace."""
     import torch
 
     out: dict[Slot, Any] = {}
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor):
             out[(i,)] = x
-        elif isinstance(x, dict):
-            out.update({(i, k): v for k, v in x.items() if isinstance(v, torch.Tensor)})
+        elif isinstance(x, dict) or _record(x):
+            out.update({(i, k): v for k, v in (x if isinstance(x, dict) else vars(x)).items() if isinstance(v, torch.Tensor)})
         elif type(x) in (list, tuple):
             out.update({(i, j): v for j, v in enumerate(x) if isinstance(v, torch.Tensor)})
     return out
@@ -106,6 +114,8 @@ def _with(inputs: list[Any], tensors: dict[Slot, Any]) -> list[Any]:
             x = tensors[(i,)]
         elif isinstance(x, dict):
             x = {**x, **{slot[1]: t for slot, t in tensors.items() if len(slot) == 2 and slot[0] == i}}
+        elif _record(x):  # a copy: forward may write into the record (`data.x = self.lin(data.x)`)
+            x = type(x)(**{**vars(x), **{slot[1]: t for slot, t in tensors.items() if len(slot) == 2 and slot[0] == i}})
         elif type(x) in (list, tuple):
             x = type(x)(tensors.get((i, j), v) for j, v in enumerate(x))
         out.append(x)
@@ -471,6 +481,8 @@ def _as_inputs(original: list[Any], solved: list[Any]) -> list[Any]:
             out.append(leaf((i,)))
         elif isinstance(x, dict) and any((i, k) in slots for k in x):
             out.append({"dict": {str(k): leaf((i, k)) for k in x if (i, k) in slots}})
+        elif _record(x) and any((i, k) in slots for k in vars(x)):
+            out.append({"record": {k: leaf((i, k)) for k in vars(x) if (i, k) in slots}})
         elif type(x) in (list, tuple) and any((i, j) in slots for j in range(len(x))):
             out.append({"list": [leaf((i, j)) if (i, j) in slots else None for j in range(len(x))]})
         else:
