@@ -195,10 +195,13 @@ class Repository:
             return target
         target = self.module_file(binding.module, None)
         sub = self.module_file(f"{binding.module}.{binding.name}", None)
-        if target is None and sub is None:
+        if target is None and sub is None and not package_available(binding.module.split(".")[0]):
             # a project vendored inside this one, importing its own modules as top-level ones
             # (torchxrayvision/baseline_models/jfhealthcare/model/*.py: `from model.utils import
-            # get_norm`): the nearest folder above the importing file that holds them is its root
+            # get_norm`): the nearest folder above the importing file that holds them is its root.
+            # Not a module installed here: gluonts/torch/model/*.py's `from torch import nn` is
+            # torch's, not gluonts/torch's, and gluonts/pydantic.py's `from pydantic import ...`
+            # the real pydantic's
             base = self._vendored_root(from_path, binding.module)
             if base is not None:
                 target = self.module_file(binding.module, base)

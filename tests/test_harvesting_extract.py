@@ -118,6 +118,23 @@ def test_a_vendored_project_importing_its_own_modules_as_top_level_ones_is_inlin
     assert "def get_norm(n):" in out and "class Doubled(nn.Module):" in out and "import model" not in out and "from blocks" not in out
 
 
+def test_an_installed_package_is_not_read_as_a_folder_of_the_same_name_inside_the_repository():
+    """gluonts/torch/model/*/module.py: `from torch import nn` is torch's, though gluonts has a
+    `torch` subpackage above the file; gluonts/pydantic.py's `from pydantic import ...` is the
+    real pydantic's, not itself (set 23: 34 of gluonts' 46 classes rejected as relative_import)."""
+    layer = ("from torch import nn\nfrom pkg.compat import ready\n"
+             "class Head(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.proj = nn.Linear(d, d)\n"
+             "    def forward(self, x):\n        return self.proj(x) if ready() else x\n")
+    repo = _repo({"pkg/__init__.py": "", "pkg/torch/__init__.py": "from pkg.torch.util import lag\n",
+                  "pkg/torch/util.py": "def lag(x):\n    return x\n",
+                  "pkg/compat.py": "from pydantic import VERSION\ndef ready():\n    return bool(VERSION)\n",
+                  "pkg/pydantic.py": "from pydantic import VERSION\n",
+                  "pkg/torch/model/head.py": layer})
+    out = extract_class(repo, "pkg/torch/model/head.py", "Head").source
+    assert "from torch import nn" in out and "def ready():" in out and "from pydantic import VERSION" in out
+    exec(compile(out, "<head>", "exec"), {})
+
+
 def test_missing_package_is_rejected_with_its_name():
     repo = _repo({"m.py": "import torch.nn as nn\nimport not_a_real_package_xyz as q\nclass A(nn.Module):\n    def forward(self, x):\n        return q.f(x)\n"})
     with pytest.raises(ExtractionError) as err:
