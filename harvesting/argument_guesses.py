@@ -19,7 +19,7 @@ _SIZE_WORDS = ("dim", "size", "channel", "chans", "feature", "hidden", "embed", 
 # in the order _guess_value consults them, between the guesses that also read the type hint.
 _REGULARISER_RULES: tuple[tuple[str, Any], ...] = (
     (r"(drop|dropout|^p$|_p$|prob)", 0.0),
-    (r"(eps|epsilon)$", 1e-5),
+    (r"(^|_)(eps|epsilon)$", 1e-5),  # not `n_steps`, `timesteps`, `reps`
     (r"momentum", 0.1),
 )
 _LAYER_RULES: tuple[tuple[str, Any], ...] = (
@@ -152,7 +152,7 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
         return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False
     found = _by_name(n, _REGULARISER_RULES)
-    if found:
+    if found and not (ann in ("int", "Optional[int]") and isinstance(found[1], float)):  # `n_drop: int` is a count
         return found
     if re.search(r"(heads?|n_head|nhead|num_head)", n):
         return ("2" if "kv" in n else "4"), (2 if "kv" in n else 4)

@@ -236,6 +236,20 @@ def test_lengths_activations_and_indices_get_fitting_guesses():
     assert synthesize(source.replace("class Denoiser", "class Model"))[0].input_code == ["torch.randn(2, 3, 8, 8)", "torch.rand(2)"]
 
 
+def test_step_counts_are_sizes_and_only_an_eps_is_an_epsilon():
+    """`n_steps: int` (pypots' models) ends in "eps" but counts steps: it was guessed 1e-05, and
+    every model built `torch.empty(n_steps, ...)` failed (held-out set 23); an int hint is never
+    given a regulariser's float."""
+    from autotriton.harvesting.argument_guesses import _guess_value
+
+    for name in ("n_steps", "timesteps", "diffusion_steps", "reps"):
+        assert _guess_value(name, "", 32) == ("32", 32)
+    assert _guess_value("n_steps", "int", 32) == ("32", 32)
+    for name in ("eps", "norm_eps", "layer_norm_eps", "epsilon"):
+        assert _guess_value(name, "", 32) == ("1e-05", 1e-05)
+    assert _guess_value("dropout", "", 32) == ("0.0", 0.0) and _guess_value("n_dropout", "int", 32)[1] != 0.0
+
+
 def test_lengths_activations_and_indices_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "misc.py", LENGTHS_AND_ACTIVATIONS, 5)
 
