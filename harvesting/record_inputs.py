@@ -22,9 +22,6 @@ from typing import Any
 from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.signatures import _Param
 
-RECORD = "types.SimpleNamespace"
-
-
 @functools.cache
 def _tensor_names() -> frozenset[str]:
     """Attributes and methods of torch.Tensor: an input read through them is a tensor."""
@@ -74,14 +71,12 @@ def record_input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict
     when `p` is not one (record_attributes)."""
     if forward is None or "Tensor" in (p.annotation or "") or not record_attributes(forward, p.name):
         return []
+    from autotriton.harvesting.input_repair import _item_codes, _rebuilt  # it imports synthesis.py, which imports this
+
     view = ast.fix_missing_locations(_AttributesAsItems(p.name).visit(copy.deepcopy(forward)))
     out: list[tuple[str, dict[str, Any]]] = []
     for code, spec in dict_input_options(p, view, calls, values, D, spatial, init, first_indices=True):
-        node = ast.parse(code, mode="eval").body
-        if not isinstance(node, ast.Dict):
-            continue
-        fields = [f"{k.value}={ast.get_source_segment(code, v)}" for k, v in zip(node.keys, node.values)
-                  if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.isidentifier()]
-        if len(fields) == len(node.keys):
-            out.append((f"{RECORD}({', '.join(fields)})", {"kind": "tensor_record", "items": spec["items"]}))
+        codes = _item_codes(code)
+        if codes is not None and len(codes) == len(spec["items"]) and all(str(k).isidentifier() for k in spec["items"]):
+            out.append(_rebuilt({"kind": "tensor_record"}, spec["items"], codes))  # the dict's items as fields
     return out
