@@ -5,11 +5,11 @@ ranks), so the harvester can try a reshaped `Attempt` instead of giving up on a 
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from typing import Any
 
+from autotriton.harvesting.input_display import item_codes, rebuilt, tensor_code
 from autotriton.harvesting.synthesis import Attempt
 
 
@@ -85,17 +85,8 @@ def _same_size(attempt: Attempt, detail: str) -> Attempt | None:
     if at is None:
         return None
     specs[at] = {**specs[at], "shape": want}
-    codes[at] = _tensor_code(want, specs[at])
+    codes[at] = tensor_code(want, specs[at])
     return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
-
-
-def _tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
-    dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
-    if spec.get("dtype") == "int64":
-        return f"torch.randint(0, {spec.get('high', 10)}, ({dims}))"
-    if spec.get("range") == "unit":
-        return f"torch.rand({dims})"
-    return f"torch.randn({dims})"
 
 
 def _retyped_inputs(attempt: Attempt, detail: str) -> Attempt | None:
@@ -112,7 +103,7 @@ def _retyped_inputs(attempt: Attempt, detail: str) -> Attempt | None:
             if unit and new.get("dtype") != "int64":
                 new["range"] = "unit"
             if new != spec:
-                spec, code, changed = new, _tensor_code(list(spec["shape"]), new), True
+                spec, code, changed = new, tensor_code(list(spec["shape"]), new), True
         codes.append(code)
         specs.append(spec)
     return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} retyped") if changed else None
@@ -151,7 +142,7 @@ def _index_inputs(attempt: Attempt, detail: str) -> Attempt | None:
             if specs[i].get("dtype") == "int64" and specs[i].get("high", 10) > bound:
                 specs[i] = {**specs[i], "high": bound}
                 changed = True
-    codes = [code if new is old else _tensor_code(list(new["shape"]), new)
+    codes = [code if new is old else tensor_code(list(new["shape"]), new)
              for code, new, old in zip(attempt.input_code, specs, attempt.input_spec)]
     if not changed and not _FLOAT_INDICES.search(detail):
         # the integer tensors of a dict or a record (a graph batch's `edge_index`)
@@ -169,27 +160,18 @@ def _lowered_items(code: str, spec: dict[str, Any], bound: int) -> tuple[str, di
     """A dict or record input with its integer tensors' bound lowered to `bound`, or None."""
     if spec.get("kind") not in ("tensor_dict", "tensor_record"):
         return None
-    codes = _item_codes(code)
+    codes = item_codes(code)
     if codes is None or len(codes) != len(spec["items"]):
         return None
     items, out, changed = {}, [], False
     for (key, item), item_code in zip(spec["items"].items(), codes):
         if isinstance(item, dict) and item.get("dtype") == "int64" and item.get("high", 10) > bound:
             item = {**item, "high": bound}
-            item_code = _tensor_code(list(item["shape"]), item)
+            item_code = tensor_code(list(item["shape"]), item)
             changed = True
         items[key] = item
         out.append(item_code)
-    return _rebuilt(spec, items, out) if changed else None
-
-
-def _rebuilt(spec: dict[str, Any], items: dict[Any, Any], codes: list[str]) -> tuple[str, dict[str, Any]]:
-    """A dict, record or list input (code, spec) from its items' specs and codes, in order."""
-    if spec["kind"] == "tensor_dict":
-        return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(items, codes)) + "}", {**spec, "items": items}
-    if spec["kind"] == "tensor_record":
-        return "types.SimpleNamespace(" + ", ".join(f"{k}={c}" for k, c in zip(items, codes)) + ")", {**spec, "items": items}
-    return "[" + ", ".join(codes) + "]", {**spec, "items": list(items.values())}
+    return rebuilt(spec, items, out) if changed else None
 
 
 def _to_rank(s: list[int], rank: int) -> list[int] | None:
@@ -218,7 +200,7 @@ def _resized_code(code: str, shape: list[int], spec: dict[str, Any]) -> str:
     if code.lstrip().startswith("torch.ones("):
         dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
         return f"torch.ones(({dims}), dtype=torch.int64)" if spec.get("dtype") == "int64" else f"torch.ones({dims})"
-    return _tensor_code(shape, spec)
+    return tensor_code(shape, spec)
 
 
 def _leaf(entry: Any) -> tuple[list[int], str | None] | None:
@@ -250,19 +232,7 @@ def _resized_tensor(code: str | None, spec: dict[str, Any] | None, entry: Any) -
     if code is not None and new == spec:
         return None
     return (_resized_code(code, shape, new) if code is not None and new.get("dtype") == spec.get("dtype")
-            else _tensor_code(shape, new)), new
-
-
-def _item_codes(code: str) -> list[str] | None:
-    """The item expressions of a dict or list display (`{'a': torch.randn(2, 8), ...}`, `[...]`) or
-    of a namespace's keywords (`types.SimpleNamespace(x=torch.randn(8, 32), ...)`)."""
-    try:
-        node = ast.parse(code, mode="eval").body
-    except SyntaxError:
-        return None
-    items = node.values if isinstance(node, ast.Dict) else node.elts if isinstance(node, (ast.List, ast.Tuple)) else \
-        [k.value for k in node.keywords] if isinstance(node, ast.Call) and not node.args else None
-    return [ast.get_source_segment(code, v) or "" for v in items] if items is not None else None
+            else tensor_code(shape, new)), new
 
 
 def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | None:
@@ -280,7 +250,7 @@ def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | No
         keys, wanted = list(range(len(spec["items"]))), dict(enumerate(wanted))
     else:
         return None
-    codes = _item_codes(code)
+    codes = item_codes(code)
     if codes is None or len(codes) != len(spec["items"]):
         return None
     old = dict(enumerate(spec["items"])) if spec["kind"] == "tensor_list" else spec["items"]
@@ -293,7 +263,7 @@ def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | No
         changed = changed or resized is not None
         items[key] = item_spec
         out.append(item_code)
-    return _rebuilt(spec, items, out) if changed else None
+    return rebuilt(spec, items, out) if changed else None
 
 
 def solved_attempt(attempt: Attempt, shapes: list[Any] | None, init: list[Any] | None = None) -> Attempt | None:
@@ -371,7 +341,7 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
                 new_shape = fn(list(spec["shape"]))
                 if new_shape and new_shape != spec["shape"] and all(0 < d <= 4096 for d in new_shape):
                     spec = {**spec, "shape": new_shape}
-                    code = _tensor_code(new_shape, spec)
+                    code = tensor_code(new_shape, spec)
                     changed = True
             codes.append(code)
             specs.append(spec)

@@ -20,6 +20,7 @@ import functools
 from typing import Any
 
 from autotriton.harvesting.dict_inputs import dict_input_options
+from autotriton.harvesting.input_display import item_codes, rebuilt
 from autotriton.harvesting.signatures import _Param
 
 @functools.cache
@@ -71,12 +72,10 @@ def record_input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict
     when `p` is not one (record_attributes)."""
     if forward is None or "Tensor" in (p.annotation or "") or not record_attributes(forward, p.name):
         return []
-    from autotriton.harvesting.input_repair import _item_codes, _rebuilt  # it imports synthesis.py, which imports this
-
     view = ast.fix_missing_locations(_AttributesAsItems(p.name).visit(copy.deepcopy(forward)))
     out: list[tuple[str, dict[str, Any]]] = []
     for code, spec in dict_input_options(p, view, calls, values, D, spatial, init, first_indices=True):
-        codes = _item_codes(code)
+        codes = item_codes(code)
         if codes is not None and len(codes) == len(spec["items"]) and all(str(k).isidentifier() for k in spec["items"]):
-            out.append(_rebuilt({"kind": "tensor_record"}, spec["items"], codes))  # the dict's items as fields
+            out.append(rebuilt({"kind": "tensor_record"}, spec["items"], codes))  # the dict's items as fields
     return out
