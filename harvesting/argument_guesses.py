@@ -95,14 +95,19 @@ WRAPPED_MODULE = "torch.nn.GELU()"
 #: A wrapped module the code calls with more than the input (`self.model(x, times, cache=c)`, a flow
 #: or diffusion wrapper's network): no torch layer takes those, so the problem defines this stand-in
 #: (STAND_IN_SOURCE, added by synthesis.problem_source): GELU of its first argument times one learnt
-#: scale (so it has parameters to move and train), every other argument accepted and unused.
+#: scale (so it has parameters to move and train), every other argument accepted and unused. A
+#: network whose attributes or methods the code reads (`backbone.num_features`,
+#: `preprocess_net.get_output_dim()`) is given them as keywords: `WrappedNetwork(num_features=32)`.
 STAND_IN = "WrappedNetwork"
 STAND_IN_SOURCE = f'''class {STAND_IN}(torch.nn.Module):
-    """Stands in for the network this module wraps: GELU of its first argument, others unused."""
+    """Stands in for the network this module wraps: GELU of its first argument, others unused;
+    the attributes (and methods) the wrapping module reads of it are given as keywords."""
 
-    def __init__(self):
+    def __init__(self, **fields):
         super().__init__()
         self.scale = torch.nn.Parameter(torch.ones(()))
+        for name, value in fields.items():
+            setattr(self, name, value)
 
     def forward(self, x, *args, **kwargs):
         return torch.nn.functional.gelu(x) * self.scale

@@ -30,7 +30,8 @@ from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.record_inputs import record_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
 from autotriton.harvesting.signatures import _Param, _classes, _method, _method_owner, _params, _source_bases, module_names
-from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages, usage_guess
+from autotriton.harvesting.usage_guess import usage_guess
+from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages
 
 
 @dataclass

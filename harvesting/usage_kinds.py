@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from autotriton.harvesting.argument_guesses import STAND_IN, WRAPPED_MODULE
 from autotriton.harvesting.signatures import _method, _method_owner, _params, _source_bases
 
 # Builtins whose argument must be iterable: `tuple(p)`, `len(p)`, `zip(p, q)`, `sorted(p)`.
@@ -61,6 +60,7 @@ class Usage:
     mapping: bool = False  # `**p`, `p.items()`, `p['key']`
     keys: list[str] = field(default_factory=list)  # `p["model_dim"]`: the string keys read by subscript
     attributes: list[str] = field(default_factory=list)  # `p.max_seq_len`: an object with fields
+    methods: list[str] = field(default_factory=list)  # `p.get_output_dim()`: methods of its own it is asked
     required: bool = False  # `assert p is not None`
     axis: bool = False  # `x.chunk(2, dim=p)`: a tensor dimension, not a size
     indexed: int = 0  # `p[3]`: a sequence of at least 4 items (`p[i]`, `p[1:]`: at least 1)
@@ -87,7 +87,7 @@ class Usage:
                 self.item_parts[i].merge(part)
             else:
                 self.item_parts.append(part)
-        for name in ("attributes", "choices", "truth_tested", "value_read", "keys"):
+        for name in ("attributes", "methods", "choices", "truth_tested", "value_read", "keys"):
             mine = getattr(self, name)
             mine += [a for a in getattr(other, name) if a not in mine]
 
@@ -96,8 +96,8 @@ class Usage:
         return [a for a in self.truth_tested if a not in self.value_read]
 
     def anything(self) -> bool:
-        return any((self.called, self.sequence, self.mapping, self.attributes, self.required, self.axis, self.indexed,
-                    self.tensor, self.string, self.choices))
+        return any((self.called, self.sequence, self.mapping, self.attributes, self.methods, self.required, self.axis,
+                    self.indexed, self.tensor, self.string, self.choices))
 
 
 class _Scope:
@@ -230,7 +230,12 @@ class UsageReader:
             elif (parent.attr in _TENSOR_METHODS and isinstance(grand, ast.Call) and grand.func is parent) or (
                     parent.attr in _TENSOR_ATTRIBUTES and not (isinstance(grand, ast.Call) and grand.func is parent)):
                 usage.tensor = True
-            elif not (isinstance(grand, ast.Call) and grand.func is parent) and not parent.attr.startswith("__"):
+            elif parent.attr.startswith("__"):
+                pass
+            elif isinstance(grand, ast.Call) and grand.func is parent:
+                if parent.attr not in usage.methods:
+                    usage.methods.append(parent.attr)
+            else:
                 usage.attributes.append(parent.attr)
                 (usage.truth_tested if _is_condition(parent, grand) else usage.value_read).append(parent.attr)
         elif isinstance(parent, ast.Subscript) and parent.value is node:
@@ -487,110 +492,3 @@ def parameter_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.
         if usage.anything():
             out[name] = usage
     return out
-
-
-_IDENTITY = WRAPPED_MODULE  # a called item: a module that computes and keeps the shape
-
-
-def _item_code(usage: Usage | None, D: int = 32) -> tuple[str, object]:
-    """One item of a sequence: a module when it is called; a shape when it is a sequence itself
-    (`dims_in[0][0]`, `len(dims_in[0])`: a list of input shapes), one sample's shape as the first
-    input guess has it, (D, 8, 8); else a small size."""
-    if usage is not None and usage.called:
-        return _IDENTITY, _IDENTITY
-    if usage is not None and usage.mapping:
-        return "dict()", {"expr": "dict()"}
-    if usage is not None and (usage.indexed or usage.sequence) and not (usage.tensor or usage.attributes):
-        return f"({D}, 8, 8)", [D, 8, 8]
-    return "8", 8
-
-
-def _tensor_guess(D: int) -> tuple[str, object]:
-    """A tensor constructor argument (a mask, a permutation, a bias): D alternating 0/1 integers,
-    which index, permute-select and mask alike (`masked_select(m <= 0)` keeps half)."""
-    src = f"torch.arange({D}) % 2"
-    return src, {"expr": src}
-
-
-def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized: bool = False) -> tuple[str, object] | None:
-    """(python source, JSON value) the usage asks for, or None when `current` (the guess from the
-    name and type hint) already is of that kind, or the usage says nothing decisive. A sequence of
-    numbers repeats the name's scalar guess when it is specific (a kernel size's 3), or a width D
-    when `sized` (the name says it is a size), else 8 (a small length or shape)."""
-    code = current[0] if current else ""
-    value = current[1] if current else None
-    if usage.string and not (usage.called or usage.mapping or usage.tensor or usage.sequence):
-        # `activation.endswith("glu")`: a layer's name, not the layer (nn.ReLU -> "relu"); else a neutral option
-        if isinstance(value, str) and not code.startswith("torch."):
-            return None
-        text = code.rsplit(".", 1)[-1].split("(")[0].lower() if code.startswith("torch.nn.") else "none"
-        return repr(text), text
-    scalar = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-    if usage.sequence or (usage.indexed and (scalar or isinstance(value, list)) and not usage.called and not usage.mapping
-                          and not usage.tensor):
-        if usage.item_arity:
-            parts = [_item_code(usage.item_parts[i] if i < len(usage.item_parts) else None) for i in range(usage.item_arity)]
-            item = "(" + ", ".join(c for c, _ in parts) + ")"
-            n = usage.length or 2
-            src = "[" + ", ".join([item] * n) + "]"
-            return src, {"expr": src}
-        if usage.item is not None and usage.item.called:
-            if "ModuleList" in code or "Sequential" in code:
-                return None
-            n = usage.length or 2
-            # items called with more than the input (`layer(x, attn_mask=mask)`): the stand-in network
-            item = STAND_IN + "()" if usage.item.call_extra else _IDENTITY
-            src = "torch.nn.ModuleList([" + ", ".join([item] * n) + "])"
-            return src, {"expr": src}
-        if isinstance(value, list) and len(value) >= usage.indexed:
-            return None
-        if usage.permutation:
-            return "(0, 1, 2, 3)", [0, 1, 2, 3]  # the axes of a rank-4 input, the first input guess
-        item_code, item_value = _item_code(usage.item, D)
-        shapes = isinstance(item_value, list)  # a list of input shapes: one input's
-        n = max(usage.length or (1 if shapes else 2), usage.indexed)
-        if usage.padding:
-            return "(" + ", ".join(["1"] * n) + ")", [1] * n
-        if isinstance(value, list) and value and isinstance(value[0], int) and not isinstance(value[0], bool):
-            value = value[0]  # a per-stage guess too short for the indices read: its item, more times
-        if item_value == 8 and isinstance(value, int) and not isinstance(value, bool) and (value != D or sized):
-            item_code, item_value = repr(value), value  # the name's own scalar guess, once per item
-        if not isinstance(item_value, int):
-            src = "[" + ", ".join([item_code] * n) + "]"
-            return src, {"expr": src}
-        return "(" + ", ".join([item_code] * n) + ("," if n == 1 else "") + ")", [item_value] * n
-    if usage.called:
-        if usage.call_extra and "lambda" not in code:
-            # `self.model(x, times, cache=cache)`: a module that takes those arguments and keeps x's
-            # shape; whatever the name suggested (`denoiser` read as a size, a one-input torch layer)
-            return STAND_IN + "()", STAND_IN + "()"
-        if "torch.nn." in code or "lambda" in code:
-            return None
-        return _IDENTITY, _IDENTITY
-    if usage.tensor and not usage.mapping and not usage.attributes:
-        if code.startswith("torch.") and "nn." not in code:
-            return None
-        return _tensor_guess(D)
-    if usage.mapping:
-        if "dict(" in code or code.startswith("{"):
-            return None
-        if usage.keys:
-            # a config dict (`config["model_dim"]`, `config["dropout_rate"]`): each key read, its value
-            # guessed from its name as a parameter's would be (a size, a rate, a flag), else a small size
-            from autotriton.harvesting.argument_guesses import _guess_value
-
-            items = [(k, _guess_value(k, "", D) or ("8", 8)) for k in usage.keys]
-            src = "{" + ", ".join(f"{k!r}: {g[0]}" for k, g in items) + "}"
-            return src, {"expr": src}
-        return "dict()", {"expr": "dict()"}
-    if usage.axis:
-        return None if value == -1 else ("-1", -1)
-    if usage.attributes:
-        if "SimpleNamespace" in code:
-            return None
-        from autotriton.harvesting.argument_guesses import _guess_value
-
-        fields = [(a, g) for a in usage.attributes for g in [_guess_value(a, "", D)] if g is not None]
-        src = "types.SimpleNamespace(" + ", ".join(f"{a}={g[0]}" for a, g in fields) + ")"
-        return src, {"kind": "namespace", "fields": {a: g[1] for a, g in fields}}
-    return None

@@ -241,3 +241,55 @@ def test_module_containers_slots_and_tensor_methods_tell_an_arguments_kind():
 
 def test_modules_with_container_slot_and_tensor_arguments_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "containers.py", CONTAINERS, 3)
+
+
+# Modules built around another network whose attributes and methods they read: an RL actor over a
+# preprocessing net (`preprocess_net.get_output_dim()`, called with the observation and a state), a
+# classifier head over a backbone (`backbone.num_features`), an encoder over a trunk and a neck
+# whose widths it checks. Each network stands in as WrappedNetwork with those fields.
+NETWORK_FIELDS = '''
+class Actor(nn.Module):
+    def __init__(self, preprocess_net, action_dim, max_action=1.0):
+        super().__init__()
+        self.preprocess = preprocess_net
+        self.last = nn.Linear(preprocess_net.get_output_dim(), action_dim)
+        self.max_action = max_action
+
+    def forward(self, obs, state=None):
+        hidden = self.preprocess(obs, state)
+        return self.max_action * torch.tanh(self.last(hidden))
+
+
+class Classifier(nn.Module):
+    def __init__(self, backbone: nn.Module, num_classes: int):
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Linear(backbone.num_features, num_classes)
+
+    def forward(self, x):
+        return self.head(self.backbone(x).mean(1))
+
+
+class Encoder(nn.Module):
+    def __init__(self, trunk: nn.Module, neck: nn.Module):
+        super().__init__()
+        self.trunk = trunk
+        self.neck = neck
+        assert self.trunk.embed_dim == self.neck.embed_dim
+        self.norm = nn.LayerNorm(neck.embed_dim)
+
+    def forward(self, x):
+        return self.norm(self.neck(self.trunk(x)))
+'''
+
+
+def test_a_wrapped_network_gets_the_attributes_and_methods_the_module_reads_of_it(tmp_path):
+    actor = _first_of(NETWORK_FIELDS, "Actor")
+    assert actor.init_code[0] == "WrappedNetwork(get_output_dim=lambda *args, **kwargs: 32)"
+    assert _first_of(NETWORK_FIELDS, "Classifier").init_code[0] == "WrappedNetwork(num_features=32)"
+    assert _first_of(NETWORK_FIELDS, "Encoder").init_code[:2] == ["WrappedNetwork(embed_dim=32)"] * 2
+    assert_all_runnable(tmp_path, "networks.py", NETWORK_FIELDS, 3)
+
+
+def _first_of(source: str, name: str):
+    return synthesize((HEADER + source).replace(f"class {name}(", "class Model("))[0]
