@@ -142,6 +142,12 @@ def _module_guess(n: str, ann: str, usage: str) -> tuple[str, Any] | None:
     return code, code
 
 
+# An activation's name: `act`, `act_layer`, `hidden_act`, `activation_fn`, `actfn` (a word of its
+# own: not `action`, `interaction`, `extract`); `act_dim` and other sizes are not one.
+_ACTIVATION = re.compile(r"(^|_)(act|activation|actfn|activ|activations)(_|$)")
+_SIZE_SUFFIX = re.compile(r"_(dim|dims|size|sizes|shape|num|space|count|n)$")
+
+
 def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tuple[str, Any] | None:
     """(python source, JSON value) for a constructor argument, or None when there is no guess.
     `usage` says whether __init__ calls the parameter (module_usage), for module-valued ones."""
@@ -178,9 +184,10 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         return ("2.0", 2.0) if "float" in ann or "ratio" in n else ("2", 2)
     if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
         return "1.0", 1.0
-    if re.search(r"(act|activation)", n) and "str" in ann:
+    activation = bool(_ACTIVATION.search(n)) and not _SIZE_SUFFIX.search(n)  # not `action_dim`, `act_dim`
+    if activation and "str" in ann:
         return "'relu'", "relu"  # `activation: str`: an activation by name, the one every registry knows
-    if re.search(r"(act|activation)", n) and "float" not in ann and "int" not in ann:
+    if activation and "float" not in ann and "int" not in ann:
         # an activation kept and applied in forward (`self.act(x)`) must be built already
         code = "torch.nn.ReLU" if _builds_class("act", usage, ann) else "torch.nn.ReLU()"
         return code, code

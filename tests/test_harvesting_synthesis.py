@@ -250,6 +250,18 @@ def test_step_counts_are_sizes_and_only_an_eps_is_an_epsilon():
     assert _guess_value("dropout", "", 32) == ("0.0", 0.0) and _guess_value("n_dropout", "int", 32)[1] != 0.0
 
 
+def test_an_activation_is_a_word_of_the_name_and_never_a_size():
+    """`action_dim` (an RL actor's output width) contains "act": it was built as nn.ReLU and
+    `nn.Linear(hidden, action_dim)` failed (held-out set 23, tianshou)."""
+    from autotriton.harvesting.argument_guesses import _guess_value
+
+    for name in ("action_dim", "act_dim", "action_shape", "interaction", "exact"):
+        assert _guess_value(name, "", 32) == ("32", 32), name
+    for name in ("act", "act_layer", "hidden_act", "activation", "activation_fn", "final_activation", "act_fn"):
+        assert _guess_value(name, "", 32) == ("torch.nn.ReLU()", "torch.nn.ReLU()"), name
+    assert _guess_value("act_layer", "", 32, "called")[0] == "torch.nn.ReLU"
+
+
 def test_lengths_activations_and_indices_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "misc.py", LENGTHS_AND_ACTIVATIONS, 5)
 
