@@ -124,8 +124,31 @@ def send_job(fd: int | socket.socket, obj: Any) -> None:
         return o
 
     skeleton = strip(obj)
-    send_frame(fd, pickle.dumps(skeleton, protocol=pickle.HIGHEST_PROTOCOL))
+    send_frame(fd, _dumps_with_problem_classes(skeleton))
     send_parts(fd, encode_tensor_parts({}, tensors))
+
+
+#: The judge executes a reference problem as a module of this prefix (reference_problem.py).
+PROBLEM_MODULE_PREFIX = "autotriton_problem_"
+
+
+def _dumps_with_problem_classes(skeleton: Any) -> bytes:
+    """`skeleton` pickled, with what the reference problem itself defines (a `WrappedNetwork` or a
+    block class given to the constructor, a function or lambda among its init inputs) pickled by
+    value (cloudpickle): the candidate process has no such module to import them from, and must
+    not have one (the reference `Model` would be within its reach)."""
+    import sys
+
+    import cloudpickle
+
+    problems = [m for n, m in list(sys.modules.items()) if n.startswith(PROBLEM_MODULE_PREFIX)]
+    for module in problems:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        return cloudpickle.dumps(skeleton, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        for module in problems:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 class _JobUnpickler(pickle.Unpickler):
