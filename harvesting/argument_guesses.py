@@ -148,6 +148,10 @@ _ACTIVATION = re.compile(r"(^|_)(act|activation|actfn|activ|activations)(_|$)")
 _SIZE_SUFFIX = re.compile(r"_(dim|dims|size|sizes|shape|num|space|count|n)$")
 
 
+# The shape of one sample (an observation, an image, a model's input), not a size.
+_SAMPLE_SHAPE = re.compile(r"^(input|in|obs|observation|state|img|image|sample|frame)_shape$")
+
+
 def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tuple[str, Any] | None:
     """(python source, JSON value) for a constructor argument, or None when there is no guess.
     `usage` says whether __init__ calls the parameter (module_usage), for module-valued ones."""
@@ -174,6 +178,11 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     found = _by_name(n, _LAYER_RULES)
     if found:
         return found
+    if _SAMPLE_SHAPE.search(n) and not ann.startswith(("int", "Optional[int]")):
+        # the shape of one observation or image, channels first (`nn.Conv2d(input_shape[0], ...)`,
+        # `torch.zeros(1, *img_shape)`, `int(np.prod(obs_shape))`), large enough for an Atari-style
+        # stack of strided convolutions (8/4, 4/2, 3/1)
+        return "(3, 64, 64)", [3, 64, 64]
     if ("Tuple" in ann or "tuple" in ann) and re.search(r"(size|window|shape|resolution|grid)", n):
         small = 4 if "window" in n or "patch" in n else 8
         return f"({small}, {small})", [small, small]

@@ -293,3 +293,41 @@ def test_a_wrapped_network_gets_the_attributes_and_methods_the_module_reads_of_i
 
 def _first_of(source: str, name: str):
     return synthesize((HEADER + source).replace(f"class {name}(", "class Model("))[0]
+
+
+# Reinforcement-learning and GAN networks sized by the shape of one observation or image
+# (channels first), read by index, unpacked into a dummy batch and multiplied out.
+SAMPLE_SHAPES = '''
+import numpy as np
+
+
+class PixelQNet(nn.Module):
+    def __init__(self, input_shape, n_actions):
+        super().__init__()
+        self.conv = nn.Sequential(
+            nn.Conv2d(input_shape[0], 16, kernel_size=8, stride=4), nn.ReLU(),
+            nn.Conv2d(16, 32, kernel_size=4, stride=2), nn.ReLU(),
+            nn.Conv2d(32, 32, kernel_size=3, stride=1), nn.ReLU(),
+        )
+        out = self.conv(torch.zeros(1, *input_shape))
+        self.head = nn.Linear(int(np.prod(out.size())), n_actions)
+
+    def forward(self, x):
+        return self.head(self.conv(x).view(x.size(0), -1))
+
+
+class ImageGenerator(nn.Module):
+    def __init__(self, latent_dim, img_shape):
+        super().__init__()
+        self.img_shape = img_shape
+        self.net = nn.Sequential(nn.Linear(latent_dim, 64), nn.LeakyReLU(0.2), nn.Linear(64, int(np.prod(img_shape))))
+
+    def forward(self, z):
+        return torch.tanh(self.net(z)).view(z.size(0), *self.img_shape)
+'''
+
+
+def test_the_shape_of_one_observation_or_image_is_channels_first_and_large_enough(tmp_path):
+    assert _first_of(SAMPLE_SHAPES, "PixelQNet").init_code[0] == "(3, 64, 64)"
+    assert _first_of(SAMPLE_SHAPES, "ImageGenerator").init_code[1] == "(3, 64, 64)"
+    assert_all_runnable(tmp_path, "pixels.py", SAMPLE_SHAPES, 2)
