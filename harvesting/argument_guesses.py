@@ -97,20 +97,25 @@ WRAPPED_MODULE = "torch.nn.GELU()"
 #: (STAND_IN_SOURCE, added by synthesis.problem_source): GELU of its first argument times one learnt
 #: scale (so it has parameters to move and train), every other argument accepted and unused. A
 #: network whose attributes or methods the code reads (`backbone.num_features`,
-#: `preprocess_net.get_output_dim()`) is given them as keywords: `WrappedNetwork(num_features=32)`.
+#: `preprocess_net.get_output_dim()`) is given them as keywords: `WrappedNetwork(num_features=32)`;
+#: one whose result is unpacked (`v, attn = self.attention(q, k, v)`) returns that many values, its
+#: input after the first: `WrappedNetwork(outputs=2)`.
 STAND_IN = "WrappedNetwork"
 STAND_IN_SOURCE = f'''class {STAND_IN}(torch.nn.Module):
     """Stands in for the network this module wraps: GELU of its first argument, others unused;
-    the attributes (and methods) the wrapping module reads of it are given as keywords."""
+    `outputs` values when the wrapping module unpacks its result (the input after the first); the
+    attributes (and methods) the wrapping module reads of it are given as keywords."""
 
-    def __init__(self, **fields):
+    def __init__(self, outputs=1, **fields):
         super().__init__()
         self.scale = torch.nn.Parameter(torch.ones(()))
+        self.outputs = outputs
         for name, value in fields.items():
             setattr(self, name, value)
 
     def forward(self, x, *args, **kwargs):
-        return torch.nn.functional.gelu(x) * self.scale
+        y = torch.nn.functional.gelu(x) * self.scale
+        return y if self.outputs == 1 else (y,) + (x,) * (self.outputs - 1)
 '''
 
 

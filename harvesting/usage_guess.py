@@ -111,7 +111,11 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             return src, {"expr": src}
         return "(" + ", ".join([item_code] * n) + ("," if n == 1 else "") + ")", [item_value] * n
     if usage.called:
-        fields = _network_fields(usage, D) if not (code.startswith("torch.nn.") and not code.endswith(")")) else []
+        built = not (code.startswith("torch.nn.") and not code.endswith(")"))  # not a class __init__ builds
+        fields = _network_fields(usage, D) if built else []
+        if built and usage.call_results and usage.call_results > 1 and "lambda" not in code:
+            # `v, attn = self.attention_operator(q, k, v, mask)`, `out, state = self.preprocess(obs, state)`
+            fields.insert(0, ("outputs", str(usage.call_results)))
         if fields:
             # `backbone.num_features`, `preprocess_net.get_output_dim()`: a network that has them (a
             # class to build, `block.expansion`, is left to its name's guess)

@@ -66,6 +66,7 @@ class Usage:
     indexed: int = 0  # `p[3]`: a sequence of at least 4 items (`p[i]`, `p[1:]`: at least 1)
     tensor: bool = False  # `p.ndimension()`, `p.view(...)`, `p.shape`: a tensor
     call_extra: bool = False  # called with more than one argument or with keywords: `p(x, times, cache=c)`
+    call_results: int | None = None  # `out, weights = p(q, k, v)`: its result unpacked into this many
     string: bool = False  # `p.endswith("glu")`, `p.lower()`: text
     choices: list[str] = field(default_factory=list)  # `if p == "relu": ... elif p == "gelu"`: one of these strings
     truth_tested: list[str] = field(default_factory=list)  # attributes read as a condition: `if p.multiway:`
@@ -76,6 +77,7 @@ class Usage:
                      "string"):
             setattr(self, name, getattr(self, name) or getattr(other, name))
         self.length = self.length or other.length
+        self.call_results = self.call_results or other.call_results
         self.indexed = max(self.indexed, other.indexed)
         self.item_arity = self.item_arity or other.item_arity
         if other.item is not None:
@@ -206,6 +208,10 @@ class UsageReader:
                 # (a `*args` / `**kwargs` pass-through may well be empty: not counted)
                 usage.call_extra = (sum(not isinstance(a, ast.Starred) for a in parent.args) > 1
                                     or any(k.arg is not None for k in parent.keywords))
+                grand = scope.parent.get(id(parent))
+                if isinstance(grand, ast.Assign) and grand.value is parent and isinstance(grand.targets[0], (ast.Tuple, ast.List)) \
+                        and not any(isinstance(e, ast.Starred) for e in grand.targets[0].elts):
+                    usage.call_results = len(grand.targets[0].elts)
             else:
                 self._argument(scope, parent, node, usage, depth, class_name)
         elif isinstance(parent, ast.Starred):

@@ -246,7 +246,8 @@ def test_modules_with_container_slot_and_tensor_arguments_become_runnable(tmp_pa
 # Modules built around another network whose attributes and methods they read: an RL actor over a
 # preprocessing net (`preprocess_net.get_output_dim()`, called with the observation and a state), a
 # classifier head over a backbone (`backbone.num_features`), an encoder over a trunk and a neck
-# whose widths it checks. Each network stands in as WrappedNetwork with those fields.
+# whose widths it checks, an attention over an operator returning values and weights (pypots'
+# `attn_opt`). Each network stands in as WrappedNetwork with those fields.
 NETWORK_FIELDS = '''
 class Actor(nn.Module):
     def __init__(self, preprocess_net, action_dim, max_action=1.0):
@@ -280,6 +281,23 @@ class Encoder(nn.Module):
 
     def forward(self, x):
         return self.norm(self.neck(self.trunk(x)))
+
+
+class OperatorAttention(nn.Module):
+    def __init__(self, attn_opt, d_model, n_heads, d_k):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_k
+        self.w_qs = nn.Linear(d_model, n_heads * d_k, bias=False)
+        self.w_vs = nn.Linear(d_model, n_heads * d_k, bias=False)
+        self.attention_operator = attn_opt
+        self.fc = nn.Linear(n_heads * d_k, d_model, bias=False)
+
+    def forward(self, q, v, attn_mask=None):
+        b, n = q.size(0), q.size(1)
+        q = self.w_qs(q).view(b, n, self.n_heads, self.d_k).transpose(1, 2)
+        v = self.w_vs(v).view(b, n, self.n_heads, self.d_k).transpose(1, 2)
+        v, attn_weights = self.attention_operator(q, v, attn_mask)
+        return self.fc(v.transpose(1, 2).contiguous().view(b, n, -1)), attn_weights
 '''
 
 
@@ -288,7 +306,9 @@ def test_a_wrapped_network_gets_the_attributes_and_methods_the_module_reads_of_i
     assert actor.init_code[0] == "WrappedNetwork(get_output_dim=lambda *args, **kwargs: 32)"
     assert _first_of(NETWORK_FIELDS, "Classifier").init_code[0] == "WrappedNetwork(num_features=32)"
     assert _first_of(NETWORK_FIELDS, "Encoder").init_code[:2] == ["WrappedNetwork(embed_dim=32)"] * 2
-    assert_all_runnable(tmp_path, "networks.py", NETWORK_FIELDS, 3)
+    # an operator whose result is unpacked into the output and the attention weights returns two values
+    assert _first_of(NETWORK_FIELDS, "OperatorAttention").init_code[0] == "WrappedNetwork(outputs=2)"
+    assert_all_runnable(tmp_path, "networks.py", NETWORK_FIELDS, 4)
 
 
 def _first_of(source: str, name: str):
