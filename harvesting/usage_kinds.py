@@ -263,6 +263,12 @@ class UsageReader:
                 if item.anything():
                     usage.item = usage.item or Usage()
                     usage.item.merge(item)
+        elif isinstance(parent, ast.Subscript) and parent.slice is node and isinstance(parent.value, ast.Name):
+            # `ACT2FN[act]`: a key of the dict it looks up (a local or module-level dict display)
+            table = scope.assigned.get(parent.value.id) or self.constants.get(parent.value.id)
+            if isinstance(table, ast.Dict) and table.keys and all(
+                    isinstance(k, ast.Constant) and isinstance(k.value, str) for k in table.keys):
+                usage.choices += [k.value for k in table.keys if k.value not in usage.choices]
         elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
             usage.merge(self._iterated(scope, parent, depth, class_name))
         elif isinstance(parent, ast.Assign) and parent.value is node:

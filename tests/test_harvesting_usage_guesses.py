@@ -351,3 +351,32 @@ def test_the_shape_of_one_observation_or_image_is_channels_first_and_large_enoug
     assert _first_of(SAMPLE_SHAPES, "PixelQNet").init_code[0] == "(3, 64, 64)"
     assert _first_of(SAMPLE_SHAPES, "ImageGenerator").init_code[1] == "(3, 64, 64)"
     assert_all_runnable(tmp_path, "pixels.py", SAMPLE_SHAPES, 2)
+
+
+# An option looked up in a dict of choices (recbole's `ACT2FN[act]` in a helper method; a
+# module-level table of normalisations): one of the dict's keys, not a layer.
+LOOKED_UP = '''
+NORMS = {"layer": nn.LayerNorm, "batch": nn.BatchNorm1d}
+
+
+class FeedForward(nn.Module):
+    def __init__(self, hidden_size, inner_size, hidden_act, norm):
+        super().__init__()
+        self.dense_1 = nn.Linear(hidden_size, inner_size)
+        self.act_fn = self.get_hidden_act(hidden_act)
+        self.dense_2 = nn.Linear(inner_size, hidden_size)
+        self.norm = NORMS[norm](hidden_size)
+
+    def get_hidden_act(self, act):
+        ACT2FN = {"gelu": nn.functional.gelu, "relu": torch.relu, "tanh": torch.tanh}
+        return ACT2FN[act]
+
+    def forward(self, x):
+        return self.norm(x + self.dense_2(self.act_fn(self.dense_1(x))))
+'''
+
+
+def test_an_option_looked_up_in_a_dict_is_one_of_its_keys(tmp_path):
+    init = _first_of(LOOKED_UP, "FeedForward").init_code
+    assert init[2:] == ["'gelu'", "'layer'"], init
+    assert_all_runnable(tmp_path, "lookups.py", LOOKED_UP, 1)
