@@ -262,6 +262,16 @@ def test_an_activation_is_a_word_of_the_name_and_never_a_size():
     assert _guess_value("act_layer", "", 32, "called")[0] == "torch.nn.ReLU"
 
 
+def test_a_count_of_kernels_is_a_small_number_and_kernel_sizes_one_per_stage():
+    """TimesNet's `Inception_Block(in_channels, out_channels, num_kernels=6)` loops `range(num_kernels)`:
+    it was guessed (3, 3), as `kernel_sizes` is (held-out set 23, pypots)."""
+    from autotriton.harvesting.argument_guesses import _guess_value
+
+    assert _guess_value("num_kernels", "", 32) == ("3", 3) and _guess_value("n_kernels", "", 32) == ("3", 3)
+    assert _guess_value("kernels", "int", 32) == ("3", 3)
+    assert _guess_value("kernel_sizes", "", 32) == ("(3, 3)", [3, 3]) and _guess_value("strides", "", 32) == ("(1, 1)", [1, 1])
+
+
 def test_lengths_activations_and_indices_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "misc.py", LENGTHS_AND_ACTIVATIONS, 5)
 
