@@ -195,8 +195,12 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     found = _by_name(n, _SPATIAL_RULES)
     if found:
         return found
+    if re.search(r"(^|_)(mask|keep|sample|sampling|noise|mix|overlap|train|test|val)_ratio$", n):
+        return "0.5", 0.5  # a fraction of something
     if re.search(r"(ratio|expansion|expand|mult|factor|scale)", n):
-        return ("2.0", 2.0) if "float" in ann or "ratio" in n else ("2", 2)
+        # an int unless the hint says float: `dims * ffn_ratio` sizes a layer, `downsampling_ratio` is a
+        # kernel size; `int(dim * mlp_ratio)` takes either
+        return ("2.0", 2.0) if "float" in ann else ("2", 2)
     if re.search(r"(temperature|tau|alpha|beta|gamma|margin|weight|lambda|lr|momentum)", n):
         return "1.0", 1.0
     activation = bool(_ACTIVATION.search(n)) and not _SIZE_SUFFIX.search(n)  # not `action_dim`, `act_dim`

@@ -262,6 +262,16 @@ def test_an_activation_is_a_word_of_the_name_and_never_a_size():
     assert _guess_value("act_layer", "", 32, "called")[0] == "torch.nn.ReLU"
 
 
+def test_a_ratio_is_an_int_unless_the_hint_says_float_or_the_name_a_fraction():
+    """pypots' ModernTCN sizes `nn.Conv1d(dims[i], dims[i + 1], kernel_size=downsampling_ratio)` and
+    `dims * ffn_ratio`: a float 2.0 failed both (held-out set 23)."""
+    from autotriton.harvesting.argument_guesses import _guess_value
+
+    assert _guess_value("downsampling_ratio", "", 32) == ("2", 2) and _guess_value("ffn_ratio", "", 32) == ("2", 2)
+    assert _guess_value("mlp_ratio", "float", 32) == ("2.0", 2.0)
+    assert _guess_value("mask_ratio", "", 32) == ("0.5", 0.5)
+
+
 def test_a_count_of_kernels_is_a_small_number_and_kernel_sizes_one_per_stage():
     """TimesNet's `Inception_Block(in_channels, out_channels, num_kernels=6)` loops `range(num_kernels)`:
     it was guessed (3, 3), as `kernel_sizes` is (held-out set 23, pypots)."""
