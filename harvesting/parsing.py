@@ -145,6 +145,18 @@ def parse_file(path: str, text: str) -> ParsedFile:
             bucket = defines.setdefault(assignment.name, [])
             if idx not in bucket:
                 bucket.append(idx)
+    # `Activations.relu = nn.ReLU`, `NORMS["bn"] = nn.BatchNorm2d`, `REGISTRY.update(...)` at the top
+    # level: whoever needs `Activations` needs the statements that fill it, not only `Activations = CFG()`
+    fills: dict[str, list[int]] = {}
+    for i, stmt in enumerate(statements):
+        if not isinstance(stmt, cst.SimpleStatementLine) or i in imports:
+            continue
+        for small in stmt.body:
+            for name in _mutated_globals(small):
+                bucket = defines.get(name)
+                if bucket and i not in bucket and not all(d in imports for d in bucket):
+                    bucket.append(i)
+                    fills.setdefault(name, []).append(i)
     for bucket in defines.values():
         bucket.sort()
 
@@ -170,8 +182,45 @@ def parse_file(path: str, text: str) -> ParsedFile:
                 reads[idx].setdefault(ref_idx, set()).add(ref.name)
                 if ref_idx in imports:
                     chains[idx].setdefault(ref.name, set()).add(chain_of.get(id(access.node), ref.name))
+    for idx, read in enumerate(reads):
+        for name in sorted({n for names in read.values() for n in names if n in fills}):
+            for j in fills[name]:
+                # a reader needs every filling statement; a filling statement the ones before it (file order)
+                if j != idx and (idx not in fills[name] or j < idx):
+                    read.setdefault(j, set()).add(name)
     codes = [module.code_for_node(s) for s in statements]
     return ParsedFile(path, module, statements, codes, defines, reads, unresolved, imports, star_imports, guarded, classes, chains)
+
+
+# Methods that fill a container or registry in place.
+_FILLING = {"update", "append", "extend", "add", "insert", "setdefault", "register", "register_module", "__setitem__"}
+
+
+def _base_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c`, `a["k"].b` -> "a"."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _mutated_globals(small: cst.BaseSmallStatement) -> list[str]:
+    """The names a top-level small statement fills in place: `x.attr = v`, `x[k] = v`, `x.attr += v`,
+    `x.update(...)` (a plain `x = v` defines x and is found by the scope analysis)."""
+    targets: list[cst.BaseExpression] = []
+    if isinstance(small, cst.Assign):
+        targets = [t.target for t in small.targets]
+    elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+        targets = [small.target]
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and isinstance(small.value.func, cst.Attribute) \
+            and small.value.func.attr.value in _FILLING:
+        targets = [small.value.func]
+    out = []
+    for t in targets:
+        if isinstance(t, (cst.Attribute, cst.Subscript)):
+            name = _base_name(t)
+            if name is not None and name not in out:
+                out.append(name)
+    return out
 
 
 def _import_bindings(small: cst.BaseSmallStatement) -> list[ImportBinding] | str | None:

@@ -89,6 +89,56 @@ def test_extraction_keeps_exactly_the_transitive_needs():
     exec(compile(d, "<d>", "exec"), {})  # standalone: runs with nothing else
 
 
+REGISTRY = '''
+import torch.nn as nn
+
+
+class CFG(dict):
+    def __getattr__(self, name):
+        return self[name]
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+
+Activations = CFG()
+Activations.relu = nn.ReLU
+Activations.tanh = nn.Tanh
+Activations["gelu"] = nn.GELU
+NORMS = {}
+NORMS.update(batch=nn.BatchNorm1d)
+UNRELATED = CFG()
+UNRELATED.x = 1
+
+
+def get_activation(act):
+    if act.lower() not in Activations:
+        raise ValueError(f"activation `{act}` not supported")
+    return Activations[act.lower()]()
+
+
+class Block(nn.Module):
+    def __init__(self, dim, act="relu", norm="batch"):
+        super().__init__()
+        self.norm = NORMS[norm](dim)
+        self.act = get_activation(act)
+
+    def forward(self, x):
+        return self.act(self.norm(x))
+'''
+
+
+def test_a_registry_filled_at_the_top_level_comes_with_every_statement_that_fills_it():
+    """torch-ecg's `Activations = CFG()` is filled by `Activations.relu = nn.ReLU` and the like: only
+    the first came along, and every block failed "activation `relu` not supported" (held-out set 24)."""
+    source = extract_class(_repo({"nets.py": REGISTRY}), "nets.py", "Block").source
+    assert "Activations.relu = nn.ReLU" in source and 'Activations["gelu"] = nn.GELU' in source
+    assert "NORMS.update(batch=nn.BatchNorm1d)" in source and "UNRELATED" not in source
+    scope: dict = {}
+    exec(compile(source, "<block>", "exec"), scope)
+    assert type(scope["Block"](8).act).__name__ == "ReLU"
+
+
 def test_rename_to_model_updates_references_and_moves_a_clashing_model():
     src = "import torch.nn as nn\nclass Model(nn.Module):\n    pass\nclass Net(Model):\n    def __init__(self):\n        super(Net, self).__init__()\n        self.k = Net.__name__\n"
     out = rename_to_model(src, "Net")
