@@ -40,6 +40,8 @@ _MODULE_API = {"forward", "parameters", "named_parameters", "buffers", "named_bu
                "double", "bfloat16", "type", "train", "eval", "training", "requires_grad_", "zero_grad", "apply",
                "register_buffer", "register_parameter", "register_module", "add_module", "get_submodule",
                "get_parameter", "extra_repr", "register_forward_hook", "register_forward_pre_hook"}
+# The stand-in's own: a field of that name would clash with its keyword or replace its parameter.
+_STAND_IN_OWN = {"outputs", "scale"}
 # A method asked for a value (`get_output_dim()`, `compute_hidden_size()`): the value its name after the verb says.
 _GETTER_VERB = ("get_", "compute_", "calc_", "calculate_")
 
@@ -50,11 +52,11 @@ def _network_fields(usage: Usage, D: int) -> list[tuple[str, str]]:
     lambda *args, **kwargs: 32`); names nothing guesses are left out."""
     out: list[tuple[str, str]] = []
     for name in usage.attributes:
-        guess = _guess_value(name, "", D) if name not in _MODULE_API else None
+        guess = _guess_value(name, "", D) if name not in _MODULE_API | _STAND_IN_OWN else None
         if guess is not None:
             out.append((name, guess[0]))
     for name in usage.methods:
-        if name in _MODULE_API or name in usage.attributes:
+        if name in _MODULE_API or name in _STAND_IN_OWN or name in usage.attributes:
             continue
         stem = next((name[len(v):] for v in _GETTER_VERB if name.startswith(v)), name)
         guess = _guess_value(stem, "", D)

@@ -308,6 +308,12 @@ def test_a_wrapped_network_gets_the_attributes_and_methods_the_module_reads_of_i
     assert _first_of(NETWORK_FIELDS, "Encoder").init_code[:2] == ["WrappedNetwork(embed_dim=32)"] * 2
     # an operator whose result is unpacked into the output and the attention weights returns two values
     assert _first_of(NETWORK_FIELDS, "OperatorAttention").init_code[0] == "WrappedNetwork(outputs=2)"
+    # what the stand-in has itself (its `outputs` keyword, its `scale` parameter) is never a field
+    from autotriton.harvesting.usage_guess import _network_fields
+    from autotriton.harvesting.usage_kinds import Usage
+
+    read = Usage(called=True, attributes=["outputs", "scale", "embed_dim"], methods=["scale", "get_hidden_dim"])
+    assert _network_fields(read, 32) == [("embed_dim", "32"), ("get_hidden_dim", "lambda *args, **kwargs: 32")]
     assert_all_runnable(tmp_path, "networks.py", NETWORK_FIELDS, 4)
 
 
