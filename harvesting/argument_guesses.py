@@ -164,7 +164,7 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     ann = annotation.replace("typing.", "").replace(" ", "")
     if usage == "unpacked":
         return "dict()", {"expr": "dict()"}  # no options: the callee's defaults
-    if _PER_STAGE.search(n) and not re.match(r"(n|num|number_of)_", n) and ann not in ("int", "Optional[int]"):
+    if _PER_STAGE.search(n) and not _COUNTED_PREFIX.match(n) and ann not in ("int", "Optional[int]"):
         # kernel_sizes, strides, depths, window_sizes: one value per stage, two stages (`num_kernels`,
         # `n_strides: int` count them)
         single = _guess_value(_PER_STAGE.sub(lambda m: m.group(1), n), "", D)

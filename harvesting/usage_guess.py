@@ -42,6 +42,7 @@ _MODULE_API = {"forward", "parameters", "named_parameters", "buffers", "named_bu
                "get_parameter", "extra_repr", "register_forward_hook", "register_forward_pre_hook"}
 # The stand-in's own: a field of that name would clash with its keyword or replace its parameter.
 _STAND_IN_OWN = {"outputs", "scale"}
+_NOT_FIELDS = _MODULE_API | _STAND_IN_OWN
 # A method asked for a value (`get_output_dim()`, `compute_hidden_size()`): the value its name after the verb says.
 _GETTER_VERB = ("get_", "compute_", "calc_", "calculate_")
 
@@ -52,11 +53,11 @@ def _network_fields(usage: Usage, D: int) -> list[tuple[str, str]]:
     lambda *args, **kwargs: 32`); names nothing guesses are left out."""
     out: list[tuple[str, str]] = []
     for name in usage.attributes:
-        guess = _guess_value(name, "", D) if name not in _MODULE_API | _STAND_IN_OWN else None
+        guess = _guess_value(name, "", D) if name not in _NOT_FIELDS else None
         if guess is not None:
             out.append((name, guess[0]))
     for name in usage.methods:
-        if name in _MODULE_API or name in _STAND_IN_OWN or name in usage.attributes:
+        if name in _NOT_FIELDS or name in usage.attributes:
             continue
         stem = next((name[len(v):] for v in _GETTER_VERB if name.startswith(v)), name)
         guess = _guess_value(stem, "", D)

@@ -21,7 +21,7 @@ def test_a_problem_defined_network_and_its_lambda_travel_by_value(tmp_path):
         data = wire._dumps_with_problem_classes({"init_inputs": module.get_init_inputs()})
     finally:
         sys.modules.pop(module.__name__, None)
-    (network, offset), = [pickle.loads(data)["init_inputs"]]  # the module is gone, as in a candidate process
+    network, offset = pickle.loads(data)["init_inputs"]  # the module is gone, as in a candidate process
     assert type(network).__name__ == "WrappedNetwork" and network.get_shift() == 0.5 and offset == 1.0
     assert float(network.scale) == 2.0
 
