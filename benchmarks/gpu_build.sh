@@ -231,7 +231,8 @@ case "${1:-}" in
                 --set training.format_reward=${FORMAT_REWARD:-0.2}
                 --set training.gradient_checkpointing=${GRAD_CKPT:-true}
                 --set "training.grpo_trl=${GRPO_TRL:-{steps_per_generation = 4\}}"
-                --set "training.rl_names=${RL_NAMES:-[]}" --set "training.sft_teachers=${SFT_TEACHERS:-[]}")  # e.g. RL_NAMES='["synthetic_elementwise_*"]': GRPO on one family
+                --set "training.rl_names=${RL_NAMES:-[]}" --set "training.sft_teachers=${SFT_TEACHERS:-[]}"  # e.g. RL_NAMES='["synthetic_elementwise_*"]': GRPO on one family
+                ${TRAIN_EXTRA:-})  # TRAIN_EXTRA: more --set options, e.g. "--set training.beta=0.04 --set training.temperature=0.7"
     # GRPO_TRL: trl's own GRPOConfig arguments; by default 4 updates per generate() call (128 completions
     # decoded at once): a step was one generation of 32 completions, ~78 s of HF decoding on an H100, so a
     # 4-minute budget made 1 update (nineteenth run; the first step generates twice under reward overlap).
