@@ -196,6 +196,10 @@ def _reorder_after_failure(attempts: list[Attempt], start: int, detail: str) -> 
         attempts[start:] = rest
 
 
+# Model rewrites a module may be given beyond harvest.max_attempts (one each: tuple outputs, moved parameters)
+_REWRITES = 2
+
+
 @dataclass
 class _Pending:
     problem: Problem
@@ -205,6 +209,10 @@ class _Pending:
     done: bool = False
     env_paths: list[str] = field(default_factory=list)  # site-packages of its dependency environment
     demanded: set[str] = field(default_factory=set)  # optional constructor parameters errors asked for
+    rewrites: int = 0  # rounds granted beyond harvest.max_attempts: forward ran, only its Model was rewritten
+
+    def budget(self, max_attempts: int) -> int:
+        return max_attempts + self.rewrites
 
 
 class Harvester:
@@ -473,7 +481,9 @@ class Harvester:
         bar = self._progress()
         with bar:
             task = bar.add_task("probe inputs", total=total)
-            for round_no in range(self.config.max_attempts):
+            # a rewrite of Model (dict outputs, parameters moved) reuses a guess that ran: it costs no guess,
+            # so a module may take up to _REWRITES rounds beyond harvest.max_attempts
+            for round_no in range(self.config.max_attempts + _REWRITES):
                 batch = [p for p in self.pending if not p.done and round_no < len(p.attempts)]
                 if not batch:
                     break
@@ -492,19 +502,21 @@ class Harvester:
                     detail = _last_lines(str(_field(res, "detail") or ""))
                     if reason == "runtime_error" and "Can't instantiate abstract class" in detail:
                         reason = "abstract_class"  # a base class of the package, not a model: no other guess can help
-                    last_round = round_no + 1 >= self.config.max_attempts
+                    last_round = round_no + 1 >= p.budget(self.config.max_attempts)
                     # It ran, but returned a dict or a dataclass (structured_outputs.py), or returned its
                     # input at its initial parameters, weight 1 and bias 0 (perturbed.py): the same inputs
                     # again, with a Model that returns its tensors as a tuple / has its parameters moved.
                     rewritten = None
-                    if not last_round and structured_output(detail):
+                    can_rewrite = p.rewrites < _REWRITES
+                    if can_rewrite and structured_output(detail):
                         rewritten = tuple_outputs(p.model_source)
-                    elif not last_round and reason == "returns_input":
+                    elif can_rewrite and reason == "returns_input":
                         rewritten = perturbed_parameters(p.model_source)
                     if rewritten is not None:
                         p.model_source = rewritten
+                        p.rewrites += 1
                         p.attempts.insert(round_no + 1, p.attempts[round_no])
-                        del p.attempts[self.config.max_attempts:]
+                        del p.attempts[p.budget(self.config.max_attempts):]
                         bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
                         continue
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
@@ -532,7 +544,7 @@ class Harvester:
                     if fixed and reason not in PERMANENT_REASONS:
                         # torch said which shape it wanted: try that next, within the attempt budget
                         p.attempts[round_no + 1:round_no + 1] = fixed
-                        del p.attempts[self.config.max_attempts:]
+                        del p.attempts[p.budget(self.config.max_attempts):]
                         bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + len(fixed))
                     if reason in PERMANENT_REASONS or round_no + 1 >= len(p.attempts):
                         p.done = True

@@ -21,6 +21,7 @@ import copy
 import re
 from typing import Any
 
+from autotriton.harvesting.input_display import tensor_code
 from autotriton.harvesting.input_guesses import _MASK_INPUT, _input_options
 from autotriton.harvesting.signatures import _Param, unwrap_optional
 
@@ -28,6 +29,10 @@ from autotriton.harvesting.signatures import _Param, unwrap_optional
 _TENSOR_DICT = re.compile(r"^(?:typing\.)?(?:Dict|dict|Mapping|MutableMapping)\[\s*str\s*,\s*(?:torch\.)?Tensor\s*\]$")
 # What a mask key is converted with when it is not already the dtype forward computes in.
 _CONVERSIONS = {"float", "bool", "half", "double", "to", "type", "type_as"}
+# Masks with one value per element of the tensor they go with, not one per token: which values are
+# missing / observed / artificially held out (time-series imputation batches: `missing_mask`,
+# `observed_mask`, `indicating_mask`), or not a number.
+_ELEMENTWISE_MASK = re.compile(r"missing|observ|indicat|nan(?![a-z])")
 # The key an annotated dict gets when forward reads none by name (it iterates the dict).
 _ANY_KEY = "x"
 
@@ -186,19 +191,34 @@ def _converted(forward: ast.FunctionDef, name: str) -> bool:
     return False
 
 
-def _mask_option(key_options: list[tuple[str, dict[str, Any]]], main: dict[str, Any] | None, integer: bool) -> tuple[str, dict[str, Any]]:
+def _mask_option(key_options: list[tuple[str, dict[str, Any]]], main: dict[str, Any] | None, integer: bool,
+                 elementwise: bool = False) -> tuple[str, dict[str, Any]]:
     """Ones over all but the last axis of `main` (another key's guess: embeddings' features), over
-    all of it when `main` holds ids, else the shape of the key's own guess."""
+    all of it when `main` holds ids or the mask is `elementwise` (one value per element of `main`,
+    as a mask of missing values is), else the shape of the key's own guess."""
     own = key_options[0] if key_options else ("torch.ones(2, 8)", {"kind": "tensor", "shape": [2, 8], "dtype": "float32"})
     beside = list(main.get("shape", [])) if main is not None else []
-    if main is not None and main.get("dtype") == "int64":
-        shape = beside  # token ids: one mask value per id
+    if main is not None and (main.get("dtype") == "int64" or elementwise):
+        shape = beside  # token ids: one mask value per id; missing values: one per value
     else:
         shape = beside[:-1] if len(beside) >= 2 else list(own[1].get("shape", [2, 8]))
     dims = ", ".join(map(str, shape))
+    if elementwise and main is not None:
+        # zeros among the ones: a mask of all ones (nothing missing) leaves an imputer nothing to compute
+        spec = {"kind": "tensor", "shape": shape, "dtype": "int64", "high": 2} if integer else \
+            {"kind": "tensor", "shape": shape, "dtype": "float32", "range": "binary"}
+        return tensor_code(shape, spec), spec
     if integer:
         return f"torch.ones(({dims},), dtype=torch.int64)", {"kind": "tensor", "shape": shape, "dtype": "int64"}
     return f"torch.ones({dims}{',' if len(shape) == 1 else ''})", {"kind": "tensor", "shape": shape, "dtype": "float32"}
+
+
+def _masked_key(mask: str, tensors: list[str]) -> str | None:
+    """The key `mask` is named after (`X_pred_missing_mask` -> `X_pred`, `src_key_padding_mask` ->
+    `src`), the longest such, or None."""
+    low = mask.lower()
+    named = [k for k in tensors if low.startswith(k.lower() + "_")]
+    return max(named, key=len) if named else None
 
 
 class _KeyAttributes(ast.NodeTransformer):
@@ -265,8 +285,11 @@ def dict_input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[s
         for k in keys:
             options = per_key[k]
             if k in masks:
-                beside = per_key[main][min(i, len(per_key[main]) - 1)][1] if main is not None else None
-                items[k] = _mask_option(options, beside, view is not None and _converted(view, names[k]))
+                # the tensor the mask is named after (`X_pred_missing_mask` beside `X_pred`), else the first one
+                of = _masked_key(k, [j for j in keys if j not in masks and per_key[j]]) or main
+                beside = per_key[of][min(i, len(per_key[of]) - 1)][1] if of is not None else None
+                items[k] = _mask_option(options, beside, view is not None and _converted(view, names[k]),
+                                        elementwise=bool(_ELEMENTWISE_MASK.search(k.lower())))
             elif options:
                 items[k] = options[min(i, len(options) - 1)]
         code = "{" + ", ".join(f"{k!r}: {c}" for k, (c, _) in items.items()) + "}"

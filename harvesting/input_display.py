@@ -17,6 +17,8 @@ def tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
         return f"torch.randint(0, {spec.get('high', 10)}, ({dims}))"
     if spec.get("range") == "unit":
         return f"torch.rand({dims})"
+    if spec.get("range") == "binary":  # a mask of missing values: some zeros, some ones
+        return f"torch.randint(0, 2, ({dims})).float()"
     return f"torch.randn({dims})"
 
 

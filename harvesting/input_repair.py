@@ -41,6 +41,14 @@ _VANISHED = re.compile(r"sizes should be greater than 0|Output size is too small
 # Broadcasting: "The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 3";
 # which side is the input is not said: the input's dimension that is one size becomes the other.
 _BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)")
+# A shape unpacked into as many names as the rank forward expects (`b, t, d = x.shape`, `B, L, _ = X.size()`):
+# "too many values to unpack (expected 3)" (Python 3.13 adds ", got 4"), "not enough values to unpack
+# (expected 3, got 2)"; torch.cat / stack of an input with a tensor of another rank: "Tensors must have
+# same number of dimensions: got 4 and 3"; `x.repeat(1, 1, n)` on an input of a higher rank.
+_UNPACK_MANY = re.compile(r"too many values to unpack \(expected (\d+)(?:, got (\d+))?\)")
+_UNPACK_FEW = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
+_SAME_RANK = re.compile(r"Tensors must have same number of dimensions: got (\d+) and (\d+)")
+_REPEAT_RANK = re.compile(r"Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
 # A package's own message, in the common "expected N ... but got/found M" phrasing (vector-quantize's
 # FSQ: "expected dimension of 2 but found dimension of 32"; torch.cat: "Expected size 32 but got size 8"):
 # tried last, on an input dimension that is M.
@@ -266,6 +274,27 @@ def _resized_input(code: str, spec: Any, suggested: Any) -> tuple[str, Any] | No
     return rebuilt(spec, items, out) if changed else None
 
 
+_CONTAINERS = ("tensor_dict", "tensor_record", "tensor_list")
+
+
+def _reshaped_items(code: str, spec: dict[str, Any], item_fn) -> tuple[str, dict[str, Any]] | None:
+    """A container input (code, spec) with `item_fn(code, spec)` (a new (code, spec), or None:
+    unchanged) applied to each item, or None when no item changes."""
+    codes = item_codes(code)
+    old = dict(enumerate(spec["items"])) if spec["kind"] == "tensor_list" else dict(spec["items"])
+    if codes is None or len(codes) != len(old):
+        return None
+    items, out, changed = {}, [], False
+    for item_code, (key, item_spec) in zip(codes, old.items()):
+        new = item_fn(item_code, item_spec)
+        if new is not None:
+            item_code, item_spec = new
+            changed = True
+        items[key] = item_spec
+        out.append(item_code)
+    return rebuilt(spec, items, out) if changed else None
+
+
 def solved_attempt(attempt: Attempt, shapes: list[Any] | None, init: list[Any] | None = None) -> Attempt | None:
     """The attempt with its tensor inputs resized to `shapes`, the sizes the probe found forward's
     shape checks pass with (validation/shape_solver.py; one entry per input, None: unchanged), and
@@ -334,15 +363,26 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     if _SAME_SIZE.search(detail):
         return _same_size(attempt, detail)
 
+    def reshaped_tensor(code: str, spec: Any, fn) -> tuple[str, Any] | None:
+        if isinstance(spec, dict) and spec.get("kind") == "tensor" and spec.get("dtype") != "int64":
+            new_shape = fn(list(spec["shape"]))
+            if new_shape and new_shape != spec["shape"] and all(0 < d <= 4096 for d in new_shape):
+                spec = {**spec, "shape": new_shape}
+                return _resized_code(code, new_shape, spec), spec
+        return None
+
     def reshape(fn) -> Attempt | None:
         codes, specs, changed = [], [], False
         for code, spec in zip(attempt.input_code, attempt.input_spec):
-            if isinstance(spec, dict) and spec.get("kind") == "tensor" and spec.get("dtype") != "int64":
-                new_shape = fn(list(spec["shape"]))
-                if new_shape and new_shape != spec["shape"] and all(0 < d <= 4096 for d in new_shape):
-                    spec = {**spec, "shape": new_shape}
-                    code = tensor_code(new_shape, spec)
-                    changed = True
+            new = reshaped_tensor(code, spec, fn)
+            if new is None and isinstance(spec, dict) and spec.get("kind") in _CONTAINERS:
+                # a dict, list or record of tensors (a time-series batch: {"X": ..., "missing_mask": ...,
+                # "deltas": ...}): every item the error's rule applies to changes alike, so tensors
+                # that were guessed with one shape keep agreeing with each other
+                new = _reshaped_items(code, spec, lambda c, sp: reshaped_tensor(c, sp, fn))
+            if new is not None:
+                code, spec = new
+                changed = True
             codes.append(code)
             specs.append(spec)
         if not changed:
@@ -376,6 +416,30 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     if m or rank_m:
         rank = int(m.group(1)) if m else int(rank_m.group(2) or rank_m.group(1))
         return reshape(lambda s: _to_rank(s, rank))
+    m = _UNPACK_MANY.search(detail)
+    if m:
+        want, got = int(m.group(1)), int(m.group(2)) if m.group(2) else None
+        ranked = reshape(lambda s: _to_rank(s, want) if (len(s) == got if got else len(s) > want) else None)
+        if ranked is not None:
+            return ranked
+    m = _UNPACK_FEW.search(detail)
+    if m:
+        want, got = int(m.group(1)), int(m.group(2))
+        ranked = reshape(lambda s: _to_rank(s, want) if len(s) == got else None)
+        if ranked is not None:
+            return ranked
+    m = _SAME_RANK.search(detail)
+    if m and m.group(1) != m.group(2):
+        a, b = int(m.group(1)), int(m.group(2))
+        # which operand is the input is not said: an input of the one rank takes the other
+        ranked = reshape(lambda s: _to_rank(s, b) if len(s) == a else None) or \
+            reshape(lambda s: _to_rank(s, a) if len(s) == b else None)
+        if ranked is not None:
+            return ranked
+    if _REPEAT_RANK.search(detail):
+        ranked = reshape(lambda s: _to_rank(s, len(s) - 1) if len(s) > 2 else None)
+        if ranked is not None:
+            return ranked
     m = _RANK_GOT.search(detail)
     if m and m.group(1) != m.group(2):
         want, got = int(m.group(1)), int(m.group(2))

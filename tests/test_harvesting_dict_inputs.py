@@ -11,8 +11,10 @@ import ast
 import pytest
 import torch
 
+from autotriton.harvesting import HarvestConfig, harvest_local
 from autotriton.harvesting.dict_inputs import read_keys
 from tests.test_harvesting_forward_forms import _harvest, _load
+from tests.test_harvesting_synthesis import HEADER
 
 SENTENCE_MODULES = '''
 from typing import Dict
@@ -136,3 +138,106 @@ def test_a_key_held_in_an_attribute_set_from_a_string_default_is_read_as_that_ke
     ns = _load(problems["KeyedDense"].reference_source)
     model = ns["Model"](*ns["get_init_inputs"]())
     assert features["sentence_embedding"].shape[-1] == model.linear.in_features
+
+
+# -- time-series batches: a dict of a series and the masks of its missing values ---------------
+
+SERIES_MODULES = '''
+class SeriesImputer(nn.Module):
+    """Fills the missing values of a multivariate series from a recurrent encoding."""
+
+    def __init__(self, n_steps, n_features, hidden_size):
+        super().__init__()
+        self.n_steps = n_steps
+        self.rnn = nn.GRU(n_features * 2, hidden_size, batch_first=True)
+        self.out = nn.Linear(hidden_size, n_features)
+
+    def forward(self, inputs, training=False):
+        X, missing_mask = inputs["X"], inputs["missing_mask"]
+        h, _ = self.rnn(torch.cat([X * missing_mask, missing_mask], dim=2))
+        imputed = missing_mask * X + (1 - missing_mask) * self.out(h)
+        results = {"imputation": imputed}
+        if training:
+            results["loss"] = ((imputed - X) ** 2 * missing_mask).mean()
+        return results
+
+
+class PairedForecaster(nn.Module):
+    """Scores a forecast against its target, each with its own mask of observed values."""
+
+    def __init__(self, n_features, d_model):
+        super().__init__()
+        self.encode = nn.Linear(n_features, d_model)
+        self.decode = nn.Linear(d_model, n_features)
+
+    def forward(self, inputs):
+        X, X_pred = inputs["X"], inputs["X_pred"]
+        h = torch.relu(self.encode(X * inputs["missing_mask"]))
+        error = (self.decode(h) - X_pred) * inputs["X_pred_missing_mask"]
+        return {"forecasting": self.decode(h), "error": error}
+'''
+
+
+def test_masks_of_missing_values_cover_every_value_of_their_series(tmp_path):
+    """A time-series batch (pypots' models, set 23: 53 rejected) holds the series and masks of its
+    missing values, one mask value per series value. Masks guessed as attention masks (one per
+    step) failed in `torch.cat([X, missing_mask], dim=2)`; all-ones masks left an imputer returning
+    its input. The masks now have their series' shape, with zeros among the ones, and a mask named
+    after another key (`X_pred_missing_mask`) has that key's shape."""
+    problems = _harvest(tmp_path, "series.py", SERIES_MODULES)
+    batch = _inputs(problems["SeriesImputer"].reference_source)
+    assert list(batch) == ["X", "missing_mask"]
+    mask = batch["missing_mask"]
+    assert mask.shape == batch["X"].shape and mask.dtype == batch["X"].dtype
+    assert set(mask.unique().tolist()) == {0.0, 1.0}
+    pair = _inputs(problems["PairedForecaster"].reference_source)
+    assert pair["missing_mask"].shape == pair["X"].shape
+    assert pair["X_pred_missing_mask"].shape == pair["X_pred"].shape
+
+
+def test_a_shape_repair_resizes_every_tensor_of_a_dict_alike():
+    """torch's matmul error names the size a Linear wanted; in a dict input every tensor of the
+    wrong size changes, so a series and its mask keep one shape (they used to be repaired one by
+    one, by the shape solver alone, into shapes that disagreed)."""
+    from autotriton.harvesting.input_repair import repair_attempt
+    from autotriton.harvesting.synthesis import Attempt
+
+    items = {"X": {"kind": "tensor", "shape": [2, 8, 8], "dtype": "float32"},
+             "missing_mask": {"kind": "tensor", "shape": [2, 8, 8], "dtype": "float32", "range": "binary"},
+             "step": {"kind": "tensor", "shape": [2], "dtype": "int64"}}
+    code = "{'X': torch.randn(2, 8, 8), 'missing_mask': torch.randint(0, 2, (2, 8, 8)).float(), 'step': torch.randint(0, 10, (2,))}"
+    attempt = Attempt([], [], [code], [{"kind": "tensor_dict", "items": items}])
+    fixed = repair_attempt(attempt, "RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x8 and 32x64)")
+    assert fixed is not None
+    new = fixed.input_spec[0]["items"]
+    assert new["X"]["shape"] == new["missing_mask"]["shape"] == [2, 8, 32]
+    assert new["step"] == items["step"]  # integer tensors are not features
+    batch = eval(fixed.input_code[0], {"torch": torch})
+    assert batch["X"].shape == batch["missing_mask"].shape == (2, 8, 32)
+    assert set(batch["missing_mask"].unique().tolist()) <= {0.0, 1.0}  # still a mask
+
+
+DICT_RESULTS = '''
+class Scorer(nn.Module):
+    """Returns its results in a dict, as the models of training frameworks do."""
+
+    def __init__(self, in_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, 1)
+
+    def forward(self, x: torch.Tensor) -> dict:
+        return {"score": self.linear(x).squeeze(-1)}
+'''
+
+
+def test_a_model_rewrite_costs_no_input_guess(tmp_path):
+    """Forward ran on the guess but returned a dict: the same guess again, with Model returning its
+    tensors as a tuple, is one more round, not one of harvest.max_attempts' guesses (a module whose
+    last guess ran was rejected; pypots' _Transformer in set 23)."""
+    (tmp_path / "scorer.py").write_text(HEADER + DICT_RESULTS)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False, max_attempts=1))
+    (problem,) = result.problems
+    assert (problem.status, problem.reject_reason) == ("runnable", None), result.details.get(problem.key)
+    ns = _load(problem.reference_source)
+    out = ns["Model"](*ns["get_init_inputs"]())(*ns["get_inputs"]())
+    assert isinstance(out, tuple) and isinstance(out[0], torch.Tensor)

@@ -33,6 +33,15 @@ def _guess(shape: list[int]) -> Attempt:
      [2, 32, 8, 8], [2, 32, 32, 32]),
     ("RuntimeError: Given input size: (3x1x1). Calculated output size: (3x0x0). Output size is too small",
      [2, 3, 4, 4], [2, 3, 16, 16]),
+    # a shape unpacked into the names of its axes (`B, L, D = X.shape`), in Python 3.11's and 3.13's words
+    ("ValueError: too many values to unpack (expected 3)", [2, 32, 8, 8], [2, 32, 8]),
+    ("ValueError: too many values to unpack (expected 3, got 4)", [2, 32, 8, 8], [2, 32, 8]),
+    ("ValueError: not enough values to unpack (expected 3, got 2)", [2, 32], [2, 32, 8]),
+    # torch.cat of an input with a tensor of another rank; `x.repeat(1, 1, n)` on a higher rank
+    ("RuntimeError: Tensors must have same number of dimensions: got 4 and 3", [2, 32, 8, 8], [2, 32, 8]),
+    ("RuntimeError: Tensors must have same number of dimensions: got 3 and 4", [2, 32, 8, 8], [2, 32, 8]),
+    ("RuntimeError: Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+     [2, 32, 8, 8], [2, 32, 8]),
 ])
 def test_the_message_says_the_shape(message, shape, repaired):
     attempt = repair_attempt(_guess(shape), message)
