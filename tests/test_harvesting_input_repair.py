@@ -6,6 +6,7 @@ sets: pytorch-crf, piq, gigagan-pytorch's discriminator stems)."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from autotriton.harvesting.input_repair import repair_attempt
 from autotriton.harvesting.synthesis import Attempt
@@ -119,3 +120,42 @@ def test_a_loss_target_takes_its_inputs_shape_then_its_dtype():
         assert resized is not None and resized.input_spec[1]["shape"] == [2, 32, 8, 8] and resized.input_spec[0] == guess.input_spec[0]
     floated = repair_attempt(resized, "RuntimeError: result type Float can't be cast to the desired output type Long")
     assert floated is not None and "dtype" not in floated.input_spec[1] and floated.input_code[1] == "torch.randn(2, 32, 8, 8)"
+
+
+CLASS_WEIGHTED_LOSSES = '''
+class WeightedBCELoss(nn.Module):
+    """Binary cross-entropy with a weight for the positive class, kept as a buffer."""
+
+    def __init__(self, pos_weight, reduction="mean"):
+        super().__init__()
+        self.register_buffer("pos_weight", None)
+        self.pos_weight = pos_weight
+        self.reduction = reduction
+
+    def forward(self, logits, target):
+        return F.binary_cross_entropy_with_logits(logits, target, pos_weight=self.pos_weight, reduction=self.reduction)
+
+
+class ClassWeightedLoss(nn.Module):
+    """The same weight handed to the functional loss as it was given."""
+
+    def __init__(self, pos_weight=1.0):
+        super().__init__()
+        self.pos_weight = pos_weight
+
+    def forward(self, logits, target):
+        return F.binary_cross_entropy_with_logits(logits, target.sigmoid(), pos_weight=self.pos_weight)
+'''
+
+
+def test_a_number_the_module_keeps_as_a_tensor_is_given_as_one(tmp_path):
+    """torch-ecg's losses (set 24): a class weight guessed as 1.0 failed with "cannot assign 'float'
+    object to buffer 'pos_weight'" (or "argument 'pos_weight' must be Tensor, not float") on every
+    input guess; the argument the message names becomes a tensor of that number."""
+    from tests.test_harvesting_forward_forms import _harvest, _load
+
+    problems = _harvest(tmp_path, "losses.py", "import torch.nn.functional as F\n" + CLASS_WEIGHTED_LOSSES)
+    for name in ("WeightedBCELoss", "ClassWeightedLoss"):
+        ns = _load(problems[name].reference_source)
+        (weight, *_) = ns["get_init_inputs"]()
+        assert isinstance(weight, torch.Tensor) and weight.numel() == 1, name
