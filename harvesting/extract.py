@@ -193,6 +193,20 @@ def _extract(repo: Repository, path: str, class_name: str) -> Extracted:
     idx = parsed.classes[class_name]
     collector = _Collector(repo)
     collector.need(path, idx, None)
+    passed = _passed_classes(parsed, class_name)
+    if passed:
+        # the file's own classes its callers hand it (`ResNet(BasicBlock, [2, 2, 2, 2])` in a factory
+        # function): kept beside it, so a guess can pass one where the class builds its parameter
+        # (`block(self.inplanes, planes)`, `block.expansion`); left out when one cannot stand alone
+        with_passed = _Collector(repo)
+        try:
+            with_passed.need(path, idx, None)
+            for cidx in passed:
+                with_passed.need(path, cidx, None)
+        except ExtractionError:
+            pass
+        else:
+            collector = with_passed
     collector.final_names()
     import_lines: list[str] = []
     body: list[str] = []
@@ -227,6 +241,29 @@ def _extract(repo: Repository, path: str, class_name: str) -> Extracted:
     source = "\n".join(import_lines) + ("\n\n\n" if import_lines else "") + "\n\n\n".join(b.rstrip() for b in body) + "\n"
     final_name = collector.renames.get(path, {}).get(class_name, class_name)
     return Extracted(path=path, class_name=final_name, line=_line(parsed, idx), source=source, files=files)
+
+
+def _passed_classes(parsed: ParsedFile, class_name: str, limit: int = 2) -> list[int]:
+    """Statement indices of the file's classes (at most `limit`, first found first) that the file's
+    own code passes to a call of `class_name` as an argument: `ResNet(BasicBlock, [2, 2, 2, 2])`."""
+    found: list[int] = []
+    for code in parsed.codes:
+        if class_name + "(" not in code:
+            continue
+        try:
+            tree = ast.parse(code.strip())
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == class_name:
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if isinstance(arg, ast.Name) and arg.id != class_name and arg.id in parsed.classes:
+                        cidx = parsed.classes[arg.id]
+                        if cidx not in found:
+                            found.append(cidx)
+                        if len(found) >= limit:
+                            return found
+    return found
 
 
 def _definition_order(body: list[str], *, evaluates_annotations: bool) -> list[str]:

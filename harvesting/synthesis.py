@@ -30,7 +30,7 @@ from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.record_inputs import record_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
 from autotriton.harvesting.signatures import _Param, _classes, _method, _method_owner, _params, _source_bases, module_names
-from autotriton.harvesting.usage_guess import usage_guess
+from autotriton.harvesting.usage_guess import _MODULE_API, usage_guess
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages
 
 
@@ -264,7 +264,12 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 last_needed = i
                 continue
             guess = _guess_value(p.name, p.annotation, D, module_usage(init_fn, p.name))
-            if usage is not None and module_usage(init_fn, p.name) == "called":
+            owner = _class_with_attributes(classes, usage) if usage is not None else None
+            if owner is not None:
+                # `block(self.inplanes, planes)` and `block.expansion`: a class of the file that has those
+                # attributes (a ResNet's BasicBlock), built by the code as it builds its own
+                guess = (owner, owner)
+            elif usage is not None and module_usage(init_fn, p.name) == "called":
                 if guess is None or "torch.nn." not in str(guess[0]):
                     guess = ("torch.nn.Identity", "torch.nn.Identity")  # a class __init__ builds: any arguments
             elif usage is not None:
@@ -329,6 +334,22 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
 
 # forward parameters that name the input a module computes on
 _INPUT_NAMES = re.compile(r"^(x|xs|inp|input|inputs|input_ids|hidden_states?|samples?|audio|waveforms?|images?|imgs?|features|feats|tokens|embeddings?|src|seq|sequence)$")
+
+
+def _class_with_attributes(classes: dict[str, ast.ClassDef], usage: Usage) -> str | None:
+    """The first module class of the source (one with a forward; not Model) whose body sets every attribute the code
+    reads of a parameter it calls (`block.expansion`), or None: the parameter is a class to build."""
+    wanted = set(usage.attributes) - _MODULE_API
+    if not usage.called or not wanted:
+        return None
+    for name, cls in classes.items():
+        if name == "Model" or _method(classes, name, "forward") is None:
+            continue
+        own = {t.id for stmt in cls.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+               for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)}
+        if wanted <= own:
+            return name
+    return None
 
 
 def _keep_default_order(params: list[_Param], shrunk: dict[str, int], values: dict[str, Any], codes: list[str],
