@@ -33,7 +33,7 @@ from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, 
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
-from autotriton.harvesting.signatures import parameter_named_in
+from autotriton.harvesting.signatures import optional_input_named_in, parameter_named_in
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
 
@@ -209,6 +209,7 @@ class _Pending:
     done: bool = False
     env_paths: list[str] = field(default_factory=list)  # site-packages of its dependency environment
     demanded: set[str] = field(default_factory=set)  # optional constructor parameters errors asked for
+    inputs: set[str] = field(default_factory=set)  # optional forward inputs errors showed forward uses
     rewrites: int = 0  # rounds granted beyond harvest.max_attempts: forward ran, only its Model was rewritten
 
     def budget(self, max_attempts: int) -> int:
@@ -534,10 +535,13 @@ class Harvester:
                     # an error that names an optional constructor parameter left at None ("n_chans could
                     # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first
                     named = None if last_round else parameter_named_in(p.model_source, full_detail, p.demanded)
-                    if named is not None:
-                        p.demanded.add(named)
+                    # forward used an optional input left at None as a tensor (`tgt + query_pos`): guesses that give it
+                    used = None if last_round or named else optional_input_named_in(p.model_source, full_detail, p.inputs)
+                    if named is not None or used is not None:
+                        p.demanded.update([named] if named else [])
+                        p.inputs.update([used] if used else [])
                         try:
-                            fixed = synthesize(p.model_source, max_attempts=2, demand=p.demanded)[:2] + fixed
+                            fixed = synthesize(p.model_source, max_attempts=2, demand=p.demanded, inputs=p.inputs)[:2] + fixed
                         except SynthesisError:
                             pass
                     # a repair that leads back to a guess already tried (the bottleneck's channel

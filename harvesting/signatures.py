@@ -95,3 +95,46 @@ def parameter_named_in(standalone: str, detail: str, given: Iterable[str] = ()) 
         if word in optional and len(word) > 2:
             return word
     return None
+
+
+# forward used an input left at None as a tensor: `tgt + query_pos`, `pos.transpose(0, 1)`, `mask[:, None]`
+_NONE_USED = re.compile(r"unsupported operand type\(s\) for [^:]+: '(?:Tensor|NoneType)' and '(?:NoneType|Tensor)'|"
+                        r"'NoneType' object (?:has no attribute|is not subscriptable)|"
+                        r"must be Tensor, not NoneType")
+
+
+def optional_input_named_in(standalone: str, detail: str, given: Iterable[str] = ()) -> str | None:
+    """For an error that says forward used None as a tensor, the optional input (a positional
+    parameter of Model.forward defaulting to None, not in `given`) to give: the first the error's
+    last lines name (the traceback's line of code, `q = k = tgt + query_pos`), else the first one.
+    DETR-style layers add their positional encodings unguarded (`query_pos=None` in the signature)."""
+    if not _NONE_USED.search(detail):
+        return None
+    try:
+        forward = _method(_classes(ast.parse(standalone)), "Model", "forward")
+    except SyntaxError:
+        return None
+    if forward is None:
+        return None
+    optional = [p.name for p in _params(forward) if p.kind == "pos" and p.default == "None" and p.name not in set(given)]
+    if not optional:
+        return None
+    lines = [line for line in detail.strip().splitlines() if line.strip()][-4:]
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(lines)))
+    return next((name for name in optional if name in words), optional[0])
+
+
+def class_with_attributes(classes: dict[str, ast.ClassDef], attributes: set[str]) -> str | None:
+    """The first module class of the source (one with a forward; not Model) whose body sets every
+    one of `attributes` (`expansion = 4`), or None: for a parameter the code builds and reads
+    (`block(self.inplanes, planes)`, `block.expansion`), a class to pass."""
+    if not attributes:
+        return None
+    for name, cls in classes.items():
+        if name == "Model" or _method(classes, name, "forward") is None:
+            continue
+        own = {t.id for stmt in cls.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+               for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)}
+        if attributes <= own:
+            return name
+    return None

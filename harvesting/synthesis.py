@@ -29,7 +29,9 @@ from autotriton.harvesting.constraints import constructor_constraints, declared_
 from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.record_inputs import record_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
-from autotriton.harvesting.signatures import _Param, _classes, _method, _method_owner, _params, _source_bases, module_names
+from autotriton.harvesting.signatures import (
+    _Param, _classes, _method, _method_owner, _params, _source_bases, class_with_attributes, module_names,
+)
 from autotriton.harvesting.usage_guess import _MODULE_API, usage_guess
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages
 
@@ -264,7 +266,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 last_needed = i
                 continue
             guess = _guess_value(p.name, p.annotation, D, module_usage(init_fn, p.name))
-            owner = _class_with_attributes(classes, usage) if usage is not None else None
+            owner = class_with_attributes(classes, set(usage.attributes) - _MODULE_API) if usage is not None and usage.called else None
             if owner is not None:
                 # `block(self.inplanes, planes)` and `block.expansion`: a class of the file that has those
                 # attributes (a ResNet's BasicBlock), built by the code as it builds its own
@@ -334,22 +336,6 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
 
 # forward parameters that name the input a module computes on
 _INPUT_NAMES = re.compile(r"^(x|xs|inp|input|inputs|input_ids|hidden_states?|samples?|audio|waveforms?|images?|imgs?|features|feats|tokens|embeddings?|src|seq|sequence)$")
-
-
-def _class_with_attributes(classes: dict[str, ast.ClassDef], usage: Usage) -> str | None:
-    """The first module class of the source (one with a forward; not Model) whose body sets every attribute the code
-    reads of a parameter it calls (`block.expansion`), or None: the parameter is a class to build."""
-    wanted = set(usage.attributes) - _MODULE_API
-    if not usage.called or not wanted:
-        return None
-    for name, cls in classes.items():
-        if name == "Model" or _method(classes, name, "forward") is None:
-            continue
-        own = {t.id for stmt in cls.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))
-               for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)}
-        if wanted <= own:
-            return name
-    return None
 
 
 def _keep_default_order(params: list[_Param], shrunk: dict[str, int], values: dict[str, Any], codes: list[str],
@@ -453,9 +439,10 @@ def _abstract(fn: ast.FunctionDef) -> bool:
 
 
 def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...] = (32, 16),
-               demand: Iterable[str] = ()) -> list[Attempt]:
+               demand: Iterable[str] = (), inputs: Iterable[str] = ()) -> list[Attempt]:
     """Attempts, best guess first, for the `Model` class of `standalone` (already renamed).
-    `demand`: constructor parameters defaulting to None to guess anyway (an error named them).
+    `demand`: constructor parameters defaulting to None to guess anyway (an error named them);
+    `inputs`: forward's optional inputs to give (forward used them as tensors), with those before them.
 
     Raises SynthesisError(no_forward | keyword_only_init | no_guess) when nothing can be tried.
     """
@@ -496,6 +483,10 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
         last = max((k for k, p in enumerate(optional) if p.name in asserted), default=-1)
         if last >= 0 and positional.index(optional[0]) == len(required) and all(p.name in asserted for p in optional[:last + 1]):
             required = required + optional[:last + 1]
+    wanted = set(inputs)
+    if wanted and any(p.name in wanted for p in positional):
+        last = max(k for k, p in enumerate(positional) if p.name in wanted)
+        required = required + [p for p in positional[:last + 1] if p not in required]
     calls = _as_torch_layers(_layer_calls(list(classes.values())), classes)
     usages: dict[str, Usage] = {}
     if isinstance(init, ast.FunctionDef):
@@ -536,6 +527,10 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
                     break
         per_input: list[list[tuple[str, dict[str, Any]]]] = []
         for p in required:
+            if p.name in wanted and per_input and per_input[0] and per_input[0][0][1].get("kind") == "tensor":
+                # used with the first input where forward had None (`tgt + query_pos`): its shape
+                per_input.append(per_input[0])
+                continue
             keyed = dict_input_options(p, forward, calls, values, D, spatial,
                                        init if isinstance(init, ast.FunctionDef) else None)
             if keyed:  # `features["token_embeddings"]`: a dict of tensors with the keys forward reads

@@ -446,3 +446,37 @@ def test_forward_inputs_passed_as_sizes_to_view_or_reshape_are_ints(tmp_path):
     patches, height, width = problems["BlocksToImage"].input_spec
     assert height["kind"] == width["kind"] == "int" and patches["kind"] == "tensor"
     assert all(s["kind"] == "tensor" for s in problems["Gate"].input_spec)
+
+
+# -- optional inputs forward uses unguarded --------------------------------------------------
+
+UNGUARDED_OPTIONAL = '''
+class DecoderLayer(nn.Module):
+    """A DETR-style layer: positional encodings default to None, then are added unguarded."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=64):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, nhead)
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, tgt, memory_mask=None, pos=None, query_pos=None):
+        q = k = tgt + query_pos
+        tgt = self.norm1(tgt + self.self_attn(q, k, value=tgt)[0])
+        return self.norm2(tgt + self.linear2(torch.relu(self.linear1(tgt))))
+'''
+
+
+def test_an_optional_input_forward_adds_unguarded_is_given(tmp_path):
+    """`q = k = tgt + query_pos` with `query_pos=None` (sam2's and DETR's layers; ~10 classes a
+    held-out set): called with `tgt` alone it fails on None whatever the guess; the input the
+    error's line names is given, with the optional inputs before it, and sized as `tgt`."""
+    problems = _harvest(tmp_path, "decoder.py", UNGUARDED_OPTIONAL)
+    ns = _load(problems["DecoderLayer"].reference_source)
+    inputs = ns["get_inputs"]()
+    assert len(inputs) == 4 and inputs[3] is not None and inputs[3].shape == inputs[0].shape
+    model = ns["Model"](*ns["get_init_inputs"]()).eval()
+    with torch.no_grad():
+        assert model(*inputs).shape == inputs[0].shape
