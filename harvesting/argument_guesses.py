@@ -226,7 +226,8 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     if ann.startswith(("Sequence[float]", "List[float]", "list[float]", "Tuple[float", "tuple[float", "Iterable[float]")):
         return "[0.25, 0.5]", [0.25, 0.5]  # fractions: cutoffs, probabilities, scales
     if ann == "str":
-        return None
+        # an identifier (`adapter_name: str`, a key into the module's own dicts): any name serves
+        return ("'default'", "default") if re.search(r"(^|_)(name|key|id|prefix|tag)$", n) else None
     if ann in ("int", "Optional[int]") or any(w in n for w in _SIZE_WORDS) or re.match(r"^(n|num|d|in|out)(_|$)", n):
         return str(D), D
     if ann == "" or "int" in ann:

@@ -377,3 +377,29 @@ def test_widths_named_after_a_module_are_sizes_not_modules(tmp_path):
     attempt = synthesize(HEADER + WIDTH_NAMES.replace("class FeedForwardBlock", "class Model"))[0]
     assert all(code.isdigit() for code in attempt.init_code[:2]), attempt.init_code
     assert_all_runnable(tmp_path, "ff.py", WIDTH_NAMES, 1)
+
+
+NAMED_ADAPTERS = '''
+class ScaledAdapter(nn.Module):
+    """An adapter registered under a name, as LoRA-style layers keep one per adapter (peft, set 25)."""
+
+    def __init__(self, in_features: int, adapter_name: str, r: int = 4):
+        super().__init__()
+        self.active_adapter = adapter_name
+        self.down = nn.ModuleDict({adapter_name: nn.Linear(in_features, r, bias=False)})
+        self.up = nn.ModuleDict({adapter_name: nn.Linear(r, in_features, bias=False)})
+
+    def forward(self, x):
+        return x + self.up[self.active_adapter](self.down[self.active_adapter](x))
+'''
+
+
+def test_a_string_identifier_is_guessed_as_a_name(tmp_path):
+    """`adapter_name: str` (peft's tuner layers, set 25: 16 no_guess): a str parameter named as an
+    identifier (name, key, id, prefix, tag) is any name; other str parameters still have no guess
+    from the hint alone."""
+    from autotriton.harvesting.argument_guesses import _guess_value
+
+    assert _guess_value("adapter_name", "str", 32) == ("'default'", "default")
+    assert _guess_value("mode", "str", 32) is None
+    assert_all_runnable(tmp_path, "adapter.py", NAMED_ADAPTERS, 1)
