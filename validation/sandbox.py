@@ -211,18 +211,22 @@ def _close_others(keep: tuple[int, ...]) -> None:
     os.closerange(low, 65536)
 
 
-def kill_group(pgid: int) -> None:
-    """SIGKILL a candidate's whole process group, repeatedly, until nobody answers (fork races)."""
-    for _ in range(50):
+def kill_group(pgid: int, timeout_s: float = 5.0) -> None:
+    """SIGKILL a candidate's whole process group, repeatedly, until nobody answers (fork races) or
+    `timeout_s` passes. Between tries it yields the CPU a little longer each time: on a loaded
+    machine a fork bomb's children are still being created or torn down after 50 back-to-back
+    tries (CI beside a harvest on 2 cores saw them outlive the verdict)."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.0005
+    while True:
         try:
             os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             return
-        except PermissionError:
+        if not _group_alive(pgid) or time.monotonic() > deadline:
             return
-        if not _group_alive(pgid):
-            return
-    return
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _group_alive(pgid: int) -> bool:
