@@ -288,7 +288,7 @@ def constructor_constraints(classes: dict[str, ast.ClassDef], class_name: str, p
     # a condition grown past any size a solver could use (substitution shares subtrees, so through
     # nested constructors a tree can be exponentially larger walked than stored: a harvest spent
     # over 30 minutes walking one of torch-uncertainty's) is left out unread
-    found = [c for c in found if c is not _OPAQUE and not _larger_than(c, 4 * _MAX_NODES)]
+    found = [c for c in found if not _larger_than(c, 4 * _MAX_NODES)]
     return [c for c in found if _names(c) and _names(c) <= allowed]
 
 
@@ -317,8 +317,7 @@ def _callee_constraints(classes: dict[str, ast.ClassDef], callee: str, call: ast
         # one of ours that merely shares it.
         bound.setdefault(p.name, _OPAQUE)
     inner = constructor_constraints(classes, callee, [p.name for p in params], init, _method(classes, callee, "forward"), depth + 1)
-    out = [_substitute(c, bound) for c in inner]
-    return [c for c in out if c is not _OPAQUE and not _larger_than(c, 4 * _MAX_NODES)]
+    return [_substitute(c, bound) for c in inner]  # oversized ones are dropped by the caller's filter
 
 
 def declared_forms(init: ast.FunctionDef | None) -> dict[str, tuple[str, Any]]:

@@ -198,16 +198,17 @@ def _mask_option(key_options: list[tuple[str, dict[str, Any]]], main: dict[str, 
     as a mask of missing values is), else the shape of the key's own guess."""
     own = key_options[0] if key_options else ("torch.ones(2, 8)", {"kind": "tensor", "shape": [2, 8], "dtype": "float32"})
     beside = list(main.get("shape", [])) if main is not None else []
-    if main is not None and (main.get("dtype") == "int64" or elementwise):
-        shape = beside  # token ids: one mask value per id; missing values: one per value
+    if elementwise and main is not None:
+        # one value per value, zeros among the ones: a mask of all ones (nothing missing) leaves an
+        # imputer nothing to compute
+        spec = {"kind": "tensor", "shape": beside, "dtype": "int64", "high": 2} if integer else \
+            {"kind": "tensor", "shape": beside, "dtype": "float32", "range": "binary"}
+        return tensor_code(beside, spec), spec
+    if main is not None and main.get("dtype") == "int64":
+        shape = beside  # token ids: one mask value per id
     else:
         shape = beside[:-1] if len(beside) >= 2 else list(own[1].get("shape", [2, 8]))
     dims = ", ".join(map(str, shape))
-    if elementwise and main is not None:
-        # zeros among the ones: a mask of all ones (nothing missing) leaves an imputer nothing to compute
-        spec = {"kind": "tensor", "shape": shape, "dtype": "int64", "high": 2} if integer else \
-            {"kind": "tensor", "shape": shape, "dtype": "float32", "range": "binary"}
-        return tensor_code(shape, spec), spec
     if integer:
         return f"torch.ones(({dims},), dtype=torch.int64)", {"kind": "tensor", "shape": shape, "dtype": "int64"}
     return f"torch.ones({dims}{',' if len(shape) == 1 else ''})", {"kind": "tensor", "shape": shape, "dtype": "float32"}

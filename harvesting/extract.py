@@ -191,22 +191,19 @@ def _extract(repo: Repository, path: str, class_name: str) -> Extracted:
     if parsed is None or class_name not in parsed.classes:
         raise ExtractionError("not_found", f"{path}: no class {class_name}")
     idx = parsed.classes[class_name]
-    collector = _Collector(repo)
-    collector.need(path, idx, None)
+    # the file's own classes its callers hand it (`ResNet(BasicBlock, [2, 2, 2, 2])` in a factory
+    # function): kept beside it, so a guess can pass one where the class builds its parameter
+    # (`block(self.inplanes, planes)`, `block.expansion`); left out when one cannot stand alone
     passed = _passed_classes(parsed, class_name)
-    if passed:
-        # the file's own classes its callers hand it (`ResNet(BasicBlock, [2, 2, 2, 2])` in a factory
-        # function): kept beside it, so a guess can pass one where the class builds its parameter
-        # (`block(self.inplanes, planes)`, `block.expansion`); left out when one cannot stand alone
-        with_passed = _Collector(repo)
-        try:
-            with_passed.need(path, idx, None)
-            for cidx in passed:
-                with_passed.need(path, cidx, None)
-        except ExtractionError:
-            pass
-        else:
-            collector = with_passed
+    collector = _Collector(repo)
+    try:
+        for sidx in [idx, *passed]:
+            collector.need(path, sidx, None)
+    except ExtractionError:
+        if not passed:
+            raise
+        collector = _Collector(repo)
+        collector.need(path, idx, None)
     collector.final_names()
     import_lines: list[str] = []
     body: list[str] = []

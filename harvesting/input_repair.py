@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from autotriton.harvesting.input_display import item_codes, rebuilt, tensor_code
-from autotriton.harvesting.signatures import _classes, _method, _params
+from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
 
 
@@ -509,11 +509,7 @@ def tensor_argument(standalone: str, attempt: Attempt, detail: str) -> Attempt |
     if m is None:
         return None
     name = m.group(1) or m.group(2)
-    try:
-        init = _method(_classes(ast.parse(standalone)), "Model", "__init__")
-    except SyntaxError:
-        return None
-    params = [p for p in _params(init) if p.kind == "pos"] if init is not None else []
+    params = [p for p in model_params(standalone, "__init__") or () if p.kind == "pos"]
     i = next((k for k, p in enumerate(params) if p.name == name), None)
     if i is None:
         return None

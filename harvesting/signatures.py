@@ -4,6 +4,7 @@ methods) from the AST; shared by input synthesis and the constraint reader. Neve
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -78,19 +79,28 @@ def _method_owner(classes: dict[str, ast.ClassDef], name: str, method: str,
     return None
 
 
+@functools.lru_cache(maxsize=32)
+def model_params(standalone: str, method: str) -> tuple[_Param, ...] | None:
+    """The parameters of `Model.<method>` in `standalone` (its own or a base's of the source), or None
+    when it does not parse or has none: read once per source by the harvester's error readers
+    (parameter_named_in, optional_input_named_in, input_repair.tensor_argument) on each failed guess."""
+    try:
+        fn = _method(_classes(ast.parse(standalone)), "Model", method)
+    except SyntaxError:
+        return None
+    return tuple(_params(fn)) if fn is not None else None
+
+
 def parameter_named_in(standalone: str, detail: str, given: Iterable[str] = ()) -> str | None:
     """The first constructor parameter of `Model` defaulting to None (and not in `given`) that the
     last line of an error names: braindecode's "n_chans could not be inferred. Either specify
     n_chans or chs_info." raised by a base class's property, which no reading of __init__ sees.
     Passed to synthesize's `demand`, it is guessed like a required one."""
     lines = [line for line in detail.strip().splitlines() if line.strip()]
-    try:
-        init = _method(_classes(ast.parse(standalone)), "Model", "__init__")
-    except SyntaxError:
+    params = model_params(standalone, "__init__")
+    if not lines or params is None:
         return None
-    if not lines or init is None:
-        return None
-    optional = {p.name for p in _params(init) if p.kind == "pos" and p.default == "None"} - set(given)
+    optional = {p.name for p in params if p.kind == "pos" and p.default == "None"} - set(given)
     for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", lines[-1]):
         if word in optional and len(word) > 2:
             return word
@@ -108,15 +118,10 @@ def optional_input_named_in(standalone: str, detail: str, given: Iterable[str] =
     parameter of Model.forward defaulting to None, not in `given`) to give: the first the error's
     last lines name (the traceback's line of code, `q = k = tgt + query_pos`), else the first one.
     DETR-style layers add their positional encodings unguarded (`query_pos=None` in the signature)."""
-    if not _NONE_USED.search(detail):
+    params = model_params(standalone, "forward") if _NONE_USED.search(detail) else None
+    if params is None:
         return None
-    try:
-        forward = _method(_classes(ast.parse(standalone)), "Model", "forward")
-    except SyntaxError:
-        return None
-    if forward is None:
-        return None
-    optional = [p.name for p in _params(forward) if p.kind == "pos" and p.default == "None" and p.name not in set(given)]
+    optional = [p.name for p in params if p.kind == "pos" and p.default == "None" and p.name not in set(given)]
     if not optional:
         return None
     lines = [line for line in detail.strip().splitlines() if line.strip()][-4:]
