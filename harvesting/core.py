@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autotriton.describe import with_instruction
-from autotriton.environments import DependencyError, EnvironmentCache, EnvironmentConfig, requirement_key
+from autotriton.environments import DependencyError, EnvironmentCache, EnvironmentConfig, canonical_name, requirement_key
 from autotriton.harvesting.config import HarvestConfig
 from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
 from autotriton.harvesting.extract import (
@@ -147,6 +147,11 @@ def missing_package(detail: str) -> str | None:
     return (m.group(1) or m.group(2)) if m else None
 
 
+def _requirement_name(requirement: str) -> str:
+    """`einops>=0.6` -> `einops` (canonical: the name an environment's requirement set keys on)."""
+    return canonical_name(re.split(r"[\s;\[<>=!~@]", requirement.strip(), maxsplit=1)[0])
+
+
 def op_tags(source: str) -> list[str]:
     return [tag for tag, pat in _OP_PATTERNS if re.search(pat, source)]
 
@@ -198,6 +203,10 @@ def _reorder_after_failure(attempts: list[Attempt], start: int, detail: str) -> 
 
 # Model rewrites a module may be given beyond harvest.max_attempts (one each: tuple outputs, moved parameters)
 _REWRITES = 2
+# Packages a module's probe found missing that its requirements did not name, each installed into its
+# environment and the same guess run again (a dependency importing one it does not declare:
+# segment_anything -> torchvision); beyond harvest.max_attempts too
+_ADDED_DEPENDENCIES = 3
 
 
 @dataclass
@@ -211,9 +220,12 @@ class _Pending:
     demanded: set[str] = field(default_factory=set)  # optional constructor parameters errors asked for
     inputs: set[str] = field(default_factory=set)  # optional forward inputs errors showed forward uses
     rewrites: int = 0  # rounds granted beyond harvest.max_attempts: forward ran, only its Model was rewritten
+    added: int = 0  # rounds granted beyond it for a dependency the probe found missing and installed
+    declared: dict[str, str] = field(default_factory=dict)  # its repository's declared requirements ...
+    local: frozenset[str] = frozenset()  # ... and own top-level packages (what a missing import maps to)
 
     def budget(self, max_attempts: int) -> int:
-        return max_attempts + self.rewrites
+        return max_attempts + self.rewrites + self.added
 
 
 class Harvester:
@@ -406,7 +418,8 @@ class Harvester:
         except SyntaxError as exc:
             self._finish_rejected(base, "syntax_error", str(exc))
             return module
-        self.pending.append(_Pending(base, model_source, attempts))
+        self.pending.append(_Pending(base, model_source, attempts, declared=self._declared,
+                                     local=frozenset(self._local_packages)))
         return module
 
     def _finish_rejected(self, problem: Problem, reason: str, detail: str) -> None:
@@ -484,7 +497,7 @@ class Harvester:
             task = bar.add_task("probe inputs", total=total)
             # a rewrite of Model (dict outputs, parameters moved) reuses a guess that ran: it costs no guess,
             # so a module may take up to _REWRITES rounds beyond harvest.max_attempts
-            for round_no in range(self.config.max_attempts + _REWRITES):
+            for round_no in range(self.config.max_attempts + _REWRITES + _ADDED_DEPENDENCIES):
                 batch = [p for p in self.pending if not p.done and round_no < len(p.attempts)]
                 if not batch:
                     break
@@ -504,6 +517,14 @@ class Harvester:
                     if reason == "runtime_error" and "Can't instantiate abstract class" in detail:
                         reason = "abstract_class"  # a base class of the package, not a model: no other guess can help
                     last_round = round_no + 1 >= p.budget(self.config.max_attempts)
+                    if reason == "missing_dependency":
+                        installed, note = self._install_missing(p, detail)
+                        if installed:  # the same guess again, in the grown environment
+                            p.attempts.insert(round_no + 1, p.attempts[round_no])
+                            del p.attempts[p.budget(self.config.max_attempts):]
+                            bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
+                            continue
+                        detail += note
                     # It ran, but returned a dict or a dataclass (structured_outputs.py), or returned its
                     # input at its initial parameters, weight 1 and bias 0 (perturbed.py): the same inputs
                     # again, with a Model that returns its tensors as a tuple / has its parameters moved.
@@ -566,6 +587,32 @@ class Harvester:
                         p.problem.reference_source = src
                         self._finish_rejected(p.problem, r if reason not in PERMANENT_REASONS else reason,
                                               d if reason not in PERMANENT_REASONS else detail)
+
+    def _install_missing(self, p: _Pending, detail: str) -> tuple[bool, str]:
+        """A package the probe found missing (`No module named 'torchvision'`) that the module's
+        requirements do not name: added to them and its environment built (cached), with no input
+        guess spent. (True, "") when installed; (False, why not) when it was tried and failed;
+        (False, "") when nothing applies (no environments, the repository's own package, named already)."""
+        top = missing_package(detail)
+        if self.environments is None or top is None or top in p.local or p.added >= _ADDED_DEPENDENCIES:
+            return False, ""
+        added = module_requirements(f"import {top}\n", p.declared, local_packages=p.local)
+        have = {_requirement_name(r) for r in p.problem.requirements}
+        added = [r for r in added if _requirement_name(r) not in have]
+        if not added:
+            return False, ""
+        requirements = [*p.problem.requirements, *added]
+        try:
+            env = EnvironmentCache(self.environments).ensure(requirements)
+        except (DependencyError, ValueError, OSError, subprocess.SubprocessError) as exc:
+            why = exc.detail if isinstance(exc, DependencyError) else f"{type(exc).__name__}: {exc}"
+            return False, f" (not in its requirements; installing {', '.join(added)} failed: {why[:300]})"
+        p.added += 1
+        p.problem.requirements = requirements
+        p.problem.environment_key = requirement_key(requirements)
+        p.env_paths = list(env.site_packages)
+        self.result.extra.setdefault("added_dependencies", Counter())[", ".join(added)] += 1
+        return True, ""
 
     def _accept(self, p: _Pending, attempt: Attempt, source: str | None = None) -> None:
         p.done = True

@@ -400,3 +400,60 @@ def test_declared_requirements_of_unpacked_packages_read_their_metadata(tmp_path
     (sdist / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["einops>=0.8"]\n')
     # the folder's own pyproject wins over the metadata; markers are dropped; the body is not read
     assert declared_in_package(sdist) == {"einops": "einops>=0.8", "timm": "timm"}
+
+
+def _wheel(folder: Path, dist: str, version: str, files: dict[str, str]) -> Path:
+    """A pure-Python wheel of `files` whose metadata declares no dependency."""
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{dist.replace('-', '_')}-{version}"
+    path = folder / f"{stem}-py3-none-any.whl"
+    info = f"{stem}.dist-info"
+    files = {**files, f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: autotriton-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+        zf.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n")
+    return path
+
+
+def test_a_dependency_that_imports_an_undeclared_package_gets_it_installed_when_the_probe_names_it(world, tmp_path):
+    """The repository declares `atzq-vendored-lib`, whose own metadata forgets that it imports einops
+    (as segment_anything imports torchvision): the first probe fails with `No module named 'einops'`;
+    einops is added to the module's requirements, its environment built, and the same guess runs.
+    A missing package that no index has is still missing_dependency, its detail saying what was tried."""
+    from autotriton.harvesting import harvest_local
+
+    wheels = tmp_path / "wheels"
+    _wheel(wheels, "atzq-vendored-lib", "0.1", {
+        "atzq_vendored/__init__.py": "import einops\n\n\ndef flip(x):\n    return einops.rearrange(x, 'b c -> c b')\n",
+        "atzq_vendored/gone.py": "import atzq_nowhere_mod_zq\n\n\ndef f(x):\n    return x\n",
+    })
+    pkg = _package(tmp_path, "usesvendor", ["atzq-vendored-lib"], {
+        "flip.py": "import torch\nimport torch.nn as nn\nfrom atzq_vendored import flip\n\n\nclass FlipScale(nn.Module):\n"
+                   "    def forward(self, x):\n        return flip(x) * 2.0\n",
+        "gone.py": "import torch.nn as nn\nfrom atzq_vendored.gone import f\n\n\nclass UsesGone(nn.Module):\n"
+                   "    def forward(self, x):\n        return f(x) + 1.0\n",
+    })
+    envs = world["envs"].model_copy(update={"find_links": [str(wheels)], "cache_dir": str(tmp_path / "envs")})
+    cfg = HarvestConfig(incremental=False, state_path=str(tmp_path / "state.json"))
+
+    def probe(sources, environments=None):
+        return world["pool"].probe_many(sources, environments=environments)
+
+    result = harvest_local(pkg, cfg, probe=probe, environments=envs)
+    by_name = {p.name: p for p in result.problems}
+    flip_scale, gone = by_name["FlipScale"], by_name["UsesGone"]
+    assert flip_scale.status == "runnable", result.details.get(flip_scale.key)
+    assert flip_scale.requirements == ["atzq-vendored-lib", "einops"]
+    assert flip_scale.environment_key == requirement_key(["atzq-vendored-lib", "einops"])
+    assert "einops" in EnvironmentCache(envs).lookup(flip_scale.requirements).installed
+    # both modules import the package, whose __init__ imports einops: added for each
+    assert result.stats["added_dependencies"] == {"einops": 2}
+    assert gone.status == "rejected" and gone.reject_reason == "missing_dependency"
+    assert gone.requirements == ["atzq-vendored-lib", "einops"]
+    detail = result.details[gone.key]
+    assert "atzq_nowhere_mod_zq" in detail and "installing atzq-nowhere-mod-zq failed" in detail
+    assert result.stats["missing_dependencies"] == {"atzq_nowhere_mod_zq": 1}
