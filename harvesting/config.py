@@ -29,7 +29,7 @@ class HarvestConfig(BaseModel):
     eval_suites: list[str] = Field(default_factory=list, description="evaluation suites (KernelBench-format JSONL, TritonBench-T data, by path) whose problems, and near copies of them, never enter training exports; matches are recorded as decontamination rejections")
     decontamination_threshold: float = Field(0.8, gt=0, le=1, description="Jaccard similarity (of the models, sizes and input builders aside) from which a problem counts as a near copy of an evaluation problem")
     max_file_bytes: int = Field(1_000_000, ge=1, description="skip source files larger than this")
-    max_problem_chars: int = Field(30_000, ge=100, description="reject standalone problems longer than this (too_large); a longer one first loses the methods, helpers and imports its forward never reaches, then its docstrings (harvesting/prune.py)")
+    max_problem_chars: int = Field(30_000, ge=100, description="reject standalone problems longer than this (too_large); a longer one first loses the methods, helpers and imports its forward never reaches, then its docstrings, then its comments (harvesting/prune.py)")
     near_duplicate_threshold: float = Field(0.85, gt=0, le=1, description="MinHash Jaccard threshold for near-duplicates")
     probe: bool = Field(True, description="confirm each problem by running it in the validation sandbox (off: trust the first input guess, for quick previews only)")
     max_attempts: int = Field(6, ge=1, description="input guesses tried per module before it is rejected")

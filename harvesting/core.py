@@ -24,7 +24,7 @@ from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
 from autotriton.harvesting.extract import (
     ExtractionError, ModuleClassIndex, Repository, extract_class, rename_to_model,
 )
-from autotriton.harvesting.prune import prune_unused, strip_docstrings
+from autotriton.harvesting.prune import prune_unused, strip_comments, strip_docstrings
 from autotriton.harvesting.requirements import module_requirements, package_import_source
 from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
@@ -373,6 +373,8 @@ class Harvester:
             standalone = prune_unused(standalone, source_name or class_name)
             if len(standalone) > self.config.max_problem_chars:
                 standalone = strip_docstrings(standalone)
+            if len(standalone) > self.config.max_problem_chars:
+                standalone = strip_comments(standalone)
         kind, of_what = self.dedup.check(standalone, f"{ref.repo}:{ref.path}:{class_name}")
         if kind is not None:
             self.result.duplicates += 1
@@ -397,8 +399,8 @@ class Harvester:
                        licence=ref.licence, op_tags=op_tags(standalone), requirements=requirements,
                        environment_key=environment_key)
         if len(standalone) > self.config.max_problem_chars:
-            self._finish_rejected(base, "too_large", f"{len(standalone)} characters (without the code forward never reaches "
-                                  f"and docstrings) > harvest.max_problem_chars={self.config.max_problem_chars}")
+            self._finish_rejected(base, "too_large", f"{len(standalone)} characters (without the code forward never reaches, "
+                                  f"docstrings and comments) > harvest.max_problem_chars={self.config.max_problem_chars}")
             return module
         # Random calls forward could reach, read from the source: the verdict when nothing runs the
         # module (harvest.probe off); otherwise the probe decides by moving torch's RNG before forward,

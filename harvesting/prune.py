@@ -14,7 +14,8 @@ pass needs a third (RESULTS.md, set 12). `prune_unused` keeps, from the class ou
   that defines nothing (it runs for its effect);
 - of an import statement, the names still used.
 
-It works on the source's lines (comments and layout of what is kept stay as written), repeats
+It works on the source's lines (comments and layout of what is kept stay as written; strip_docstrings and
+strip_comments, for a module still too long, take the documentation, then the comments), repeats
 until nothing more is needed, and returns the source unchanged when it cannot parse it. A method
 called under a name built at run time (`getattr(self, mode + "_forward")`) is dropped and fails
 loudly when the problem is run; it is never silently different. harvesting/core.py calls it only
@@ -25,6 +26,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
+import re
+import tokenize
 
 from autotriton.harvesting.extract import _protocol
 
@@ -198,5 +202,31 @@ def strip_docstrings(source: str) -> str:
     try:
         ast.parse(stripped)
     except SyntaxError:  # pragma: no cover - a docstring sharing its line with code (`"""doc"""; x = 1`)
+        return source
+    return stripped
+
+
+def strip_comments(source: str) -> str:
+    """`source` without its comments (a line left empty goes; runs of blank lines become one): for
+    a module still over the limit without its docstrings (torch-ecg's and pypots' models carry
+    commented-out code and long notes: 10-20 % of their length). Strings that hold a `#` are
+    untouched (the tokenizer tells them apart); `source` comes back unchanged when it does not tokenize."""
+    try:
+        starts = {tok.start[0] - 1: tok.start[1] for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if tok.type == tokenize.COMMENT}
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    lines = []
+    for number, line in enumerate(source.splitlines(keepends=True)):
+        if number in starts:
+            code = line[:starts[number]].rstrip()
+            if not code:
+                continue
+            line = code + "\n"
+        lines.append(line)
+    stripped = re.sub(r"\n(?:[ \t]*\n){2,}", "\n\n", "".join(lines))
+    try:
+        ast.parse(stripped)
+    except SyntaxError:  # pragma: no cover - a comment the tokenizer placed inside a continuation we cut
         return source
     return stripped

@@ -209,3 +209,49 @@ def test_a_docstring_a_decorator_may_read_is_kept_when_documentation_goes():
     assert "name: Embedding" in stripped
     # the others go: a property's and a plain method's
     assert "How wide" not in stripped and "Look the rows up" not in stripped
+
+
+def test_comments_go_last_and_strings_holding_a_hash_stay():
+    from autotriton.harvesting.prune import strip_comments
+
+    source = textwrap.dedent('''\
+        import torch  # the judge's torch
+
+
+        # a note about the layer
+        # that runs over lines
+
+
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                # x = x * 3  (the old scaling, commented out)
+                tag = "#channel"  # a string with a hash is code
+                return x * len(tag)  # 8
+    ''')
+    stripped = strip_comments(source)
+    assert "#" not in stripped.replace('"#channel"', "")
+    assert 'tag = "#channel"\n' in stripped and "import torch\n" in stripped
+    assert "\n\n\n\n" not in stripped  # the blank lines the comments stood between collapse
+    namespace: dict = {}
+    exec(compile(stripped, "<stripped>", "exec"), namespace)
+    assert torch.equal(namespace["Model"]()(torch.ones(2)), torch.full((2,), 8.0))
+    assert strip_comments("def broken(:\n  # c\n") == "def broken(:\n  # c\n"
+
+
+def test_a_module_over_the_limit_by_its_comments_becomes_a_problem(tmp_path):
+    """Pruning and docstrings are not enough: commented-out code and notes go, and the module,
+    unchanged in what it computes, is within the limit."""
+    _package(tmp_path, "Doc.")
+    notes = "".join(f"        # note {i}: an old variant, h = h.max(dim=1).values * {i}\n" for i in range(40))
+    (tmp_path / "pkg" / "pool.py").write_text(POOL.format().replace("    def _pool(self, h):\n", "    def _pool(self, h):\n" + notes))
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False, max_problem_chars=1_500))
+    pool = next(p for p in result.problems if p.name == "Pool")
+    assert pool.status == "runnable", (pool.reject_reason, result.details.get(pool.key))
+    assert "an old variant" not in pool.reference_source
+    namespace: dict = {}
+    exec(compile(pool.reference_source, "pool_problem.py", "exec"), namespace)
+    torch.manual_seed(0)
+    model = namespace["Model"](16)
+    x = torch.randn(2, 5, 16)
+    assert torch.allclose(model(x), model.proj(x).mean(dim=1) * 2.0)
