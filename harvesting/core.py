@@ -30,6 +30,7 @@ from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
 from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, tensor_argument
+from autotriton.harvesting.layer_argument import layer_arguments
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
@@ -555,6 +556,9 @@ class Harvester:
                     # a number where the module keeps a tensor (a loss's class weights): that argument as a tensor, first
                     as_tensor = tensor_argument(p.model_source, p.attempts[round_no], full_detail)
                     fixed = [as_tensor, *fixed] if as_tensor is not None else fixed
+                    # a plain module (nn.GELU) where the code wants a layer with weights (an adapter's
+                    # `base_layer`: "Unsupported layer type <class '...GELU'>"): that argument a torch layer, first
+                    fixed = layer_arguments(p.model_source, p.attempts[round_no], full_detail, p.problem.name) + fixed
                     # an error that names an optional constructor parameter left at None ("n_chans could
                     # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first
                     named = None if last_round else parameter_named_in(p.model_source, full_detail, p.demanded)

@@ -1,0 +1,93 @@
+"""A torch layer where a constructor argument was guessed as a plain module and the code wants one
+with weights.
+
+Adapters and wrappers take a built layer and read what it is made of: peft's tuner layers
+(`LoraLayer(base_layer, adapter_name)`: "Unsupported layer type <class '...GELU'>" unless it is an
+nn.Linear, nn.Conv2d or nn.Embedding), weight-norm and spectral-norm wrappers (`module.weight`),
+quantisation wrappers (`layer.in_features`). A parameter named like a module (`base_layer`,
+`module`, `layer`) is guessed as nn.GELU (argument_guesses.WRAPPED_MODULE), the stand-in network,
+nn.Identity or a namespace of the attributes read of it, none of which is a layer with weights; the probe's error says so, and this gives that argument a
+torch layer instead: the one the attributes read ask for (`in_channels` -> nn.Conv2d,
+`num_embeddings` -> nn.Embedding), else the one the class is named after (peft's `Conv2d`
+wrapper), else nn.Linear, with a second layer kind to try after it. Sized D (the guess's own
+width), square, so that an input of that width runs through it. Used by harvesting/core.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from autotriton.harvesting.argument_guesses import _MODULE_NAME
+from autotriton.harvesting.signatures import model_params
+from autotriton.harvesting.synthesis import Attempt
+
+# The plain modules synthesis gives, by the class name an error shows; and the namespace of the
+# attributes read (`base_layer.in_features`), for a parameter named like a module
+_GIVEN = {"GELU": "torch.nn.GELU()", "WrappedNetwork": "WrappedNetwork(", "Identity": "torch.nn.Identity",
+          "SimpleNamespace": "types.SimpleNamespace("}
+_NOT_A_LAYER = re.compile(r"'(?:types\.)?(GELU|WrappedNetwork|Identity|SimpleNamespace)' object has no attribute '(\w+)'"
+                          r"|<class '[\w.]*?\b(GELU|WrappedNetwork|Identity|SimpleNamespace|type)'>")
+# a layer class given where the code wanted a built layer ("Unsupported layer type <class 'type'>":
+# `base_layer` handed on like a `norm_layer` class, guessed as one)
+_CLASS_CODE = re.compile(r"torch\.nn\.[A-Za-z]\w*")
+# attributes that only some torch layers have -> that layer
+_ATTRIBUTE_LAYER = {
+    "in_features": "Linear", "out_features": "Linear",
+    "in_channels": "Conv2d", "out_channels": "Conv2d", "kernel_size": "Conv2d", "stride": "Conv2d",
+    "padding": "Conv2d", "dilation": "Conv2d", "groups": "Conv2d", "padding_mode": "Conv2d",
+    "num_embeddings": "Embedding", "embedding_dim": "Embedding", "padding_idx": "Embedding", "max_norm": "Embedding",
+}
+# what every layer with weights has: any of them does
+_WEIGHT_ATTRIBUTES = {"weight", "bias", "_parameters"}
+_LAYER_CODE = {
+    "Linear": "torch.nn.Linear({D}, {D})",
+    "Conv1d": "torch.nn.Conv1d({D}, {D}, 3, padding=1)",
+    "Conv2d": "torch.nn.Conv2d({D}, {D}, 3, padding=1)",
+    "Conv3d": "torch.nn.Conv3d({D}, {D}, 3, padding=1)",
+    "Embedding": "torch.nn.Embedding({D}, {D})",
+}
+_NAMED_LAYER = re.compile(r"(Linear|Conv1d|Conv2d|Conv3d|Embedding)(?![a-z])")
+
+
+def _kinds(attribute: str | None, class_name: str) -> list[str]:
+    """The layer kinds to try, best first: the attribute's, the class name's, then Linear and Conv2d."""
+    first = [_ATTRIBUTE_LAYER[attribute]] if attribute in _ATTRIBUTE_LAYER else []
+    named = _NAMED_LAYER.findall(class_name)
+    return list(dict.fromkeys([*first, *named, "Linear", "Conv2d"]))
+
+
+def layer_arguments(standalone: str, attempt: Attempt, detail: str, class_name: str = "") -> list[Attempt]:
+    """Attempts with the constructor argument(s) guessed as a plain module given a torch layer,
+    when `detail` (the probe's error) says the code wanted one; up to two layer kinds, best first.
+    [] when the error is not about a module we gave, or no argument of the attempt holds one."""
+    m = _NOT_A_LAYER.search(detail or "")
+    if m is None:
+        return []
+    given, attribute = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), None)
+    if attribute is not None and attribute not in _ATTRIBUTE_LAYER and attribute not in _WEIGHT_ATTRIBUTES:
+        return []  # a field the stand-in lacks (`num_features`): usage_guess's business, not a layer's
+    params = [p for p in model_params(standalone, "__init__") or () if p.kind == "pos"]
+
+    def holds(k: int, code: object) -> bool:
+        if not isinstance(code, str):
+            return False
+        if given == "type":
+            return bool(_CLASS_CODE.fullmatch(code))
+        return code.startswith(_GIVEN[given]) and (
+            given != "SimpleNamespace" or (k < len(params) and bool(_MODULE_NAME.search(params[k].name.lower()))))
+
+    held = [k for k, code in enumerate(attempt.init_code) if holds(k, code)]
+    if not held:
+        return []
+    sized = re.search(r"D=(\d+)", attempt.label)
+    D = int(sized.group(1)) if sized else 32
+    out = []
+    for kind in _kinds(attribute, class_name)[:2]:
+        code = _LAYER_CODE[kind].format(D=D)
+        codes, specs = list(attempt.init_code), list(attempt.init_spec)
+        for k in held:
+            codes[k] = code
+            name = params[k].name if k < len(params) else f"arg{k}"
+            specs[k] = {"name": name, "value": code} if k >= len(specs) or not isinstance(specs[k], dict) else {**specs[k], "value": code}
+        out.append(Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {kind.lower()} layer"))
+    return out

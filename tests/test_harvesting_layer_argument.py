@@ -1,0 +1,125 @@
+"""Adapters and wrappers that take a built torch layer (peft's tuner layers, weight-norm and
+quantisation wrappers; issue 13's held-out set 25): a `base_layer` guessed as a plain module fails
+("Unsupported layer type <class '...GELU'>", "'GELU' object has no attribute 'in_channels'"), and
+the harvest gives that argument the torch layer the error and the class's name ask for. Modules
+written here in those packages' shapes."""
+
+from __future__ import annotations
+
+import torch
+
+from autotriton.harvesting.layer_argument import layer_arguments
+from autotriton.harvesting.synthesis import Attempt
+
+from tests.test_harvesting_synthesis import assert_all_runnable
+
+ADAPTERS = '''
+import torch.nn.functional as F
+
+
+class LowRankLayer:
+    """The adapter's bookkeeping, mixed into each wrapper (peft's LoraLayer)."""
+
+    def __init__(self, base_layer, **kwargs):
+        self.base_layer = base_layer
+        self.rank = {}
+        if isinstance(base_layer, nn.Linear):
+            in_features, out_features = base_layer.in_features, base_layer.out_features
+        elif isinstance(base_layer, nn.Conv2d):
+            in_features, out_features = base_layer.in_channels, base_layer.out_channels
+        elif isinstance(base_layer, nn.Embedding):
+            in_features, out_features = base_layer.num_embeddings, base_layer.embedding_dim
+        else:
+            raise ValueError(f"Unsupported layer type {type(base_layer)}")
+        self.in_features = in_features
+        self.out_features = out_features
+
+
+class Linear(nn.Module, LowRankLayer):
+    """A low-rank update beside a linear layer."""
+
+    def __init__(self, base_layer, adapter_name: str, r: int = 4, scaling: float = 0.5):
+        nn.Module.__init__(self)
+        LowRankLayer.__init__(self, base_layer)
+        self.adapter_name = adapter_name
+        self.down = nn.Linear(self.in_features, r, bias=False)
+        self.up = nn.Linear(r, self.out_features, bias=False)
+        nn.init.normal_(self.up.weight)
+        self.scaling = scaling
+
+    def forward(self, x):
+        return self.base_layer(x) + self.up(self.down(x)) * self.scaling
+
+
+class Conv2d(nn.Module, LowRankLayer):
+    """The same beside a convolution: its kernel is read from the layer."""
+
+    def __init__(self, base_layer, adapter_name: str, r: int = 4):
+        nn.Module.__init__(self)
+        LowRankLayer.__init__(self, base_layer)
+        k = base_layer.kernel_size
+        self.down = nn.Conv2d(self.in_features, r, k, base_layer.stride, base_layer.padding, bias=False)
+        self.up = nn.Conv2d(r, self.out_features, 1, bias=False)
+        nn.init.normal_(self.up.weight)
+
+    def forward(self, x):
+        return self.base_layer(x) + self.up(self.down(x))
+
+
+class WeightNormed(nn.Module):
+    """A layer's weight, normalised per output and rescaled by a learnt gain."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+        self.gain = nn.Parameter(module.weight.detach().norm(dim=1, keepdim=True))
+
+    def forward(self, x):
+        w = self.module.weight / self.module.weight.norm(dim=1, keepdim=True) * self.gain
+        return F.linear(x, w, self.module.bias)
+'''
+
+
+def test_wrappers_of_a_torch_layer_are_given_one_and_become_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "adapters.py", ADAPTERS, 3)
+
+
+def test_the_layer_is_the_one_the_error_or_the_class_name_asks_for():
+    attempt = Attempt(["torch.nn.GELU()", "'default'"], [{"name": "base_layer", "value": "torch.nn.GELU()"},
+                                                          {"name": "adapter_name", "value": "default"}],
+                      ["torch.randn(2, 8, 16)"], [{"kind": "tensor", "shape": [2, 8, 16]}], label="D=16 option 0")
+    standalone = "class Model(torch.nn.Module):\n    def __init__(self, base_layer, adapter_name):\n        pass\n"
+    unsupported = "ValueError: Unsupported layer type <class 'torch.nn.modules.activation.GELU'>"
+    linear, conv = layer_arguments(standalone, attempt, unsupported, "Linear")
+    assert linear.init_code == ["torch.nn.Linear(16, 16)", "'default'"] and conv.init_code[0].startswith("torch.nn.Conv2d(16, 16")
+    assert linear.init_spec[0] == {"name": "base_layer", "value": "torch.nn.Linear(16, 16)"}
+    assert linear.input_code == attempt.input_code
+    # the class's name, then the attribute read, lead
+    assert layer_arguments(standalone, attempt, unsupported, "Embedding")[0].init_code[0] == "torch.nn.Embedding(16, 16)"
+    read = "AttributeError: 'GELU' object has no attribute 'in_channels'"
+    assert layer_arguments(standalone, attempt, read, "Adapter")[0].init_code[0].startswith("torch.nn.Conv2d(16, 16")
+    # an error about another object, or a field a stand-in lacks, is not about a layer
+    assert layer_arguments(standalone, attempt, "AttributeError: 'Tensor' object has no attribute 'weight'") == []
+    assert layer_arguments(standalone, attempt, "AttributeError: 'GELU' object has no attribute 'num_features'") == []
+    assert layer_arguments(standalone, Attempt(["32"], [32], [], []), unsupported) == []
+    built = eval(layer_arguments(standalone, attempt, read)[0].init_code[0], {"torch": torch})
+    assert isinstance(built, torch.nn.Conv2d) and built.in_channels == 16
+
+
+def test_a_namespace_is_replaced_only_where_the_parameter_names_a_module():
+    """The attributes read of `base_layer` made it a namespace: it becomes a layer; a config
+    namespace (`config.padding` missing) stays a config."""
+    standalone = "class Model(torch.nn.Module):\n    def __init__(self, base_layer, config):\n        pass\n"
+    ns = "types.SimpleNamespace(in_features=16, out_features=16)"
+    attempt = Attempt([ns, ns], [{"name": "base_layer"}, {"name": "config"}], [], [], label="D=16 option 0")
+    (linear, _) = layer_arguments(standalone, attempt, "ValueError: Unsupported layer type <class 'types.SimpleNamespace'>")
+    assert linear.init_code == ["torch.nn.Linear(16, 16)", ns]
+    only_config = Attempt(["torch.nn.Linear(16, 16)", ns], [{}, {}], [], [], label="D=16")
+    assert layer_arguments(standalone, only_config, "AttributeError: 'types.SimpleNamespace' object has no attribute 'padding'") == []
+
+
+def test_a_layer_class_given_where_a_built_layer_was_wanted_becomes_a_layer():
+    standalone = "class Model(torch.nn.Module):\n    def __init__(self, base_layer, norm_layer):\n        pass\n"
+    attempt = Attempt(["torch.nn.Identity", "torch.nn.LayerNorm(16)"], [{}, {}], [], [], label="D=16")
+    (linear, _) = layer_arguments(standalone, attempt, "ValueError: Unsupported layer type <class 'type'>", "Linear")
+    assert linear.init_code == ["torch.nn.Linear(16, 16)", "torch.nn.LayerNorm(16)"]
