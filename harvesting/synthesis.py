@@ -103,6 +103,11 @@ def _as_torch_layers(calls: dict[str, ast.Call], classes: dict[str, ast.ClassDef
 # Sizes the input's spatial size follows (see synthesize): capped when asserts change them.
 _SPATIAL_NAMES = re.compile(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution")
 _TUPLE_NAMES = re.compile(r"(window|feat_size|grid_size|feature_size|img_size|image_size|input_size|resolution|patch_size)")
+# Options that fetch weights from the network when left at their defaults (`backbone_pretrained: bool
+# = True`, `encoder_weights="imagenet"`, `download=True`): a problem runs offline and is
+# self-contained, so they are turned off (False, or None for a named set of weights)
+_FETCHING = re.compile(r"pretrain|(^|_)(download|from_hub|load_weights|use_hub)$")
+_NAMED_WEIGHTS = re.compile(r"pretrain|(^|_)weights$")
 _CONFIG_NAMES = re.compile(r"^(config|cfg|conf|args|opt|opts|params|hparams|hp|configs|model_config|settings)$")
 
 
@@ -308,6 +313,12 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                     last_needed = i
                     guessed.append(p.name)
                     shrunk[p.name] = default_value
+            if guess is None and default_value is True and _FETCHING.search(p.name.lower()):
+                guess = ("False", False)
+                last_needed = i
+            elif guess is None and isinstance(default_value, str) and default_value and _NAMED_WEIGHTS.search(p.name.lower()):
+                guess = ("None", None)
+                last_needed = i
             if guess is None:
                 guess = (p.default, default_value if default_value is not None else {"expr": p.default})
         values[p.name] = guess[1]

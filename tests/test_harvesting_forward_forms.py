@@ -480,3 +480,32 @@ def test_an_optional_input_forward_adds_unguarded_is_given(tmp_path):
     model = ns["Model"](*ns["get_init_inputs"]()).eval()
     with torch.no_grad():
         assert model(*inputs).shape == inputs[0].shape
+
+
+# -- weights fetched from the network at construction -------------------------------------------
+
+PRETRAINED = '''
+class SegmentationHead(nn.Module):
+    """torchgeo's FarSeg and segmentation-models' encoders: pretrained weights fetched by default."""
+
+    def __init__(self, classes: int = 4, backbone_pretrained: bool = True, encoder_weights="imagenet", dropout=0.0):
+        super().__init__()
+        self.backbone = nn.Conv2d(3, 16, 3, padding=1)
+        if backbone_pretrained:
+            self.backbone.load_state_dict(torch.hub.load_state_dict_from_url("https://example.invalid/backbone.pth"))
+        if encoder_weights is not None:
+            self.backbone.load_state_dict(torch.hub.load_state_dict_from_url(f"https://example.invalid/{encoder_weights}.pth"))
+        self.head = nn.Conv2d(16, classes, 1)
+
+    def forward(self, x):
+        return self.head(self.backbone(x).relu())
+'''
+
+
+def test_options_that_fetch_pretrained_weights_are_turned_off(tmp_path):
+    """A problem is built offline and stands alone: `backbone_pretrained=True` and
+    `encoder_weights="imagenet"` (downloads, failing with URLError in the sandbox) are given as
+    False and None; the options after them keep their defaults."""
+    problems = _harvest(tmp_path, "pretrained.py", PRETRAINED)
+    ns = _load(problems["SegmentationHead"].reference_source)
+    assert ns["get_init_inputs"]() == [4, False, None]
