@@ -182,6 +182,30 @@ class _Collector:
             assert tparsed is not None
             for tidx in tparsed.defines.get(found[1], []):
                 self.need(found[0], tidx, {found[1]}, depth + 1)
+        else:
+            # defined in none of the repository's files the star imports reach: it comes from a package
+            # one of them star-imports (fastai's `from fastcore.all import *` in imports.py, star-imported
+            # by torch_core.py): those imports come along
+            self._external_stars(target, set())
+
+    def _external_stars(self, path: str, visited: set[str]) -> None:
+        """Keep every star import of a package (not of this repository) that `path` makes, or that a
+        file of the repository it star-imports makes, in turn."""
+        parsed = self.repo.parsed(path)
+        if parsed is None or path in visited:
+            return
+        visited.add(path)
+        for sidx in parsed.star_imports:
+            small = parsed.statements[sidx].body[0]  # type: ignore[attr-defined]
+            module = _dotted(small.module) if small.module else ""
+            level = len(small.relative)
+            target = self.repo.module_file(module, _up(path, level)) if level else self.repo.module_file(module, None)
+            if target is not None:
+                self._external_stars(target, visited)
+            elif not level and self.repo.external_ok(module.split(".")[0]) and (path, sidx) not in self.seen:
+                self.seen.add((path, sidx))
+                self.order.append((path, sidx))
+                self.import_names[(path, sidx)] = {"*"}
 
     def _claim(self, path: str, idx: int, parsed: ParsedFile) -> None:
         for name, idxs in parsed.defines.items():

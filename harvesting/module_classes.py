@@ -1,5 +1,7 @@
 """Finding the classes to extract: which classes of a repository are torch.nn.Module subclasses,
-through local bases, imports of the repository's own files, class aliases and torch's own classes.
+through local bases, imports of the repository's own files, class aliases, torch's own classes,
+and names a file takes from star imports (`from .torch_core import *`, fastai's and nbdev-made
+libraries' way: `class View(Module)` with `Module` and `nn` bound in another file of the package).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ import functools
 
 import libcst as cst
 
-from autotriton.harvesting.parsing import ParsedFile, _dotted
+from autotriton.harvesting.parsing import ImportBinding, ParsedFile, _dotted
 from autotriton.harvesting.repository import Repository, _follow
 
 
@@ -69,15 +71,37 @@ class ModuleClassIndex:
         node = parsed.statements[parsed.classes[class_name]]
         assert isinstance(node, cst.ClassDef)
         for arg in node.bases:
-            head, qual = _base_qualified(parsed, arg.value)
+            qual, target = self._resolve(parsed, arg.value)
             if _torch_module_class(qual):
                 return qual
-            target = self._locate(parsed, head, qual)
             if target is not None:
                 found = self.torch_base(target[0], target[1], depth + 1)
                 if found:
                     return found
         return None
+
+    def _resolve(self, parsed: ParsedFile, expr: cst.BaseExpression, hops: int = 0) -> tuple[str, tuple[str, str] | None]:
+        """(qualified name, (file, class) of the repository or None) of a base-class expression: through
+        the file's own imports and classes, else, for a name the file does not bind, through its star
+        imports (files of the repository, followed in turn; `from torch.nn import *` qualifies the name)."""
+        head, qual = _base_qualified(parsed, expr)
+        target = self._locate(parsed, head, qual)
+        if target is not None or not head or head in parsed.defines or _torch_module_class(qual) or hops > 6:
+            return qual, target
+        for idx in parsed.star_imports:
+            small = parsed.statements[idx].body[0]  # type: ignore[attr-defined]
+            module = _dotted(small.module) if small.module else ""
+            binding = ImportBinding(module, len(small.relative), None, "*")
+            found = self.repo.resolve_import(parsed.path, binding) if binding.level else self.repo.module_file(module, None)
+            if isinstance(found, str) and found:
+                other = self.repo.parsed(found)
+                if other is not None:
+                    star_qual, star_target = self._resolve(other, expr, hops + 1)
+                    if star_target is not None or _torch_module_class(star_qual):
+                        return star_qual, star_target
+            elif not binding.level and module and _torch_module_class(f"{module}.{_dotted(expr)}"):
+                return f"{module}.{_dotted(expr)}", None
+        return qual, None
 
     def _locate(self, parsed: ParsedFile, head: str, qual: str) -> tuple[str, str] | None:
         if "." not in _dotted_tail(qual, head) and (head in parsed.classes or head in _assign_aliases(parsed)):
@@ -109,11 +133,9 @@ class ModuleClassIndex:
         for arg in node.bases:
             if arg.keyword is not None:
                 continue
-            head, qual = _base_qualified(parsed, arg.value)
-            known = _torch_module_class(qual)
-            if known:
+            qual, target = self._resolve(parsed, arg.value)
+            if _torch_module_class(qual):
                 return True
-            target = self._locate(parsed, head, qual)
             if target is not None and self.is_module(target[0], target[1], depth + 1):
                 return True
         return False
