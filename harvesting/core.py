@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autotriton.describe import with_instruction
-from autotriton.environments import DependencyError, EnvironmentCache, EnvironmentConfig, canonical_name, requirement_key
+from autotriton.environments import DependencyError, EnvironmentCache, EnvironmentConfig, requirement_key
 from autotriton.harvesting.config import HarvestConfig
 from autotriton.harvesting.dedup import DuplicateFilter, canonical_key
 from autotriton.harvesting.extract import (
@@ -31,6 +31,7 @@ from autotriton.harvesting.structured_outputs import structured_output, tuple_ou
 from autotriton.hashing import source_key
 from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, tensor_argument
 from autotriton.harvesting.layer_argument import layer_arguments
+from autotriton.harvesting.problem_environments import ensure_relaxing, with_missing_package
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
@@ -146,11 +147,6 @@ def missing_package(detail: str) -> str | None:
     """The top-level package a missing_dependency rejection names, or None."""
     m = _MISSING_PACKAGE.search(detail or "")
     return (m.group(1) or m.group(2)) if m else None
-
-
-def _requirement_name(requirement: str) -> str:
-    """`einops>=0.6` -> `einops` (canonical: the name an environment's requirement set keys on)."""
-    return canonical_name(re.split(r"[\s;\[<>=!~@]", requirement.strip(), maxsplit=1)[0])
 
 
 def op_tags(source: str) -> list[str]:
@@ -470,13 +466,14 @@ class Harvester:
             if p.problem.requirements:
                 by_set.setdefault(tuple(p.problem.requirements), []).append(p)
         figures = {"built": 0, "reused": 0, "failed": 0, "build_s": 0.0}
+        relaxed: Counter = Counter()  # declared requirements whose upper bound was dropped (problem_environments.py)
         bar = self._progress()
         with bar:
             task = bar.add_task("dependency environments", total=len(by_set))
             for reqs, waiting in by_set.items():
                 bar.advance(task)
                 try:
-                    env = cache.ensure(reqs)
+                    env, used = ensure_relaxing(cache, list(reqs), relaxed)
                 except (DependencyError, ValueError, OSError, subprocess.SubprocessError) as exc:
                     figures["failed"] += 1
                     reason = exc.reason if isinstance(exc, DependencyError) else "unresolvable_dependency:" + reqs[0]
@@ -489,9 +486,14 @@ class Harvester:
                 figures["build_s"] += 0.0 if env.reused else env.build_s
                 for p in waiting:
                     p.env_paths = list(env.site_packages)
+                    if used != list(reqs):  # what was installed is what the problem records
+                        p.problem.requirements = used
+                        p.problem.environment_key = requirement_key(used)
         self.pending = [p for p in self.pending if not p.done]
         figures["build_s"] = round(figures["build_s"], 1)
         self.result.extra["environments"] = figures
+        if relaxed:
+            self.result.extra["relaxed_requirements"] = dict(relaxed)
 
     def _probe_rounds(self, probe: ProbeFn) -> None:
         total = sum(len(p.attempts) for p in self.pending)
@@ -520,9 +522,16 @@ class Harvester:
                     if reason == "runtime_error" and "Can't instantiate abstract class" in detail:
                         reason = "abstract_class"  # a base class of the package, not a model: no other guess can help
                     last_round = round_no + 1 >= p.budget(self.config.max_attempts)
-                    if reason == "missing_dependency":
-                        installed, note = self._install_missing(p, detail)
-                        if installed:  # the same guess again, in the grown environment
+                    if reason == "missing_dependency" and self.environments is not None and p.added < _ADDED_DEPENDENCIES:
+                        # a package the module's requirements do not name: installed, no guess spent
+                        grown, note = with_missing_package(EnvironmentCache(self.environments), p.problem.requirements,
+                                                           missing_package(detail), p.declared, p.local)
+                        if grown is not None:  # the same guess again, in the grown environment
+                            env, p.problem.requirements, added = grown
+                            p.problem.environment_key = requirement_key(p.problem.requirements)
+                            p.env_paths = list(env.site_packages)
+                            p.added += 1
+                            self.result.extra.setdefault("added_dependencies", Counter())[", ".join(added)] += 1
                             p.attempts.insert(round_no + 1, p.attempts[round_no])
                             del p.attempts[p.budget(self.config.max_attempts):]
                             bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
@@ -593,32 +602,6 @@ class Harvester:
                         p.problem.reference_source = src
                         self._finish_rejected(p.problem, r if reason not in PERMANENT_REASONS else reason,
                                               d if reason not in PERMANENT_REASONS else detail)
-
-    def _install_missing(self, p: _Pending, detail: str) -> tuple[bool, str]:
-        """A package the probe found missing (`No module named 'torchvision'`) that the module's
-        requirements do not name: added to them and its environment built (cached), with no input
-        guess spent. (True, "") when installed; (False, why not) when it was tried and failed;
-        (False, "") when nothing applies (no environments, the repository's own package, named already)."""
-        top = missing_package(detail)
-        if self.environments is None or top is None or top in p.local or p.added >= _ADDED_DEPENDENCIES:
-            return False, ""
-        added = module_requirements(f"import {top}\n", p.declared, local_packages=p.local)
-        have = {_requirement_name(r) for r in p.problem.requirements}
-        added = [r for r in added if _requirement_name(r) not in have]
-        if not added:
-            return False, ""
-        requirements = [*p.problem.requirements, *added]
-        try:
-            env = EnvironmentCache(self.environments).ensure(requirements)
-        except (DependencyError, ValueError, OSError, subprocess.SubprocessError) as exc:
-            why = exc.detail if isinstance(exc, DependencyError) else f"{type(exc).__name__}: {exc}"
-            return False, f" (not in its requirements; installing {', '.join(added)} failed: {why[:300]})"
-        p.added += 1
-        p.problem.requirements = requirements
-        p.problem.environment_key = requirement_key(requirements)
-        p.env_paths = list(env.site_packages)
-        self.result.extra.setdefault("added_dependencies", Counter())[", ".join(added)] += 1
-        return True, ""
 
     def _accept(self, p: _Pending, attempt: Attempt, source: str | None = None) -> None:
         p.done = True

@@ -457,3 +457,29 @@ def test_a_dependency_that_imports_an_undeclared_package_gets_it_installed_when_
     detail = result.details[gone.key]
     assert "atzq_nowhere_mod_zq" in detail and "installing atzq-nowhere-mod-zq failed" in detail
     assert result.stats["missing_dependencies"] == {"atzq_nowhere_mod_zq": 1}
+
+
+def test_an_upper_bound_no_installable_release_meets_is_dropped_and_the_module_probed_with_a_newer_one(world, tmp_path):
+    """A package pinned below what installs beside the judge's torch (audiocraft's
+    `torchaudio<2.1.2,>=2.0.0`; here `einops<0.1`, which no release meets): the bound is dropped, the
+    environment built with the newest release, and the module runs with it; the problem records
+    what was installed. A lower bound no release meets (`einops>=999`, above) is not loosened."""
+    from autotriton.harvesting.problem_environments import without_upper_bounds as _without_upper_bounds
+
+    assert _without_upper_bounds(["torchaudio<2.1.2,>=2.0.0", "einops"], "torchaudio") == ["torchaudio>=2.0.0", "einops"]
+    assert _without_upper_bounds(["xformers[full]==0.0.22; python_version >= '3.8'"], "xformers") == [
+        'xformers[full]; python_version >= "3.8"']
+    assert _without_upper_bounds(["einops>=999"], "einops") is None
+
+    pkg = _package(tmp_path, "pinnedblocks", ["einops<0.1"], {"blocks.py": BLOCKS})
+    envs = world["envs"].model_copy(update={"cache_dir": str(tmp_path / "envs")})
+    cfg = HarvestConfig(incremental=False, state_path=str(tmp_path / "state.json"))
+
+    def probe(sources, environments=None):
+        return world["pool"].probe_many(sources, environments=environments)
+
+    result = harvest_local(pkg, cfg, probe=probe, environments=envs)
+    (p,) = [p for p in result.problems if p.name == "ChannelsLastScale"]
+    assert p.status == "runnable", result.details.get(p.key)
+    assert p.requirements == ["einops"] and p.environment_key == requirement_key(["einops"])
+    assert result.stats["relaxed_requirements"] == {"einops<0.1": 1}
