@@ -30,7 +30,7 @@ from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
 from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, tensor_argument
-from autotriton.harvesting.layer_argument import layer_arguments
+from autotriton.harvesting.module_arguments import dimension_arguments, layer_arguments, stand_in_arguments
 from autotriton.harvesting.problem_environments import ensure_relaxing, with_missing_package
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
@@ -567,7 +567,11 @@ class Harvester:
                     fixed = [as_tensor, *fixed] if as_tensor is not None else fixed
                     # a plain module (nn.GELU) where the code wants a layer with weights (an adapter's
                     # `base_layer`: "Unsupported layer type <class '...GELU'>"): that argument a torch layer, first
-                    fixed = layer_arguments(p.model_source, p.attempts[round_no], full_detail, p.problem.name) + fixed
+                    # (or called with more than its input: the stand-in network; or a layer's dimensionality
+                    # named by a width: 2, then 1) (module_arguments.py)
+                    fixed = (layer_arguments(p.model_source, p.attempts[round_no], full_detail, p.problem.name)
+                             + stand_in_arguments(p.attempts[round_no], full_detail)
+                             + dimension_arguments(p.attempts[round_no], full_detail) + fixed)
                     # an error that names an optional constructor parameter left at None ("n_chans could
                     # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first
                     named = None if last_round else parameter_named_in(p.model_source, full_detail, p.demanded)

@@ -1,5 +1,18 @@
-"""A torch layer where a constructor argument was guessed as a plain module and the code wants one
-with weights.
+"""Constructor arguments that hold a module, or choose a kind of layer, repaired from the probe's
+error (harvesting/core.py tries these first). Three cases:
+
+- a torch layer where an argument was guessed as a plain module and the code wants one with
+  weights (layer_arguments, below);
+- the stand-in network where an argument was guessed as nn.GELU and the code calls it with more
+  than its input (`self.main_module.forward(x, self.indices)`: "GELU.forward() takes 2 positional
+  arguments but 3 were given"; a direct call `self.fn(x, idx)` is read statically by usage_kinds,
+  a call of its `.forward` is not) (stand_in_arguments);
+- 2 (then 1) where an int argument picks the layer's dimensionality by name
+  (`getattr(nn, f"Conv{n_dim}d")` with n_dim guessed as a width, 32: "module 'torch.nn' has no
+  attribute 'Conv32d'") (dimension_arguments).
+
+A torch layer where a constructor argument was guessed as a plain module and the code wants one
+with weights:
 
 Adapters and wrappers take a built layer and read what it is made of: peft's tuner layers
 (`LoraLayer(base_layer, adapter_name)`: "Unsupported layer type <class '...GELU'>" unless it is an
@@ -10,14 +23,13 @@ nn.Identity or a namespace of the attributes read of it, none of which is a laye
 torch layer instead: the one the attributes read ask for (`in_channels` -> nn.Conv2d,
 `num_embeddings` -> nn.Embedding), else the one the class is named after (peft's `Conv2d`
 wrapper), else nn.Linear, with a second layer kind to try after it. Sized D (the guess's own
-width), square, so that an input of that width runs through it. Used by harvesting/core.py.
-"""
+width), square, so that an input of that width runs through it. """
 
 from __future__ import annotations
 
 import re
 
-from autotriton.harvesting.argument_guesses import _MODULE_NAME
+from autotriton.harvesting.argument_guesses import _MODULE_NAME, STAND_IN
 from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
 
@@ -90,4 +102,52 @@ def layer_arguments(standalone: str, attempt: Attempt, detail: str, class_name: 
             name = params[k].name if k < len(params) else f"arg{k}"
             specs[k] = {"name": name, "value": code} if k >= len(specs) or not isinstance(specs[k], dict) else {**specs[k], "value": code}
         out.append(Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {kind.lower()} layer"))
+    return out
+
+
+_CALLED_WITH_MORE = re.compile(r"\b(GELU|Identity)\.forward\(\) (?:takes 2 positional arguments but \d+ were given"
+                               r"|got an unexpected keyword argument)")
+
+
+def stand_in_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
+    """The attempt with the arguments guessed as nn.GELU (or nn.Identity) given the stand-in network,
+    which takes any further arguments, when the error says the module was called with more; else []."""
+    m = _CALLED_WITH_MORE.search(detail or "")
+    if m is None:
+        return []
+    prefix = _GIVEN[m.group(1)]
+    held = [k for k, code in enumerate(attempt.init_code) if isinstance(code, str) and code.startswith(prefix)]
+    if not held:
+        return []
+    codes, specs = list(attempt.init_code), list(attempt.init_spec)
+    for k in held:
+        codes[k] = f"{STAND_IN}()"
+        specs[k] = {**specs[k], "value": codes[k]} if k < len(specs) and isinstance(specs[k], dict) else codes[k]
+    return [Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} stand-in network")]
+
+
+_NO_SUCH_LAYER = re.compile(r"module 'torch\.nn(?:\.functional)?' has no attribute '[A-Za-z_]+?(\d+)d'")
+
+
+def dimension_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
+    """Attempts with the int argument that named a layer of no such dimensionality (`Conv32d`) at 2,
+    then 1; else []."""
+    m = _NO_SUCH_LAYER.search(detail or "")
+    if m is None:
+        return []
+    wrong = int(m.group(1))
+    held = [k for k, code in enumerate(attempt.init_code) if code == str(wrong)]
+    # of several arguments of that value (widths guessed alike), the ones named as dimensions
+    named = [k for k in held if k < len(attempt.init_spec) and isinstance(attempt.init_spec[k], dict)
+             and re.search(r"dim|rank|spatial", str(attempt.init_spec[k].get("name", "")).lower())]
+    held = named or held
+    out = []
+    for n in (2, 1):
+        if not held or n == wrong:
+            continue
+        codes, specs = list(attempt.init_code), list(attempt.init_spec)
+        for k in held:
+            codes[k] = str(n)
+            specs[k] = {**specs[k], "value": n} if k < len(specs) and isinstance(specs[k], dict) else n
+        out.append(Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {n}-d layers"))
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from autotriton.harvesting.layer_argument import layer_arguments
+from autotriton.harvesting.module_arguments import dimension_arguments, layer_arguments, stand_in_arguments
 from autotriton.harvesting.synthesis import Attempt
 
 from tests.test_harvesting_synthesis import assert_all_runnable
@@ -82,6 +82,51 @@ class WeightNormed(nn.Module):
 
 def test_wrappers_of_a_torch_layer_are_given_one_and_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "adapters.py", ADAPTERS, 3)
+
+
+# neuraloperator's shapes (held-out set 26): a wrapped module's forward called with more than its
+# input, and a layer's dimensionality chosen by name from an int argument
+OPERATOR_LAYERS = '''
+class SubModule(nn.Module):
+    """Applies a wrapped module to the channels it selects."""
+
+    def __init__(self, main_module, width=16):
+        super().__init__()
+        self.main_module = main_module
+        self.register_buffer("indices", torch.arange(0, width, 2))
+
+    def forward(self, x):
+        return self.main_module.forward(x, self.indices) * 0.5
+
+
+class FiniteDifferenceConvolution(nn.Module):
+    """A convolution of the dimensionality it is told."""
+
+    def __init__(self, in_channels, out_channels, n_dim, kernel_size=3):
+        super().__init__()
+        conv_module = getattr(nn, f"Conv{n_dim}d")
+        self.conv = conv_module(in_channels, out_channels, kernel_size, padding=kernel_size // 2)
+
+    def forward(self, x):
+        return self.conv(x) - x.mean()
+'''
+
+
+def test_a_wrapped_module_called_with_more_and_a_dimensionality_named_by_an_int_are_repaired(tmp_path):
+    assert_all_runnable(tmp_path, "operators.py", OPERATOR_LAYERS, 2)
+
+
+def test_the_stand_in_and_the_dimensionality_come_from_the_error():
+    attempt = Attempt(["torch.nn.GELU()", "32", "32"], [{"name": "fn", "value": "torch.nn.GELU()"}, {"name": "c", "value": 32},
+                                                        {"name": "n_dim", "value": 32}], [], [], label="D=32")
+    (stand_in,) = stand_in_arguments(attempt, "TypeError: GELU.forward() takes 2 positional arguments but 3 were given")
+    assert stand_in.init_code == ["WrappedNetwork()", "32", "32"] and stand_in.init_spec[0]["value"] == "WrappedNetwork()"
+    assert stand_in_arguments(attempt, "TypeError: forward() takes 2 positional arguments but 3 were given") == []
+    two, one = dimension_arguments(attempt, "AttributeError: module 'torch.nn' has no attribute 'Conv32d'")
+    # the argument named as a dimensionality, not the width of the same value
+    assert two.init_code == ["torch.nn.GELU()", "32", "2"] and one.init_code[1:] == ["32", "1"]
+    assert two.init_spec[2] == {"name": "n_dim", "value": 2}
+    assert dimension_arguments(attempt, "AttributeError: module 'torch.nn' has no attribute 'Conv4d'") == []
 
 
 def test_the_layer_is_the_one_the_error_or_the_class_name_asks_for():
