@@ -265,9 +265,10 @@ def dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int
             if guess is None:
                 return None
             fields.append((node.target.id, guess))
-        elif _size_placeholder(node.value) and "int" in annotation:
+        elif _size_placeholder(node.value) and unwrap_optional(annotation.replace(" | None", "").replace("None | ", "")) == "int":
             # `dim_in: int = -1`, `dim_out: Optional[int] = None`: a size left for later (inferred
-            # from data by the framework): given one, as a required size would be
+            # from data by the framework): given one, as a required size would be (not a list of ints,
+            # `sliding_window_indices: list[int] | None = None`, which stays None)
             guess = _guess_value(node.target.id, "int", D)
             if guess is not None and type(guess[1]) is int:
                 fields.append((node.target.id, guess))

@@ -958,6 +958,13 @@ class LayerConfig:
     dim_in: int = -1
     dim_out: Optional[int] = None
     name: Optional[str] = None
+    n_layer: int = 2
+    window_size: int | None = None
+    window_indices: list[int] | None = None  # litgpt's Config: per-layer flags, checked against n_layer
+
+    def __post_init__(self):
+        if self.window_indices is not None and len(self.window_indices) != self.n_layer:
+            raise ValueError("window_indices must have one flag per layer")
 
 
 class GeneralLinear(nn.Module):
@@ -980,6 +987,7 @@ def test_a_config_dataclass_gets_sizes_where_its_integer_defaults_are_placeholde
     layer = namespace["model"].model
     assert layer.in_features > 0 and layer.out_features > 0 and layer.bias is not None  # the flag keeps its default
     assert "name=" not in code  # a placeholder that is not an integer stays as it is
+    assert "window_indices=" not in code and "window_size=" in code  # nor one that is a list of integers
 
 
 def test_a_sequence_of_typed_tensors_is_guessed_as_a_list_of_tensors():
