@@ -29,6 +29,12 @@ _RANK = re.compile(r"[Ee]xpected (\d)D (?:\(unbatched\) or (\d)D \(batched\) )?i
 # when an input has rank M (else "expected dimension 3, got 4" may be a size: _EXPECTED_GOT's case).
 _RANK_GOT = re.compile(r"\b(?:dimensions?|dims|ndims?|rank)\b(?: of| to be| =|:| must be| should be)?\s*(\d)\b[^\d\n]{0,12}?\bgot\b\s*(\d)\b",
                        re.IGNORECASE)
+# a package naming the axes it wants: gliner's "hidden_states must have shape [batch, sequence, hidden_size]",
+# d3rlpy's "Expects (B, T), but got torch.Size([2, 32, 8])": as many axes as names (the input of the
+# shape it got, when the message says it; else the first input of another rank)
+_AXIS_NAMES = re.compile(r"(?:shape|size|dims|dimensions|[Ee]xpects?|[Ee]xpected|form)\s*:?\s*[\[(]\s*"
+                         r"([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*){1,5})\s*[\])]")
+_GOT_SHAPE = re.compile(r"\bgot\b[^\[\n]{0,30}\[([\d, ]+)\]")
 # indexing a dimension the input lacks: "Dimension out of range (expected to be in range of [-4, 3], but got 4)"
 _DIM_RANGE = re.compile(r"Dimension out of range \(expected to be in range of \[-(\d+), \d+\], but got (-?\d+)\)")
 # a kernel larger than the (downsampled) input: "Calculated padded input size per channel: (2 x 2). Kernel size:
@@ -446,6 +452,22 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     if m and m.group(1) != m.group(2):
         want, got = int(m.group(1)), int(m.group(2))
         ranked = reshape(lambda s: _to_rank(s, want) if len(s) == got else None)
+        if ranked is not None:
+            return ranked
+    m = _AXIS_NAMES.search(detail)
+    if m:
+        want = len(m.group(1).split(","))
+        got_m = _GOT_SHAPE.search(detail[m.end():])
+        got = [int(x) for x in got_m.group(1).split(",") if x.strip()] if got_m else None
+        first: list[bool] = []
+
+        def named_rank(s: list[int]) -> list[int] | None:
+            if len(s) == want or (got is not None and s != got) or (got is None and first):
+                return None
+            first.append(True)
+            return _to_rank(s, want)
+
+        ranked = reshape(named_rank)
         if ranked is not None:
             return ranked
     m = _DIM_RANGE.search(detail)

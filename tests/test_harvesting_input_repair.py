@@ -43,11 +43,23 @@ def _guess(shape: list[int]) -> Attempt:
     ("RuntimeError: Tensors must have same number of dimensions: got 3 and 4", [2, 32, 8, 8], [2, 32, 8]),
     ("RuntimeError: Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
      [2, 32, 8, 8], [2, 32, 8]),
+    # the axes named (gliner's encoders, d3rlpy's GPT2 mask)
+    ("ValueError: hidden_states must have shape [batch, sequence, hidden_size]", [2, 32, 8, 8], [2, 32, 8]),
+    ("AssertionError: Expects (B, T), but got torch.Size([2, 32, 8])", [2, 32, 8], [2, 32]),
 ])
 def test_the_message_says_the_shape(message, shape, repaired):
     attempt = repair_attempt(_guess(shape), message)
     assert attempt is not None and attempt.input_spec[0]["shape"] == repaired
     assert attempt.input_code == [f"torch.randn({', '.join(map(str, repaired))})"]
+
+
+def test_named_axes_reshape_the_input_of_the_shape_the_message_got_and_no_signature_is_read_as_axes():
+    both = Attempt([], [], ["torch.randn(2, 8, 32)", "torch.ones(2, 32, 8)"], [{"kind": "tensor", "shape": [2, 8, 32]},
+                                                                             {"kind": "tensor", "shape": [2, 32, 8]}])
+    mask = repair_attempt(both, "AssertionError: Expects (B, T), but got torch.Size([2, 32, 8])")
+    assert [s["shape"] for s in mask.input_spec] == [[2, 8, 32], [2, 32]]
+    assert repair_attempt(_guess([2, 32]), "TypeError: addbmm() received an invalid combination of arguments - got "
+                          "(Tensor, Tensor), but expected one of: (Tensor input, Tensor batch1, Tensor batch2)") is None
 
 
 def test_a_rank_message_that_matches_no_input_is_read_as_a_size():
