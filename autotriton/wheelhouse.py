@@ -292,6 +292,7 @@ def build_wheelhouse(requirements: Sequence[str], out: str | os.PathLike[str], *
     summary: dict[str, object] = {"python_version": python_version, "platforms": list(platforms), "requirements": list(requirements),
                                   "downloaded": [f"{n}=={v}" for n, v in wanted], "left_to_the_target": left,
                                   "exclude": list(exclude)}
+    Path(out).mkdir(parents=True, exist_ok=True)  # nothing to download (all left to the target) still records the set
     manifest = Path(out) / "wheelhouse.json"
     previous = json.loads(manifest.read_text()) if manifest.exists() else {}
     merged = dict(summary)
