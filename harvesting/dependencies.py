@@ -211,7 +211,7 @@ class _Collector:
         for name, idxs in parsed.defines.items():
             if idx not in idxs:
                 continue
-            if name in self.renames.get(path, {}):
+            if name in self.renames.get(path, {}) or name in parsed.star_fills:
                 continue
             prev = self.owner.get(name)
             if prev is not None and prev[0] != path:

@@ -51,6 +51,9 @@ class ParsedFile:
     guarded: set[int]  # statements that are try/if blocks (imports there may fail on purpose)
     classes: dict[str, int]  # class name -> statement index
     chains: list[dict[str, set[str]]]  # per statement: imported name -> dotted chains read through it
+    # names a star import binds that this file only fills (`defaults.activation = nn.ReLU`): one object,
+    # shared with every file that fills it, never renamed apart
+    star_fills: frozenset[str] = frozenset()
 
 
 def _line(parsed: ParsedFile, index: int) -> int:
@@ -148,6 +151,7 @@ def parse_file(path: str, text: str) -> ParsedFile:
     # `Activations.relu = nn.ReLU`, `NORMS["bn"] = nn.BatchNorm2d`, `REGISTRY.update(...)` at the top
     # level: whoever needs `Activations` needs the statements that fill it, not only `Activations = CFG()`
     fills: dict[str, list[int]] = {}
+    star_filled: set[str] = set()
     for i, stmt in enumerate(statements):
         if not isinstance(stmt, cst.SimpleStatementLine) or i in imports:
             continue
@@ -157,6 +161,12 @@ def parse_file(path: str, text: str) -> ParsedFile:
                 if bucket and i not in bucket and not all(d in imports for d in bucket):
                     bucket.append(i)
                     fills.setdefault(name, []).append(i)
+                elif bucket is None and star_imports and name not in BUILTIN_NAMES:
+                    # a name a star import binds, filled here (fastai's torch_core.py: `defaults.activation =
+                    # nn.ReLU` on fastcore's `defaults`): this file's fills are what importers of it need
+                    defines[name] = [i]
+                    fills[name] = [i]
+                    star_filled.add(name)
     for bucket in defines.values():
         bucket.sort()
 
@@ -183,13 +193,15 @@ def parse_file(path: str, text: str) -> ParsedFile:
                 if ref_idx in imports:
                     chains[idx].setdefault(ref.name, set()).add(chain_of.get(id(access.node), ref.name))
     for idx, read in enumerate(reads):
-        for name in sorted({n for names in read.values() for n in names if n in fills}):
+        # names read from a binding here, or (a star import's) from none: the fills of either
+        for name in sorted({n for names in read.values() for n in names if n in fills} | (unresolved[idx] & fills.keys())):
             for j in fills[name]:
                 # a reader needs every filling statement; a filling statement the ones before it (file order)
                 if j != idx and (idx not in fills[name] or j < idx):
                     read.setdefault(j, set()).add(name)
     codes = [module.code_for_node(s) for s in statements]
-    return ParsedFile(path, module, statements, codes, defines, reads, unresolved, imports, star_imports, guarded, classes, chains)
+    return ParsedFile(path, module, statements, codes, defines, reads, unresolved, imports, star_imports, guarded, classes, chains,
+                      frozenset(star_filled))
 
 
 # Methods that fill a container or registry in place.

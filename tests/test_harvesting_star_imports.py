@@ -1,7 +1,8 @@
 """Packages that bind their names through star imports (fastai and the libraries nbdev writes:
 `from .imports import *`, `from .torch_core import *`, then `class View(Module)` with `Module` and
-`nn` bound in other files, and names that come from a package another file star-imports, fastcore's
-in fastai): their classes are found as nn.Modules and extracted with what the star imports give.
+`nn` bound in other files, names that come from a package another file star-imports, fastcore's
+in fastai, and objects such a star import binds that the package's files fill: `defaults.activation =
+nn.ReLU`): their classes are found as nn.Modules and extracted with what the star imports give.
 A package written here in fastai's shape (issue 13's held-out set 26: fastai 2.8.12, 0 of its
 classes found before)."""
 
@@ -19,6 +20,7 @@ import math
 import torch
 import torch.nn as nn
 from torch.nn import *
+from os import *
 '''
 
 TORCH_CORE = '''
@@ -29,6 +31,10 @@ class Module(nn.Module):
     "Same as `nn.Module`, with a repr of its own"
     def extra_repr(self):
         return "fastai-style"
+
+
+# fastai's `defaults.activation = nn.ReLU` on fastcore's `defaults`: an object a star import binds, filled here
+environ["STARLIB_GAIN"] = "3"
 '''
 
 LAYERS = '''
@@ -44,6 +50,15 @@ class View(Module):
 
     def forward(self, x):
         return x.view(self.size) * 2.0
+
+
+environ["STARLIB_BIAS"] = "1"
+
+
+class Gained(Module):
+    "Reads what two files put into an object a star import bound"
+    def forward(self, x):
+        return x * float(environ["STARLIB_GAIN"]) + float(environ["STARLIB_BIAS"])
 
 
 class Residual(Module):
@@ -77,7 +92,7 @@ def test_classes_bound_through_star_imports_are_found_and_run(tmp_path):
         (pkg / name).write_text(text)
     result = harvest_local(tmp_path, HarvestConfig(incremental=False))
     by_name = {p.name: p for p in result.problems}
-    for name in ("View", "Residual", "Doubler"):
+    for name in ("View", "Residual", "Doubler", "Gained"):
         assert name in by_name, sorted(by_name)
         assert by_name[name].status == "runnable", (name, by_name[name].reject_reason, result.details.get(by_name[name].key))
     source = by_name["Residual"].reference_source
@@ -87,3 +102,6 @@ def test_classes_bound_through_star_imports_are_found_and_run(tmp_path):
     model = namespace["Model"](*namespace["get_init_inputs"]())
     x = namespace["get_inputs"]()[0]
     torch.testing.assert_close(model(x), x + torch.relu(model.lin(x)) / 2 ** 0.5)
+    # both fills come along, neither renamed apart from the other
+    gained = by_name["Gained"].reference_source
+    assert 'environ["STARLIB_GAIN"] = "3"' in gained and 'environ["STARLIB_BIAS"] = "1"' in gained and "environ_2" not in gained
