@@ -89,3 +89,16 @@ def test_the_target_keeps_only_versions_every_requirement_accepts(tmp_path):
     assert "numpy" in kept_by_target(installs, requirements, target, "3.12")
     installs[4]["requested_extras"] = ["numpy"]
     assert "numpy" not in kept_by_target(installs, requirements, target, "3.12")
+
+
+def test_a_set_that_needs_nothing_downloaded_still_makes_the_folder_and_its_record(tmp_path):
+    """`env prefetch` of requirement sets all left to the target (its own torch): the wheel folder,
+    not yet made, is made and records what was asked (it failed writing wheelhouse.json)."""
+    import json
+
+    from autotriton.wheelhouse import build_wheelhouse
+
+    out = tmp_path / "not-yet" / "wheels"
+    summary = build_wheelhouse(["torch==2.11.0"], out, provided=["torch==2.11.0"])
+    assert summary["downloaded"] == [] and summary["left_to_the_target"] == ["torch==2.11.0"]
+    assert json.loads((out / "wheelhouse.json").read_text())["requirements"] == ["torch==2.11.0"]
