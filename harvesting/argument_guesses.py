@@ -274,3 +274,31 @@ def dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int
                 fields.append((node.target.id, guess))
     code = f"{name}(" + ", ".join(f"{f}={g[0]}" for f, g in fields) + ")"
     return code, {"expr": code, "kind": "dataclass", "fields": {f: g[1] for f, g in fields}}
+
+
+def holds_modules(init: ast.FunctionDef, name: str) -> bool:
+    """Whether __init__ hands `name` (a *args) to nn.ModuleList / nn.Sequential / nn.ModuleDict."""
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and re.search(r"(ModuleList|Sequential|ModuleDict)$", ast.unparse(node.func)):
+            for arg in node.args:
+                inner = arg.value if isinstance(arg, ast.Starred) else arg
+                if isinstance(inner, ast.Name) and inner.id == name:
+                    return True
+    return False
+
+
+# Options that fetch weights from the network when left at their defaults (`backbone_pretrained: bool
+# = True`, `encoder_weights="imagenet"`, `download=True`): a problem runs offline and is
+# self-contained, so they are turned off (False, or None for a named set of weights)
+_FETCHING = re.compile(r"pretrain|(^|_)(download|from_hub|load_weights|use_hub)$")
+_NAMED_WEIGHTS = re.compile(r"pretrain|(^|_)weights$")
+
+
+def offline_default(name: str, default: Any) -> tuple[str, Any] | None:
+    """(source, value) that turns off an option fetching weights by default (`backbone_pretrained=True`
+    -> False, `encoder_weights="imagenet"` -> None), or None for any other parameter."""
+    if default is True and _FETCHING.search(name.lower()):
+        return "False", False
+    if isinstance(default, str) and default and _NAMED_WEIGHTS.search(name.lower()):
+        return "None", None
+    return None

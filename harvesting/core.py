@@ -30,7 +30,7 @@ from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
 from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, tensor_argument
-from autotriton.harvesting.module_arguments import dimension_arguments, layer_arguments, stand_in_arguments
+from autotriton.harvesting.module_arguments import dimension_arguments, layer_arguments, sequence_arguments, stand_in_arguments
 from autotriton.harvesting.problem_environments import ensure_relaxing, with_missing_package
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
@@ -571,7 +571,8 @@ class Harvester:
                     # named by a width: 2, then 1) (module_arguments.py)
                     fixed = (layer_arguments(p.model_source, p.attempts[round_no], full_detail, p.problem.name)
                              + stand_in_arguments(p.attempts[round_no], full_detail)
-                             + dimension_arguments(p.attempts[round_no], full_detail) + fixed)
+                             + dimension_arguments(p.attempts[round_no], full_detail)
+                             + sequence_arguments(p.attempts[round_no], full_detail) + fixed)
                     # an error that names an optional constructor parameter left at None ("n_chans could
                     # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first
                     named = None if last_round else parameter_named_in(p.model_source, full_detail, p.demanded)

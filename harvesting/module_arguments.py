@@ -9,7 +9,9 @@ error (harvesting/core.py tries these first). Three cases:
   a call of its `.forward` is not) (stand_in_arguments);
 - 2 (then 1) where an int argument picks the layer's dimensionality by name
   (`getattr(nn, f"Conv{n_dim}d")` with n_dim guessed as a width, 32: "module 'torch.nn' has no
-  attribute 'Conv32d'") (dimension_arguments).
+  attribute 'Conv32d'") (dimension_arguments);
+- lists where tuples were guessed and the code concatenates them to a list (fastai's tabular
+  models: `[n_emb + n_cont] + layers + [out_sz]`), and the other way round (sequence_arguments).
 
 A torch layer where a constructor argument was guessed as a plain module and the code wants one
 with weights:
@@ -27,6 +29,7 @@ width), square, so that an input of that width runs through it. """
 
 from __future__ import annotations
 
+import ast
 import re
 
 from autotriton.harvesting.argument_guesses import _MODULE_NAME, STAND_IN
@@ -151,3 +154,30 @@ def dimension_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
             specs[k] = {**specs[k], "value": n} if k < len(specs) and isinstance(specs[k], dict) else n
         out.append(Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {n}-d layers"))
     return out
+
+
+_CONCATENATED = re.compile(r'can only concatenate (list|tuple) \(not "(tuple|list)"\) to (?:list|tuple)')
+
+
+def sequence_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
+    """The attempt with its tuple-valued constructor arguments given as lists (or list-valued as
+    tuples) when the error says the code concatenated one kind to the other; else []."""
+    m = _CONCATENATED.search(detail or "")
+    if m is None:
+        return []
+    want, got = (list, tuple) if m.group(1) == "list" else (tuple, list)
+    codes, specs, changed = list(attempt.init_code), list(attempt.init_spec), False
+    for k, code in enumerate(codes):
+        try:
+            value = ast.literal_eval(code) if isinstance(code, str) else None
+        except (ValueError, SyntaxError):
+            continue
+        if type(value) is got:
+            converted = want(value)
+            codes[k] = repr(converted)
+            if k < len(specs) and isinstance(specs[k], dict):
+                specs[k] = {**specs[k], "value": list(converted)}
+            changed = True
+    if not changed:
+        return []
+    return [Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {want.__name__}s")]

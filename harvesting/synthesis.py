@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from autotriton.harvesting.argument_guesses import (
-    _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, _guess_value, dataclass_argument, module_usage,
+    _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, WRAPPED_MODULE, _guess_value, dataclass_argument, holds_modules, module_usage,
+    offline_default,
 )
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.dict_inputs import dict_input_options
@@ -103,11 +104,6 @@ def _as_torch_layers(calls: dict[str, ast.Call], classes: dict[str, ast.ClassDef
 # Sizes the input's spatial size follows (see synthesize): capped when asserts change them.
 _SPATIAL_NAMES = re.compile(r"feat_size|grid_size|feature_size|spatial_size|img_size|image_size|input_size|resolution")
 _TUPLE_NAMES = re.compile(r"(window|feat_size|grid_size|feature_size|img_size|image_size|input_size|resolution|patch_size)")
-# Options that fetch weights from the network when left at their defaults (`backbone_pretrained: bool
-# = True`, `encoder_weights="imagenet"`, `download=True`): a problem runs offline and is
-# self-contained, so they are turned off (False, or None for a named set of weights)
-_FETCHING = re.compile(r"pretrain|(^|_)(download|from_hub|load_weights|use_hub)$")
-_NAMED_WEIGHTS = re.compile(r"pretrain|(^|_)weights$")
 _CONFIG_NAMES = re.compile(r"^(config|cfg|conf|args|opt|opts|params|hparams|hp|configs|model_config|settings)$")
 
 
@@ -313,12 +309,9 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                     last_needed = i
                     guessed.append(p.name)
                     shrunk[p.name] = default_value
-            if guess is None and default_value is True and _FETCHING.search(p.name.lower()):
-                guess = ("False", False)
-                last_needed = i
-            elif guess is None and isinstance(default_value, str) and default_value and _NAMED_WEIGHTS.search(p.name.lower()):
-                guess = ("None", None)
-                last_needed = i
+            if guess is None:
+                guess = offline_default(p.name, default_value)
+                last_needed = i if guess is not None else last_needed
             if guess is None:
                 guess = (p.default, default_value if default_value is not None else {"expr": p.default})
         values[p.name] = guess[1]
@@ -338,7 +331,10 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 last_needed = max(last_needed, i)
     codes, specs = codes[: last_needed + 1], specs[: last_needed + 1]
     vararg = next((p for p in all_params if p.kind == "vararg"), None)
-    if vararg is not None and not params and any(w in vararg.name.lower() for w in (*_SIZE_WORDS, "layer", "shape")):
+    if vararg is not None and not params and init_fn is not None and holds_modules(init_fn, vararg.name):
+        # `def __init__(self, *layers): self.layers = nn.ModuleList(layers)` (fastai's SequentialEx): two modules
+        codes, specs = [WRAPPED_MODULE] * 2, [{"name": f"{vararg.name}[{k}]", "value": WRAPPED_MODULE} for k in range(2)]
+    elif vararg is not None and not params and any(w in vararg.name.lower() for w in (*_SIZE_WORDS, "layer", "shape")):
         # `def __init__(self, *dims)` (an MLP's widths, `assert len(dims) > 1`): three sizes
         codes, specs = [str(D)] * 3, [{"name": f"{vararg.name}[{k}]", "value": D} for k in range(3)]
         values[vararg.name] = [D] * 3

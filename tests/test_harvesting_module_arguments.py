@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from autotriton.harvesting.module_arguments import dimension_arguments, layer_arguments, stand_in_arguments
+from autotriton.harvesting.module_arguments import dimension_arguments, layer_arguments, sequence_arguments, stand_in_arguments
 from autotriton.harvesting.synthesis import Attempt
 
 from tests.test_harvesting_synthesis import assert_all_runnable
@@ -168,3 +168,37 @@ def test_a_layer_class_given_where_a_built_layer_was_wanted_becomes_a_layer():
     attempt = Attempt(["torch.nn.Identity", "torch.nn.LayerNorm(16)"], [{}, {}], [], [], label="D=16")
     (linear, _) = layer_arguments(standalone, attempt, "ValueError: Unsupported layer type <class 'type'>", "Linear")
     assert linear.init_code == ["torch.nn.Linear(16, 16)", "torch.nn.LayerNorm(16)"]
+
+
+
+# fastai's shapes (held-out set 26): layers as *args held in a ModuleList, and a list of widths
+# concatenated with lists
+SEQUENCES = '''
+class SequentialEx(nn.Module):
+    """Like nn.Sequential, with each layer's input kept on its output."""
+
+    def __init__(self, *layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x):
+        res = x
+        for layer in self.layers:
+            res = layer(res) + 0.5 * res
+        return res
+'''
+
+
+def test_layers_given_as_args_held_in_a_module_list_are_modules(tmp_path):
+    assert_all_runnable(tmp_path, "sequences.py", SEQUENCES, 1)
+
+
+def test_tuples_the_code_concatenates_to_lists_become_lists():
+    attempt = Attempt(["32", "(32, 32)", "'relu'"], [{"name": "n_cont", "value": 32}, {"name": "layers", "value": [32, 32]},
+                                                    {"name": "act", "value": "relu"}], [], [], label="D=32")
+    (lists,) = sequence_arguments(attempt, 'TypeError: can only concatenate list (not "tuple") to list')
+    assert lists.init_code == ["32", "[32, 32]", "'relu'"] and lists.init_spec[1] == {"name": "layers", "value": [32, 32]}
+    back = Attempt(["[8, 8]"], [{"name": "shape", "value": [8, 8]}], [], [], label="D=32")
+    (tuples,) = sequence_arguments(back, 'TypeError: can only concatenate tuple (not "list") to tuple')
+    assert tuples.init_code == ["(8, 8)"]
+    assert sequence_arguments(attempt, "TypeError: unsupported operand type(s) for +: 'int' and 'list'") == []
