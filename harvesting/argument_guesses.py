@@ -243,6 +243,24 @@ def _size_placeholder(value: ast.expr) -> bool:
         and type(value.operand.value) is int
 
 
+def _none_tested_fields(cls: ast.ClassDef) -> set[str]:
+    """Fields the dataclass's own methods test against None (`if self.head_size is None: ...`, `if
+    self.n_expert_groups is not None: assert ...`): None is a state it handles (derived later, or a
+    feature left off, litgpt's Config), not a size left for the caller."""
+    out: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) \
+                and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
+            target = node.left
+        elif isinstance(node, (ast.If, ast.IfExp, ast.While)):
+            target = node.test
+        else:
+            continue
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            out.add(target.attr)
+    return out
+
+
 def dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int) -> tuple[str, Any] | None:
     """A parameter annotated with a dataclass of its own file (`config: MambaConfig`, `args:
     ModelArgs`): built with its required fields guessed from their names and types, so what its
@@ -255,6 +273,7 @@ def dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int
                               for d in cls.decorator_list):
         return None
     fields = []
+    handled = _none_tested_fields(cls)
     for node in cls.body:
         if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name) \
                 or "ClassVar" in ast.unparse(node.annotation):
@@ -265,7 +284,8 @@ def dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int
             if guess is None:
                 return None
             fields.append((node.target.id, guess))
-        elif _size_placeholder(node.value) and unwrap_optional(annotation.replace(" | None", "").replace("None | ", "")) == "int":
+        elif _size_placeholder(node.value) and unwrap_optional(annotation.replace(" | None", "").replace("None | ", "")) == "int" \
+                and node.target.id not in handled:
             # `dim_in: int = -1`, `dim_out: Optional[int] = None`: a size left for later (inferred
             # from data by the framework): given one, as a required size would be (not a list of ints,
             # `sliding_window_indices: list[int] | None = None`, which stays None)

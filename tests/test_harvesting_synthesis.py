@@ -961,10 +961,16 @@ class LayerConfig:
     n_layer: int = 2
     window_size: int | None = None
     window_indices: list[int] | None = None  # litgpt's Config: per-layer flags, checked against n_layer
+    n_expert_groups: int | None = None  # litgpt's Config: a feature None leaves off
+    head_size: Optional[int] = None  # ... or derives
 
     def __post_init__(self):
         if self.window_indices is not None and len(self.window_indices) != self.n_layer:
             raise ValueError("window_indices must have one flag per layer")
+        if self.n_expert_groups is not None:
+            assert self.name == "moe", "expert groups need the mixture-of-experts layer"
+        if self.head_size is None:
+            self.head_size = 8
 
 
 class GeneralLinear(nn.Module):
@@ -988,6 +994,7 @@ def test_a_config_dataclass_gets_sizes_where_its_integer_defaults_are_placeholde
     assert layer.in_features > 0 and layer.out_features > 0 and layer.bias is not None  # the flag keeps its default
     assert "name=" not in code  # a placeholder that is not an integer stays as it is
     assert "window_indices=" not in code and "window_size=" in code  # nor one that is a list of integers
+    assert "n_expert_groups=" not in code and "head_size=" not in code  # nor one the config itself tests against None
 
 
 def test_a_sequence_of_typed_tensors_is_guessed_as_a_list_of_tensors():
