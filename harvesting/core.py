@@ -29,8 +29,7 @@ from autotriton.harvesting.requirements import module_requirements, package_impo
 from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
-from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, tensor_argument
-from autotriton.harvesting.module_arguments import dimension_arguments, layer_arguments, sequence_arguments, stand_in_arguments
+from autotriton.harvesting.error_repairs import error_repairs
 from autotriton.harvesting.problem_environments import ensure_relaxing, with_missing_package
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
@@ -557,22 +556,9 @@ class Harvester:
                         p.first_failure = (reason, detail)
                     _reorder_after_failure(p.attempts, round_no + 1, detail)
                     full_detail = str(_field(res, "detail") or "")  # the whole traceback (`detail`: its end)
-                    fixed = repair_attempts(p.attempts[round_no], full_detail)
-                    # sizes that passed forward's own shape checks on symbolic shapes come before any
-                    # reading of the error message
-                    solved = solved_attempt(p.attempts[round_no], _field(res, "suggested_shapes"), _field(res, "suggested_init"))
-                    fixed = [solved, *fixed] if solved is not None else fixed
-                    # a number where the module keeps a tensor (a loss's class weights): that argument as a tensor, first
-                    as_tensor = tensor_argument(p.model_source, p.attempts[round_no], full_detail)
-                    fixed = [as_tensor, *fixed] if as_tensor is not None else fixed
-                    # a plain module (nn.GELU) where the code wants a layer with weights (an adapter's
-                    # `base_layer`: "Unsupported layer type <class '...GELU'>"): that argument a torch layer, first
-                    # (or called with more than its input: the stand-in network; or a layer's dimensionality
-                    # named by a width: 2, then 1) (module_arguments.py)
-                    fixed = (layer_arguments(p.model_source, p.attempts[round_no], full_detail, p.problem.name)
-                             + stand_in_arguments(p.attempts[round_no], full_detail)
-                             + dimension_arguments(p.attempts[round_no], full_detail)
-                             + sequence_arguments(p.attempts[round_no], full_detail) + fixed)
+                    # what the error says to change, best first (error_repairs.py)
+                    fixed = error_repairs(p.model_source, p.attempts[round_no], full_detail, p.problem.name,
+                                          _field(res, "suggested_shapes"), _field(res, "suggested_init"))
                     # an error that names an optional constructor parameter left at None ("n_chans could
                     # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first
                     named = None if last_round else parameter_named_in(p.model_source, full_detail, p.demanded)

@@ -550,3 +550,49 @@ def tensor_argument(standalone: str, attempt: Attempt, detail: str) -> Attempt |
     codes[i] = f"torch.tensor([{float(value)!r}])"
     specs[i] = {"kind": "tensor", "shape": [1], "dtype": "float32", "value": float(value)}
     return Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} tensor {name}")
+
+
+_TOO_MANY_INDICES = re.compile(r"too many indices for tensor of dimension (\d+)")
+
+
+def _index_parts(text: str) -> int:
+    """How many axes a subscript's text indexes (`:, :, 0` -> 3; `None` and `...` add none)."""
+    depth, parts, current = 0, [], ""
+    for ch in text:
+        depth += 1 if ch in "([{" else -1 if ch in ")]}" else 0
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return sum(1 for part in parts if part.strip() and part.strip() not in ("None", "..."))
+
+
+def indexed_input(standalone: str, attempt: Attempt, detail: str) -> Attempt | None:
+    """A forward input of rank N indexed with more axes in the statement that failed ("too many
+    indices for tensor of dimension 2" at `span_idx[:, :, 0]`, gliner's span markers), given as many
+    axes; None when the message or the statement names no such input."""
+    m = _TOO_MANY_INDICES.search(detail or "")
+    if m is None:
+        return None
+    rank = int(m.group(1))
+    statements = [line.strip() for line in detail[:m.start()].splitlines() if "[" in line and not line.strip().startswith("File ")]
+    if not statements:
+        return None
+    names = [p.name for p in model_params(standalone, "forward") or () if p.kind == "pos" and p.name != "self"]
+    codes, specs, changed = list(attempt.input_code), list(attempt.input_spec), False
+    for i, name in enumerate(names[:len(specs)]):
+        spec = specs[i]
+        if not (isinstance(spec, dict) and spec.get("kind") == "tensor" and len(spec.get("shape", [])) == rank):
+            continue
+        wanted = max((_index_parts(sub.group(1)) for sub in re.finditer(rf"\b{re.escape(name)}\[([^\[\]]*)\]", statements[-1])),
+                     default=0)
+        shape = _to_rank(list(spec["shape"]), wanted) if wanted > rank else None
+        if shape:
+            specs[i] = {**spec, "shape": shape}
+            codes[i] = _resized_code(codes[i], shape, specs[i])
+            changed = True
+    if not changed:
+        return None
+    return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} indexed")

@@ -171,3 +171,37 @@ def test_a_number_the_module_keeps_as_a_tensor_is_given_as_one(tmp_path):
         ns = _load(problems[name].reference_source)
         (weight, *_) = ns["get_init_inputs"]()
         assert isinstance(weight, torch.Tensor) and weight.numel() == 1, name
+
+
+SPAN_MARKER = '''
+class SpanMarker(nn.Module):
+    """gliner's span representation: each span's start and end token, gathered and projected."""
+
+    def __init__(self, hidden_size):
+        super().__init__()
+        self.project = nn.Linear(2 * hidden_size, hidden_size)
+
+    def forward(self, h, span_idx):
+        B, L, D = h.shape
+        start = torch.gather(h, 1, span_idx[:, :, 0].unsqueeze(-1).expand(-1, -1, D))
+        end = torch.gather(h, 1, span_idx[:, :, 1].unsqueeze(-1).expand(-1, -1, D))
+        return self.project(torch.cat([start, end], dim=-1))
+'''
+
+
+def test_an_input_indexed_with_more_axes_than_it_has_gets_them(tmp_path):
+    """gliner's span markers (set 26): `span_idx[:, :, 0]` on an index guessed as (2, 8) failed with
+    "too many indices for tensor of dimension 2" on every guess; the statement says three axes."""
+    from autotriton.harvesting.input_repair import indexed_input
+
+    standalone = "class Model(nn.Module):\n    def forward(self, h, span_idx):\n        pass\n"
+    guess = Attempt([], [], ["torch.randn(2, 8, 32)", "torch.randint(0, 8, (2, 8))"],
+                    [{"kind": "tensor", "shape": [2, 8, 32]}, {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": 8}])
+    detail = ("Traceback (most recent call last):\n  File \"problem.py\", line 12, in forward\n"
+              "    start = torch.gather(h, 1, span_idx[:, :, 0].unsqueeze(-1).expand(-1, -1, D))\n"
+              "IndexError: too many indices for tensor of dimension 2")
+    repaired = indexed_input(standalone, guess, detail)
+    assert repaired.input_spec[1]["shape"] == [2, 8, 8] and repaired.input_code[1] == "torch.randint(0, 8, (2, 8, 8))"
+    assert repaired.input_spec[0] == guess.input_spec[0]
+    assert indexed_input(standalone, guess, detail.replace("span_idx[:, :, 0]", "other[:, :, 0]")) is None
+    assert_all_runnable(tmp_path, "spans.py", SPAN_MARKER, 1)
