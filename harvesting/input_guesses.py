@@ -26,6 +26,9 @@ _INDEX_LAYERS = {"Embedding", "EmbeddingBag"}
 _INT_INPUT = re.compile(r"(^|_)(ids?|idx|index|indices|tokens?|labels?|targets?|positions?|token_ids|input_ids|classes)$")
 _MASK_INPUT = re.compile(r"mask")
 # Diffusion-style conditioning: one time / noise level per batch element.
+# an axis, or how many trailing axes, forward works along (`forward(self, x, dim)`, neuraloperator's
+# Fourier continuations: `range(-dim, 0)`): torch's own word for an axis, an int
+_AXIS_INPUT = re.compile(r"^(dim|dims|axis|axes|ndim|n_dim|n_dims|num_dims)$")
 _TIME_INPUT = re.compile(r"^(t|time|times|timesteps?|time_steps?|noise_levels?|sigmas?|log_snr|noise_cond)$")
 
 
@@ -501,6 +504,8 @@ def _guessed_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str
         return [("1.0", {"kind": "float", "value": 1.0})]
     if ann in ("bool",):
         return [("True", {"kind": "bool", "value": True})]
+    if _AXIS_INPUT.match(name) and "Tensor" not in (ann or ""):
+        return [("1", {"kind": "int", "value": 1}), ("2", {"kind": "int", "value": 2})]
     if forward is not None and _used_as_size(forward, p.name):
         # `arange(j - i, j)`, `torch.ones(n, n)`: a length, as positional biases take (i, j)
         return [("8", {"kind": "int", "value": 8})]

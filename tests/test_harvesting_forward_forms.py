@@ -509,3 +509,31 @@ def test_options_that_fetch_pretrained_weights_are_turned_off(tmp_path):
     problems = _harvest(tmp_path, "pretrained.py", PRETRAINED)
     ns = _load(problems["SegmentationHead"].reference_source)
     assert ns["get_init_inputs"]() == [4, False, None]
+
+
+AXIS_INPUT = '''
+class Continuation(nn.Module):
+    """neuraloperator's Fourier continuation: extends the last `dim` axes of its input."""
+
+    def __init__(self, n_additional_pts=4):
+        super().__init__()
+        self.n = n_additional_pts
+
+    def extend(self, x, dim):
+        axes = list(range(-dim, 0)) if isinstance(dim, int) else list(dim)
+        axes = [a if a >= 0 else x.ndim + a for a in axes]
+        for axis in axes:
+            x = torch.cat([x, x.flip(axis).narrow(axis, 0, self.n) * 0.5], dim=axis)
+        return x
+
+    def forward(self, x, dim):
+        return self.extend(x, dim)
+'''
+
+
+def test_a_forward_input_named_as_an_axis_is_an_int(tmp_path):
+    """`forward(self, x, dim)` (set 26): `dim` guessed as a tensor failed with "Boolean value of Tensor
+    with more than one value is ambiguous"; torch's word for an axis is an int."""
+    problems = _harvest(tmp_path, "continuation.py", AXIS_INPUT)
+    inputs = _load(problems["Continuation"].reference_source)["get_inputs"]()
+    assert isinstance(inputs[1], int) and not isinstance(inputs[1], bool)
