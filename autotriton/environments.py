@@ -245,7 +245,7 @@ class EnvironmentCache:
             try:
                 proc = subprocess.run(cmd + reqs, capture_output=True, text=True, timeout=self.config.install_timeout_s, env=env)
             except subprocess.TimeoutExpired as exc:
-                raise DependencyError(f"unresolvable_dependency:{_name(reqs[0])}",
+                raise DependencyError(f"unresolvable_dependency:{requirement_name(reqs[0])}",
                                       f"pip install {' '.join(reqs)} did not finish within {self.config.install_timeout_s:g} s") from exc
             if proc.returncode != 0:
                 raise pip_error(proc.stdout + "\n" + proc.stderr, reqs, wheels_only=not self.config.allow_sdist)
@@ -302,7 +302,7 @@ def environment_paths(problems: Iterable, config: EnvironmentConfig | None) -> t
     return paths, failed
 
 
-def _name(requirement: str) -> str:
+def requirement_name(requirement: str) -> str:
     m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
     return canonical_name(m.group(1)) if m else requirement.strip()
 
@@ -318,7 +318,7 @@ def pip_error(output: str, reqs: list[str], *, wheels_only: bool = False) -> Dep
             if kind == "missing_dependency" and wheels_only:
                 line += (" (wheels only: environments.allow_sdist is off, so a distribution published as source alone is"
                          " not built here, which would run its build code; set it on to allow that)")
-            return DependencyError(f"{kind}:{_name(m.group(1))}", line)
+            return DependencyError(f"{kind}:{requirement_name(m.group(1))}", line)
     for i, line in enumerate(lines):
         if "conflict is caused by" in line:
             for cause in lines[i + 1:]:
@@ -326,8 +326,8 @@ def pip_error(output: str, reqs: list[str], *, wheels_only: bool = False) -> Dep
                 if m and canonical_name(m.group(1)) not in JUDGE_PROVIDED:
                     return DependencyError(f"unresolvable_dependency:{canonical_name(m.group(1))}", " | ".join(lines[i:i + 4])[:500])
     errors = [line for line in lines if line.startswith("ERROR")] or lines[-1:] or ["pip failed without a message"]
-    named = next((r for r in reqs if _name(r) in " ".join(errors).lower()), reqs[0])
-    return DependencyError(f"unresolvable_dependency:{_name(named)}", errors[-1][:500])
+    named = next((r for r in reqs if requirement_name(r) in " ".join(errors).lower()), reqs[0])
+    return DependencyError(f"unresolvable_dependency:{requirement_name(named)}", errors[-1][:500])
 
 
 def _site_packages(venv: Path) -> Path:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import posixpath
 import re
 
-from autotriton.harvesting.parsing import ImportBinding, ParsedFile, _dotted, _line
-from autotriton.harvesting.repository import Repository, _follow, _up
+from autotriton.harvesting.parsing import ImportBinding, ParsedFile, _line
+from autotriton.harvesting.repository import Repository, _follow, star_import
 
 # Code that looks names up in its own module's namespace at run time.
 _NAMESPACE_LOOKUP = re.compile(r"\bglobals\(\)|sys\.modules\[__name__\]")
@@ -160,11 +160,7 @@ class _Collector:
     def _need_star(self, path: str, sidx: int, name: str, depth: int) -> None:
         parsed = self.repo.parsed(path)
         assert parsed is not None
-        stmt = parsed.statements[sidx]
-        small = stmt.body[0]  # type: ignore[attr-defined]
-        module = _dotted(small.module) if small.module else ""
-        level = len(small.relative)
-        target = self.repo.module_file(module, _up(path, level)) if level else self.repo.module_file(module, None)
+        module, level, target = star_import(self.repo, parsed, sidx)
         if target is None:
             if level:
                 raise ExtractionError("relative_import", f"{path}: `from {'.' * level}{module} import *` is not in this repository")
@@ -196,10 +192,7 @@ class _Collector:
             return
         visited.add(path)
         for sidx in parsed.star_imports:
-            small = parsed.statements[sidx].body[0]  # type: ignore[attr-defined]
-            module = _dotted(small.module) if small.module else ""
-            level = len(small.relative)
-            target = self.repo.module_file(module, _up(path, level)) if level else self.repo.module_file(module, None)
+            module, level, target = star_import(self.repo, parsed, sidx)
             if target is not None:
                 self._external_stars(target, visited)
             elif not level and self.repo.external_ok(module.split(".")[0]) and (path, sidx) not in self.seen:

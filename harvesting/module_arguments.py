@@ -1,31 +1,22 @@
 """Constructor arguments that hold a module, or choose a kind of layer, repaired from the probe's
-error (harvesting/core.py tries these first). Three cases:
+error (error_repairs.py tries these first):
 
-- a torch layer where an argument was guessed as a plain module and the code wants one with
-  weights (layer_arguments, below);
-- the stand-in network where an argument was guessed as nn.GELU and the code calls it with more
-  than its input (`self.main_module.forward(x, self.indices)`: "GELU.forward() takes 2 positional
-  arguments but 3 were given"; a direct call `self.fn(x, idx)` is read statically by usage_kinds,
-  a call of its `.forward` is not) (stand_in_arguments);
-- 2 (then 1) where an int argument picks the layer's dimensionality by name
-  (`getattr(nn, f"Conv{n_dim}d")` with n_dim guessed as a width, 32: "module 'torch.nn' has no
-  attribute 'Conv32d'") (dimension_arguments);
-- lists where tuples were guessed and the code concatenates them to a list (fastai's tabular
-  models: `[n_emb + n_cont] + layers + [out_sz]`), and the other way round (sequence_arguments).
-
-A torch layer where a constructor argument was guessed as a plain module and the code wants one
-with weights:
-
-Adapters and wrappers take a built layer and read what it is made of: peft's tuner layers
-(`LoraLayer(base_layer, adapter_name)`: "Unsupported layer type <class '...GELU'>" unless it is an
-nn.Linear, nn.Conv2d or nn.Embedding), weight-norm and spectral-norm wrappers (`module.weight`),
-quantisation wrappers (`layer.in_features`). A parameter named like a module (`base_layer`,
-`module`, `layer`) is guessed as nn.GELU (argument_guesses.WRAPPED_MODULE), the stand-in network,
-nn.Identity or a namespace of the attributes read of it, none of which is a layer with weights; the probe's error says so, and this gives that argument a
-torch layer instead: the one the attributes read ask for (`in_channels` -> nn.Conv2d,
-`num_embeddings` -> nn.Embedding), else the one the class is named after (peft's `Conv2d`
-wrapper), else nn.Linear, with a second layer kind to try after it. Sized D (the guess's own
-width), square, so that an input of that width runs through it. """
+- layer_arguments: a torch layer where an argument was guessed as a plain module (nn.GELU from
+  argument_guesses.WRAPPED_MODULE, the stand-in network, nn.Identity, a namespace of the attributes
+  read of it) and the code wants one with weights. Adapters and wrappers read what their layer is
+  made of: peft's tuner layers ("Unsupported layer type <class '...GELU'>" unless nn.Linear,
+  nn.Conv2d or nn.Embedding), weight-norm wrappers (`module.weight`), quantisation wrappers
+  (`layer.in_features`). The layer is the one the attribute read asks for (`in_channels` ->
+  nn.Conv2d), else the one the class is named after (peft's `Conv2d` wrapper), else nn.Linear, with
+  a second kind after it; square, of the guess's width D, so an input of that width runs through it.
+- stand_in_arguments: the stand-in network where nn.GELU is called with more than its input
+  (`self.main_module.forward(x, self.indices)`; a direct call `self.fn(x, idx)` is read statically
+  by usage_kinds, a call of its `.forward` is not).
+- dimension_arguments: 2, then 1, for an int that picks a layer's dimensionality by name
+  (`getattr(nn, f"Conv{n_dim}d")` with n_dim guessed as a width: "no attribute 'Conv32d'").
+- sequence_arguments: lists where tuples were guessed and the code concatenates them to a list
+  (fastai's tabular models: `[n_emb + n_cont] + layers + [out_sz]`), and the other way round.
+"""
 
 from __future__ import annotations
 
@@ -64,6 +55,15 @@ _LAYER_CODE = {
 _NAMED_LAYER = re.compile(r"(Linear|Conv1d|Conv2d|Conv3d|Embedding)(?![a-z])")
 
 
+def _replaced(attempt: Attempt, held: list[int], code: str, value: object, label: str) -> Attempt:
+    """`attempt` with the constructor arguments at `held` given as `code` (their specs' value `value`)."""
+    codes, specs = list(attempt.init_code), list(attempt.init_spec)
+    for k in held:
+        codes[k] = code
+        specs[k] = {**specs[k], "value": value} if k < len(specs) and isinstance(specs[k], dict) else value
+    return Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {label}")
+
+
 def _kinds(attribute: str | None, class_name: str) -> list[str]:
     """The layer kinds to try, best first: the attribute's, the class name's, then Linear and Conv2d."""
     first = [_ATTRIBUTE_LAYER[attribute]] if attribute in _ATTRIBUTE_LAYER else []
@@ -96,16 +96,8 @@ def layer_arguments(standalone: str, attempt: Attempt, detail: str, class_name: 
         return []
     sized = re.search(r"D=(\d+)", attempt.label)
     D = int(sized.group(1)) if sized else 32
-    out = []
-    for kind in _kinds(attribute, class_name)[:2]:
-        code = _LAYER_CODE[kind].format(D=D)
-        codes, specs = list(attempt.init_code), list(attempt.init_spec)
-        for k in held:
-            codes[k] = code
-            name = params[k].name if k < len(params) else f"arg{k}"
-            specs[k] = {"name": name, "value": code} if k >= len(specs) or not isinstance(specs[k], dict) else {**specs[k], "value": code}
-        out.append(Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {kind.lower()} layer"))
-    return out
+    return [_replaced(attempt, held, code, code, f"{kind.lower()} layer")
+            for kind in _kinds(attribute, class_name)[:2] for code in [_LAYER_CODE[kind].format(D=D)]]
 
 
 _CALLED_WITH_MORE = re.compile(r"\b(GELU|Identity)\.forward\(\) (?:takes 2 positional arguments but \d+ were given"
@@ -122,11 +114,7 @@ def stand_in_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
     held = [k for k, code in enumerate(attempt.init_code) if isinstance(code, str) and code.startswith(prefix)]
     if not held:
         return []
-    codes, specs = list(attempt.init_code), list(attempt.init_spec)
-    for k in held:
-        codes[k] = f"{STAND_IN}()"
-        specs[k] = {**specs[k], "value": codes[k]} if k < len(specs) and isinstance(specs[k], dict) else codes[k]
-    return [Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} stand-in network")]
+    return [_replaced(attempt, held, f"{STAND_IN}()", f"{STAND_IN}()", "stand-in network")]
 
 
 _NO_SUCH_LAYER = re.compile(r"module 'torch\.nn(?:\.functional)?' has no attribute '[A-Za-z_]+?(\d+)d'")
@@ -144,16 +132,7 @@ def dimension_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
     named = [k for k in held if k < len(attempt.init_spec) and isinstance(attempt.init_spec[k], dict)
              and re.search(r"dim|rank|spatial", str(attempt.init_spec[k].get("name", "")).lower())]
     held = named or held
-    out = []
-    for n in (2, 1):
-        if not held or n == wrong:
-            continue
-        codes, specs = list(attempt.init_code), list(attempt.init_spec)
-        for k in held:
-            codes[k] = str(n)
-            specs[k] = {**specs[k], "value": n} if k < len(specs) and isinstance(specs[k], dict) else n
-        out.append(Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {n}-d layers"))
-    return out
+    return [_replaced(attempt, held, str(n), n, f"{n}-d layers") for n in (2, 1) if held and n != wrong]
 
 
 _CONCATENATED = re.compile(r'can only concatenate (list|tuple) \(not "(tuple|list)"\) to (?:list|tuple)')

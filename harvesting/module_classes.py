@@ -10,8 +10,8 @@ import functools
 
 import libcst as cst
 
-from autotriton.harvesting.parsing import ImportBinding, ParsedFile, _dotted
-from autotriton.harvesting.repository import Repository, _follow
+from autotriton.harvesting.parsing import ParsedFile, _dotted
+from autotriton.harvesting.repository import Repository, _follow, star_import
 
 
 @functools.lru_cache(maxsize=4096)
@@ -89,17 +89,13 @@ class ModuleClassIndex:
         if target is not None or not head or head in parsed.defines or _torch_module_class(qual) or hops > 6:
             return qual, target
         for idx in parsed.star_imports:
-            small = parsed.statements[idx].body[0]  # type: ignore[attr-defined]
-            module = _dotted(small.module) if small.module else ""
-            binding = ImportBinding(module, len(small.relative), None, "*")
-            found = self.repo.resolve_import(parsed.path, binding) if binding.level else self.repo.module_file(module, None)
-            if isinstance(found, str) and found:
-                other = self.repo.parsed(found)
-                if other is not None:
-                    star_qual, star_target = self._resolve(other, expr, hops + 1)
-                    if star_target is not None or _torch_module_class(star_qual):
-                        return star_qual, star_target
-            elif not binding.level and module and _torch_module_class(f"{module}.{_dotted(expr)}"):
+            module, level, found = star_import(self.repo, parsed, idx)
+            other = self.repo.parsed(found) if found is not None else None
+            if other is not None:
+                star_qual, star_target = self._resolve(other, expr, hops + 1)
+                if star_target is not None or _torch_module_class(star_qual):
+                    return star_qual, star_target
+            elif found is None and not level and module and _torch_module_class(f"{module}.{_dotted(expr)}"):
                 return f"{module}.{_dotted(expr)}", None
         return qual, None
 

@@ -11,19 +11,13 @@ The probe then says whether the module runs; the problem records the requirement
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections import Counter
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from autotriton.environments import DependencyError, Environment, EnvironmentCache, canonical_name
+from autotriton.environments import DependencyError, Environment, EnvironmentCache, canonical_name, requirement_name
 from autotriton.harvesting.requirements import module_requirements
-
-
-def requirement_name(requirement: str) -> str:
-    """`einops>=0.6` -> `einops` (canonical: the name an environment's requirement set keys on)."""
-    return canonical_name(re.split(r"[\s;\[<>=!~@]", requirement.strip(), maxsplit=1)[0])
 
 
 def without_upper_bounds(reqs: list[str], name: str) -> list[str] | None:
@@ -49,7 +43,6 @@ def without_upper_bounds(reqs: list[str], name: str) -> list[str] | None:
         marker = f"; {req.marker}" if req.marker else ""
         out.append(f"{req.name}{extras}{','.join(sorted(str(s) for s in kept))}{marker}")
     return out if changed else None
-
 
 
 def ensure_relaxing(cache: EnvironmentCache, reqs: list[str], relaxed: Counter) -> tuple[Environment, list[str]]:

@@ -271,17 +271,24 @@ def _follow(repo: Repository, path: str, name: str, depth: int = 0) -> tuple[str
                 return None
         return (path, name)
     for idx in parsed.star_imports:
-        stmt = parsed.statements[idx]
-        assert isinstance(stmt, cst.SimpleStatementLine)
-        small = stmt.body[0]
-        assert isinstance(small, cst.ImportFrom)
-        binding = ImportBinding(_dotted(small.module) if small.module else "", len(small.relative), None, "*")
-        target = repo.resolve_import(path, binding) if binding.level else repo.module_file(binding.module, None)
-        if isinstance(target, str) and target:
+        target = star_import(repo, parsed, idx)[2]
+        if target is not None:
             found = _follow(repo, target, name, depth + 1)
             if found is not None:
                 return found
     return None
+
+
+def star_import(repo: Repository, parsed: ParsedFile, idx: int) -> tuple[str, int, str | None]:
+    """(module, level, the repository's file it imports, or None for a package's) of the
+    `from module import *` at statement `idx` of `parsed`."""
+    stmt = parsed.statements[idx]
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    small = stmt.body[0]
+    assert isinstance(small, cst.ImportFrom)
+    module = _dotted(small.module) if small.module else ""
+    level = len(small.relative)
+    return module, level, repo.module_file(module, _up(parsed.path, level) if level else None)
 
 
 _package_cache: dict[str, bool] = {}
