@@ -28,14 +28,16 @@ def tiny(tmp_path_factory):
     return path, load_model(str(path), device="cpu")[1]
 
 
-def train(tiny, tmp_path, overlap: bool, pause: float, judge=None, steps: int = 3, grpo_trl=None, problems: int = 1):
+def train(tiny, tmp_path, overlap: bool, pause: float, judge=None, steps: int = 3, grpo_trl=None, problems: int = 1,
+          num_iterations: int = 1):
     path, tok = tiny
     model, _ = load_model(str(path), device="cpu")
     rows = build_rl_rows([elementwise_problem("relu", "torch.relu(x)", n=300 + 10 * i, suffix=f"_{i}" if i else "")
                           for i in range(problems)], val_fraction=0.0)
     cfg = TrainingConfig(model=str(path), output_dir=str(tmp_path / ("on" if overlap else "off")), device="cpu",
                          grpo_max_steps=steps, num_generations=4, per_device_train_batch_size=4, max_completion_length=400,
-                         grpo_learning_rate=1e-3, save_steps=100, reward_overlap=overlap, grpo_trl=grpo_trl or {})
+                         grpo_learning_rate=1e-3, save_steps=100, reward_overlap=overlap, grpo_trl=grpo_trl or {},
+                         num_iterations=num_iterations)
     judge, log = judge or TextJudge(pause), {"generations": [], "trained": []}
     result = run_grpo(cfg, rows, judge, model=model, tokenizer=tok, progress=False,
                       trainer_hook=lambda trainer: rotate_and_record(trainer, tok, log))
@@ -86,6 +88,23 @@ def test_overlap_with_several_updates_per_generation(tiny, tmp_path):
         for text, adv in zip(batch["texts"], batch["advantages"]):
             assert adv == pytest.approx(good if good_answer(text) else wrong, abs=1e-4)
     assert result.metrics["steps"] == 4
+
+
+def test_overlap_with_two_updates_per_generation(tiny, tmp_path):
+    """`training.num_iterations = 2` (the gpu profile's): each judged batch is trained twice, the
+    second time against the log-probs of the policy that sampled it (trl's clipped ratio), so four
+    updates need two generation batches (and one more to fill the pipeline), and both updates on a
+    batch carry its own rows' advantages."""
+    result, judge, log = train(tiny, tmp_path, overlap=True, pause=0.5, steps=4, num_iterations=2)
+    assert len(log["trained"]) == 4 and len(log["generations"]) == 3 and len(judge.calls) == 3
+    first, second = [b["texts"] for b in log["trained"][:2]], [b["texts"] for b in log["trained"][2:]]
+    assert first[0] == first[1] and second[0] == second[1] and first[0] != second[0]
+    good, wrong = 0.75 / (0.5 + 1e-4), -0.25 / (0.5 + 1e-4)
+    for batch in log["trained"]:
+        assert batch["old_logps"]
+        for text, adv in zip(batch["texts"], batch["advantages"]):
+            assert adv == pytest.approx(good if good_answer(text) else wrong, abs=1e-4)
+    assert result.metrics["steps"] == 4 and result.metrics["judge_calls"] == 3
 
 
 class TimedJudge:
