@@ -34,6 +34,8 @@ _TENSOR_ATTRIBUTES = {"shape", "ndim", "T"}
 # Methods only a string has (`activation.endswith("glu")`, `p.lower()`): the value is text, not a module.
 _STRING_METHODS = {"endswith", "startswith", "lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace",
                    "split", "rsplit", "capitalize", "title", "isdigit", "isalpha", "format", "removeprefix", "removesuffix"}
+# String methods whose result is the same option in another case or spacing.
+_SAME_TEXT = {"lower", "upper", "casefold", "strip", "lstrip", "rstrip"}
 # Methods whose sequence arguments are permutations of a tensor's axes.
 _PERMUTING = {"permute"}
 # Tensor methods and torch functions whose `dim=` is an axis (not a layer's width, as the `dim=`
@@ -155,16 +157,18 @@ class UsageReader:
     def _function_parameter(self, fn: ast.FunctionDef, param: str, depth: int) -> Usage:
         return self._in_function(fn, param, depth, None) if depth <= _MAX_DEPTH else Usage()
 
-    def _in_function(self, fn: ast.FunctionDef, name: str, depth: int, class_name: str | None, loop_bound: bool = False) -> Usage:
+    def _in_function(self, fn: ast.FunctionDef, name: str, depth: int, class_name: str | None,
+                     bound_at: int | None = None) -> Usage:
         """Uses of the local `name` in `fn`, following `self.<attr> = name` into the class's methods.
         Uses after `name` is rebound (`size = (size, size)`) are another value's, and uses under a
         test of its kind (`tuple(k) if isinstance(k, list) else (k, k)`) say the code takes either:
-        both are left out."""
+        both are left out. `bound_at`: the line where a local followed here is bound (a loop's target,
+        an alias `m = mode.lower()`); uses before it belong to another value of the same name."""
         usage = Usage()
         scope = self._scope(fn)
         stores = sorted(n.lineno for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
-        if loop_bound:  # a loop's target: its first binding is the value read here
-            stores = stores[1:]
+        if bound_at is not None:
+            stores = [line for line in stores if line > bound_at]
         rebound = stores[0] if stores else None
         if class_name is not None and rebound is None and _stores_locals_on_self(fn):
             # `set_attributes(self, locals())`, `self.__dict__.update(locals())`: every parameter
@@ -172,7 +176,8 @@ class UsageReader:
             usage.merge(self._attribute(class_name, name, depth))
         for node in ast.walk(fn):
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
-                if (rebound is not None and node.lineno > rebound) or _kind_tested(scope, node):
+                if ((rebound is not None and node.lineno > rebound) or (bound_at is not None and node.lineno < bound_at)
+                        or _kind_tested(scope, node)):
                     continue
                 usage.merge(self._use(scope, node, depth, class_name))
                 parent = scope.parent.get(id(node))
@@ -233,6 +238,9 @@ class UsageReader:
                 usage.mapping = True
             elif parent.attr in _STRING_METHODS and isinstance(grand, ast.Call) and grand.func is parent:
                 usage.string = True
+                if parent.attr in _SAME_TEXT and depth <= _MAX_DEPTH:
+                    # `m = mode.lower()` then `if m == "dot"`: the choices compared are the parameter's
+                    usage.merge(self._use(scope, grand, depth + 1, class_name))
             elif (parent.attr in _TENSOR_METHODS and isinstance(grand, ast.Call) and grand.func is parent) or (
                     parent.attr in _TENSOR_ATTRIBUTES and not (isinstance(grand, ast.Call) and grand.func is parent)):
                 usage.tensor = True
@@ -277,7 +285,7 @@ class UsageReader:
                 usage.sequence = True
                 usage.length = len(target.elts)
             elif isinstance(target, ast.Name) and depth <= _MAX_DEPTH:
-                usage.merge(self._in_function(scope.fn, target.id, depth + 1, class_name))  # a local alias
+                usage.merge(self._in_function(scope.fn, target.id, depth + 1, class_name, target.lineno))  # a local alias
         elif (isinstance(parent, ast.Compare) and len(parent.ops) == 1
               and isinstance(parent.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn))):
             other = parent.comparators[0] if parent.left is node else parent.left
@@ -364,10 +372,10 @@ class UsageReader:
         """Usage of a sequence whose items are bound to `target` by `loop`."""
         usage = Usage(sequence=True)
         if isinstance(target, ast.Name):
-            usage.item = self._in_function(scope.fn, target.id, depth + 1, None, True) if depth <= _MAX_DEPTH else Usage()
+            usage.item = self._in_function(scope.fn, target.id, depth + 1, None, target.lineno) if depth <= _MAX_DEPTH else Usage()
         elif isinstance(target, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in target.elts):
             usage.item_arity = len(target.elts)
-            usage.item_parts = [self._in_function(scope.fn, e.id, depth + 1, None, True) if isinstance(e, ast.Name) and depth <= _MAX_DEPTH
+            usage.item_parts = [self._in_function(scope.fn, e.id, depth + 1, None, e.lineno) if isinstance(e, ast.Name) and depth <= _MAX_DEPTH
                                 else Usage() for e in target.elts]
         return usage
 

@@ -386,3 +386,29 @@ def test_an_option_looked_up_in_a_dict_is_one_of_its_keys(tmp_path):
     init = _first_of(LOOKED_UP, "FeedForward").init_code
     assert init[2:] == ["'gelu'", "'layer'"], init
     assert_all_runnable(tmp_path, "lookups.py", LOOKED_UP, 1)
+
+
+# The option normalised first (gliner's `m = relation_mode.lower()`, then `if m == "dot": ...
+# else: raise ValueError`): one of the strings the normalised text is compared with.
+NORMALISED = '''
+class Relations(nn.Module):
+    def __init__(self, in_dim, relation_mode):
+        super().__init__()
+        m = relation_mode.strip().lower()
+        if m == "dot":
+            self.proj = nn.Identity()
+        elif m in {"mlp", "ffn"}:
+            self.proj = nn.Linear(in_dim, in_dim)
+        else:
+            raise ValueError(f"Unknown relation mode: {relation_mode}")
+
+    def forward(self, x):
+        x = self.proj(x)
+        return torch.sigmoid(x @ x.transpose(-1, -2))
+'''
+
+
+def test_an_option_normalised_before_it_is_compared_is_one_of_the_compared_strings(tmp_path):
+    init = _first_of(NORMALISED, "Relations").init_code
+    assert init[1] in ("'dot'", "'mlp'", "'ffn'"), init
+    assert_all_runnable(tmp_path, "relations.py", NORMALISED, 1)
