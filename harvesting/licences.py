@@ -58,6 +58,10 @@ _ALIASES = {
     "mit-0": "MIT-0", "bsl-1.0": "BSL-1.0",
 }
 
+# Apache 2.0 however it is spelt: "Apache-2" (uni2ts' SPDX headers), "Apache License Version 2.0",
+# "Apache Software License 2.0", "Apache v2", "ASL 2.0".
+_APACHE_2 = re.compile(r"(?:the\s+)?(?:apache|asl)(?:[\s,_-]*(?:software|license|licence|version|v))*[\s,_-]*2(?:\.0)?", re.I)
+
 
 def normalize_spdx(name: str | None) -> str | None:
     """A licence name as an SPDX id when we recognise it (GitHub's "NOASSERTION" is unknown)."""
@@ -66,6 +70,8 @@ def normalize_spdx(name: str | None) -> str | None:
     clean = name.strip()
     if clean.upper() in ("NOASSERTION", "OTHER", "UNKNOWN", "NONE", ""):
         return None
+    if _APACHE_2.fullmatch(clean):
+        return "Apache-2.0"
     return _ALIASES.get(clean.lower(), clean if re.fullmatch(r"[A-Za-z0-9.+\-]+", clean) else None)
 
 

@@ -107,6 +107,25 @@ def test_nondeterministic_and_input_independent_modules_are_rejected_by_the_sand
     assert fine.init_spec and fine.input_spec[0]["shape"][-1] == fine.init_spec[0]["value"]
 
 
+def test_apache_2_however_spelt_is_the_allowed_apache_2_0(tmp_path):
+    """uni2ts' files carry `SPDX-License-Identifier: Apache-2` (not an SPDX id): read as Apache-2.0,
+    an allowed licence, not refused as a licence of its own; a GPL header still is."""
+    from autotriton.harvesting import harvest_local
+    from autotriton.harvesting.licences import normalize_spdx
+
+    body = ("import torch\nimport torch.nn as nn\n\n"
+            "class Scale{n}(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.randn(dim))\n\n    def forward(self, x):\n        return x * self.w\n")
+    (tmp_path / "a.py").write_text("#  SPDX-License-Identifier: Apache-2\n" + body.format(n="A"))
+    (tmp_path / "g.py").write_text("# SPDX-License-Identifier: GPL-3.0-only\n" + body.format(n="G"))
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    assert [(p.name, p.status, p.licence) for p in result.problems] == [("ScaleA", "runnable", "Apache-2.0")]
+    assert [r.reason for r in result.rejections] == ["licence_not_allowed"]
+    for spelling in ("Apache License Version 2.0", "Apache Software License 2.0", "apache v2", "ASL 2.0", "Apache 2"):
+        assert normalize_spdx(spelling) == "Apache-2.0", spelling
+    assert normalize_spdx("Apache-1.1") == "Apache-1.1"
+
+
 def test_a_random_call_forward_never_makes_is_no_reason_to_reject_unless_nothing_runs_the_module(tmp_path):
     """Reading the source, `forward` reaches `sample` (a call by name) and its randn_like; running it, the
     branch is never taken in eval mode, so the probe (torch's RNG moved before forward) keeps the module.
