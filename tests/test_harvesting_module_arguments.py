@@ -202,3 +202,25 @@ def test_tuples_the_code_concatenates_to_lists_become_lists():
     (tuples,) = sequence_arguments(back, 'TypeError: can only concatenate tuple (not "list") to tuple')
     assert tuples.init_code == ["(8, 8)"]
     assert sequence_arguments(attempt, "TypeError: unsupported operand type(s) for +: 'int' and 'list'") == []
+
+
+# uni2ts' shape (held-out set 27): the wrapped projection called with keywords only
+# (`self.qk_proj(query=q, key=k, query_id=ids)`): nn.Identity refuses the keywords, and the stand-in
+# network takes its input by name.
+KEYWORD_CALLS = '''
+class GroupedAttention(nn.Module):
+    def __init__(self, dim, qk_proj):
+        super().__init__()
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.qk_proj = qk_proj
+
+    def forward(self, x):
+        q, k = self.q(x), self.k(x)
+        q = self.qk_proj(query=q, key=k, query_id=None)
+        return torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ x
+'''
+
+
+def test_a_wrapped_module_called_with_keywords_only_gets_the_stand_in_network(tmp_path):
+    assert_all_runnable(tmp_path, "keyword_calls.py", KEYWORD_CALLS, 1)
