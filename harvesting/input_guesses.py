@@ -361,7 +361,8 @@ _SHAPE_METHODS = {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones"
 
 
 def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
-    """Whether forward passes `param` itself (or arithmetic on it) as a size to a factory or range,
+    """Whether forward passes `param` itself (or arithmetic on it) as a size to a factory or range, as
+    a slice's bound,
     or as one of several sizes to a tensor's shape method (a `forward(self, x, H, W)` that views a
     flattened x back as [B, H, W, C]: H and W are ints; a tensor there raises "view(): argument
     'size' failed to unpack ... got Tensor")."""
@@ -375,6 +376,8 @@ def _used_as_size(forward: ast.FunctionDef, param: str) -> bool:
         return False
 
     for node in ast.walk(forward):
+        if isinstance(node, ast.Slice) and any(b is not None and plain(b) for b in (node.lower, node.upper, node.step)):
+            return True  # `text[:, :seq_len]`: a bound of a slice (a tensor there: "only integer tensors ... index")
         if isinstance(node, ast.Call):
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""

@@ -427,6 +427,19 @@ class BlocksToImage(nn.Module):
         return image.permute(0, 1, 3, 2, 4).contiguous().view(batch_size, height, width)
 
 
+class TextEmbed(nn.Module):
+    """f5-tts' shape: token ids cut to a length handed in (`text[:, :seq_len]`), then padded to it."""
+
+    def __init__(self, vocab, dim):
+        super().__init__()
+        self.embed = nn.Embedding(vocab + 1, dim)
+
+    def forward(self, text, seq_len):
+        text = text[:, :seq_len] + 1
+        text = torch.nn.functional.pad(text, (0, seq_len - text.shape[1]), value=0)
+        return self.embed(text)
+
+
 class Gate(nn.Module):
     """A tensor only looked at through torch.reshape(x, shape): still a tensor."""
 
@@ -445,6 +458,8 @@ def test_forward_inputs_passed_as_sizes_to_view_or_reshape_are_ints(tmp_path):
     assert h["kind"] == w["kind"] == "int"
     patches, height, width = problems["BlocksToImage"].input_spec
     assert height["kind"] == width["kind"] == "int" and patches["kind"] == "tensor"
+    text, seq_len = problems["TextEmbed"].input_spec
+    assert text["kind"] == "tensor" and seq_len["kind"] == "int"
     assert all(s["kind"] == "tensor" for s in problems["Gate"].input_spec)
 
 
