@@ -332,3 +332,18 @@ def test_a_problem_that_only_fails_shrunk_is_probed_at_its_own_sizes():
     assert ok.ok and not ok.shrunk and ok.output_shapes == [[2, 8, 8, 8]]
     # failing as written too: that error is the one reported (its sizes are the guess's own)
     assert not bad.ok and bad.reason == "runtime_error" and "192 channels" not in bad.detail and not bad.shrunk
+
+
+def test_the_probe_runs_compiled_code_eagerly_and_reports_torchs_own_shape_error():
+    """A problem whose forward calls a torch.compile'd function (moshi's rotary embedding): the probe
+    runs it eagerly, so a wrong input size is reported in torch's words, which the harvest's input
+    repairs read ("The size of tensor a (8) must match ..."), not dynamo's page about fake tensors."""
+    compiled = ("import torch\nimport torch.nn as nn\n\n@torch.compile\ndef rotate(q, freqs):\n    return q * freqs\n\n\n"
+                "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                "        self.register_buffer('freqs', torch.randn(16, 4))\n\n"
+                "    def forward(self, q):\n        return torch.tanh(rotate(q, self.freqs))\n\n\n"
+                "def get_inputs():\n    return [torch.randn(2, {n}, 4)]\n\n\ndef get_init_inputs():\n    return []\n")
+    ok, bad = probe_many([compiled.format(n=16), compiled.format(n=8)], judge_config(probe_budget_s=5.0, probe_timeout_s=60.0))
+    assert ok.ok and ok.output_shapes == [[2, 16, 4]]
+    assert not bad.ok and bad.reason == "runtime_error"
+    assert "must match the size of tensor b" in bad.detail and "fake" not in bad.detail.lower()
