@@ -30,6 +30,7 @@ from autotriton.harvesting.state import HarvestState
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
 from autotriton.harvesting.error_repairs import error_repairs
+from autotriton.harvesting.keyword_arguments import keyword_rewrite
 from autotriton.harvesting.problem_environments import ensure_relaxing, with_missing_package
 from autotriton.harvesting.perturbed import perturbed_parameters
 from autotriton.harvesting.randomness import random_calls
@@ -539,23 +540,29 @@ class Harvester:
                     # It ran, but returned a dict or a dataclass (structured_outputs.py), or returned its
                     # input at its initial parameters, weight 1 and bias 0 (perturbed.py): the same inputs
                     # again, with a Model that returns its tensors as a tuple / has its parameters moved.
-                    rewritten = None
+                    rewritten, keyworded = None, None
                     can_rewrite = p.rewrites < _REWRITES
+                    full_detail = str(_field(res, "detail") or "")  # the whole traceback (`detail`: its end)
                     if can_rewrite and structured_output(detail):
                         rewritten = tuple_outputs(p.model_source)
                     elif can_rewrite and reason == "returns_input":
                         rewritten = perturbed_parameters(p.model_source)
-                    if rewritten is not None:
-                        p.model_source = rewritten
+                    elif can_rewrite:  # `**kwargs` lacked what it hands on (keyword_arguments.py): made parameters
+                        keyworded = keyword_rewrite(p.model_source, full_detail, p.demanded, p.inputs,
+                                                    max_attempts=p.budget(self.config.max_attempts) - round_no)
+                    if rewritten is not None or keyworded is not None:
+                        p.model_source = rewritten or keyworded[0]
                         p.rewrites += 1
-                        p.attempts.insert(round_no + 1, p.attempts[round_no])
+                        # the same guess again, or (its constructor changed) fresh guesses in place of the rest
+                        again = keyworded[1] if keyworded else [p.attempts[round_no]]
+                        before = len(p.attempts)
+                        p.attempts[round_no + 1:round_no + 1 if keyworded is None else before] = again
                         del p.attempts[p.budget(self.config.max_attempts):]
-                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
+                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + len(p.attempts) - before)
                         continue
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
                         p.first_failure = (reason, detail)
                     _reorder_after_failure(p.attempts, round_no + 1, detail)
-                    full_detail = str(_field(res, "detail") or "")  # the whole traceback (`detail`: its end)
                     # what the error says to change, best first (error_repairs.py)
                     fixed = error_repairs(p.model_source, p.attempts[round_no], full_detail, p.problem.name,
                                           _field(res, "suggested_shapes"), _field(res, "suggested_init"))
