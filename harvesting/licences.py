@@ -81,10 +81,11 @@ def detect_licence_text(text: str) -> str | None:
     header = _SPDX_HEADER.search(text)
     if header and len(flat) < 400:
         return normalize_spdx(header.group(1).split()[0])
-    for spdx, phrases in _SIGNATURES:
-        if all(p in flat for p in phrases):
-            return spdx
-    return None
+    # A file naming several licences (GFPGAN's: "licensed under the Apache License Version 2.0 except
+    # for the third-party components listed below", then theirs, MPL among them) is under the one it
+    # names first; of signatures found at the same place, the most specific (listed first).
+    found = [(flat.find(phrases[0]), i, spdx) for i, (spdx, phrases) in enumerate(_SIGNATURES) if all(p in flat for p in phrases)]
+    return min(found)[2] if found else None
 
 
 def spdx_header(text: str) -> str | None:

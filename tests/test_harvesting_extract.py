@@ -236,6 +236,13 @@ def test_synthesis_reads_first_layer_sizes_and_signatures():
     ("GNU GENERAL PUBLIC LICENSE Version 3, 29 June 2007", "GPL-3.0"),
     ("This is free and unencumbered software released into the public domain.", "Unlicense"),
     ("All rights reserved. Do not copy.", None),
+    # GFPGAN's file: its own licence first, then the third-party components' (MPL-2.0 among them)
+    ("GFPGAN is licensed under the Apache License Version 2.0 except for the third-party components listed below.\n"
+     "Terms of the Apache License Version 2.0: ...\nOther dependencies and licenses:\n"
+     "Mozilla Public License, v. 2.0. If a copy of the MPL was not distributed with this file ...", "Apache-2.0"),
+    # and a GPL text that mentions the LGPL later is still the GPL
+    ("GNU GENERAL PUBLIC LICENSE Version 3 ... consider it more useful to permit linking proprietary applications with "
+     "the library. If this is what you want to do, use the GNU Lesser General Public License instead", "GPL-3.0"),
 ])
 def test_licence_text_signatures(text, spdx):
     assert detect_licence_text(text) == spdx
