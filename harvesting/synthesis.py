@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from autotriton.harvesting.argument_guesses import (
-    _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, WRAPPED_MODULE, _guess_value, dataclass_argument, holds_modules, module_usage,
-    offline_default,
+    _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, WRAPPED_MODULE, _guess_value, config_class_argument, dataclass_argument,
+    holds_modules, module_usage, offline_default,
 )
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.dict_inputs import dict_input_options
@@ -244,8 +244,9 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
         if p.default is None or (p.default == "None" and usage is not None
                                  and (usage.required or module_usage(init_fn, p.name) == "called")) \
                 or (p.default == "None" and p.name in demanded):
-            built = dataclass_argument(classes, p.annotation, D)
-            if built is not None:  # `config: MambaConfig`: the file's own dataclass, built
+            built = dataclass_argument(classes, p.annotation, D) or (
+                config_class_argument(classes, D) if _CONFIG_NAMES.match(p.name.lower()) else None)
+            if built is not None:  # `config: MambaConfig`: the file's own dataclass (or `config_class`), built
                 codes.append(built[0])
                 specs.append(built[1])
                 last_needed = i
