@@ -95,7 +95,7 @@ WRAPPED_MODULE = "torch.nn.GELU()"
 #: A wrapped module the code calls with more than the input (`self.model(x, times, cache=c)`, a flow
 #: or diffusion wrapper's network): no torch layer takes those, so the problem defines this stand-in
 #: (STAND_IN_SOURCE, added by synthesis.problem_source): GELU of its first tensor argument (by position,
-#: else by keyword) times one learnt
+#: else by keyword; called with no tensor, as a layer factory, it returns a stand-in layer) times one learnt
 #: scale (so it has parameters to move and train), every other argument accepted and unused. A
 #: network whose attributes or methods the code reads (`backbone.num_features`,
 #: `preprocess_net.get_output_dim()`) is given them as keywords: `WrappedNetwork(num_features=32)`;
@@ -116,7 +116,9 @@ STAND_IN_SOURCE = f'''class {STAND_IN}(torch.nn.Module):
 
     def forward(self, *args, **kwargs):
         # the first tensor, passed by position or (`self.proj(query=q, key=k, seq_id=ids)`) by name
-        x = next(v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor))
+        x = next((v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)), None)
+        if x is None:  # called with sizes, as the layer factory it was handed for (`conv(n_feat, n_feat, 3)`)
+            return type(self)(self.outputs)
         y = torch.nn.functional.gelu(x) * self.scale
         return y if self.outputs == 1 else (y,) + (x,) * (self.outputs - 1)
 '''

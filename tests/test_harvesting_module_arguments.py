@@ -208,6 +208,30 @@ def test_tuples_the_code_concatenates_to_lists_become_lists():
 # (`self.qk_proj(query=q, key=k, query_id=ids)`): nn.Identity refuses the keywords, and the stand-in
 # network takes its input by name.
 KEYWORD_CALLS = '''
+class ResBlock(nn.Module):
+    """RCAN's block: its convolutions made by the factory it is handed (`default_conv`)."""
+
+    def __init__(self, conv, n_feat, kernel_size, bias=True, res_scale=1.0):
+        super().__init__()
+        self.body = nn.Sequential(conv(n_feat, n_feat, kernel_size, bias=bias), nn.ReLU(),
+                                  conv(n_feat, n_feat, kernel_size, bias=bias))
+        self.res_scale = res_scale
+
+    def forward(self, x):
+        return self.body(x) * self.res_scale + x
+
+
+class TrunkBranch(nn.Module):
+    """super-image's RNAN: the factory handed on to the blocks it builds."""
+
+    def __init__(self, conv, n_feat, kernel_size):
+        super().__init__()
+        self.body = nn.Sequential(*[ResBlock(conv, n_feat, kernel_size) for _ in range(2)])
+
+    def forward(self, x):
+        return self.body(x)
+
+
 class GroupedAttention(nn.Module):
     def __init__(self, dim, qk_proj):
         super().__init__()
@@ -223,4 +247,6 @@ class GroupedAttention(nn.Module):
 
 
 def test_a_wrapped_module_called_with_keywords_only_gets_the_stand_in_network(tmp_path):
-    assert_all_runnable(tmp_path, "keyword_calls.py", KEYWORD_CALLS, 1)
+    """(and a layer factory handed on to the blocks that call it with sizes, RCAN's `conv`, is given
+    the stand-in, which builds a stand-in layer when called without a tensor)"""
+    assert_all_runnable(tmp_path, "keyword_calls.py", KEYWORD_CALLS, 3)
