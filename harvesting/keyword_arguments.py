@@ -57,7 +57,7 @@ def missing_arguments(detail: str) -> list[str]:
 def keyword_model(model_source: str, names: list[str]) -> str | None:
     """The source with the `names` that `Model.__init__`'s `**kwargs` must carry made parameters of
     a `Model` subclass (module docstring); None when Model takes no `**kwargs`, already has such a
-    parameter, or takes positional-only or `*args` parameters."""
+    parameter, or takes positional-only parameters."""
     try:
         classes = {n.name: n for n in ast.parse(model_source).body if isinstance(n, ast.ClassDef)}
     except SyntaxError:
@@ -67,12 +67,13 @@ def keyword_model(model_source: str, names: list[str]) -> str | None:
         return None
     args = ast.parse(ast.unparse(init)).body[0].args  # a copy
     own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    if args.kwarg is None or args.vararg is not None or args.posonlyargs or own & set(names):
+    if args.kwarg is None or args.posonlyargs or own & set(names):
         return None
-    for a in [*args.args, *args.kwonlyargs, args.kwarg]:
-        a.annotation = None  # they may name what the subclass cannot see
-    positional = args.args[1:]
-    call = [a.arg for a in positional] + [f"{a.arg}={a.arg}" for a in args.kwonlyargs] + [f"**{args.kwarg.arg}"]
+    for a in [*args.args, *args.kwonlyargs, args.kwarg, args.vararg]:
+        if a is not None:
+            a.annotation = None  # they may name what the subclass cannot see
+    call = [a.arg for a in args.args[1:]] + ([f"*{args.vararg.arg}"] if args.vararg else [])
+    call += [f"{a.arg}={a.arg}" for a in args.kwonlyargs] + [f"**{args.kwarg.arg}"]
     call += [f"{n}={n}" for n in names]
     first_default = len(args.args) - len(args.defaults)
     args.args[first_default:first_default] = [ast.arg(arg=n) for n in names]

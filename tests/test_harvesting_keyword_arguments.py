@@ -37,6 +37,20 @@ class AttentionPairBias(nn.Module):
         return self.attn(single_repr, bias)
 
 
+class CoordConv(nn.Module):
+    """facexlib's CoordConvTh: coordinate channels added, the rest of Conv2d's arguments handed on."""
+
+    def __init__(self, in_channels, *args, **kwargs):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels + 2, *args, **kwargs)
+
+    def forward(self, x):
+        b, _, h, w = x.shape
+        ys = torch.linspace(-1, 1, h).view(1, 1, h, 1).expand(b, 1, h, w)
+        xs = torch.linspace(-1, 1, w).view(1, 1, 1, w).expand(b, 1, h, w)
+        return self.conv(torch.cat([x, ys, xs], dim=1))
+
+
 class TransposedLayerNorm(nn.Module):
     """A LayerNorm over the channels of a [B, C, T] signal; LayerNorm's arguments handed on."""
 
@@ -67,6 +81,6 @@ def test_the_arguments_kwargs_must_carry_are_read_from_the_error():
 
 def test_modules_handing_constructor_arguments_on_through_kwargs_become_runnable(tmp_path):
     problems = _harvest(tmp_path, "handed_on.py", HANDED_ON)
-    assert set(problems) == {"Attention", "AttentionPairBias", "TransposedLayerNorm"}
-    for name in ("AttentionPairBias", "TransposedLayerNorm"):
+    assert set(problems) == {"Attention", "AttentionPairBias", "CoordConv", "TransposedLayerNorm"}
+    for name in ("AttentionPairBias", "CoordConv", "TransposedLayerNorm"):
         assert "class Model(KeywordsModel)" in problems[name].reference_source
