@@ -43,13 +43,15 @@ class {model}({base}):
 
 def missing_arguments(detail: str) -> list[str]:
     """The names a "missing N required ... argument(s): 'a', 'b' and 'c'" error lists, when the
-    statement that raised it hands on `**something`; else []."""
+    statement that raised it hands on `**something` (or is a call the traceback shows by its first
+    line, `self.attn = Attention(`); else []."""
     found = list(_MISSING.finditer(detail or ""))
     if not found:
         return []
     m = found[-1]
     statements = [line for line in detail[:m.start()].splitlines() if line.strip() and not line.strip().startswith("File ")]
-    if not any("**" in line for line in statements[-3:]):
+    # the call hands on `**something`, or (a call over several lines, shown by its first) may
+    if not any("**" in line or line.rstrip().endswith(("(", ",")) for line in statements[-3:]):
         return []
     return _NAME.findall(m.group(1))
 

@@ -29,7 +29,10 @@ class AttentionPairBias(nn.Module):
 
     def __init__(self, *, heads, dim_pairwise, **attn_kwargs):
         super().__init__()
-        self.attn = Attention(heads=heads, **attn_kwargs)
+        self.attn = Attention(
+            heads=heads,
+            **attn_kwargs
+        )
         self.to_bias = nn.Sequential(nn.LayerNorm(dim_pairwise), nn.Linear(dim_pairwise, heads, bias=False))
 
     def forward(self, single_repr, pairwise_repr):
@@ -70,6 +73,8 @@ def test_the_arguments_kwargs_must_carry_are_read_from_the_error():
     assert missing_arguments(detail) == ["dim", "dim_head"]
     # the statement hands nothing on: another fault, not this one
     assert missing_arguments(detail.replace(", **attn_kwargs", "")) == []
+    # a call over several lines, which the traceback shows by its first
+    assert missing_arguments(detail.replace("Attention(heads=heads, **attn_kwargs)", "Attention(")) == ["dim", "dim_head"]
     source = "import torch\nimport torch.nn as nn\n\n" + HANDED_ON.replace("class AttentionPairBias", "class Model")
     rewritten = keyword_model(source, ["dim"])
     ns = _load(rewritten + "\n\ndef get_inputs():\n    return []\n\n\ndef get_init_inputs():\n    return []\n")
