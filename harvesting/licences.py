@@ -72,7 +72,9 @@ def normalize_spdx(name: str | None) -> str | None:
         return None
     if _APACHE_2.fullmatch(clean):
         return "Apache-2.0"
-    return _ALIASES.get(clean.lower(), clean if re.fullmatch(r"[A-Za-z0-9.+\-]+", clean) else None)
+    # "BSD-3-Clause License", "MIT Licence": the id with the word "licence" after it
+    bare = re.sub(r"\s+licen[cs]e$", "", clean, flags=re.I)
+    return _ALIASES.get(clean.lower()) or _ALIASES.get(bare.lower(), bare if re.fullmatch(r"[A-Za-z0-9.+\-]+", bare) else None)
 
 
 def detect_licence_text(text: str) -> str | None:

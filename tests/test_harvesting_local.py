@@ -124,6 +124,9 @@ def test_apache_2_however_spelt_is_the_allowed_apache_2_0(tmp_path):
     for spelling in ("Apache License Version 2.0", "Apache Software License 2.0", "apache v2", "ASL 2.0", "Apache 2"):
         assert normalize_spdx(spelling) == "Apache-2.0", spelling
     assert normalize_spdx("Apache-1.1") == "Apache-1.1"
+    # realesrgan's metadata: an id followed by the word
+    assert normalize_spdx("BSD-3-Clause License") == "BSD-3-Clause" and normalize_spdx("MIT Licence") == "MIT"
+    assert normalize_spdx("GPL-3.0 License") == "GPL-3.0"
 
 
 def test_a_random_call_forward_never_makes_is_no_reason_to_reject_unless_nothing_runs_the_module(tmp_path):
