@@ -14,9 +14,24 @@ from autotriton.harvesting.parsing import ParsedFile, _dotted
 from autotriton.harvesting.repository import Repository, _follow, star_import
 
 
+# nn.Module subclasses of the frameworks models are most often written against, by the names their
+# packages export them under (not imported here: the package may not be installed, and importing it
+# would run its code): a Lightning module's forward and a Hugging Face model's are the model's own.
+FRAMEWORK_MODULES = frozenset({
+    "lightning.LightningModule", "lightning.pytorch.LightningModule", "lightning.pytorch.core.LightningModule",
+    "lightning.pytorch.core.module.LightningModule", "pytorch_lightning.LightningModule",
+    "pytorch_lightning.core.LightningModule", "pytorch_lightning.core.module.LightningModule",
+    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
+    "diffusers.ModelMixin", "diffusers.models.modeling_utils.ModelMixin",
+})
+
+
 @functools.lru_cache(maxsize=4096)
 def _torch_module_class(qualified: str) -> bool | None:
-    """True when `qualified` (e.g. "torch.nn.Conv2d") names a torch.nn.Module subclass."""
+    """True when `qualified` (e.g. "torch.nn.Conv2d", "lightning.pytorch.LightningModule") names a
+    torch.nn.Module subclass of torch's or of a framework's (FRAMEWORK_MODULES)."""
+    if qualified in FRAMEWORK_MODULES:
+        return True
     if not qualified.startswith("torch."):
         return None
     import torch

@@ -79,6 +79,52 @@ def test_every_alias_of_nn_module_is_found():
     assert ModuleClassIndex(repo).module_classes("m.py") == ["A", "B", "C", "D", "E"]
 
 
+FRAMEWORK_BASES = '''
+import lightning.pytorch as pl
+import lightning as L
+from pytorch_lightning import LightningModule
+from transformers import PreTrainedModel
+import transformers
+from some_other_framework import Estimator
+
+
+class Method(pl.LightningModule):
+    def forward(self, x):
+        return x
+
+
+class Contrastive(Method):
+    pass
+
+
+class Classifier(L.LightningModule):
+    pass
+
+
+class Older(LightningModule):
+    pass
+
+
+class Encoder(PreTrainedModel):
+    pass
+
+
+class Decoder(transformers.PreTrainedModel):
+    pass
+
+
+class Fitted(Estimator):
+    pass
+'''
+
+
+def test_classes_of_lightning_and_hugging_face_module_bases_are_modules():
+    """solo-learn's methods (held-out set 29) subclass `pl.LightningModule`: nn.Modules, found without
+    importing lightning; a base of an unknown package is not taken for one."""
+    repo = _repo({"m.py": FRAMEWORK_BASES})
+    assert ModuleClassIndex(repo).module_classes("m.py") == ["Method", "Contrastive", "Classifier", "Older", "Encoder", "Decoder"]
+
+
 def test_extraction_keeps_exactly_the_transitive_needs():
     repo = _repo({"m.py": ALIASES})
     d = extract_class(repo, "m.py", "D").source
