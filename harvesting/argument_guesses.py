@@ -305,7 +305,8 @@ def config_class_argument(classes: dict[str, ast.ClassDef], D: int) -> tuple[str
     """A Hugging Face style model's configuration: `config_class = EdsrConfig` on Model or a base of
     it in the file names the class its `config` argument must be an instance of (PreTrainedModel
     refuses anything else: "should be an instance of class `PretrainedConfig`"). Built with its
-    defaults, and integer fields left at None (`scale: int = None`) given one. None otherwise."""
+    defaults, and integer fields left at None (`scale: int = None`) given one; a package's class
+    (`config_class = BertConfig`, imported) with its defaults. None otherwise."""
     seen, todo = set(), ["Model"]
     while todo:
         cls = classes.get(name := todo.pop(0))
@@ -313,8 +314,12 @@ def config_class_argument(classes: dict[str, ast.ClassDef], D: int) -> tuple[str
             continue
         seen.add(name)
         for node in cls.body:
-            if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "config_class" for t in node.targets)
-                    and isinstance(node.value, ast.Name) and node.value.id in classes):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "config_class" for t in node.targets) \
+                    and isinstance(node.value, (ast.Name, ast.Attribute)) and not (isinstance(node.value, ast.Name)
+                                                                             and node.value.id in ("None", "PretrainedConfig")):
+                if not (isinstance(node.value, ast.Name) and node.value.id in classes):
+                    code = f"{ast.unparse(node.value)}()"  # a package's (`transformers.BertConfig`): its defaults
+                    return code, {"expr": code, "kind": "config", "fields": {}}
                 config = classes[node.value.id]
                 init = next((n for n in config.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
                 fields = []

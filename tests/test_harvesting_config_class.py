@@ -69,3 +69,19 @@ def test_a_model_naming_its_config_class_is_built_with_an_instance_of_it(tmp_pat
     # its defaults kept, the integer left at None given one
     assert model.init_spec[0] == {"expr": "UpscaleConfig(scale=2)", "kind": "config", "fields": {"scale": 2}}
     assert "return [UpscaleConfig(scale=2)]" in model.reference_source
+
+
+def test_a_config_class_of_a_package_is_built_with_its_defaults():
+    import ast
+
+    from autotriton.harvesting.argument_guesses import config_class_argument
+
+    source = ("class Encoder(PreTrainedModel):\n    config_class = transformers.BertConfig\n\n"
+              "class Model(Encoder):\n    def __init__(self, config):\n        super().__init__(config)\n")
+    classes = {n.name: n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)}
+    assert config_class_argument(classes, 32) == ("transformers.BertConfig()", {"expr": "transformers.BertConfig()",
+                                                                                "kind": "config", "fields": {}})
+    # a base that names no configuration (PreTrainedModel's own `config_class = None`): nothing to build
+    classes = {n.name: n for n in ast.parse(source.replace("transformers.BertConfig", "None")).body
+               if isinstance(n, ast.ClassDef)}
+    assert config_class_argument(classes, 32) is None
