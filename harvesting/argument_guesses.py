@@ -301,12 +301,8 @@ def dataclass_argument(classes: dict[str, ast.ClassDef], annotation: str, D: int
     return code, {"expr": code, "kind": "dataclass", "fields": {f: g[1] for f, g in fields}}
 
 
-def config_class_argument(classes: dict[str, ast.ClassDef], D: int) -> tuple[str, Any] | None:
-    """A Hugging Face style model's configuration: `config_class = EdsrConfig` on Model or a base of
-    it in the file names the class its `config` argument must be an instance of (PreTrainedModel
-    refuses anything else: "should be an instance of class `PretrainedConfig`"). Built with its
-    defaults, and integer fields left at None (`scale: int = None`) given one; a package's class
-    (`config_class = BertConfig`, imported) with its defaults. None otherwise."""
+def _config_class(classes: dict[str, ast.ClassDef]) -> ast.expr | None:
+    """The `config_class = ...` expression of Model or of the nearest base of it in the file that sets one."""
     seen, todo = set(), ["Model"]
     while todo:
         cls = classes.get(name := todo.pop(0))
@@ -314,29 +310,36 @@ def config_class_argument(classes: dict[str, ast.ClassDef], D: int) -> tuple[str
             continue
         seen.add(name)
         for node in cls.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "config_class" for t in node.targets) \
-                    and isinstance(node.value, (ast.Name, ast.Attribute)) and not (isinstance(node.value, ast.Name)
-                                                                             and node.value.id in ("None", "PretrainedConfig")):
-                if not (isinstance(node.value, ast.Name) and node.value.id in classes):
-                    code = f"{ast.unparse(node.value)}()"  # a package's (`transformers.BertConfig`): its defaults
-                    return code, {"expr": code, "kind": "config", "fields": {}}
-                config = classes[node.value.id]
-                init = next((n for n in config.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-                fields = []
-                if init is not None:
-                    args = init.args.args[1:] + init.args.kwonlyargs
-                    defaults = [None] * (len(init.args.args) - 1 - len(init.args.defaults)) + init.args.defaults \
-                        + init.args.kw_defaults
-                    for arg, default in zip(args, defaults):
-                        hint = ast.unparse(arg.annotation) if arg.annotation is not None else ""
-                        if isinstance(default, ast.Constant) and default.value is None and "int" in hint:
-                            guess = _guess_value(arg.arg, "int", D)
-                            if guess is not None and type(guess[1]) is int:
-                                fields.append((arg.arg, guess))
-                code = f"{config.name}(" + ", ".join(f"{f}={g[0]}" for f, g in fields) + ")"
-                return code, {"expr": code, "kind": "config", "fields": {f: g[1] for f, g in fields}}
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "config_class" for t in node.targets):
+                return node.value
         todo += [b.id for b in cls.bases if isinstance(b, ast.Name)]
     return None
+
+
+def config_class_argument(classes: dict[str, ast.ClassDef], D: int) -> tuple[str, Any] | None:
+    """A Hugging Face style model's configuration: `config_class = EdsrConfig` on Model or a base of
+    it in the file names the class its `config` argument must be an instance of (PreTrainedModel
+    refuses anything else: "should be an instance of class `PretrainedConfig`"). Built with its
+    defaults, and integer fields left at None (`scale: int = None`) given one; a package's class
+    (`config_class = BertConfig`, imported) with its defaults. None otherwise (`config_class = None`,
+    the framework base's own)."""
+    value = _config_class(classes)
+    if not isinstance(value, (ast.Name, ast.Attribute)) or ast.unparse(value) == "PretrainedConfig":
+        return None
+    config = classes.get(value.id) if isinstance(value, ast.Name) else None
+    init = next((n for n in config.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if config else None
+    fields = []
+    if init is not None:
+        args = init.args.args[1:] + init.args.kwonlyargs
+        defaults = [None] * (len(init.args.args) - 1 - len(init.args.defaults)) + init.args.defaults + init.args.kw_defaults
+        for arg, default in zip(args, defaults):
+            hint = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+            if isinstance(default, ast.Constant) and default.value is None and "int" in hint:
+                guess = _guess_value(arg.arg, "int", D)
+                if guess is not None and type(guess[1]) is int:
+                    fields.append((arg.arg, guess))
+    code = f"{ast.unparse(value)}(" + ", ".join(f"{f}={g[0]}" for f, g in fields) + ")"
+    return code, {"expr": code, "kind": "config", "fields": {f: g[1] for f, g in fields}}
 
 
 def holds_modules(init: ast.FunctionDef, name: str) -> bool:

@@ -551,12 +551,13 @@ class Harvester:
                         keyworded = keyword_rewrite(p.model_source, full_detail, p.demanded, p.inputs,
                                                     max_attempts=p.budget(self.config.max_attempts) - round_no)
                     if rewritten is not None or keyworded is not None:
-                        p.model_source = rewritten or keyworded[0]
-                        p.rewrites += 1
-                        # the same guess again, or (its constructor changed) fresh guesses in place of the rest
-                        again = keyworded[1] if keyworded else [p.attempts[round_no]]
                         before = len(p.attempts)
-                        p.attempts[round_no + 1:round_no + 1 if keyworded is None else before] = again
+                        if keyworded is not None:  # its constructor changed: fresh guesses in place of the rest
+                            p.model_source, p.attempts[round_no + 1:] = keyworded
+                        else:  # the same guess again
+                            p.model_source = rewritten
+                            p.attempts.insert(round_no + 1, p.attempts[round_no])
+                        p.rewrites += 1
                         del p.attempts[p.budget(self.config.max_attempts):]
                         bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + len(p.attempts) - before)
                         continue

@@ -25,10 +25,10 @@ _INDEX_LAYERS = {"Embedding", "EmbeddingBag"}
 
 _INT_INPUT = re.compile(r"(^|_)(ids?|idx|index|indices|tokens?|labels?|targets?|positions?|token_ids|input_ids|classes)$")
 _MASK_INPUT = re.compile(r"mask")
-# Diffusion-style conditioning: one time / noise level per batch element.
-# an axis, or how many trailing axes, forward works along (`forward(self, x, dim)`, neuraloperator's
-# Fourier continuations: `range(-dim, 0)`): torch's own word for an axis, an int
+# An axis, or how many trailing axes, forward works along (`forward(self, x, dim)`, neuraloperator's
+# Fourier continuations: `range(-dim, 0)`): torch's own word for an axis, an int.
 _AXIS_INPUT = re.compile(r"^(dim|dims|axis|axes|ndim|n_dim|n_dims|num_dims)$")
+# Diffusion-style conditioning: one time / noise level per batch element.
 _TIME_INPUT = re.compile(r"^(t|time|times|timesteps?|time_steps?|noise_levels?|sigmas?|log_snr|noise_cond)$")
 
 
