@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from autotriton.harvesting.input_repair import indexed_input, repair_attempts, solved_attempt, tensor_argument
-from autotriton.harvesting.input_unpacking import unpacked_input
+from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, tensor_argument
 from autotriton.harvesting.module_arguments import dimension_arguments, layer_arguments, sequence_arguments, stand_in_arguments
+from autotriton.harvesting.statement_inputs import indexed_input, unpacked_input
 from autotriton.harvesting.synthesis import Attempt
 
 

@@ -24,6 +24,7 @@ import re
 
 from autotriton.harvesting.renaming import MODEL_NAME
 from autotriton.harvesting.signatures import _method
+from autotriton.harvesting.statement_inputs import failing_statements
 from autotriton.harvesting.structured_outputs import rewrite_model
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, synthesize
 
@@ -49,7 +50,7 @@ def missing_arguments(detail: str) -> list[str]:
     if not found:
         return []
     m = found[-1]
-    statements = [line for line in detail[:m.start()].splitlines() if line.strip() and not line.strip().startswith("File ")]
+    statements = failing_statements(detail, m.start())
     # the call hands on `**something`, or (a call over several lines, shown by its first) may
     if not any("**" in line or line.rstrip().endswith(("(", ",")) for line in statements[-3:]):
         return []

@@ -192,7 +192,7 @@ class SpanMarker(nn.Module):
 def test_an_input_indexed_with_more_axes_than_it_has_gets_them(tmp_path):
     """gliner's span markers (set 26): `span_idx[:, :, 0]` on an index guessed as (2, 8) failed with
     "too many indices for tensor of dimension 2" on every guess; the statement says three axes."""
-    from autotriton.harvesting.input_repair import indexed_input
+    from autotriton.harvesting.statement_inputs import indexed_input
 
     standalone = "class Model(nn.Module):\n    def forward(self, h, span_idx):\n        pass\n"
     guess = Attempt([], [], ["torch.randn(2, 8, 32)", "torch.randint(0, 8, (2, 8))"],

@@ -3,7 +3,7 @@ held-out set 28): the error says how many, the statement which input and along w
 
 from __future__ import annotations
 
-from autotriton.harvesting.input_unpacking import unpacked_input
+from autotriton.harvesting.statement_inputs import unpacked_input
 from autotriton.harvesting.synthesis import Attempt
 
 from tests.test_harvesting_synthesis import assert_all_runnable
