@@ -71,8 +71,7 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
     # torch.compile'd code in the problem (moshi's rotary embedding) runs eagerly here: the probe asks
     # what the module computes, and eager raises torch's own shape message, which the harvest's input
     # repairs read (dynamo wraps it in a page of its own text, cut off in the detail), without a CPU compile per guess
-    if hasattr(torch, "compiler") and hasattr(torch.compiler, "set_stance"):
-        torch.compiler.set_stance("force_eager")
+    torch.compiler.set_stance("force_eager")  # (torch >= 2.6; pyproject asks 2.11)
     start = time.monotonic()
     path = os.path.join(os.getcwd(), "problem.py")
     with open(path, "w", encoding="utf-8") as f:
