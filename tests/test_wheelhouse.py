@@ -102,3 +102,58 @@ def test_a_set_that_needs_nothing_downloaded_still_makes_the_folder_and_its_reco
     summary = build_wheelhouse(["torch==2.11.0"], out, provided=["torch==2.11.0"])
     assert summary["downloaded"] == [] and summary["left_to_the_target"] == ["torch==2.11.0"]
     assert json.loads((out / "wheelhouse.json").read_text())["requirements"] == ["torch==2.11.0"]
+
+
+def _pure_wheel(folder, dist: str, version: str, *requires: str):
+    """A pure-Python wheel of one empty module whose metadata requires `requires`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{dist.replace('-', '_')}-{version}"
+    info = f"{stem}.dist-info"
+    files = {f"{dist.replace('-', '_')}.py": "",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n"
+                                 + "".join(f"Requires-Dist: {r}\n" for r in requires),
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: autotriton-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    with zipfile.ZipFile(folder / f"{stem}-py3-none-any.whl", "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+        zf.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n")
+
+
+def test_env_prefetch_leaves_what_the_gpu_machine_has_to_it(tmp_path, monkeypatch):
+    """`autotriton env prefetch --exclude-from image.txt`: a dependency the GPU image already has at a
+    version the requirement accepts is not downloaded (143 MB of opencv and scipy for one set of
+    packages on the H200 image); one it has at a version the requirement refuses still is, and a
+    listing that cannot be read is named."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from autotriton.flows.cli import app
+    from autotriton.records import Problem
+    from autotriton.warehouse import Warehouse
+
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # the local wheel folder only
+    wheels = tmp_path / "wheels"
+    _pure_wheel(wheels, "atzq-facelib", "1.0", "atzq-imagelib>=1.1")
+    _pure_wheel(wheels, "atzq-imagelib", "1.2")
+    db = str(tmp_path / "wh.duckdb")
+    with Warehouse(db) as wh:
+        wh.put_problems(wh.start_run("harvest", {}), [Problem(
+            reference_source="import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x + 1\n",
+            name="Face", requirements=["atzq-facelib"])])
+
+    def prefetch(listing: str, out: str):
+        (tmp_path / "image.txt").write_text(listing)
+        res = CliRunner().invoke(app, ["--db", db, "--set", f"environments.find_links=[\"{wheels}\"]", "env", "prefetch",
+                                       "--exclude-from", str(tmp_path / "image.txt"), "--out", str(tmp_path / out), "--json"])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout.strip().splitlines()[-1])
+
+    kept = prefetch("# pip list --format=freeze\natzq-imagelib==1.2\nscipy==1.18.1\n", "kept")
+    assert kept["downloaded"] == ["atzq-facelib==1.0"] and kept["left_to_the_target"] == ["atzq-imagelib==1.2 (the target's)"]
+    assert sorted(p.name for p in (tmp_path / "kept").glob("*.whl")) == ["atzq_facelib-1.0-py3-none-any.whl"]
+    too_old = prefetch("atzq-imagelib==1.0\n", "too-old")
+    assert too_old["downloaded"] == ["atzq-facelib==1.0", "atzq-imagelib==1.2"] and too_old["left_to_the_target"] == []
+    missing = CliRunner().invoke(app, ["--db", db, "env", "prefetch", "--exclude-from", str(tmp_path / "nope.txt"),
+                                       "--out", str(tmp_path / "x")])
+    assert missing.exit_code == 2 and "nope.txt" in missing.output and "pip list --format=freeze" in missing.output

@@ -83,32 +83,45 @@ def prefetch(
     out_dir: Path = typer.Option(..., "--out", help="wheel folder to fill; carry it to the offline machine and point environments.find_links at it"),
     python_version: str = typer.Option("3.12", "--python-version", help="the offline machine's Python"),
     platform: list[str] = typer.Option([], "--platform", help="its platform tags (default: manylinux 2_28 down to manylinux1, x86_64); repeatable"),
-    provided: list[str] = typer.Option([], "--provided", help="what it already has, pinned for the resolution and never downloaded "
-                                       "(default: this machine's torch and triton versions), e.g. --provided torch==2.11.0"),
+    provided: list[str] = typer.Option([], "--provided", help="the exact versions of its torch and triton, pinned for the resolution "
+                                       "and never downloaded (default: this machine's), e.g. --provided torch==2.11.0"),
+    exclude_from: list[Path] = typer.Option([], "--exclude-from", help="a listing of what it has installed (`python3 -m pip list "
+                                            "--format=freeze` run there, e.g. scripts/h200-image-packages.txt): what it has at a "
+                                            "version every requirement accepts is not downloaded (the environment built there "
+                                            "sees the machine's own packages); other versions are; repeatable"),
     all_sets: bool = typer.Option(False, "--all", help=ALL_SETS_HELP),
     json_out: bool = typer.Option(False, "--json", help="print {sets, downloaded, failed: {requirements: error}}"),
 ) -> None:
     """Download the wheels of every runnable problem's requirement set for another Python and platform (autotriton/wheelhouse.py), without torch, triton or CUDA libraries."""
     from autotriton.environments import judge_pins
-    from autotriton.wheelhouse import DEFAULT_EXCLUDE, DEFAULT_PLATFORMS, WheelhouseError, build_wheelhouse
+    from autotriton.wheelhouse import DEFAULT_EXCLUDE, DEFAULT_PLATFORMS, WheelhouseError, build_wheelhouse, installed_versions
 
+    target: dict[str, str | None] = {}
+    for listing in exclude_from:
+        try:
+            target.update(installed_versions(listing))
+        except OSError as exc:
+            fail(f"--exclude-from {listing}: {exc.strerror or exc}; pass the output of `python3 -m pip list --format=freeze` run on the GPU machine")
     cfg, _ = load_config_or_fail()
     sets = _recorded_sets(cfg.warehouse.path, all_sets)
     pins = list(provided) or [f"{d}=={v.split('+')[0]}" for d, v in judge_pins().items() if d != "numpy"]
-    summary: dict[str, Any] = {"sets": len(sets), "downloaded": [], "failed": {}, "provided": pins}
+    summary: dict[str, Any] = {"sets": len(sets), "downloaded": [], "left_to_the_target": [], "failed": {}, "provided": pins}
     for reqs in sets:  # one resolution per set: two sets may pin the same package differently
         try:
             got = build_wheelhouse(reqs, out_dir, python_version=python_version, platforms=platform or list(DEFAULT_PLATFORMS),
-                                   provided=pins, exclude=DEFAULT_EXCLUDE + ("numpy",), find_links=cfg.environments.find_links)
+                                   provided=pins, exclude=DEFAULT_EXCLUDE + ("numpy",), find_links=cfg.environments.find_links,
+                                   target=target)
         except WheelhouseError as exc:
             summary["failed"][", ".join(reqs)] = str(exc)[-800:]
             continue
         summary["downloaded"] = sorted(set(summary["downloaded"]) | set(got["downloaded"]))  # type: ignore[arg-type]
+        summary["left_to_the_target"] = sorted(set(summary["left_to_the_target"]) | set(got["left_to_the_target"]))  # type: ignore[arg-type]
     if json_out:
         emit_json(summary)
         return
     con = console()
-    con.print(f"{len(summary['downloaded'])} wheel(s) for {len(sets)} requirement set(s) in {out_dir} (Python {python_version}); "
+    kept = f", {len(summary['left_to_the_target'])} left to the machine's own" if exclude_from else ""
+    con.print(f"{len(summary['downloaded'])} wheel(s) for {len(sets)} requirement set(s) in {out_dir} (Python {python_version}{kept}); "
               f"on the offline machine: --set environments.offline=true --set 'environments.find_links=[\"{out_dir}\"]'")
     for reqs, why in summary["failed"].items():
         con.print(f"[red]{reqs}[/]: {why}")
