@@ -11,6 +11,9 @@ thread, so a warehouse connection is only ever used from one thread.
 
 `PrefetchingTeacher` (prefetch.py) is the narrower form of the same idea for one batch at a
 time: used when `concurrent_batches` is 1 and `distill.prefetch` is on.
+
+Side by side on a GPU, batches share its memory: each reserves its problems' estimated need
+before it starts and waits while that does not fit (gpu_memory.py, `distill.gpu_memory_fraction`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from autotriton.distillation.config import DistillConfig
+from autotriton.distillation.gpu_memory import MemoryLedger, batch_ledger, batch_needs
 from autotriton.distillation.pipeline import DistillResult, Explainer, Judge, distill
 from autotriton.distillation.prefetch import PrefetchingTeacher
 from autotriton.records import Problem
@@ -83,28 +87,46 @@ class BatchRun:
     problems: list[Problem] = field(default_factory=list)  # of the finished batches, in the same order
     left: int = 0
     stopped_by_budget: bool = False
+    # GPU memory shared side by side (gpu_memory.py): {capacity_gb, peak_gb, waited, biggest_gb}; empty without a ledger
+    memory: dict[str, Any] = field(default_factory=dict)
 
 
 def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: DistillConfig, validation_config: Any,
                     judge: Judge, *, on_batch: Callable[[int, Sequence[Problem], DistillResult], None],
                     budget: BatchBudget | None = None, explainer: Explainer | None = None,
                     environments: dict[str, list[str]] | None = None,
-                    say: Callable[[str], None] = lambda text: None) -> BatchRun:
+                    say: Callable[[str], None] = lambda text: None, memory: MemoryLedger | None = None) -> BatchRun:
     """Distil `batches` with `teacher` and the shared `judge`, `config.concurrent_batches` at a
     time; `on_batch(number, problems, result)` gets each one as it finishes, in this thread. No
     batch starts that the budget says would end too late. A teacher or judge error stops new
-    batches; those running are finished and handed over first, then the error is raised."""
+    batches; those running are finished and handed over first, then the error is raised.
+    `memory`: the GPU memory ledger batches reserve from (default: one over
+    `distill.gpu_memory_fraction` of the GPUs' memory when batches run side by side on a GPU judge)."""
     budget = budget or BatchBudget(0)
     batches = [list(b) for b in batches]
     side_by_side = max(1, int(config.concurrent_batches or 1))
     run = BatchRun()
     if environments and hasattr(teacher, "use_environments"):
         teacher.use_environments(environments)  # every batch's, before any is written in the background
+    ledger = memory or batch_ledger(config.gpu_memory_fraction, str(getattr(judge, "device", validation_config.device)),
+                                    side_by_side)
+    needs = [0] * len(batches)
+    if ledger is not None and hasattr(judge, "footprints"):
+        if environments and hasattr(judge, "use_environments"):
+            judge.use_environments(environments)
+        sources = {p.key: p.reference_source for batch in batches for p in batch}
+        keys = list(sources)
+        footprints = dict(zip(keys, judge.footprints([sources[k] for k in keys])))
+        needs = batch_needs(batches, footprints, config.gpu_memory_factor)
+        biggest = max(needs, default=0)
+        say(f"GPU memory: batches reserve from {ledger.capacity / 2**30:.1f} GiB; the biggest needs {biggest / 2**30:.1f} GiB")
+        run.memory = {"capacity_gb": round(ledger.capacity / 2**30, 2), "biggest_gb": round(biggest / 2**30, 2)}
 
-    def one(batch: list[Problem], progress: bool) -> tuple[DistillResult, float]:
+    def one(index: int, progress: bool) -> tuple[DistillResult, float]:
         started = time.monotonic()
-        result = distill(batch, writer, config, validation_config, judge, explainer=explainer, progress=progress,
-                         environments=environments)
+        with ledger.reserve(needs[index]) if ledger is not None else ExitStack():
+            result = distill(batches[index], writer, config, validation_config, judge, explainer=explainer,
+                             progress=progress, environments=environments)
         return result, time.monotonic() - started
 
     with ExitStack() as background:
@@ -128,7 +150,7 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
                 if len(batches) > 1 and side_by_side == 1:
                     say(f"batch {next_index}/{len(batches)}: {len(batch)} problem(s)")
                 # one live progress bar at a time: only when batches run one after another
-                future = pool.submit(one, batch, side_by_side == 1)
+                future = pool.submit(one, next_index - 1, side_by_side == 1)
                 running[future], started_at[future] = (next_index, batch), time.monotonic()
             if not running:
                 break
@@ -148,6 +170,8 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
             if run.stopped_by_budget and not running:
                 break
         run.left = sum(len(b) for b in batches[next_index:])
+    if ledger is not None and run.memory:
+        run.memory.update(peak_gb=round(ledger.peak / 2**30, 2), waited=ledger.waited)
     if error is not None:
         raise error
     return run

@@ -101,6 +101,9 @@ def distill_in_batches(wh: Warehouse, run: Run, batches: Sequence[Sequence[Any]]
 
     done = distill_batches(batches, teacher, config.distill, config.validation, judge, on_batch=store, budget=budget,
                            explainer=explainer, environments=environments, say=say)
+    if done.memory:
+        say(f"GPU memory: at most {done.memory['peak_gb']:.1f} of {done.memory['capacity_gb']:.1f} GiB reserved at once; "
+            f"{done.memory['waited']} batch(es) waited for memory")
     if done.stopped_by_budget and done.left:
         say(f"[yellow]time budget: {budget.elapsed():.0f} of {budget.seconds:g} s spent and a batch takes "
             f"~{budget.estimate():.0f} s: stopped with {done.left} problem(s) left; run `distill` again "

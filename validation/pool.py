@@ -402,6 +402,24 @@ class JudgePool:
         verdict.elapsed_s = time.monotonic() - start
         return verdict
 
+    def footprints(self, sources: Sequence[str]) -> list[dict[str, int | None] | None]:
+        """Bytes of one run of each reference problem at its own sizes (trial_budget.footprint:
+        inputs, outputs, parameters), worked out on the meta device in a worker with the problem's
+        environment, in order; None where get_inputs() does not run on meta or the worker failed."""
+        results: list[dict[str, int | None] | None] = [None] * len(sources)
+
+        def one(i: int) -> None:
+            with _AST_LOCK:
+                key = source_key(sources[i])
+            kind, res = self._call({"op": "footprint", "problem_source": sources[i],
+                                    "env_paths": self.environments.get(key, [])}, self.config.probe_timeout_s + 60)
+            results[i] = res if kind == "ok" else None
+
+        with ThreadPoolExecutor(max_workers=self.n_workers) as ex:
+            for f in [ex.submit(one, i) for i in range(len(sources))]:
+                f.result()
+        return results
+
     def probe_many(self, sources: Sequence[str], *, progress: bool = False, shrink: bool | None = None,
                    environments: dict[str, Sequence[str]] | None = None) -> list[ProbeResult]:
         """One ProbeResult per reference problem source, in order. `shrink` overrides

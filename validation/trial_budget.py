@@ -43,19 +43,46 @@ def trial_bytes(source: str, directory: str = "") -> tuple[int, int | None] | No
 
 
 def _meta_trial_bytes(module) -> tuple[int, int | None] | None:
+    got = _meta_bytes(module)
+    return None if got is None else (got[0], got[1])
+
+
+def _meta_bytes(module) -> tuple[int, int | None, int] | None:
+    """(inputs, outputs or None, parameters + buffers) in bytes, on the meta device."""
     try:
         with torch.device("meta"):
             inputs = list(module.get_inputs())
     except Exception:  # noqa: BLE001
         return None
     in_bytes = _tensor_bytes(inputs)  # tensors get_inputs placed on a device itself count the same
+    out_bytes: int | None = None
+    param_bytes = 0
     try:
         with torch.device("meta"), torch.no_grad():
-            out = module.Model(*module.get_init_inputs())(*inputs)
-        out_bytes: int | None = _tensor_bytes(out)
+            model = module.Model(*module.get_init_inputs())
+            param_bytes = sum(_tensor_bytes(t) for t in (*model.parameters(), *model.buffers()))
+            out_bytes = _tensor_bytes(model(*inputs))
     except Exception:  # noqa: BLE001 (data-dependent ops, .item(), ...: inputs alone decide)
-        out_bytes = None
-    return in_bytes, out_bytes
+        pass
+    return in_bytes, out_bytes, param_bytes
+
+
+def footprint(source: str, directory: str = "") -> dict[str, int | None] | None:
+    """One run of the problem at its own sizes, in bytes, from the meta device (no memory, no
+    compute): {"inputs", "outputs" (None where forward does not run on meta), "parameters"
+    (parameters and buffers)}; None where get_inputs() does not run. What a GPU scheduler reserves
+    for the problem (distillation/gpu_memory.py) is computed from it."""
+    try:
+        module = load_problem_module(source, directory, "size")
+    except BaseException:  # noqa: BLE001 (the real load reports it)
+        return None
+    try:
+        got = _meta_bytes(module)
+    finally:
+        sys.modules.pop(module.__name__, None)
+    if got is None:
+        return None
+    return {"inputs": got[0], "outputs": got[1], "parameters": got[2]}
 
 
 def fit_to_budget(source: str, cfg: dict[str, Any], directory: str = "") -> tuple[str, dict[str, Any]]:

@@ -477,6 +477,11 @@ class Worker:
         if op == "ping":
             return {"pid": os.getpid(), "zygote": self.zygote_pid, "spare": self.spare[1].pid if self.spare else None,
                     "versions": versions()}
+        if op == "footprint":  # bytes of one run at the problem's own sizes, on the meta device
+            from autotriton.validation.trial_budget import footprint
+
+            with environment_on_path([str(p) for p in request.get("env_paths") or []]):
+                return footprint(request["problem_source"], self.tmp)
         if op in ("validate", "probe"):
             # The problem's dependency environment (autotriton/environments.py), for this request
             # only: here while the reference loads and runs, and in the process spawned for it.
@@ -486,11 +491,26 @@ class Worker:
                 if op == "validate":
                     from autotriton.validation.judge import judge_one
 
-                    return judge_one(self, request["problem_source"], request["candidate_source"], cfg)
+                    try:
+                        return judge_one(self, request["problem_source"], request["candidate_source"], cfg)
+                    finally:
+                        _release_gpu_cache(cfg)
                 from autotriton.validation.probe import probe_in_sandbox
 
                 return probe_in_sandbox(self, request["problem_source"], cfg)
         raise ValueError(f"unknown request {op!r}")
+
+
+def _release_gpu_cache(cfg: dict[str, Any]) -> None:
+    """Give the memory this job's reference runs cached back to the GPU: batches distilled side by
+    side reserve GPU memory per problem (distillation/gpu_memory.py), which a worker's allocator
+    keeping a finished problem's blocks would make a fiction."""
+    if cfg.get("device", "cpu") == "cpu":
+        return
+    import torch
+
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 class environment_on_path:

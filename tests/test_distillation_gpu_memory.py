@@ -1,0 +1,150 @@
+"""GPU memory shared by batches side by side (distillation/gpu_memory.py): each batch reserves its
+problems' estimated need before its captures and judgement, big problems take turns, and the
+estimate comes from one run at the problem's own sizes on the meta device, in a judge worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from autotriton.distillation import DistillConfig
+from autotriton.distillation.batches import distill_batches
+from autotriton.distillation.gpu_memory import GIB, PROCESS_OVERHEAD, MemoryLedger, gpu_memory_bytes, problem_need
+from autotriton.records import Candidate, Problem
+from autotriton.validation import JudgePool
+
+from distillation_helpers import RELU_KERNEL
+from kernel_fixtures import elementwise_reference
+
+LINEAR = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.proj = nn.Linear(d_in, d_out)
+        self.register_buffer("scale", torch.ones(d_out))
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+
+
+def get_inputs():
+    return [torch.randn(64, 1024)]
+
+
+def get_init_inputs():
+    return [1024, 512]
+'''
+
+
+@pytest.fixture(scope="module")
+def judge():
+    from autotriton.validation.config import ValidationConfig
+
+    config = ValidationConfig(device="cpu", trials=1, workers=2, timeout_s=60)
+    with JudgePool(config) as pool:
+        yield config, pool
+
+
+def test_a_problems_footprint_is_its_inputs_outputs_and_parameters_at_its_own_sizes(judge):
+    """Worked out on the meta device in a worker (no memory taken, whatever the sizes): a 64 x 1024
+    input, a 64 x 512 output, a 1024 -> 512 Linear and a 512-float buffer, in bytes; a problem
+    whose get_inputs() cannot run there has no footprint and reserves the process overhead only."""
+    _, pool = judge
+    broken = LINEAR.replace("return [torch.randn(64, 1024)]", "raise RuntimeError('no inputs here')")
+    big = elementwise_reference("torch.relu(x)", n="65536, 65536")  # 16 GiB at its own sizes
+    linear, none, huge = pool.footprints([LINEAR, broken, big])
+    assert linear == {"inputs": 64 * 1024 * 4, "outputs": 64 * 512 * 4, "parameters": (1024 * 512 + 512 + 512) * 4}
+    assert none is None and problem_need(none, 4.0) == PROCESS_OVERHEAD
+    assert huge == {"inputs": 16 * GIB, "outputs": 16 * GIB, "parameters": 0}
+    assert problem_need(huge, 4.0) == 4 * 32 * GIB + PROCESS_OVERHEAD
+    assert problem_need({"inputs": GIB, "outputs": None, "parameters": GIB}, 2.0) == 2 * 2 * GIB + 2 * GIB + PROCESS_OVERHEAD
+
+
+def test_the_ledger_serves_in_arrival_order_and_lets_an_oversize_reservation_run_alone():
+    ledger = MemoryLedger(10)
+    order: list[str] = []
+    inside = threading.Event()
+    release = threading.Event()
+
+    def hold(name: str, nbytes: int, wait_for: threading.Event | None = None) -> None:
+        with ledger.reserve(nbytes):
+            order.append(name)
+            if wait_for is not None:
+                inside.set()
+                wait_for.wait(10)
+
+    first = threading.Thread(target=hold, args=("six", 6, release))
+    first.start()
+    assert inside.wait(10)
+    waiting = [threading.Thread(target=hold, args=("oversize", 25)), threading.Thread(target=hold, args=("two", 2))]
+    for t in waiting:
+        t.start()
+        time.sleep(0.2)  # arrival order: the oversize one first
+    # "two" would fit beside "six", but the oversize reservation came first and is served first
+    assert order == ["six"] and ledger.held == 6
+    release.set()
+    for t in (first, *waiting):
+        t.join(10)
+    assert order == ["six", "oversize", "two"] and ledger.held == 0 and ledger.peak == 25 and ledger.waited == 2
+    with pytest.raises(RuntimeError), ledger.reserve(4):
+        raise RuntimeError("a batch that fails gives its memory back")
+    assert ledger.held == 0
+    with pytest.raises(ValueError, match="positive capacity"):
+        MemoryLedger(0)
+
+
+def test_no_gpu_means_no_ledger_capacity(monkeypatch, tmp_path):
+    """nvidia-smi missing (this machine) or listing other GPUs than CUDA_VISIBLE_DEVICES."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert gpu_memory_bytes() is None
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho '0, GPU-aaa, 81559'\necho '1, GPU-bbb, 81559'\n")
+    fake.chmod(0o755)
+    assert gpu_memory_bytes({}) == 2 * 81559 * 2**20
+    assert gpu_memory_bytes({"CUDA_VISIBLE_DEVICES": "1"}) == 81559 * 2**20
+    assert gpu_memory_bytes({"CUDA_VISIBLE_DEVICES": "GPU-aaa"}) == 81559 * 2**20
+
+
+class TimingTeacher:
+    """Writes the ReLU kernel; records when each problem's capture ran."""
+
+    name, version = "inductor", "test"
+
+    def __init__(self):
+        self.spans: dict[str, tuple[float, float]] = {}
+
+    def generate(self, problems, samples=1):
+        start = time.monotonic()
+        time.sleep(0.4)
+        for p in problems:
+            self.spans[p.name] = (start, time.monotonic())
+        return [Candidate(problem_key=p.key, code=RELU_KERNEL, generator=self.name) for p in problems]
+
+
+def test_big_problems_side_by_side_take_turns_while_small_ones_share(judge):
+    """Four batches at once against 5.5 GiB: each 8192 x 8192 problem needs 3 GiB (4 x 512 MiB of
+    inputs and outputs + 1 GiB), so the two never overlap; the small ones (1 GiB each), queued
+    behind the second, then run beside it and each other."""
+    validation_config, pool = judge
+    big = [Problem(reference_source=elementwise_reference(f"torch.relu(x) * {i + 1}.0", n="8192, 8192"), name=f"big{i}")
+           for i in range(2)]
+    small = [Problem(reference_source=elementwise_reference(f"torch.relu(x) + {i + 1}.0", n="4, 37"), name=f"small{i}")
+             for i in range(2)]
+    teacher = TimingTeacher()
+    said: list[str] = []
+    ledger = MemoryLedger(int(5.5 * GIB))
+    run = distill_batches([[p] for p in (*big, *small)], teacher,
+                          DistillConfig(teacher="replay", describe_trace=False, rounds=0, concurrent_batches=4),
+                          validation_config, pool, on_batch=lambda *a: None, memory=ledger, say=said.append)
+    assert sorted(p.name for p in run.problems) == ["big0", "big1", "small0", "small1"]
+    (a0, a1), (b0, b1) = teacher.spans["big0"], teacher.spans["big1"]
+    assert a1 <= b0 or b1 <= a0, "the two big problems were captured at the same time"
+    s0, s1 = teacher.spans["small0"], teacher.spans["small1"]
+    assert max(s0[0], s1[0]) < min(s0[1], s1[1]), "the small problems did not share"
+    assert run.memory["capacity_gb"] == 5.5 and run.memory["biggest_gb"] == 3.0 and run.memory["waited"] >= 1
+    assert run.memory["peak_gb"] <= 5.5 and any("GPU memory" in line for line in said)
