@@ -125,3 +125,28 @@ def test_repeated_items_constants_and_sizes_are_rebuilt_and_judged_correct(captu
         assert verdict.correct and verdict.rule_ok, f"{name}: {verdict.status}: {verdict.error} {verdict.violations}"
     refused = convert_capture(captured["passthrough"], PASSTHROUGH)  # its input's expression is not known to call()
     assert not refused.ok and refused.reason == "unsupported_output" and "input 1" in refused.detail
+
+
+def test_the_captures_own_error_check_compares_in_slices_and_still_sees_nan(monkeypatch):
+    """The capture's max |compiled - eager| is taken a slice at a time (whole-tensor temporaries of
+    a 1.6e9-element KernelBench output ran an 80 GB GPU out of memory after the compile worked):
+    the worst slice decides, a NaN in any slice is reported as NaN, integer outputs count mismatches."""
+    import math
+
+    import torch
+
+    from autotriton.distillation import inductor_capture
+
+    monkeypatch.setattr(inductor_capture, "ERR_SLICE", 8)
+    expected = torch.linspace(-1, 1, 50).reshape(5, 10)
+    actual = expected.clone()
+    actual[4, 9] += 0.5  # in the last slice
+    actual[0, 1] -= 0.25
+    assert inductor_capture._max_err(expected, actual) == pytest.approx(0.5)
+    actual[2, 3] = float("nan")
+    assert math.isnan(inductor_capture._max_err(expected, actual))
+    counts = torch.arange(30)
+    off = counts.clone()
+    off[[3, 17, 29]] = 0
+    assert inductor_capture._max_err(counts, off) == 3.0
+    assert inductor_capture._max_err(expected, expected[:2]) == math.inf
