@@ -432,6 +432,48 @@ def _unique(name: str, taken: set[str]) -> str:
     return out
 
 
+def _drop_foreign_annotations(args: ast.arguments, tree: ast.Module) -> None:
+    """Forward's parameter annotations stay where they read only builtins and names imported from
+    modules a candidate may import (`x: torch.Tensor`, `mask: Optional[Tensor]`); one that reads a
+    name of another package or of the source's own making (jaxtyping's `Float['b n d']` through
+    alphafold3's `Float = TorchTyping(Float)`) goes: an annotation computes nothing, and carrying it
+    carried the forbidden import (16 alphafold3-pytorch candidates, twenty-third GPU run). Where the
+    judge's tables cannot be imported every annotation stays."""
+    import builtins
+
+    from autotriton.distillation.inductor_prune import rule_tables
+
+    tables = rule_tables()
+    if tables is None:
+        return
+    origin: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                origin[alias.asname or alias.name.split(".")[0]] = alias.name
+        elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+            for alias in stmt.names:
+                origin[alias.asname or alias.name] = stmt.module
+
+    def portable(annotation: ast.expr) -> bool:
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value, mode="eval").body
+            except SyntaxError:
+                return False
+        for name in _loaded_names(annotation):
+            if name in origin:
+                if origin[name].split(".")[0] not in tables.allowed_imports:
+                    return False
+            elif not hasattr(builtins, name):
+                return False
+        return True
+
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if a is not None and a.annotation is not None and not portable(a.annotation):
+            a.annotation = None
+
+
 def _signature_function(signature: list[Any]) -> ast.FunctionDef:
     """`def forward(self, ...)` from a recorded signature (inductor_capture: the forward of a torch
     layer, which the source does not have): entries {"name", "kind", "default"?} as
@@ -528,6 +570,7 @@ def reference_model(reference_source: str, forward_signature: list[Any] | None =
             stmt = ast.parse(ast.unparse(stmt)).body[0]
         body.append(_UnsafeParametrizations().visit(_RenameNames({"Model": "ModelNew"}).visit(stmt)))
     args = ast.parse(ast.unparse(forward)).body[0].args  # a copy, `self` included
+    _drop_foreign_annotations(args, tree)
     positional = [a.arg for a in [*args.posonlyargs, *args.args][1:]]
     names = [*positional, *[a.arg for a in args.kwonlyargs]]
     names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]

@@ -46,6 +46,7 @@ from autotriton.validation import candidate_recorders as recorders
 from autotriton.validation.candidate_recorders import (STATE, AtenRecorder, install_autotuner_scope, install_concurrency_watch,
                                                        install_escape_watch, install_launch_hooks)
 from autotriton.validation.reference_problem import load_problem_module
+from autotriton.validation.wire import PROBLEM_MODULE_PREFIX
 
 
 CANDIDATE_MODULE = "autotriton_candidate"
@@ -371,7 +372,7 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
         header["phases"].append(ph)
         try:
             torch.manual_seed(phase["init_seed"])
-            model = model_cls(*phase["init_inputs"])
+            model = model_cls(*as_candidates_objects(phase["init_inputs"], model_cls))
             keep.append(model)
             ref_state = phase["state_dict"]
             new_state = model.state_dict() if isinstance(model, torch.nn.Module) else {}
@@ -488,10 +489,46 @@ def timing_model_and_inputs(model_cls: Any, main_model: Any, job: dict[str, Any]
 
     _module, init_inputs, sets = full_size_setup(full, device)
     torch.manual_seed(full["init_seed"])
-    model = model_cls(*init_inputs)
+    model = model_cls(*as_candidates_objects(init_inputs, model_cls))
     if isinstance(model, torch.nn.Module):
         model = model.to(device).eval()
     return model, sets
+
+
+def as_candidates_objects(init_inputs: list[Any], model_cls: type) -> list[Any]:
+    """Constructor arguments that are instances of a class the problem defines (a Hugging Face
+    style `EdsrConfig(scale=2)`), as instances of the candidate's own class of that name: a
+    self-contained candidate carries its own copy of the class, and `isinstance(config,
+    PretrainedConfig)` in its __init__ failed against the problem's copy (super-image's models,
+    twenty-third GPU run). A shallow copy with the candidate's class, made in the candidate's own
+    process; everything else (tensors, numbers, torch and library objects, classes the candidate
+    does not define) is passed as it is."""
+    import copy
+    import inspect
+
+    here = sys.modules.get(getattr(model_cls, "__module__", ""), None)
+    if here is None:
+        return list(init_inputs)
+
+    def convert(obj: Any) -> Any:
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(convert(o) for o in obj) if type(obj) in (list, tuple) else obj
+        if isinstance(obj, dict) and type(obj) is dict:
+            return {k: convert(v) for k, v in obj.items()}
+        cls = type(obj)
+        mine = getattr(here, cls.__name__, None)
+        # the problem's classes come pickled by value (wire.send_job), named after its module
+        if (not str(cls.__module__).startswith(PROBLEM_MODULE_PREFIX) or not inspect.isclass(mine) or mine is cls
+                or not hasattr(obj, "__dict__")):
+            return obj
+        twin = copy.copy(obj)
+        try:
+            twin.__class__ = mine
+        except TypeError:  # incompatible layouts (slots, builtin bases): left as the problem made it
+            return obj
+        return twin
+
+    return [convert(x) for x in init_inputs]
 
 
 def _time(model_cls: Any, main_model: Any, job: dict[str, Any], device: str, main_inputs: list[Any] | None,
