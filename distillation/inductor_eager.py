@@ -117,10 +117,31 @@ class _EagerOnly(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+def _type_checker_aliases(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
+    """Module-level names bound to a run-time type checker, also behind a switch:
+    `typecheck = jaxtyped(typechecker = beartype) if should_typecheck else identity`
+    (alphafold3-pytorch: 13 candidates of an H100 run carried jaxtyping, beartype and the environs
+    switch through `@typecheck`). A decorator by such a name is a type checker too."""
+    def qualified(node: ast.expr) -> str:
+        parts = dotted_parts(node.func if isinstance(node, ast.Call) else node) or []
+        return ".".join([aliases[parts[0]], *parts[1:]]) if parts and parts[0] in aliases else ""
+
+    found: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = stmt.value
+            branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            checker = next((q for q in map(qualified, branches) if q in _TYPE_CHECKERS), None)
+            if checker is not None:
+                found[stmt.targets[0].id] = checker
+    return found
+
+
 def eager_only(ref: Any, model: ast.ClassDef, header: dict[str, str]) -> int:
     """Step 0 over the module (Model's forward aside) and Model's carried body; changed nodes are
     copies (the tree is the caller's), statement positions stay (top_level indexes them)."""
     aliases = import_aliases(ref.tree, header)
+    aliases.update(_type_checker_aliases(ref.tree, aliases))
     markers = _EAGER_DECORATORS | _EAGER_FALSE | _TYPE_CHECKERS
     changed = 0
 

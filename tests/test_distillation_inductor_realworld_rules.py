@@ -255,10 +255,22 @@ def get_init_inputs():
 
 # lucidrains-style run-time type checking (an H200 run, 2026-12-03: 8 of 197 package problems broke the
 # import allowlist through `@beartype` on __init__ and `beartype.typing` annotations left in ModelNew)
-TYPE_CHECKED = '''import torch
+# and alphafold3-pytorch's switchable checker (an H100 run, 2026-12-06: 13 candidates carried jaxtyping,
+# beartype and an environs switch through `@typecheck`)
+TYPE_CHECKED = '''import os
+
+import torch
 import torch.nn as nn
 from beartype import beartype
 from beartype.typing import Tuple
+
+
+def identity(t):
+    return t
+
+
+should_typecheck = os.environ.get("TYPECHECK", "") == "1"
+typecheck = beartype if should_typecheck else identity
 
 
 def cast_tuple(t, length=1) -> Tuple[int, ...]:
@@ -267,6 +279,7 @@ def cast_tuple(t, length=1) -> Tuple[int, ...]:
 
 @beartype
 class Gain(nn.Module):
+    @typecheck
     def __init__(self, dim: int):
         super().__init__()
         self.gain = nn.Parameter(torch.linspace(0.5, 1.5, dim)[:, None])
@@ -406,7 +419,7 @@ def test_pruned_real_world_candidates_pass_the_cpu_judge(converted):
 def test_run_time_type_checkers_and_the_annotations_they_read_are_left_out(converted, tmp_path):
     code = converted["type_checked"].code
     assert _rules(code) == [], code
-    assert "beartype" not in code and "Tuple" not in code
+    assert "beartype" not in code and "Tuple" not in code and "typecheck" not in code and "environ" not in code
     _same_state("type_checked", code, tmp_path)
 
 
