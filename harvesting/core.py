@@ -33,6 +33,7 @@ from autotriton.harvesting.error_repairs import error_repairs
 from autotriton.harvesting.keyword_arguments import keyword_rewrite
 from autotriton.harvesting.problem_environments import ensure_relaxing, with_missing_package
 from autotriton.harvesting.perturbed import perturbed_parameters
+from autotriton.harvesting.pure_inputs import copied_inputs
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
 from autotriton.harvesting.signatures import optional_input_named_in, parameter_named_in
@@ -514,8 +515,16 @@ class Harvester:
                 for p, src, res in zip(batch, sources, results):
                     bar.advance(task)
                     if _field(res, "ok"):
-                        self._accept(p, p.attempts[round_no], src)
-                        bar.advance(task, len(p.attempts) - round_no - 1)
+                        # forward wrote into its inputs: the same guess again, the module given copies (pure_inputs.py)
+                        pure = copied_inputs(p.model_source) if _field(res, "mutates_inputs") and p.rewrites < _REWRITES else None
+                        if pure is None:
+                            self._accept(p, p.attempts[round_no], src)
+                            bar.advance(task, len(p.attempts) - round_no - 1)
+                            continue
+                        p.model_source, p.rewrites = pure, p.rewrites + 1
+                        p.attempts.insert(round_no + 1, p.attempts[round_no])
+                        del p.attempts[p.budget(self.config.max_attempts):]
+                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
                         continue
                     reason = _field(res, "reason") or "runtime_error"
                     detail = _last_lines(str(_field(res, "detail") or ""))

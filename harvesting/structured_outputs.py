@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Callable
 
 from autotriton.harvesting.renaming import MODEL_NAME, rename_names
 from autotriton.harvesting.signatures import _method
@@ -78,7 +79,8 @@ def _signature(forward: ast.FunctionDef | None) -> tuple[str, str]:
     return ast.unparse(args), ", ".join(call)
 
 
-def rewrite_model(model_source: str, *, helper: str, base: str, method: str, template: str, **fields: object) -> str | None:
+def rewrite_model(model_source: str, *, helper: str, base: str, method: str, template: str,
+                  wrap_call: Callable[[str], str] | None = None, **fields: object) -> str | None:
     """The source with `Model` renamed `base` (every reference to it too, so that `super(Model,
     self)` stays right; a free name if `base` is taken) and `template` appended, formatted with
     `helper`, `model`, `base` and `params`/`call`: the signature of Model's `method` (its own or
@@ -98,6 +100,8 @@ def rewrite_model(model_source: str, *, helper: str, base: str, method: str, tem
     while base in taken:
         base += "_"
     params, call = _signature(_method(classes, MODEL_NAME, method))
+    if wrap_call is not None:
+        call = wrap_call(call)
     renamed = rename_names(model_source, {MODEL_NAME: base})
     return renamed.rstrip() + "\n" + template.format(helper=helper, model=MODEL_NAME, base=base, params=params, call=call,
                                                      **fields)

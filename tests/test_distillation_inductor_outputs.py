@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from autotriton.harvesting.pure_inputs import copied_inputs
 from inductor_helpers import capture_on_cpu, convert_all
 
 TWICE = '''import torch
@@ -137,12 +138,37 @@ def get_init_inputs():
     return [8]
 '''
 
+# facexlib's ReluLayer (an H100 run, 2026-12-06: the judge refused the faithful kernels, which store into
+# the forward's input), as the harvest now stores it: given copies of its inputs (harvesting/pure_inputs.py)
+IN_PLACE_LAYER = copied_inputs('''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.func = nn.ReLU(True)
+        self.gain = nn.Parameter(torch.linspace(0.5, 1.5, channels)[:, None])
+
+    def forward(self, x):
+        return self.func(x) * self.gain
+''') + '''
+
+def get_inputs():
+    return [torch.randn(2, 8, 6)]
+
+
+def get_init_inputs():
+    return [8]
+'''
+
 PROBLEMS = {"twice": TWICE, "constant": CONSTANT, "with_size": WITH_SIZE}
 
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory) -> dict[str, dict]:
-    return capture_on_cpu({**PROBLEMS, "passthrough": PASSTHROUGH, "typed": TYPED}, tmp_path_factory.mktemp("outputs"),
+    return capture_on_cpu({**PROBLEMS, "passthrough": PASSTHROUGH, "typed": TYPED,
+                           "in_place": IN_PLACE_LAYER}, tmp_path_factory.mktemp("outputs"),
                           "outputs")
 
 
@@ -201,3 +227,11 @@ def test_the_captures_own_error_check_compares_in_slices_and_still_sees_nan(monk
     off[[3, 17, 29]] = 0
     assert inductor_capture._max_err(counts, off) == 3.0
     assert inductor_capture._max_err(expected, expected[:2]) == math.inf
+
+
+def test_a_module_given_copies_of_its_inputs_converts_to_kernels_that_leave_them_alone(captured):
+    from autotriton.validation import ValidationConfig, validate_many
+
+    code = convert_all({"in_place": captured["in_place"]}, {"in_place": IN_PLACE_LAYER})["in_place"].code
+    (verdict,) = validate_many([(IN_PLACE_LAYER, code)], ValidationConfig(device="cpu", trials=1, workers=1, timeout_s=300))
+    assert verdict.correct and verdict.rule_ok, (verdict.status, verdict.error, verdict.violations)

@@ -59,6 +59,8 @@ class ProbeResult:
     # and these integer constructor arguments (None: unchanged), when the module's own sizes
     # disagreed (shape_solver.solve_sizes)
     suggested_init: list[Any] | None = None
+    # it ran, and forward changed its own inputs in place (harvesting/pure_inputs.py gives it copies)
+    mutates_inputs: bool = False
 
 
 def resolve_device(device: str) -> str:
@@ -444,7 +446,8 @@ class JudgePool:
                                          output_shapes=res.get("output_shapes", []), elapsed_s=float(res.get("elapsed_s", 0.0)),
                                          shrunk=bool(res.get("shrunk", False)), output_dtypes=res.get("output_dtypes", []),
                                          suggested_shapes=res.get("suggested_shapes"),
-                                         suggested_init=res.get("suggested_init"))
+                                         suggested_init=res.get("suggested_init"),
+                                         mutates_inputs=bool(res.get("mutates_inputs")))
                 advance()
 
             with ThreadPoolExecutor(max_workers=self.n_workers) as ex:

@@ -107,7 +107,12 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
             torch.manual_seed(forward_seed)  # the same model and inputs, another RNG state for forward
         with torch.no_grad():
             out = model(*inputs)
-        return [o.detach().clone() for o in _flatten_outputs(out)], before
+        outputs = [o.detach().clone() for o in _flatten_outputs(out)]
+        after = [x for x in tree_leaves(inputs) if isinstance(x, torch.Tensor)]
+        changed.append(len(after) != len(before) or any(a.shape != b.shape or not torch.equal(a, b) for a, b in zip(after, before)))
+        return outputs, before
+
+    changed: list[bool] = []  # per run: did forward change its inputs in place
 
     try:
         first, inputs_a = run(job["seed"], job["seed"] + 1)
@@ -140,8 +145,10 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
     if first and all(any(_same([o], [x]) for x in inputs_a) for o in first):
         return _fail("returns_input", "forward returns its input unchanged (in eval mode): nothing to compute", start,
                      output_shapes=shapes)
+    # ok, but forward writes into its inputs (an in-place activation on its argument): the judge
+    # forbids that of a candidate, so the harvest gives such a module copies (harvesting/pure_inputs.py)
     return {"ok": True, "reason": None, "detail": "", "output_shapes": shapes, "elapsed_s": time.monotonic() - start,
-            "output_dtypes": [str(o.dtype).removeprefix("torch.") for o in first]}
+            "output_dtypes": [str(o.dtype).removeprefix("torch.") for o in first], "mutates_inputs": bool(changed and changed[0])}
 
 
 def _built(module: Any, seed: int, init: list[Any] | None = None) -> Any:
