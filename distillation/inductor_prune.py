@@ -196,11 +196,21 @@ class _MethodSlice:
 
     def _writes_state_value(self, s: ast.stmt) -> bool:
         """An in-place write of a parameter's or buffer's values (`conv.weight.data.copy_(w)`,
-        `nn.init.zeros_(self.bias)`, `self.gain.uniform_(...)`): irrelevant to ModelNew, whose
-        state the judge loads from the reference's state_dict."""
-        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)):
+        `nn.init.zeros_(self.bias)`, `self.gain.uniform_(...)`, an initialiser handed the module's
+        layers): irrelevant to ModelNew, whose state the judge loads from the reference's state_dict."""
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)):
             return False
         call = s.value
+        name = (_dotted(call.func) or [""])[-1]
+        if "init" in name.lower() and call.args:
+            # a package's initialiser handed the module's layers: basicsr's
+            # `default_init_weights(self.modulation, scale=1, ...)`, `init_weights([self.conv1, self.conv2], 0.1)`
+            first = call.args[0]
+            layers = first.elts if isinstance(first, (ast.List, ast.Tuple)) else [first]
+            if layers and all((_dotted(e) or [""])[0] == "self" and len(_dotted(e) or []) > 1 for e in layers):
+                return True
+        if not isinstance(call.func, ast.Attribute):
+            return False
         if not call.func.attr.endswith("_") or call.func.attr.startswith("_"):
             return False
         parts = _dotted(call.func) or []

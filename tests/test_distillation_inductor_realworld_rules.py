@@ -30,6 +30,18 @@ class Rearrange(nn.Module):
         return x.flatten(-2)
 
 
+def default_init_weights(module_list, scale=1.0, bias_fill=0.0):
+    """basicsr's initialiser: kaiming-normal weights scaled, biases filled, for each layer given"""
+    import torch
+
+    for m in module_list if isinstance(module_list, list) else [module_list]:
+        if isinstance(m, nn.Linear):
+            nn.init.kaiming_normal_(m.weight)
+            with torch.no_grad():
+                m.weight.mul_(scale)
+                m.bias.fill_(bias_fill)
+
+
 def repeat_rows(t, times):
     """each row repeated `times` times (what einops' `repeat(t, "o ... -> (o r) ...", r=times)` does)"""
     return t.repeat_interleave(times, dim=0)
@@ -222,7 +234,7 @@ def get_init_inputs():
 
 INIT_VALUES = '''import torch
 import torch.nn as nn
-from layerkit import repeat_rows
+from layerkit import default_init_weights, repeat_rows
 
 
 class Model(nn.Module):
@@ -232,6 +244,9 @@ class Model(nn.Module):
         self.weight = nn.Parameter(torch.empty(dim * factor, dim))
         self.bias = nn.Parameter(torch.empty(dim * factor))
         self.init_weights_(self.weight)
+        self.modulation = nn.Linear(dim, dim)
+        default_init_weights(self.modulation, scale=1, bias_fill=1)
+        default_init_weights([self.modulation], 0.1)
 
     def init_weights_(self, weight):
         base = torch.empty(weight.shape[0] // self.factor, weight.shape[1])
@@ -242,7 +257,7 @@ class Model(nn.Module):
         nn.init.zeros_(self.bias)
 
     def forward(self, x):
-        return torch.tanh(x.unsqueeze(1) * self.weight).sum(-1) + self.bias
+        return torch.tanh((x + self.modulation.bias).unsqueeze(1) * self.weight).sum(-1) + self.bias
 
 
 def get_inputs():
@@ -403,11 +418,12 @@ def test_tracer_markers_and_forward_rebinding_are_read_as_eager_execution_reads_
 
 def test_weight_initialisation_through_a_forbidden_package_is_left_out(converted, tmp_path):
     """denoising-diffusion's Upsample shape: `__init__` initialises a weight through einops
-    (`repeat` of a smaller kaiming init, copied into `weight.data`): ModelNew's values come from
-    the reference's state_dict, which the judge loads, so the writes that need the package go."""
+    (`repeat` of a smaller kaiming init, copied into `weight.data`), and gfpgan's
+    `default_init_weights(self.modulation, ...)` from basicsr (an H100 run, 2026-12-06): ModelNew's
+    values come from the reference's state_dict, which the judge loads, so the writes that need the package go."""
     code = converted["init_values"].code
     assert _rules(code) == []
-    assert "layerkit" not in code and "repeat_rows" not in code and "copy_" not in code
+    assert "layerkit" not in code and "repeat_rows" not in code and "copy_" not in code and "default_init" not in code
     assert "nn.init.zeros_(self.bias)" in code  # allowed code stays as the reference has it
     _same_state("init_values", code, tmp_path)
 
