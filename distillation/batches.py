@@ -110,21 +110,26 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
         teacher.use_environments(environments)  # every batch's, before any is written in the background
     ledger = memory or batch_ledger(config.gpu_memory_fraction, str(getattr(judge, "device", validation_config.device)),
                                     side_by_side)
-    needs = [0] * len(batches)
-    if ledger is not None and hasattr(judge, "footprints"):
+    measure = ledger is not None and hasattr(judge, "footprints")
+    if measure:
         if environments and hasattr(judge, "use_environments"):
             judge.use_environments(environments)
-        sources = {p.key: p.reference_source for batch in batches for p in batch}
-        keys = list(sources)
-        footprints = dict(zip(keys, judge.footprints([sources[k] for k in keys])))
-        needs = batch_needs(batches, footprints, config.gpu_memory_factor)
-        biggest = max(needs, default=0)
-        say(f"GPU memory: batches reserve from {ledger.capacity / 2**30:.1f} GiB; the biggest needs {biggest / 2**30:.1f} GiB")
-        run.memory = {"capacity_gb": round(ledger.capacity / 2**30, 2), "biggest_gb": round(biggest / 2**30, 2)}
+        say(f"GPU memory: batches side by side reserve from {ledger.capacity / 2**30:.1f} GiB")
+        run.memory = {"capacity_gb": round(ledger.capacity / 2**30, 2), "biggest_gb": 0.0}
+
+    def need(batch: list[Problem]) -> int:
+        """The batch's reservation, measured when it is about to start (a footprint imports the
+        problem's packages in a judge worker: for a whole build up front that was minutes)."""
+        if not measure:
+            return 0
+        footprints = dict(zip([p.key for p in batch], judge.footprints([p.reference_source for p in batch])))
+        (needed,) = batch_needs([batch], footprints, config.gpu_memory_factor)
+        run.memory["biggest_gb"] = max(run.memory["biggest_gb"], round(needed / 2**30, 2))
+        return needed
 
     def one(index: int, progress: bool) -> tuple[DistillResult, float]:
         started = time.monotonic()
-        with ledger.reserve(needs[index]) if ledger is not None else ExitStack():
+        with ledger.reserve(need(batches[index])) if ledger is not None else ExitStack():
             result = distill(batches[index], writer, config, validation_config, judge, explainer=explainer,
                              progress=progress, environments=environments)
         return result, time.monotonic() - started
