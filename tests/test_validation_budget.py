@@ -146,3 +146,29 @@ def test_over_budget_problem_is_judged_shrunk_and_still_catches_a_wrong_kernel()
     assert right.trials[0]["shapes"] == [[128, 32], [32, 128]]
     assert wrong.status == "incorrect" and not wrong.correct
     assert wrong.timing["problem_shrunk_for_memory"]
+
+
+# The same kernel with BIG_MATMUL's sizes baked in, as a static Inductor capture writes them: right at
+# the problem's own sizes, out of step at any other (shrunk or odd).
+STATIC_MATMUL = candidate("correct_matmul").replace(
+    "        M, K = A.shape\n        _, N = B.shape\n", "        M, K, N = 256, 32, 256\n").replace(
+    "A.stride(0), A.stride(1), B.stride(0), B.stride(1), C.stride(0), C.stride(1)", "32, 1, 256, 1, 256, 1")
+
+
+def test_a_problem_over_the_trial_budget_is_judged_at_its_own_sizes_when_it_fits_the_own_size_limit():
+    """KernelBench's correctness is at the problem's own sizes. Over max_trial_mb but within
+    max_own_size_trial_mb (one trial and the odd-size one), the judge keeps those sizes with
+    own_size_trials trials: a static candidate is then correct at its own sizes and fails only the
+    odd-size trial; shrunk, as before (limit 0), it failed its own sizes too."""
+    assert "M, K, N = 256, 32, 256" in STATIC_MATMUL and "A.shape" not in STATIC_MATMUL
+    own = judge_config(shrink_for_cpu=False, max_trial_mb=0.1, max_own_size_trial_mb=1.0, trials=2, timeout_s=60)
+    shrunk = judge_config(shrink_for_cpu=False, max_trial_mb=0.1, trials=2, timeout_s=60)
+    with JudgePool(own, workers=2) as pool:
+        static_own, general_own = pool.validate_many([(BIG_MATMUL, STATIC_MATMUL), (BIG_MATMUL, candidate("correct_matmul"))])
+    with JudgePool(shrunk, workers=1) as pool:
+        (static_shrunk,) = pool.validate_many([(BIG_MATMUL, STATIC_MATMUL)])
+    assert static_own.correct_own_sizes and static_own.odd_sizes_ok is False and not static_own.correct
+    assert [t["shapes"] for t in static_own.trials if t["phase"] == "main"] == [[[256, 32], [32, 256]]]  # one trial
+    assert not static_own.timing.get("problem_shrunk_for_memory")
+    assert general_own.status == "correct" and general_own.correct_own_sizes and general_own.odd_sizes_ok
+    assert static_shrunk.timing["problem_shrunk_for_memory"] and not static_shrunk.correct_own_sizes

@@ -25,6 +25,11 @@ class ValidationConfig(BaseModel):
         "not already shrunk for the interpreter; a problem over it (or whose outputs over all trials would pass "
         "max_output_mb) is judged for correctness at shrunk sizes (shrink.py's rule, the largest max_dim that fits) "
         "while GPU timing still uses the problem's own sizes, with inputs made in the candidate's process"))
+    max_own_size_trial_mb: float = Field(0.0, ge=0, description=(
+        "a problem over max_trial_mb whose one trial (inputs + outputs, twice with the odd-size trial) is within this is "
+        "judged at its own sizes with `own_size_trials` trials instead of shrunk: KernelBench's definition of correct, and "
+        "the only sizes a candidate with its sizes baked in runs at (0 = always shrink; the gpu profile sets it)"))
+    own_size_trials: int = Field(1, ge=1, description="correctness trials (besides the odd-size one) of a problem judged at its own sizes for memory")
     max_log_mb: float = Field(16.0, gt=0, description="largest file a candidate may write, its captured stdout/stderr included (RLIMIT_FSIZE)")
     max_processes: int = Field(256, ge=1, description="RLIMIT_NPROC of a candidate when it runs as an unprivileged user (stops fork bombs)")
     isolate_network: bool = Field(True, description="give each candidate an empty network namespace (recorded when the OS refuses)")

@@ -106,12 +106,20 @@ class ProblemState:
             shrunk = shrink.shrink_problem(source, cfg["shrink_max_dim"])
             if shrunk != source:
                 candidates = [shrunk, source]
-        else:  # full sizes, within the per-trial byte budget (validation/README.md, "Devices")
+        trials = cfg["trials"]
+        if not (device == "cpu" and cfg["shrink_for_cpu"]):  # full sizes, within the per-trial byte budget (README, "Devices")
             fitted, budget_notes = fit_to_budget(source, cfg, directory)
             self.notes.update(budget_notes)
-            if fitted != source:
+            if fitted != source and _own_sizes_fit(budget_notes, cfg):
+                # over max_trial_mb but within max_own_size_trial_mb: judged at the problem's own sizes
+                # (KernelBench's definition, and a candidate with the sizes baked in can run nowhere
+                # else), with fewer trials to hold in memory instead of shrunk
+                trials = min(trials, cfg.get("own_size_trials", 1))
+                self.notes.pop("shrunk_for_memory", None)
+                self.notes.update(own_sizes_for_memory=True, trials=trials)
+            elif fitted != source:
                 candidates = [fitted, source]
-        seeds = [cfg["seed"] + 1000 * (i + 1) for i in range(cfg["trials"])]
+        seeds = [cfg["seed"] + 1000 * (i + 1) for i in range(trials)]
         last_exc: BaseException | None = None
         self.main: Phase | None = None
         for i, src in enumerate(candidates):
@@ -150,9 +158,20 @@ class ProblemState:
         return sum(_tensor_bytes([t["inputs"] for t in p.trials]) + _tensor_bytes(p.outputs or []) for p in self.phases())
 
 
+def _own_sizes_fit(budget_notes: dict[str, Any], cfg: dict[str, Any]) -> bool:
+    """Whether one trial at the problem's own sizes (inputs + outputs, `trial_mb` of fit_to_budget)
+    and the odd-size trial's fit `max_own_size_trial_mb` (0: always shrink over max_trial_mb)."""
+    limit = float(cfg.get("max_own_size_trial_mb", 0) or 0)
+    trial_mb = budget_notes.get("trial_mb")
+    if limit <= 0 or not isinstance(trial_mb, (int, float)):
+        return False
+    return trial_mb * (2 if cfg["odd_size_trial"] else 1) <= limit
+
+
 def problem_state(worker, source: str, cfg: dict[str, Any]) -> ProblemState:
     key = "|".join(str(x) for x in (source_key(source), cfg["device"], cfg["shrink_for_cpu"], cfg["shrink_max_dim"],
-                                     cfg["seed"], cfg["trials"], cfg["odd_size_trial"], cfg["max_trial_mb"], cfg["max_output_mb"]))
+                                     cfg["seed"], cfg["trials"], cfg["odd_size_trial"], cfg["max_trial_mb"], cfg["max_output_mb"],
+                                     cfg.get("max_own_size_trial_mb"), cfg.get("own_size_trials")))
     state = worker.problems.get(key)
     if state is None:
         state = ProblemState(source, cfg, worker.tmp)
