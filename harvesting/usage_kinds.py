@@ -342,6 +342,14 @@ class UsageReader:
             if bound is not None:
                 usage.merge(self._in_function(target_fn, bound, depth + 1, base))
             return
+        owner = call.func.id if isinstance(call.func, ast.Name) else (
+            call.func.value.id if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) else "")
+        values = _enum_values(self.classes[owner]) if owner in self.classes and arg in call.args else []
+        if values:
+            # `Policy(p)`, `Policy.from_str(p)` with an Enum of the file (rtdl's `_TokenInitialization`):
+            # one of its members' string values
+            usage.choices += [v for v in values if v not in usage.choices]
+            return
         if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self" and class_name:
             method = _method(self.classes, class_name, callee)
             target_fn = method
@@ -499,6 +507,14 @@ def _is_condition(node: ast.AST, parent: ast.AST | None) -> bool:
     """Whether `node` is read for its truth: an if/while test, an operand of and/or/not."""
     return ((isinstance(parent, (ast.If, ast.IfExp, ast.While)) and parent.test is node)
             or isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)))
+
+
+def _enum_values(cls: ast.ClassDef) -> list[str]:
+    """The string values of an Enum class's members (`UNIFORM = 'uniform'`); [] for any other class."""
+    if not any(ast.unparse(b).split(".")[-1] in ("Enum", "StrEnum") for b in cls.bases):
+        return []
+    return [s.value.value for s in cls.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)]
 
 
 def parameter_usages(classes: dict[str, ast.ClassDef], functions: dict[str, ast.FunctionDef], class_name: str,

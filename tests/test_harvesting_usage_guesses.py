@@ -412,3 +412,46 @@ def test_an_option_normalised_before_it_is_compared_is_one_of_the_compared_strin
     init = _first_of(NORMALISED, "Relations").init_code
     assert init[1] in ("'dot'", "'mlp'", "'ffn'"), init
     assert_all_runnable(tmp_path, "relations.py", NORMALISED, 1)
+
+
+# A policy handed to an Enum of the file (rtdl's `initialization: str` -> `_TokenInitialization.from_str`,
+# held-out set 30: "no constructor argument could be guessed"): one of the members' values.
+ENUM_POLICY = '''
+import enum
+
+
+class _Init(enum.Enum):
+    UNIFORM = "uniform"
+    NORMAL = "normal"
+
+    @classmethod
+    def from_str(cls, initialization: str) -> "_Init":
+        return cls(initialization)
+
+    def apply(self, x, d):
+        if self == _Init.UNIFORM:
+            nn.init.uniform_(x, a=-d ** -0.5, b=d ** -0.5)
+        else:
+            nn.init.normal_(x, std=d ** -0.5)
+
+
+class NumericalTokenizer(nn.Module):
+    def __init__(self, n_features: int, d_token: int, bias: bool, initialization: str) -> None:
+        super().__init__()
+        init = _Init.from_str(initialization)
+        self.weight = nn.Parameter(torch.empty(n_features, d_token))
+        self.bias = nn.Parameter(torch.empty(n_features, d_token)) if bias else None
+        for parameter in [self.weight, self.bias]:
+            if parameter is not None:
+                init.apply(parameter, d_token)
+
+    def forward(self, x):
+        x = self.weight[None] * x[..., None]
+        return x if self.bias is None else x + self.bias[None]
+'''
+
+
+def test_an_option_handed_to_an_enum_of_the_file_is_one_of_its_values(tmp_path):
+    init = _first_of(ENUM_POLICY, "NumericalTokenizer").init_code
+    assert init[3] in ("'uniform'", "'normal'"), init
+    assert_all_runnable(tmp_path, "tokenizer.py", ENUM_POLICY, 1)
