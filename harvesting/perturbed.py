@@ -15,9 +15,7 @@ again: a module that still returns its input (no parameters, or none on the path
 
 from __future__ import annotations
 
-import ast
-
-from autotriton.harvesting.structured_outputs import rewrite_model
+from autotriton.harvesting.structured_outputs import rewrite_model, with_torch_import
 
 HELPER = "_move_parameters"
 SCALE = 0.5  # the draw's standard deviation: far from an identity within the probe's 1e-5 tolerance
@@ -44,12 +42,8 @@ class {model}({base}):
 def perturbed_parameters(model_source: str) -> str | None:
     """The source with `Model` renamed `InitialModel` and a `Model` subclass appended whose
     constructor (the module's own signature) moves its parameters (module docstring). None when the
-    source has no class Model, does not import torch by that name, or was rewritten already."""
-    try:
-        tree = ast.parse(model_source)
-    except SyntaxError:
+    source has no class Model, binds `torch` to something else, or was rewritten already."""
+    model_source = with_torch_import(model_source)  # the helper calls torch by that name
+    if model_source is None:
         return None
-    if not any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname in (None, "torch") for a in n.names)
-               for n in tree.body):
-        return None  # the helper calls torch by that name
     return rewrite_model(model_source, helper=HELPER, base="InitialModel", method="__init__", template=_TEMPLATE, scale=SCALE)

@@ -16,9 +16,7 @@ source; a module that still changes its inputs is kept as it is.
 
 from __future__ import annotations
 
-import ast
-
-from autotriton.harvesting.structured_outputs import rewrite_model
+from autotriton.harvesting.structured_outputs import rewrite_model, with_torch_import
 
 HELPER = "_own_copy"
 
@@ -63,17 +61,8 @@ def copied_inputs(model_source: str) -> str | None:
     """The source with `Model` renamed `InPlaceModel` and a `Model` subclass appended whose forward
     (the module's own signature) passes copies of its inputs on (module docstring). None when the
     source has no class Model, binds `torch` to something else, or was rewritten already."""
-    try:
-        tree = ast.parse(model_source)
-    except SyntaxError:
+    model_source = with_torch_import(model_source)  # the helper calls torch by that name
+    if model_source is None:
         return None
-    if not any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname in (None, "torch") for a in n.names)
-               for n in tree.body):
-        bound = {t.id for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
-                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
-        bound |= {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-        if "torch" in bound:
-            return None  # the helper calls torch by that name, which is something else here
-        model_source = "import torch\n" + model_source  # the harvest's module source imports only what it uses
     return rewrite_model(model_source, helper=HELPER, base="InPlaceModel", method="forward", template=_TEMPLATE,
                          wrap_call=_copied)

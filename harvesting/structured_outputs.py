@@ -79,6 +79,23 @@ def _signature(forward: ast.FunctionDef | None) -> tuple[str, str]:
     return ast.unparse(args), ", ".join(call)
 
 
+def with_torch_import(model_source: str) -> str | None:
+    """The source, with `import torch` first where it does not import torch by that name (the
+    harvest's module source imports only what the module uses, and an appended helper calls torch);
+    None when it does not parse or binds `torch` to something else."""
+    try:
+        tree = ast.parse(model_source)
+    except SyntaxError:
+        return None
+    if any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname in (None, "torch") for a in n.names)
+           for n in tree.body):
+        return model_source
+    bound = {t.id for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
+             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+    bound |= {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    return None if "torch" in bound else "import torch\n" + model_source
+
+
 def rewrite_model(model_source: str, *, helper: str, base: str, method: str, template: str,
                   wrap_call: Callable[[str], str] | None = None, **fields: object) -> str | None:
     """The source with `Model` renamed `base` (every reference to it too, so that `super(Model,
