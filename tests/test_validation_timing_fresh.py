@@ -275,7 +275,7 @@ def test_projections_accept_any_answer_within_tolerance_and_refuse_another_input
 def test_a_check_the_reference_cannot_make_is_no_violation_and_no_speedup():
     """The worker's own reference failing on the check set (say, out of memory beside the candidate)
     is not the candidate's fault: no violation, but no speedup without a check either."""
-    from autotriton.validation.judge import _full_size_check
+    from autotriton.validation.timing import full_size_check as _full_size_check
 
     failing = problem("relu").replace("return torch.relu(x)", "raise RuntimeError('out of memory')")
     cfg = {"device": "cpu", "tolerances": {"float32": 1e-4}, "tf32_tolerance": 1e-2}

@@ -25,7 +25,8 @@ from autotriton.hashing import source_key
 from autotriton.validation import candidate_runner as cr
 from autotriton.validation import compare, shrink, wire
 from autotriton.validation.reference_problem import ProblemError, load_problem_module
-from autotriton.validation.trial_budget import _tensor_bytes, fit_to_budget, trial_bytes  # noqa: F401 (judge.trial_bytes)
+from autotriton.validation.timing import full_size_check
+from autotriton.validation.trial_budget import _tensor_bytes, fit_to_budget, own_sizes_fit, trial_bytes  # noqa: F401 (judge.trial_bytes)
 
 MAX_CACHED_PROBLEMS = 16
 # ...and at most this many bytes of their trial inputs and reference outputs (host memory): a
@@ -110,7 +111,7 @@ class ProblemState:
         if not (device == "cpu" and cfg["shrink_for_cpu"]):  # full sizes, within the per-trial byte budget (README, "Devices")
             fitted, budget_notes = fit_to_budget(source, cfg, directory)
             self.notes.update(budget_notes)
-            if fitted != source and _own_sizes_fit(budget_notes, cfg):
+            if fitted != source and own_sizes_fit(budget_notes, cfg):
                 # over max_trial_mb but within max_own_size_trial_mb: judged at the problem's own sizes
                 # (KernelBench's definition, and a candidate with the sizes baked in can run nowhere
                 # else), with fewer trials to hold in memory instead of shrunk
@@ -156,16 +157,6 @@ class ProblemState:
 
     def cached_bytes(self) -> int:
         return sum(_tensor_bytes([t["inputs"] for t in p.trials]) + _tensor_bytes(p.outputs or []) for p in self.phases())
-
-
-def _own_sizes_fit(budget_notes: dict[str, Any], cfg: dict[str, Any]) -> bool:
-    """Whether one trial at the problem's own sizes (inputs + outputs, `trial_mb` of fit_to_budget)
-    and the odd-size trial's fit `max_own_size_trial_mb` (0: always shrink over max_trial_mb)."""
-    limit = float(cfg.get("max_own_size_trial_mb", 0) or 0)
-    trial_mb = budget_notes.get("trial_mb")
-    if limit <= 0 or not isinstance(trial_mb, (int, float)):
-        return False
-    return trial_mb * (2 if cfg["odd_size_trial"] else 1) <= limit
 
 
 def problem_state(worker, source: str, cfg: dict[str, Any]) -> ProblemState:
@@ -459,7 +450,7 @@ def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, A
     timing = header.get("timing")
     full = (plan or {}).get("full_size") or {}
     if isinstance(timing, dict) and "sets" in timing and full.get("check_seed") is not None:
-        return _full_size_check(timing.get("check"), full, cfg, tf32)
+        return full_size_check(timing.get("check"), full, cfg, tf32)
     asked = (plan or {}).get("check_trial")
     if not isinstance(timing, dict) or "sets" not in timing or asked is None:
         return None
@@ -473,27 +464,6 @@ def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, A
         return {"trial": asked, "ok": False, "reason": "the check call's outputs are missing"}
     cmp = _compare(refs[main][asked], outs, cfg, tf32, phases[main].output_paths[asked], check.get("output_paths"))
     return {"trial": asked, "ok": bool(cmp["ok"]), "reason": cmp["reason"], "max_abs_err": cmp["max_abs_err"]}
-
-
-def _full_size_check(check: Any, full: dict[str, Any], cfg: dict[str, Any], tf32: bool) -> dict[str, Any]:
-    """The check call at the problem's own sizes: projections of its answer against the reference's
-    on the same (secret-seeded) inputs, computed here (validation/timing.py)."""
-    from autotriton.validation.timing import compare_projections, full_size_check_reference
-
-    def tolerance_of(dtype: Any) -> float:
-        return compare.tolerance_for(dtype, cfg["tolerances"], tf32, cfg["tf32_tolerance"])
-
-    trial = "own-size check set"
-    try:
-        ref, bounds = full_size_check_reference(full, cfg["device"], tolerance_of)
-    except Exception as exc:  # noqa: BLE001 (not the candidate's fault: no check, and so no speedup)
-        return {"trial": trial, "ok": None, "reason": f"no check: the reference failed on the check set: {type(exc).__name__}: {exc}"[:300]}
-    if ref is None:  # get_inputs() gives this seed another layout: no call could be checked
-        return {"trial": trial, "ok": True, "reason": None, "skipped": "the check set's layout is not the timed one's"}
-    if not isinstance(check, dict) or not check.get("full_size") or "projections" not in check:
-        return {"trial": trial, "ok": False, "reason": "timing came back without the check call's projections"}
-    cmp = compare_projections(ref, bounds, check["projections"])
-    return {"trial": trial, "ok": bool(cmp["ok"]), "reason": cmp["reason"], "max_excess": cmp.get("max_excess")}
 
 
 def _assess(result, header, tensors, phases, refs, cfg, state, plan=None) -> None:

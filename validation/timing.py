@@ -40,6 +40,7 @@ import statistics
 import time
 from typing import Any, Callable, Iterator
 
+from autotriton.validation import compare
 from autotriton.validation.reference_problem import load_problem_module
 
 L2_FLUSH_BYTES = 256 * 2**20
@@ -490,3 +491,22 @@ def speedups(reference: dict[str, Any], candidate: dict[str, Any], suspect_above
     if any(hosts.values()):
         out["host_ms"] = {side: statistics.median(v) for side, v in hosts.items() if v}
     return out
+
+
+def full_size_check(check: Any, full: dict[str, Any], cfg: dict[str, Any], tf32: bool) -> dict[str, Any]:
+    """The check call at the problem's own sizes: projections of its answer against the reference's
+    on the same (secret-seeded) inputs, computed here (below)."""
+    def tolerance_of(dtype: Any) -> float:
+        return compare.tolerance_for(dtype, cfg["tolerances"], tf32, cfg["tf32_tolerance"])
+
+    trial = "own-size check set"
+    try:
+        ref, bounds = full_size_check_reference(full, cfg["device"], tolerance_of)
+    except Exception as exc:  # noqa: BLE001 (not the candidate's fault: no check, and so no speedup)
+        return {"trial": trial, "ok": None, "reason": f"no check: the reference failed on the check set: {type(exc).__name__}: {exc}"[:300]}
+    if ref is None:  # get_inputs() gives this seed another layout: no call could be checked
+        return {"trial": trial, "ok": True, "reason": None, "skipped": "the check set's layout is not the timed one's"}
+    if not isinstance(check, dict) or not check.get("full_size") or "projections" not in check:
+        return {"trial": trial, "ok": False, "reason": "timing came back without the check call's projections"}
+    cmp = compare_projections(ref, bounds, check["projections"])
+    return {"trial": trial, "ok": bool(cmp["ok"]), "reason": cmp["reason"], "max_excess": cmp.get("max_excess")}

@@ -127,3 +127,13 @@ def fit_to_budget(source: str, cfg: dict[str, Any], directory: str = "") -> tupl
         return previous, notes
     notes["over_budget"] = "over max_trial_mb, but no size constant to shrink: judged at full size"
     return source, notes
+
+
+def own_sizes_fit(budget_notes: dict[str, Any], cfg: dict[str, Any]) -> bool:
+    """Whether one trial at the problem's own sizes (inputs + outputs, `trial_mb` of fit_to_budget)
+    and the odd-size trial's fit `max_own_size_trial_mb` (0: always shrink over max_trial_mb)."""
+    limit = float(cfg.get("max_own_size_trial_mb", 0) or 0)
+    trial_mb = budget_notes.get("trial_mb")
+    if limit <= 0 or not isinstance(trial_mb, (int, float)):
+        return False
+    return trial_mb * (2 if cfg["odd_size_trial"] else 1) <= limit
