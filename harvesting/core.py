@@ -501,6 +501,9 @@ class Harvester:
         bar = self._progress()
         with bar:
             task = bar.add_task("probe inputs", total=total)
+
+            def grow(n: int) -> None:  # attempts added to the bar's total
+                bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + n)
             # a rewrite of Model (dict outputs, parameters moved) reuses a guess that ran: it costs no guess,
             # so a module may take up to _REWRITES rounds beyond harvest.max_attempts
             for round_no in range(self.config.max_attempts + _REWRITES + _ADDED_DEPENDENCIES):
@@ -524,7 +527,7 @@ class Harvester:
                         p.model_source, p.rewrites = pure, p.rewrites + 1
                         p.attempts.insert(round_no + 1, p.attempts[round_no])
                         del p.attempts[p.budget(self.config.max_attempts):]
-                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
+                        grow(1)
                         continue
                     reason = _field(res, "reason") or "runtime_error"
                     detail = _last_lines(str(_field(res, "detail") or ""))
@@ -543,7 +546,7 @@ class Harvester:
                             self.result.extra.setdefault("added_dependencies", Counter())[", ".join(added)] += 1
                             p.attempts.insert(round_no + 1, p.attempts[round_no])
                             del p.attempts[p.budget(self.config.max_attempts):]
-                            bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + 1)
+                            grow(1)
                             continue
                         detail += note
                     # It ran, but returned a dict or a dataclass (structured_outputs.py), or returned its
@@ -568,7 +571,7 @@ class Harvester:
                             p.attempts.insert(round_no + 1, p.attempts[round_no])
                         p.rewrites += 1
                         del p.attempts[p.budget(self.config.max_attempts):]
-                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + len(p.attempts) - before)
+                        grow(len(p.attempts) - before)
                         continue
                     if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
                         p.first_failure = (reason, detail)
@@ -596,7 +599,7 @@ class Harvester:
                         # torch said which shape it wanted: try that next, within the attempt budget
                         p.attempts[round_no + 1:round_no + 1] = fixed
                         del p.attempts[p.budget(self.config.max_attempts):]
-                        bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + len(fixed))
+                        grow(len(fixed))
                     if reason in PERMANENT_REASONS or round_no + 1 >= len(p.attempts):
                         p.done = True
                         bar.advance(task, len(p.attempts) - round_no - 1)

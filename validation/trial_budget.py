@@ -32,19 +32,8 @@ def trial_bytes(source: str, directory: str = "") -> tuple[int, int | None] | No
     """(input bytes, output bytes) of one trial of the problem at its own sizes, from a run on the
     meta device (shapes and dtypes only: no memory, no compute). Output bytes are None when the
     reference's forward does not run on meta; None altogether when get_inputs() does not."""
-    try:
-        module = load_problem_module(source, directory, "size")
-    except BaseException:  # noqa: BLE001 (the real load reports it)
-        return None
-    try:
-        return _meta_trial_bytes(module)
-    finally:
-        sys.modules.pop(module.__name__, None)  # one per size tried: not worth keeping
-
-
-def _meta_trial_bytes(module) -> tuple[int, int | None] | None:
-    got = _meta_bytes(module)
-    return None if got is None else (got[0], got[1])
+    got = footprint(source, directory)
+    return None if got is None else (int(got["inputs"] or 0), got["outputs"])
 
 
 def _meta_bytes(module) -> tuple[int, int | None, int] | None:
