@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import re
 import tokenize
 from dataclasses import dataclass
 
@@ -69,6 +70,22 @@ def _dotted(node: cst.BaseExpression | None) -> str:
         left = _dotted(node.value)
         return f"{left}.{node.attr.value}" if left else ""
     return ""
+
+
+def _access_chains(node: cst.CSTNode, name: str, chain_of: dict[int, str]) -> list[str]:
+    """The dotted chains an access of the imported `name` reads through it. A string annotation
+    (`-> 'escnn.nn.GeometricTensor'`) is an access too, whose node is the string: its chains are
+    the ones written inside it (the bare name said the module object itself was used)."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            text = node.evaluated_value
+        except Exception:  # noqa: BLE001  (an odd literal: fall back to the bare name)
+            text = ""
+        if isinstance(text, str):
+            found = re.findall(rf"(?<![\w.]){re.escape(name)}(?:\.\w+)*", text)
+            if found:
+                return found
+    return [chain_of.get(id(node), name)]
 
 
 class _NodeIndex(cst.CSTVisitor):
@@ -191,7 +208,7 @@ def parse_file(path: str, text: str) -> ParsedFile:
                     continue
                 reads[idx].setdefault(ref_idx, set()).add(ref.name)
                 if ref_idx in imports:
-                    chains[idx].setdefault(ref.name, set()).add(chain_of.get(id(access.node), ref.name))
+                    chains[idx].setdefault(ref.name, set()).update(_access_chains(access.node, ref.name, chain_of))
     for idx, read in enumerate(reads):
         # names read from a binding here, or (a star import's) from none: the fills of either
         for name in sorted({n for names in read.values() for n in names if n in fills} | (unresolved[idx] & fills.keys())):

@@ -377,6 +377,30 @@ def test_module_object_imports_of_the_repository_are_inlined_and_rewritten():
     assert ns["Block"]()(torch.zeros(3)).item() == 0.0
 
 
+def test_a_package_imported_as_its_own_namespace_with_string_annotations_is_inlined():
+    """escnn's modules `import escnn.nn` and write `-> 'escnn.nn.GeometricTensor'` beside
+    `escnn.nn.GeometricTensor(...)`: the string annotation is an access of the import too, and was
+    read as the module object itself (73 of escnn's classes rejected as relative_import)."""
+    files = {
+        "geo/__init__.py": "",
+        "geo/nn/__init__.py": "from .tensor import Wrapped\nfrom . import init\n",
+        "geo/nn/tensor.py": "class Wrapped:\n    def __init__(self, t):\n        self.t = t\n",
+        "geo/nn/init.py": "def scale(x):\n    return 3 * x\n",
+        "geo/nn/layer.py": "import torch.nn as nn\nimport geo.nn\n"
+                           "class Layer(nn.Module):\n    def wrap(self, x) -> 'geo.nn.Wrapped':\n        return geo.nn.Wrapped(x)\n"
+                           "    def forward(self, x: 'geo.nn.Wrapped | None' = None):\n"
+                           "        return geo.nn.init.scale(self.wrap(x).t)\n",
+    }
+    source = extract_class(_repo(files), "geo/nn/layer.py", "Layer").source
+    assert "import geo" not in source and "class Wrapped" in source and "def scale" in source
+    assert "return Wrapped(x)" in source and "return scale(self.wrap(x).t)" in source
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    import torch
+
+    assert ns["Layer"]()(torch.ones(2)).tolist() == [3.0, 3.0]
+
+
 def test_a_submodule_of_a_namespace_package_is_the_repositorys_own():
     """pytorch-tabnet ships `pytorch_tabnet/` without an __init__.py (a PEP 420 namespace package)
     and imports `from pytorch_tabnet import sparsemax`: the submodule is inlined, not reported as
