@@ -2,7 +2,8 @@
 synthesise inputs -> confirm in the sandbox -> problems (runnable or rejected with a reason).
 
 Sources (local.py, github.py, datasets.py) only decide which files to read and where they came
-from; everything after that happens here, so every source yields the same records.
+from; everything after that happens here, so every source yields the same records. What follows
+each probe of an input guess (accept, rewrite, steer the next guesses, reject) is probe_steps.py.
 """
 
 from __future__ import annotations
@@ -27,22 +28,15 @@ from autotriton.harvesting.extract import (
 from autotriton.harvesting.prune import prune_unused, strip_comments, strip_docstrings
 from autotriton.harvesting.requirements import module_requirements, package_import_source
 from autotriton.harvesting.state import HarvestState
-from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.hashing import source_key
-from autotriton.harvesting.error_repairs import error_repairs
-from autotriton.harvesting.keyword_arguments import keyword_rewrite
-from autotriton.harvesting.problem_environments import ensure_relaxing, with_missing_package
-from autotriton.harvesting.perturbed import perturbed_parameters
-from autotriton.harvesting.pure_inputs import copied_inputs
+from autotriton.harvesting.probe_steps import (
+    ADDED_DEPENDENCIES, REWRITES, Pending, after_failure, after_success, missing_package, result_field,
+)
+from autotriton.harvesting.problem_environments import ensure_relaxing
 from autotriton.harvesting.randomness import random_calls
 from autotriton.harvesting.renaming import positional_signatures
-from autotriton.harvesting.signatures import optional_input_named_in, parameter_named_in
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, problem_source, synthesize
 from autotriton.records import Candidate, HarvestedModule, Problem, SourceRef
-
-# Probe reasons that another input guess cannot fix.
-PERMANENT_REASONS = frozenset({"abstract_class", "missing_dependency", "needs_data_files", "nondeterministic",
-                               "input_independent", "bad_format", "broken_dependency"})
 
 # probe(sources) -> results; called as probe(sources, environments={problem key: site-packages folders})
 # when some of the sources need their dependency environment (SandboxProbe does).
@@ -140,16 +134,6 @@ _OP_PATTERNS = [
 ]
 
 
-# "needs package `einops`" (extraction), "No module named 'einops'" / "No module named 'a.b'" (probe)
-_MISSING_PACKAGE = re.compile(r"needs package `([A-Za-z0-9_]+)|No module named '([A-Za-z0-9_]+)")
-
-
-def missing_package(detail: str) -> str | None:
-    """The top-level package a missing_dependency rejection names, or None."""
-    m = _MISSING_PACKAGE.search(detail or "")
-    return (m.group(1) or m.group(2)) if m else None
-
-
 def op_tags(source: str) -> list[str]:
     return [tag for tag, pat in _OP_PATTERNS if re.search(pat, source)]
 
@@ -178,54 +162,6 @@ def _any_package(top: str) -> bool:
     return True
 
 
-def _field(result: Any, name: str, default: Any = None) -> Any:
-    if isinstance(result, dict):
-        return result.get(name, default)
-    return getattr(result, name, default)
-
-
-def _last_lines(text: str, n: int = 2) -> str:
-    """The end of a traceback: the exception (and the frame that raised it) is what a reader needs."""
-    lines = [line.rstrip() for line in text.splitlines() if line.strip() and not set(line.strip()) <= set("^~ ")]
-    return " | ".join(lines[-n:])[-500:] if lines else text
-
-
-def _reorder_after_failure(attempts: list[Attempt], start: int, detail: str) -> None:
-    """Let the error steer the next guesses: an int where a pair was expected ("'int' object is not
-    subscriptable") moves the tuple-valued size guesses to the front."""
-    if re.search(r"'int' object is not (subscriptable|iterable)|cannot unpack non-iterable int", detail):
-        rest = attempts[start:]
-        rest.sort(key=lambda a: 0 if "tuples" in a.label else 1)
-        attempts[start:] = rest
-
-
-# Model rewrites a module may be given beyond harvest.max_attempts (one each: tuple outputs, moved parameters)
-_REWRITES = 2
-# Packages a module's probe found missing that its requirements did not name, each installed into its
-# environment and the same guess run again (a dependency importing one it does not declare:
-# segment_anything -> torchvision); beyond harvest.max_attempts too
-_ADDED_DEPENDENCIES = 3
-
-
-@dataclass
-class _Pending:
-    problem: Problem
-    model_source: str
-    attempts: list[Attempt]
-    first_failure: tuple[str, str] | None = None
-    done: bool = False
-    env_paths: list[str] = field(default_factory=list)  # site-packages of its dependency environment
-    demanded: set[str] = field(default_factory=set)  # optional constructor parameters errors asked for
-    inputs: set[str] = field(default_factory=set)  # optional forward inputs errors showed forward uses
-    rewrites: int = 0  # rounds granted beyond harvest.max_attempts: forward ran, only its Model was rewritten
-    added: int = 0  # rounds granted beyond it for a dependency the probe found missing and installed
-    declared: dict[str, str] = field(default_factory=dict)  # its repository's declared requirements ...
-    local: frozenset[str] = frozenset()  # ... and own top-level packages (what a missing import maps to)
-
-    def budget(self, max_attempts: int) -> int:
-        return max_attempts + self.rewrites + self.added
-
-
 class Harvester:
     """Accumulates one harvest over any number of repositories, then synthesises and probes."""
 
@@ -247,7 +183,7 @@ class Harvester:
         # Not incremental: the state is neither read nor recorded (a --full harvest leaves it as it is).
         self.result = HarvestResult(state=state if config.incremental else None)
         self.dedup = DuplicateFilter(config.near_duplicate_threshold, seen_keys=state.seen if state else None)
-        self.pending: list[_Pending] = []
+        self.pending: list[Pending] = []
         self._new_keys: set[str] = set()
         self._sources: dict[str, SourceRef] = {}
 
@@ -418,7 +354,7 @@ class Harvester:
         except SyntaxError as exc:
             self._finish_rejected(base, "syntax_error", str(exc))
             return module
-        self.pending.append(_Pending(base, model_source, attempts, declared=self._declared,
+        self.pending.append(Pending(base, model_source, attempts, declared=self._declared,
                                      local=frozenset(self._local_packages)))
         return module
 
@@ -462,7 +398,7 @@ class Harvester:
         """Install each distinct requirement set of the queued modules once (cached across
         harvests); a set that cannot be installed rejects its modules, naming the requirement."""
         cache = EnvironmentCache(self.environments)
-        by_set: dict[tuple[str, ...], list[_Pending]] = {}
+        by_set: dict[tuple[str, ...], list[Pending]] = {}
         for p in self.pending:
             if p.problem.requirements:
                 by_set.setdefault(tuple(p.problem.requirements), []).append(p)
@@ -505,8 +441,8 @@ class Harvester:
             def grow(n: int) -> None:  # attempts added to the bar's total
                 bar.update(task, total=(next(t for t in bar.tasks if t.id == task).total or 0) + n)
             # a rewrite of Model (dict outputs, parameters moved) reuses a guess that ran: it costs no guess,
-            # so a module may take up to _REWRITES rounds beyond harvest.max_attempts
-            for round_no in range(self.config.max_attempts + _REWRITES + _ADDED_DEPENDENCIES):
+            # so a module may take up to REWRITES rounds beyond harvest.max_attempts
+            for round_no in range(self.config.max_attempts + REWRITES + ADDED_DEPENDENCIES):
                 batch = [p for p in self.pending if not p.done and round_no < len(p.attempts)]
                 if not batch:
                     break
@@ -517,104 +453,23 @@ class Harvester:
                     raise RuntimeError(f"probe returned {len(results)} results for {len(batch)} problems")
                 for p, src, res in zip(batch, sources, results):
                     bar.advance(task)
-                    if _field(res, "ok"):
-                        # forward wrote into its inputs: the same guess again, the module given copies (pure_inputs.py)
-                        pure = copied_inputs(p.model_source) if _field(res, "mutates_inputs") and p.rewrites < _REWRITES else None
-                        if pure is None:
+                    if result_field(res, "ok"):
+                        added = after_success(p, round_no, res, self.config.max_attempts)
+                        if added is None:
                             self._accept(p, p.attempts[round_no], src)
                             bar.advance(task, len(p.attempts) - round_no - 1)
-                            continue
-                        p.model_source, p.rewrites = pure, p.rewrites + 1
-                        p.attempts.insert(round_no + 1, p.attempts[round_no])
-                        del p.attempts[p.budget(self.config.max_attempts):]
-                        grow(1)
+                        else:
+                            grow(added)
                         continue
-                    reason = _field(res, "reason") or "runtime_error"
-                    detail = _last_lines(str(_field(res, "detail") or ""))
-                    if reason == "runtime_error" and "Can't instantiate abstract class" in detail:
-                        reason = "abstract_class"  # a base class of the package, not a model: no other guess can help
-                    last_round = round_no + 1 >= p.budget(self.config.max_attempts)
-                    if reason == "missing_dependency" and self.environments is not None and p.added < _ADDED_DEPENDENCIES:
-                        # a package the module's requirements do not name: installed, no guess spent
-                        grown, note = with_missing_package(EnvironmentCache(self.environments), p.problem.requirements,
-                                                           missing_package(detail), p.declared, p.local)
-                        if grown is not None:  # the same guess again, in the grown environment
-                            env, p.problem.requirements, added = grown
-                            p.problem.environment_key = requirement_key(p.problem.requirements)
-                            p.env_paths = list(env.site_packages)
-                            p.added += 1
-                            self.result.extra.setdefault("added_dependencies", Counter())[", ".join(added)] += 1
-                            p.attempts.insert(round_no + 1, p.attempts[round_no])
-                            del p.attempts[p.budget(self.config.max_attempts):]
-                            grow(1)
-                            continue
-                        detail += note
-                    # It ran, but returned a dict or a dataclass (structured_outputs.py), or returned its
-                    # input at its initial parameters, weight 1 and bias 0 (perturbed.py): the same inputs
-                    # again, with a Model that returns its tensors as a tuple / has its parameters moved.
-                    rewritten, keyworded = None, None
-                    can_rewrite = p.rewrites < _REWRITES
-                    full_detail = str(_field(res, "detail") or "")  # the whole traceback (`detail`: its end)
-                    if can_rewrite and structured_output(detail):
-                        rewritten = tuple_outputs(p.model_source)
-                    elif can_rewrite and reason == "returns_input":
-                        rewritten = perturbed_parameters(p.model_source)
-                    elif can_rewrite:  # `**kwargs` lacked what it hands on (keyword_arguments.py): made parameters
-                        keyworded = keyword_rewrite(p.model_source, full_detail, p.demanded, p.inputs,
-                                                    max_attempts=p.budget(self.config.max_attempts) - round_no)
-                    if rewritten is not None or keyworded is not None:
-                        before = len(p.attempts)
-                        if keyworded is not None:  # its constructor changed: fresh guesses in place of the rest
-                            p.model_source, p.attempts[round_no + 1:] = keyworded
-                        else:  # the same guess again
-                            p.model_source = rewritten
-                            p.attempts.insert(round_no + 1, p.attempts[round_no])
-                        p.rewrites += 1
-                        del p.attempts[p.budget(self.config.max_attempts):]
-                        grow(len(p.attempts) - before)
-                        continue
-                    if p.first_failure is None or (p.first_failure[0] in ("runtime_error",) and reason not in ("runtime_error",)):
-                        p.first_failure = (reason, detail)
-                    _reorder_after_failure(p.attempts, round_no + 1, detail)
-                    # what the error says to change, best first (error_repairs.py)
-                    fixed = error_repairs(p.model_source, p.attempts[round_no], full_detail, p.problem.name,
-                                          _field(res, "suggested_shapes"), _field(res, "suggested_init"))
-                    # an error that names an optional constructor parameter left at None ("n_chans could
-                    # not be inferred. Either specify n_chans or chs_info"): guesses that give it, first
-                    named = None if last_round else parameter_named_in(p.model_source, full_detail, p.demanded)
-                    # forward used an optional input left at None as a tensor (`tgt + query_pos`): guesses that give it
-                    used = None if last_round or named else optional_input_named_in(p.model_source, full_detail, p.inputs)
-                    if named is not None or used is not None:
-                        p.demanded.update([named] if named else [])
-                        p.inputs.update([used] if used else [])
-                        try:
-                            fixed = synthesize(p.model_source, max_attempts=2, demand=p.demanded, inputs=p.inputs)[:2] + fixed
-                        except SynthesisError:
-                            pass
-                    # a repair that leads back to a guess already tried (the bottleneck's channel
-                    # error undoing its broadcast repair) would only loop: it is left out
-                    tried = {a.functions() for a in p.attempts[:round_no + 1]}
-                    fixed = [f for f in fixed if f.functions() not in tried]
-                    if fixed and reason not in PERMANENT_REASONS:
-                        # torch said which shape it wanted: try that next, within the attempt budget
-                        p.attempts[round_no + 1:round_no + 1] = fixed
-                        del p.attempts[p.budget(self.config.max_attempts):]
-                        grow(len(fixed))
-                    if reason in PERMANENT_REASONS or round_no + 1 >= len(p.attempts):
-                        p.done = True
+                    added, rejection = after_failure(p, round_no, res, max_attempts=self.config.max_attempts,
+                                                     environments=self.environments, extra=self.result.extra)
+                    grow(added)
+                    if rejection is not None:
                         bar.advance(task, len(p.attempts) - round_no - 1)
-                        r, d = p.first_failure
-                        if r == "runtime_error":
-                            r = "no_working_inputs"
-                            d = f"{len(p.attempts)} input guesses failed; first error: {d}"
-                            if detail and detail != p.first_failure[1]:
-                                # the last guess is the problem source stored with the rejection
-                                d += f" || last error: {detail}"
-                        p.problem.reference_source = src
-                        self._finish_rejected(p.problem, r if reason not in PERMANENT_REASONS else reason,
-                                              d if reason not in PERMANENT_REASONS else detail)
+                        p.problem.reference_source = src  # the last guess is stored with the rejection
+                        self._finish_rejected(p.problem, *rejection)
 
-    def _accept(self, p: _Pending, attempt: Attempt, source: str | None = None) -> None:
+    def _accept(self, p: Pending, attempt: Attempt, source: str | None = None) -> None:
         p.done = True
         problem = p.problem
         problem.reference_source = source or problem_source(p.model_source, attempt)

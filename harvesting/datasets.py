@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from autotriton.harvesting.config import HarvestConfig
-from autotriton.harvesting.core import Harvester, HarvestResult, ProbeFn, _Pending, op_tags
+from autotriton.harvesting.core import Harvester, HarvestResult, ProbeFn, op_tags
+from autotriton.harvesting.probe_steps import Pending
 from autotriton.harvesting.extract import rename_names, rename_to_model
 from autotriton.harvesting.licences import normalize_spdx
 from autotriton.harvesting.local import HarvestInputError
@@ -206,7 +207,7 @@ def _kernelbook_row(harvester: Harvester, file: Path, lineno: int, row: dict[str
     harvester.result.modules.append(module)
     problem = Problem(reference_source=model_source, name=module_name or "Model", module_key=module.key, source_key=ref.key,
                       licence=licence, op_tags=op_tags(code))
-    harvester.pending.append(_Pending(problem, model_source, [_Verbatim([], [], [], [], label="dataset")]))
+    harvester.pending.append(Pending(problem, model_source, [_Verbatim([], [], [], [], label="dataset")]))
     triton_code = row.get("triton_code")
     return (problem, triton_code, module_name) if isinstance(triton_code, str) and triton_code.strip() else None
 

@@ -504,7 +504,8 @@ def harvest_synthetic(count: int, seed: int, config: Any = None, *, start: int =
     provenance), each problem confirmed in the sandbox like any harvested one (at shrunk sizes on
     the CPU). Problems with the same (seed, index, version) have the same key: storing twice is a no-op."""
     from autotriton.harvesting.config import HarvestConfig
-    from autotriton.harvesting.core import Harvester, _Pending, op_tags
+    from autotriton.harvesting.core import Harvester, op_tags
+    from autotriton.harvesting.probe_steps import Pending
     from autotriton.harvesting.datasets import _Verbatim
     from autotriton.harvesting.local import HarvestInputError
     from autotriton.records import GENERATED, Problem, SourceRef
@@ -530,7 +531,7 @@ def harvest_synthetic(count: int, seed: int, config: Any = None, *, start: int =
         name = f"synthetic_s{seed}_{chain.index}_" if family == "fused" else f"synthetic_{family}_s{seed}_{chain.index}_"
         problem = Problem(reference_source=source, name=name + "_".join(chain.tags),
                           source_key=ref.key, licence=LICENCE, op_tags=tags, shape_profile="gpu-full")
-        harvester.pending.append(_Pending(problem, source, [_Verbatim([], [], [], [], label="synthetic")]))
+        harvester.pending.append(Pending(problem, source, [_Verbatim([], [], [], [], label="synthetic")]))
     result = harvester.finish()
     result.extra["generator_version"] = version
     return result
