@@ -131,14 +131,14 @@ class ModuleClassIndex:
             return False
         if class_name not in parsed.classes:
             # `Module = torch.nn.Module` style aliases (kornia.core and others)
-            value = _assign_aliases(parsed).get(class_name)
-            if value is None:
-                return False
-            head, qual = _base_qualified(parsed, value)
-            if _torch_module_class(qual):
-                return True
-            target = self._locate(parsed, head, qual)
-            return target is not None and target != (path, class_name) and self.is_module(target[0], target[1], depth + 1)
+            for value in _assign_aliases(parsed).get(class_name, []):  # any branch's (an if/else switch)
+                head, qual = _base_qualified(parsed, value)
+                if _torch_module_class(qual):
+                    return True
+                target = self._locate(parsed, head, qual)
+                if target is not None and target != (path, class_name) and self.is_module(target[0], target[1], depth + 1):
+                    return True
+            return False
         node = parsed.statements[parsed.classes[class_name]]
         assert isinstance(node, cst.ClassDef)
         for arg in node.bases:
@@ -158,18 +158,40 @@ class ModuleClassIndex:
         return [name for name in parsed.classes if self.is_module(path, name)]
 
 
-def _assign_aliases(parsed: ParsedFile) -> dict[str, cst.BaseExpression]:
-    """Top-level `Name = dotted.name` assignments of a file (class aliases)."""
+def _assign_aliases(parsed: ParsedFile) -> dict[str, list[cst.BaseExpression]]:
+    """Top-level `Name = dotted.name` assignments of a file (class aliases), also those made in a
+    top-level `if`/`else` or `try`/`except` (rwkv: `if os.environ.get('RWKV_JIT_ON') != '0':
+    MyModule = torch.jit.ScriptModule` / `else: MyModule = torch.nn.Module`): each value in file order."""
     cached = getattr(parsed, "_aliases", None)
     if cached is not None:
         return cached
-    out: dict[str, cst.BaseExpression] = {}
-    for stmt in parsed.statements:
-        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
-            assign = stmt.body[0]
-            if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) and _dotted(assign.value):
-                out[assign.targets[0].target.value] = assign.value
+    out: dict[str, list[cst.BaseExpression]] = {}
+
+    def visit(statements) -> None:
+        for stmt in statements:
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+                assign = stmt.body[0]
+                if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) and _dotted(assign.value):
+                    out.setdefault(assign.targets[0].target.value, []).append(assign.value)
+            elif isinstance(stmt, (cst.If, cst.Try)):
+                for block in _branches(stmt):
+                    visit(block)
+
+    visit(parsed.statements)
     object.__setattr__(parsed, "_aliases", out)
+    return out
+
+
+def _branches(stmt: cst.If | cst.Try) -> list[list[cst.BaseStatement]]:
+    """The statement lists of an `if`/`elif`/`else` chain or a `try`/`except`/`else`."""
+    out: list[list[cst.BaseStatement]] = [list(stmt.body.body)]
+    if isinstance(stmt, cst.Try):
+        out += [list(h.body.body) for h in stmt.handlers]
+    orelse = stmt.orelse
+    if isinstance(orelse, cst.If):
+        out += _branches(orelse)
+    elif orelse is not None:
+        out.append(list(orelse.body.body))
     return out
 
 
