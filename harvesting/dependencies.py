@@ -90,7 +90,10 @@ class _Collector:
         key = (path, idx)
         bindings = parsed.imports.get(idx)
         if bindings is not None and idx not in parsed.guarded:
-            local = [b for b in bindings if names is None or b.asname in names]
+            # `import logging.config` binds `logging`: a read of `logging.getLogger` names only the top
+            # (tsl's logger), a read of `logging.config.x` the whole dotted name
+            local = [b for b in bindings if names is None or b.asname in names
+                     or (b.name is None and "." in b.asname and b.asname.split(".")[0] in names)]
             external = []
             for b in local:
                 resolved = self.repo.resolve_import(path, b)

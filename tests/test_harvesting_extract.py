@@ -79,6 +79,21 @@ def test_every_alias_of_nn_module_is_found():
     assert ModuleClassIndex(repo).module_classes("m.py") == ["A", "B", "C", "D", "E"]
 
 
+def test_a_base_alias_chosen_in_an_if_or_try_block_is_found():
+    """rwkv picks its base under a switch (`MyModule = torch.jit.ScriptModule` when the JIT is on,
+    else `torch.nn.Module`); its one model class was not counted at all."""
+    source = (
+        "import os\nimport torch\n"
+        "if os.environ.get('JIT') != '0':\n    MyModule = torch.jit.ScriptModule\nelse:\n    MyModule = torch.nn.Module\n"
+        "try:\n    import apex\n    Norm = apex.FusedNorm\nexcept ImportError:\n    Norm = torch.nn.LayerNorm\n"
+        "if False:\n    pass\nelif True:\n    Plain = object\n"
+        "class Net(MyModule):\n    def forward(self, x):\n        return x * 2\n"
+        "class Normed(Norm):\n    pass\n"
+        "class NotOne(Plain):\n    def forward(self, x):\n        return x\n"
+    )
+    assert ModuleClassIndex(_repo({"m.py": source})).module_classes("m.py") == ["Net", "Normed"]
+
+
 FRAMEWORK_BASES = '''
 import lightning.pytorch as pl
 import lightning as L
@@ -399,6 +414,24 @@ def test_a_package_imported_as_its_own_namespace_with_string_annotations_is_inli
     import torch
 
     assert ns["Layer"]()(torch.ones(2)).tolist() == [3.0, 3.0]
+
+
+def test_an_import_of_a_dotted_module_is_kept_for_a_read_of_its_top_package():
+    """torch-spatiotemporal's `_logger.py`: `import logging.config` then `logging.getLogger(...)`;
+    the read names `logging` alone and the import was dropped (NameError in every probe)."""
+    files = {
+        "pkg/__init__.py": "from ._logger import logger\n",
+        "pkg/_logger.py": "import logging.config\nimport os.path\nlogger = logging.getLogger('pkg')\n",
+        "pkg/m.py": "import torch.nn as nn\nfrom pkg import logger\nclass A(nn.Module):\n    def forward(self, x):\n"
+                    "        logger.debug('forward')\n        return x * 2\n",
+    }
+    source = extract_class(_repo(files), "pkg/m.py", "A").source
+    assert "import logging.config" in source and "import os" not in source
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    import torch
+
+    assert ns["A"]()(torch.ones(2)).tolist() == [2.0, 2.0]
 
 
 def test_a_submodule_of_a_namespace_package_is_the_repositorys_own():
