@@ -275,6 +275,13 @@ PROBES = {
     "bad_format": ("import torch\nx = 1\n", "bad_format"),
     "missing_dependency": ("import not_a_real_module_xyz\n" + problem("relu"), "missing_dependency"),
     "needs_data_files": (problem("relu").replace("super().__init__()", "super().__init__()\n        open('weights.bin').read()"), "needs_data_files"),
+    # pretrained weights fetched while building (Hugging Face offline, a URL): no guess brings the network back
+    "downloads_at_init": (problem("relu").replace("super().__init__()", "super().__init__()\n        raise OSError(\"We couldn't "
+                          "connect to 'https://huggingface.co' to load the files, and couldn't find them in the cached files.\")"),
+                          "needs_data_files"),
+    "downloads_in_forward": (problem("relu").replace("return torch.relu(x)", "import urllib.error\n        try:\n"
+                             "            raise urllib.error.URLError('Name or service not known')\n        except Exception as exc:\n"
+                             "            raise RuntimeError('could not fetch the checkpoint') from exc"), "needs_data_files"),
     "nondeterministic": (problem("relu").replace("return torch.relu(x)", "import random\n        return torch.relu(x) * random.random()"), "nondeterministic"),
     "input_independent": (problem("relu").replace("return torch.relu(x)", "return torch.ones(3)"), "input_independent"),
     "returns_input": (problem("relu").replace("return torch.relu(x)", "return torch.nn.functional.dropout(x, 0.5, self.training)"), "returns_input"),

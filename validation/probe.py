@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import traceback
 from typing import Any
@@ -44,6 +45,24 @@ def _same(a: list, b: list) -> bool:
         elif not torch.equal(x, y):
             return False
     return True
+
+
+def _downloads(exc: BaseException) -> bool:
+    """A module that fetches pretrained weights or data while it is built or run (Hugging Face's
+    `from_pretrained`, torch.hub, a URL): the sandbox has no network, and no input guess changes
+    that. Told by the exception's type (socket/URL/requests connection errors) or Hugging Face's
+    offline message, through the chain of causes."""
+    seen = 0
+    while exc is not None and seen < 8:
+        kind = type(exc).__name__
+        if kind in ("URLError", "ConnectionError", "MaxRetryError", "NewConnectionError", "LocalEntryNotFoundError",
+                    "gaierror", "ConnectTimeout", "ConnectError"):
+            return True
+        if isinstance(exc, OSError) and re.search(r"couldn't connect to|offline mode|Max retries exceeded|"
+                                                  r"Temporary failure in name resolution", str(exc)):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def _failing_import(exc: BaseException, path: str) -> str | None:
@@ -89,6 +108,8 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
         return _fail("needs_data_files", f"{type(exc).__name__}: {exc}", start)
     except BaseException as exc:  # noqa: BLE001
         message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        if _downloads(exc):
+            return _fail("needs_data_files", f"downloads files (no network here): {message[-400:]}", start)
         statement = _failing_import(exc, path)
         if statement is not None:
             return _fail("broken_dependency", f"`{statement}` failed inside the package: {message}", start)
@@ -131,6 +152,8 @@ def run_probe(job: dict[str, Any]) -> dict[str, Any]:
         return _fail("needs_data_files", f"{type(exc).__name__}: {exc}", start)
     except BaseException as exc:  # noqa: BLE001
         detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-1500:]
+        if _downloads(exc):
+            return _fail("needs_data_files", f"downloads files (no network here): {detail[-400:]}", start)
         solved = _solved_sizes(module, job, detail) if isinstance(exc, Exception) and job.get("solve_budget_s") else None
         return _fail("runtime_error", detail, start, **(solved or {}))
     shapes = [list(o.shape) for o in first]
