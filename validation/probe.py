@@ -10,6 +10,8 @@ Reasons (ProbeResult.reason): "missing_dependency", "needs_data_files", "bad_for
 "broken_dependency": an import of the problem raised inside the imported package (not an
 ImportError): the package is installed but does not work with this torch (a CUDA torchvision wheel
 beside a CPU torch: "operator torchvision::nms does not exist"); no input guess can help.
+"needs_data_files": it opens a file it does not ship (weights, vocabularies) or fetches one over the
+network (Hugging Face's `from_pretrained`, a URL): the sandbox has neither, and no input guess can help.
 "returns_input": every output is one of the inputs, unchanged (DropPath, Dropout and friends in eval
 mode): there is nothing to compute, so nothing for a kernel to do.
 """
