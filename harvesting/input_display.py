@@ -15,6 +15,8 @@ def tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
     dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
     if spec.get("dtype") == "int64":
         return f"torch.randint(0, {spec.get('high', 10)}, ({dims}))"
+    if spec.get("dtype") == "bool":  # a mask of valid entries: most of them (all of them made `where` a no-op)
+        return f"(torch.rand({dims}) > 0.25)"
     if spec.get("range") == "unit":
         return f"torch.rand({dims})"
     if spec.get("range") == "binary":  # a mask of missing values: some zeros, some ones

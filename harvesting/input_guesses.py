@@ -479,10 +479,15 @@ def tensor_list_length(annotation: str) -> int:
 
 
 def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, ast.Call], values: dict[str, Any], D: int,
-                   spatial: int) -> list[tuple[str, dict[str, Any]]]:
+                   spatial: int, like: list[tuple[str, dict[str, Any]]] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """The guesses for one forward input, best first: a plain Python value first when every use
     of it says so (_python_value_use; the tensor guesses follow, in case a tuple of tensors was
-    read as sizes), then tensors by the evidence below."""
+    read as sizes), then tensors by the evidence below. A mask forward reads nothing of the rank of
+    (`torch.where(mask, x, y)`) takes the shapes of `like`, the first input's guesses, option by option."""
+    if like and _MASK_INPUT.search(p.name) and forward is not None and all(s.get("kind") == "tensor" for _, s in like) \
+            and not _rank_hints(forward, p.name) and _unpacked_ranks(forward, p.name) == (None, None):
+        return [(f"torch.ones({', '.join(map(str, s['shape']))}{',' if len(s['shape']) == 1 else ''})",
+                 {"kind": "tensor", "shape": list(s["shape"]), "dtype": "float32"}) for _, s in like]
     plain = _python_value_use(forward, p.name) if forward is not None and "Tensor" not in (p.annotation or "") else None
     first: list[tuple[str, dict[str, Any]]] = []
     if plain is not None and plain[0] == "ints":

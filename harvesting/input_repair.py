@@ -80,6 +80,24 @@ _WANTS_FLOAT = re.compile(r"must be either a floating point|expected scalar type
                           r"\b(?:Float|floating point)\b[^\n]{0,40}\bgot\b[^\n]{0,10}\bLong\b", re.IGNORECASE)
 
 
+# a float mask where torch wants a boolean one: `torch.where(mask, ...)`, `masked_fill(mask, ...)`, `~mask`
+_WANTS_BOOL = re.compile(r"where expected condition to be a boolean tensor|only supports boolean masks|"
+                         r"only implemented on integer and Boolean-type tensors|"
+                         r"expected (?:a )?(?:bool|boolean) (?:tensor|mask|dtype)|must be (?:a )?(?:bool|boolean)", re.IGNORECASE)
+
+
+def _boolean_masks(attempt: Attempt) -> Attempt | None:
+    """The float mask inputs (ones: forward's `mask`-named inputs, input_guesses.py) made boolean."""
+    codes, specs, changed = list(attempt.input_code), list(attempt.input_spec), False
+    for i, (code, spec) in enumerate(zip(codes, specs)):
+        if isinstance(spec, dict) and spec.get("kind") == "tensor" and spec.get("dtype", "float32") == "float32" \
+                and code.startswith("torch.ones("):
+            specs[i] = {**spec, "dtype": "bool"}
+            codes[i] = tensor_code(list(spec["shape"]), specs[i])
+            changed = True
+    return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} boolean masks") if changed else None
+
+
 # one input that must have another's shape (a loss's target and its input): "Target size
 # (torch.Size([2, 8])) must be the same as input size (torch.Size([2, 32, 8, 8]))", "Using a target
 # size (torch.Size([2, 8])) that is different to the input size (...)": the first shape becomes the second
@@ -368,6 +386,8 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
         return _index_inputs(attempt, detail)
     if _UNIT_RANGE.search(detail) or _WANTS_FLOAT.search(detail):
         return _retyped_inputs(attempt, detail)
+    if _WANTS_BOOL.search(detail):
+        return _boolean_masks(attempt)
     if _SAME_SIZE.search(detail):
         return _same_size(attempt, detail)
 

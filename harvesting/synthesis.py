@@ -552,7 +552,7 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
             if p.name in mappings:
                 per_input.append([("dict()", {"kind": "mapping"})])
                 continue
-            options = _input_options(p, forward, calls, values, D, spatial)
+            options = _input_options(p, forward, calls, values, D, spatial, like=per_input[0] if per_input else None)
             if shape_constraints:
                 options = [_fitted(code, spec, p.name, shape_constraints, values) for code, spec in options]
             items = tensor_list_length(p.annotation)

@@ -120,6 +120,44 @@ def test_modules_that_say_what_they_want_become_runnable(tmp_path):
     assert_all_runnable(tmp_path, "said.py", MODULES, 4)
 
 
+MASKED = '''
+class Imputer(nn.Module):
+    """torch-spatiotemporal's imputers: missing values filled where the mask says so."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.proj = nn.Linear(features, features)
+
+    def forward(self, x, mask):
+        return torch.where(mask, x, self.proj(x))
+
+
+class FilledAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.scale = dim ** -0.5
+
+    def forward(self, q, k, key_mask):
+        scores = (q @ k.transpose(-1, -2)) * self.scale
+        return scores.masked_fill(~key_mask[:, None, :], -1e4).softmax(-1)
+'''
+
+
+def test_a_float_mask_where_torch_wants_a_boolean_one_is_made_boolean(tmp_path):
+    """A `mask` input is guessed as float ones; `torch.where(mask, ...)`, `masked_fill` and `~mask`
+    refuse it. The message makes it a boolean mask (most entries valid: with all of them the
+    imputer returned its input), the shapes kept; a mask takes the first input's shapes."""
+    assert_all_runnable(tmp_path, "masked.py", MASKED, 2)
+    guess = Attempt([], [], ["torch.randn(2, 8)", "torch.ones(2, 8)"],
+                    [{"kind": "tensor", "shape": [2, 8], "dtype": "float32"}, {"kind": "tensor", "shape": [2, 8], "dtype": "float32"}])
+    for message in ("RuntimeError: where expected condition to be a boolean tensor, but got a tensor with dtype Float",
+                    "RuntimeError: masked_fill_ only supports boolean masks, but got mask with dtype float",
+                    "TypeError: ~ (operator.invert) is only implemented on integer and Boolean-type tensors"):
+        fixed = repair_attempt(guess, message)
+        assert fixed is not None and fixed.input_code == ["torch.randn(2, 8)", "(torch.rand(2, 8) > 0.25)"]
+        assert fixed.input_spec[1] == {"kind": "tensor", "shape": [2, 8], "dtype": "bool"}
+
+
 def test_a_loss_target_takes_its_inputs_shape_then_its_dtype():
     """pykeen's and torch's BCE losses: the target guessed as labels must be the input's shape, then
     a float (each message read in turn, as the harvest's attempts go)."""
