@@ -309,7 +309,11 @@ class Harvester:
                 standalone = strip_docstrings(standalone)
             if len(standalone) > self.config.max_problem_chars:
                 standalone = strip_comments(standalone)
-        kind, of_what = self.dedup.check(standalone, f"{ref.repo}:{ref.path}:{class_name}")
+        # One too large to be a problem is rejected as such, not as a near-duplicate of another: the
+        # package code a big module inlines (escnn's group theory, 300,000 characters each) made 58
+        # of escnn's classes near-duplicates of each other, and their MinHash took minutes
+        kind, of_what = self.dedup.check(standalone, f"{ref.repo}:{ref.path}:{class_name}",
+                                         near=len(standalone) <= self.config.max_problem_chars)
         if kind is not None:
             self.result.duplicates += 1
             return None

@@ -101,11 +101,15 @@ class DuplicateFilter:
         self.keys: dict[str, str] = {k: "earlier harvest" for k in (seen_keys or set())}
         self._count = 0
 
-    def check(self, source: str, label: str) -> tuple[str | None, str | None]:
-        """(kind, of_what): kind is None (new, now remembered), "duplicate" or "near_duplicate"."""
+    def check(self, source: str, label: str, near: bool = True) -> tuple[str | None, str | None]:
+        """(kind, of_what): kind is None (new, now remembered), "duplicate" or "near_duplicate".
+        `near=False`: exact duplicates only, and the source is not remembered for near ones."""
         key = canonical_key(source)
         if key in self.keys:
             return "duplicate", self.keys[key]
+        if not near:
+            self.keys[key] = label
+            return None, None
         m = minhash(source)
         similar = self.lsh.query(m)
         if similar:

@@ -255,3 +255,23 @@ def test_a_module_over_the_limit_by_its_comments_becomes_a_problem(tmp_path):
     model = namespace["Model"](16)
     x = torch.randn(2, 5, 16)
     assert torch.allclose(model(x), model.proj(x).mean(dim=1) * 2.0)
+
+
+def test_modules_too_large_to_be_problems_are_counted_as_such_not_as_near_duplicates(tmp_path):
+    """escnn: each module inlines the same 300,000 characters of its package's group theory, so
+    its too-large modules were near-duplicates of one another (58 of 79 classes counted as
+    duplicates, not too_large), after minutes of MinHash. An exact copy is still a duplicate."""
+    (tmp_path / "LICENSE").write_text("MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy. "
+                                      "The above copyright notice and this permission notice shall be included in all copies.\n")
+    shared = "".join(f"def helper_{i}(x):\n    return x * {i} + {i % 7}\n\n\n" for i in range(120))
+    calls = " + ".join(f"helper_{i}(x)" for i in range(120))
+    (tmp_path / "shared.py").write_text(shared + f"def everything(x):\n    return {calls}\n")
+    layers = "import torch.nn as nn\nfrom shared import everything\n\n\n"
+    for name, op in (("First", "x * 2"), ("Second", "x - 1"), ("Third", "x / 3")):
+        layers += f"class {name}(nn.Module):\n    def forward(self, x):\n        return everything({op})\n\n\n"
+    (tmp_path / "layers.py").write_text(layers)
+    (tmp_path / "copy.py").write_text(layers.split("class Second")[0])
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False, probe=False, max_problem_chars=3_000))
+    reasons = sorted((p.name, p.reject_reason) for p in result.problems)
+    assert reasons == [("First", "too_large"), ("Second", "too_large"), ("Third", "too_large")], reasons
+    assert result.duplicates == 1  # copy.py's First
