@@ -92,13 +92,21 @@ class _Collector:
         if bindings is not None and idx not in parsed.guarded:
             # `import logging.config` binds `logging`: a read of `logging.getLogger` names only the top
             # (tsl's logger), a read of `logging.config.x` the whole dotted name
-            local = [b for b in bindings if names is None or b.asname in names
-                     or (b.name is None and "." in b.asname and b.asname.split(".")[0] in names)]
+            by_top = {id(b) for b in bindings if names is not None and b.asname not in names
+                      and b.name is None and "." in b.asname and b.asname.split(".")[0] in names}
+            local = [b for b in bindings if names is None or b.asname in names or id(b) in by_top]
             external = []
             for b in local:
                 resolved = self.repo.resolve_import(path, b)
                 if resolved is None:
                     external.append(b)
+                    continue
+                if id(b) in by_top:
+                    # a module of this repository read through its top name (libcst names the read of
+                    # `escnn.group.groups_dict[k]` by `escnn` alone): the chains through it, inlined
+                    through = {c for c in (chains or {}).get(b.asname.split(".")[0], ()) if c.startswith(b.asname + ".")}
+                    if isinstance(resolved, str) and resolved and through:
+                        self._module_object(path, _line(parsed, idx), b, resolved, through, depth)
                     continue
                 if isinstance(resolved, str) and resolved and chains is not None and b.asname in chains:
                     self._module_object(path, _line(parsed, idx), b, resolved, chains[b.asname], depth)

@@ -434,6 +434,24 @@ def test_an_import_of_a_dotted_module_is_kept_for_a_read_of_its_top_package():
     assert ns["A"]()(torch.ones(2)).tolist() == [2.0, 2.0]
 
 
+def test_a_module_of_the_repository_read_through_a_subscript_is_inlined():
+    """escnn's irrep.py: `import escnn.group` then `escnn.group.groups_dict[name]`, a read libcst names
+    by `escnn` alone; the chain up to the subscript is inlined (it was left undefined, then refused)."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/sub.py": "TABLE = {'a': 3.0}\n",
+        "pkg/m.py": "import torch.nn as nn\nimport pkg.sub\nclass A(nn.Module):\n    def forward(self, x):\n"
+                    "        return x * pkg.sub.TABLE['a']\n",
+    }
+    source = extract_class(_repo(files), "pkg/m.py", "A").source
+    assert "import pkg" not in source and "return x * TABLE['a']" in source
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    import torch
+
+    assert ns["A"]()(torch.ones(2)).tolist() == [3.0, 3.0]
+
+
 def test_a_submodule_of_a_namespace_package_is_the_repositorys_own():
     """pytorch-tabnet ships `pytorch_tabnet/` without an __init__.py (a PEP 420 namespace package)
     and imports `from pytorch_tabnet import sparsemax`: the submodule is inlined, not reported as
