@@ -16,6 +16,15 @@ def _repo(files: dict[str, str]) -> Repository:
     return Repository(files, lambda p: files[p].encode())
 
 
+def _outputs(source: str, class_name: str) -> list[float]:
+    """What the extracted module computes on ones(2): it stands alone and runs."""
+    import torch
+
+    ns: dict = {}
+    exec(compile(source, "<m>", "exec"), ns)
+    return ns[class_name]()(torch.ones(2)).tolist()
+
+
 def _top_names(source: str) -> set[str]:
     names = set()
     for node in ast.parse(source).body:
@@ -409,11 +418,7 @@ def test_a_package_imported_as_its_own_namespace_with_string_annotations_is_inli
     source = extract_class(_repo(files), "geo/nn/layer.py", "Layer").source
     assert "import geo" not in source and "class Wrapped" in source and "def scale" in source
     assert "return Wrapped(x)" in source and "return scale(self.wrap(x).t)" in source
-    ns: dict = {}
-    exec(compile(source, "<m>", "exec"), ns)
-    import torch
-
-    assert ns["Layer"]()(torch.ones(2)).tolist() == [3.0, 3.0]
+    assert _outputs(source, "Layer") == [3.0, 3.0]
 
 
 def test_an_import_of_a_dotted_module_is_kept_for_a_read_of_its_top_package():
@@ -427,11 +432,7 @@ def test_an_import_of_a_dotted_module_is_kept_for_a_read_of_its_top_package():
     }
     source = extract_class(_repo(files), "pkg/m.py", "A").source
     assert "import logging.config" in source and "import os" not in source
-    ns: dict = {}
-    exec(compile(source, "<m>", "exec"), ns)
-    import torch
-
-    assert ns["A"]()(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert _outputs(source, "A") == [2.0, 2.0]
 
 
 def test_a_module_of_the_repository_read_through_a_subscript_is_inlined():
@@ -445,11 +446,7 @@ def test_a_module_of_the_repository_read_through_a_subscript_is_inlined():
     }
     source = extract_class(_repo(files), "pkg/m.py", "A").source
     assert "import pkg" not in source and "return x * TABLE['a']" in source
-    ns: dict = {}
-    exec(compile(source, "<m>", "exec"), ns)
-    import torch
-
-    assert ns["A"]()(torch.ones(2)).tolist() == [3.0, 3.0]
+    assert _outputs(source, "A") == [3.0, 3.0]
 
 
 def test_a_submodule_of_a_namespace_package_is_the_repositorys_own():
