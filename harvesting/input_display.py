@@ -11,6 +11,11 @@ import ast
 from typing import Any
 
 
+def ones_code(shape: list[int]) -> str:
+    """A float mask of `shape`, all ones (how a forward input named like a mask is first guessed)."""
+    return f"torch.ones({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+
+
 def tensor_code(shape: list[int], spec: dict[str, Any]) -> str:
     dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
     if spec.get("dtype") == "int64":

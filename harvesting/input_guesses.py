@@ -10,6 +10,7 @@ import ast
 import re
 from typing import Any
 
+from autotriton.harvesting.input_display import ones_code
 from autotriton.harvesting.constraints import fit_shape
 from autotriton.harvesting.signatures import _Param, unwrap_optional
 
@@ -486,8 +487,7 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
     (`torch.where(mask, x, y)`) takes the shapes of `like`, the first input's guesses, option by option."""
     if like and _MASK_INPUT.search(p.name) and forward is not None and all(s.get("kind") == "tensor" for _, s in like) \
             and not _rank_hints(forward, p.name) and _unpacked_ranks(forward, p.name) == (None, None):
-        return [(f"torch.ones({', '.join(map(str, s['shape']))}{',' if len(s['shape']) == 1 else ''})",
-                 {"kind": "tensor", "shape": list(s["shape"]), "dtype": "float32"}) for _, s in like]
+        return [(ones_code(s["shape"]), {"kind": "tensor", "shape": list(s["shape"]), "dtype": "float32"}) for _, s in like]
     plain = _python_value_use(forward, p.name) if forward is not None and "Tensor" not in (p.annotation or "") else None
     first: list[tuple[str, dict[str, Any]]] = []
     if plain is not None and plain[0] == "ints":
@@ -580,7 +580,7 @@ def _guessed_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str
     for rank, feat, layout in options:
         shape = _tensor_specs(rank, feat, layout, spatial)
         if _MASK_INPUT.search(name):
-            code = f"torch.ones({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+            code = ones_code(shape)
         else:
             code = f"torch.randn({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
         if code not in seen:

@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from autotriton.harvesting.input_display import item_codes, rebuilt, tensor_code
+from autotriton.harvesting.input_display import item_codes, ones_code, rebuilt, tensor_code
 from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
 
@@ -233,7 +233,7 @@ def _resized_code(code: str, shape: list[int], spec: dict[str, Any]) -> str:
     """A tensor expression like `code` (random, or ones for a mask) of `shape`."""
     if code.lstrip().startswith("torch.ones("):
         dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
-        return f"torch.ones(({dims}), dtype=torch.int64)" if spec.get("dtype") == "int64" else f"torch.ones({dims})"
+        return f"torch.ones(({dims}), dtype=torch.int64)" if spec.get("dtype") == "int64" else ones_code(shape)
     return tensor_code(shape, spec)
 
 

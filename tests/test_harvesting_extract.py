@@ -421,32 +421,32 @@ def test_a_package_imported_as_its_own_namespace_with_string_annotations_is_inli
     assert _outputs(source, "Layer") == [3.0, 3.0]
 
 
-def test_an_import_of_a_dotted_module_is_kept_for_a_read_of_its_top_package():
-    """torch-spatiotemporal's `_logger.py`: `import logging.config` then `logging.getLogger(...)`;
-    the read names `logging` alone and the import was dropped (NameError in every probe)."""
-    files = {
-        "pkg/__init__.py": "from ._logger import logger\n",
-        "pkg/_logger.py": "import logging.config\nimport os.path\nlogger = logging.getLogger('pkg')\n",
-        "pkg/m.py": "import torch.nn as nn\nfrom pkg import logger\nclass A(nn.Module):\n    def forward(self, x):\n"
-                    "        logger.debug('forward')\n        return x * 2\n",
-    }
-    source = extract_class(_repo(files), "pkg/m.py", "A").source
-    assert "import logging.config" in source and "import os" not in source
-    assert _outputs(source, "A") == [2.0, 2.0]
+# A dotted import read through its top name alone (libcst names such reads by the top package):
+# - torch-spatiotemporal's `_logger.py`: `import logging.config` then `logging.getLogger(...)`; the
+#   import was dropped (NameError in every probe): it is kept, and only it;
+# - escnn's irrep.py: `import escnn.group` then `escnn.group.groups_dict[name]`; the module was left
+#   undefined, then refused: the chain up to the subscript is inlined.
+TOP_NAME_READS = {
+    "an_external_module": (
+        {"pkg/__init__.py": "from ._logger import logger\n",
+         "pkg/_logger.py": "import logging.config\nimport os.path\nlogger = logging.getLogger('pkg')\n",
+         "pkg/m.py": "import torch.nn as nn\nfrom pkg import logger\nclass A(nn.Module):\n    def forward(self, x):\n"
+                     "        logger.debug('forward')\n        return x * 2\n"},
+        ["import logging.config"], ["import os"], [2.0, 2.0]),
+    "a_module_of_the_repository": (
+        {"pkg/__init__.py": "", "pkg/sub.py": "TABLE = {'a': 3.0}\n",
+         "pkg/m.py": "import torch.nn as nn\nimport pkg.sub\nclass A(nn.Module):\n    def forward(self, x):\n"
+                     "        return x * pkg.sub.TABLE['a']\n"},
+        ["return x * TABLE['a']"], ["import pkg"], [3.0, 3.0]),
+}
 
 
-def test_a_module_of_the_repository_read_through_a_subscript_is_inlined():
-    """escnn's irrep.py: `import escnn.group` then `escnn.group.groups_dict[name]`, a read libcst names
-    by `escnn` alone; the chain up to the subscript is inlined (it was left undefined, then refused)."""
-    files = {
-        "pkg/__init__.py": "",
-        "pkg/sub.py": "TABLE = {'a': 3.0}\n",
-        "pkg/m.py": "import torch.nn as nn\nimport pkg.sub\nclass A(nn.Module):\n    def forward(self, x):\n"
-                    "        return x * pkg.sub.TABLE['a']\n",
-    }
+@pytest.mark.parametrize("case", list(TOP_NAME_READS))
+def test_a_dotted_import_read_through_its_top_name_stands_alone(case):
+    files, present, absent, outputs = TOP_NAME_READS[case]
     source = extract_class(_repo(files), "pkg/m.py", "A").source
-    assert "import pkg" not in source and "return x * TABLE['a']" in source
-    assert _outputs(source, "A") == [3.0, 3.0]
+    assert all(text in source for text in present) and not any(text in source for text in absent), source
+    assert _outputs(source, "A") == outputs
 
 
 def test_a_submodule_of_a_namespace_package_is_the_repositorys_own():
