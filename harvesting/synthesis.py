@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from autotriton.harvesting.argument_guesses import (
     _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, WRAPPED_MODULE, _guess_value, config_class_argument, dataclass_argument,
-    holds_modules, module_usage, offline_default,
+    holds_modules, module_usage, offline_default, shrunk_default,
 )
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.dict_inputs import dict_input_options
@@ -302,13 +302,12 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 default_value = ast.literal_eval(p.default)
             except (ValueError, SyntaxError):
                 default_value = None
-            too_big = isinstance(default_value, int) and not isinstance(default_value, bool) and default_value > 64
-            if shrink and too_big:
-                g = _guess_value(p.name, p.annotation, D)
-                if g is not None and isinstance(g[1], int) and g[1] < default_value:
-                    guess = g
-                    last_needed = i
-                    guessed.append(p.name)
+            g = shrunk_default(p.name, p.annotation, default_value, D) if shrink else None
+            if g is not None:
+                guess = g
+                last_needed = i
+                guessed.append(p.name)
+                if isinstance(g[1], int):
                     shrunk[p.name] = default_value
             if guess is None:
                 guess = offline_default(p.name, default_value)

@@ -1013,3 +1013,44 @@ class Model(nn.Module):
     namespace: dict = {}
     exec(source + "\nout = Model()(*[" + ", ".join(attempt.input_code) + "])\n", namespace)
     assert namespace["out"].shape[-1] == 2 * attempt.input_spec[0]["items"][0]["shape"][-1]
+
+
+# A hierarchical image transformer in the style of Hiera: the token grid is computed from a tuple
+# `input_size` default, and forward's reshape needs the image at exactly that size.
+GRID_FROM_TUPLE = '''
+import math
+
+
+class GridModel(nn.Module):
+    def __init__(self, input_size=(224, 224), in_chans=3, embed_dim=32, patch_stride=(4, 4), mask_unit=(2, 2)):
+        super().__init__()
+        self.tokens = [i // s for i, s in zip(input_size, patch_stride)]
+        self.mask_unit = list(mask_unit)
+        self.embed = nn.Conv2d(in_chans, embed_dim, kernel_size=7, stride=patch_stride, padding=3)
+        self.pos = nn.Parameter(torch.zeros(1, math.prod(self.tokens), embed_dim))
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2) + self.pos
+        B, N, C = x.shape
+        units = [t // m for t, m in zip(self.tokens, self.mask_unit)]
+        x = x.view(B, units[0], self.mask_unit[0], units[1], self.mask_unit[1], C)
+        return x.mean(dim=(2, 4))
+'''
+
+
+def test_a_tuple_size_default_is_shrunk_like_an_int_one(tmp_path):
+    """`input_size=(224, 224)` is made small as `image_size=224` is ((32, 32)), each large element
+    alone, so a model whose token grid comes from the pair is probed with an image of that size
+    (hiera-transformer's models were rejected: a 32 x 32 image against a 224 x 224 grid)."""
+    from autotriton.harvesting.argument_guesses import shrunk_default
+
+    assert shrunk_default("input_size", "", (224, 224), 16) == ("(32, 32)", [32, 32])
+    assert shrunk_default("img_size", "", [256, 48], 16) == ("[32, 48]", [32, 48])
+    assert shrunk_default("image_size", "int", 224, 16) == ("32", 32)
+    assert shrunk_default("patch_stride", "", (4, 4), 16) is None  # small already
+    assert shrunk_default("input_size", "", (224, "a"), 16) is None  # not a size tuple
+    (tmp_path / "grid.py").write_text(HEADER + GRID_FROM_TUPLE)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (problem,) = result.problems
+    assert (problem.status, problem.reject_reason) == ("runnable", None), result.details.get(problem.key)
+    assert "(32, 32)" in problem.reference_source, problem.reference_source
