@@ -104,7 +104,59 @@ def parameter_named_in(standalone: str, detail: str, given: Iterable[str] = ()) 
     for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", lines[-1]):
         if word in optional and len(word) > 2:
             return word
+    if _NONE_LAYER.search(lines[-1]):
+        # `self.node_emb(...)` on a None the constructor left (`if n_nodes is not None: self.node_emb = ...
+        # else: self.register_parameter('node_emb', None)`): the parameter its building depends on
+        for attribute in re.findall(r"self\.(\w+)\s*[(.]", " ".join(lines[-4:-1])):
+            guards = _guarding_parameters(standalone, attribute, frozenset(optional))
+            if guards:
+                return guards[0]
     return None
+
+
+_NONE_LAYER = re.compile(r"'NoneType' object (?:is not callable|has no attribute)")
+
+
+@functools.lru_cache(maxsize=32)
+def _guarding_parameters(standalone: str, attribute: str, optional: frozenset[str]) -> tuple[str, ...]:
+    """The optional (None-defaulting) parameters of Model.__init__ that an `if` or a conditional
+    expression tests where __init__ sets `self.<attribute>` to something other than None, in order."""
+    try:
+        init = _method(_classes(ast.parse(standalone)), "Model", "__init__")
+    except SyntaxError:
+        return ()
+    if init is None:
+        return ()
+    found: list[str] = []
+
+    def tested(test: ast.expr) -> None:
+        found.extend(n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in optional and n.id not in found)
+
+    def sets(stmt: ast.stmt) -> ast.expr | None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        hit = any(isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name)
+                  and t.value.id == "self" for t in targets)
+        value = getattr(stmt, "value", None)
+        return value if hit and not (isinstance(value, ast.Constant) and value.value is None) else None
+
+    def walk(body: list[ast.stmt], tests: list[ast.expr]) -> None:
+        for stmt in body:
+            value = sets(stmt)
+            if value is not None:
+                for test in tests:
+                    tested(test)
+                if isinstance(value, ast.IfExp):
+                    tested(value.test)
+            if isinstance(stmt, ast.If):
+                walk(stmt.body, tests + [stmt.test])
+                walk(stmt.orelse, tests + [stmt.test])
+            elif isinstance(stmt, (ast.For, ast.While, ast.With, ast.Try)):
+                for part in ("body", "orelse", "finalbody"):
+                    walk(getattr(stmt, part, []) or [], tests)
+                for handler in getattr(stmt, "handlers", []):
+                    walk(handler.body, tests)
+    walk(init.body, [])
+    return tuple(found)
 
 
 # forward used an input left at None as a tensor: `tgt + query_pos`, `pos.transpose(0, 1)`, `mask[:, None]`

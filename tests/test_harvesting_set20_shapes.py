@@ -149,3 +149,52 @@ def test_optional_sizes_an_error_names_are_given_one_at_a_time():
 
 def test_a_model_whose_base_class_demands_optional_sizes_becomes_runnable(tmp_path):
     assert_all_runnable(tmp_path, "eeg.py", INFERRED_SIZES, 1)
+
+
+# A graph layer (torch-spatiotemporal's style): an optional node count builds an embedding layer,
+# else the attribute is registered as None, and forward calls it when no embedding is passed.
+OPTIONAL_LAYER = '''
+from typing import Optional
+
+
+class NodeEmbedding(nn.Module):
+    def __init__(self, n_nodes, emb_size):
+        super().__init__()
+        self.emb = nn.Parameter(torch.randn(n_nodes, emb_size))
+
+    def forward(self, node_index=None):
+        return self.emb if node_index is None else self.emb[node_index]
+
+
+class NodeEncoder(nn.Module):
+    def __init__(self, in_channels, out_channels, n_nodes: Optional[int] = None, scale=None):
+        super().__init__()
+        self.lin = nn.Linear(in_channels, out_channels)
+        if n_nodes is not None:
+            self.node_emb = NodeEmbedding(n_nodes, out_channels)
+        else:
+            self.register_parameter('node_emb', None)
+        self.scale = nn.Parameter(torch.ones(out_channels)) if scale is not None else None
+
+    def forward(self, x, node_emb=None):
+        if node_emb is None:
+            node_emb = self.node_emb(node_index=None)
+        return torch.relu(self.lin(x).unsqueeze(-2) + node_emb)
+'''
+
+
+def test_a_layer_the_constructor_left_at_none_asks_for_the_parameter_that_builds_it(tmp_path):
+    """"'NoneType' object is not callable" at `self.node_emb(...)`: the optional parameter whose test
+    guards `self.node_emb = ...` in __init__ is guessed next (the input `node_emb` is not: a
+    parameter that builds the layer keeps the layer's compute in the problem)."""
+    from autotriton.harvesting.signatures import parameter_named_in
+
+    source = HEADER + OPTIONAL_LAYER.replace("class NodeEncoder", "class Model")
+    error = ("Traceback (most recent call last):\n  File \"problem.py\", line 30, in forward\n"
+             "    node_emb = self.node_emb(node_index=None)\n               ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+             "TypeError: 'NoneType' object is not callable")
+    assert parameter_named_in(source, error) == "n_nodes"
+    assert parameter_named_in(source, error, given={"n_nodes"}) is None
+    assert parameter_named_in(source, error.replace("self.node_emb(", "self.scale.mul(").replace(
+        "is not callable", "has no attribute 'mul'")) == "scale"  # a conditional expression guards it
+    assert_all_runnable(tmp_path, "encoder.py", OPTIONAL_LAYER, 2)
