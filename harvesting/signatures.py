@@ -169,14 +169,20 @@ def optional_input_named_in(standalone: str, detail: str, given: Iterable[str] =
     """For an error that says forward used None as a tensor, the optional input (a positional
     parameter of Model.forward defaulting to None, not in `given`) to give: the first the error's
     last lines name (the traceback's line of code, `q = k = tgt + query_pos`), else the first one.
-    DETR-style layers add their positional encodings unguarded (`query_pos=None` in the signature)."""
-    params = model_params(standalone, "forward") if _NONE_USED.search(detail) else None
+    DETR-style layers add their positional encodings unguarded (`query_pos=None` in the signature).
+    Any other error gives the optional input its message names, if any (a metric-learning loss's
+    "labels are required for this loss function")."""
+    params = model_params(standalone, "forward")
     if params is None:
         return None
     optional = [p.name for p in params if p.kind == "pos" and p.default == "None" and p.name not in set(given)]
     if not optional:
         return None
     lines = [line for line in detail.strip().splitlines() if line.strip()][-4:]
+    if not _NONE_USED.search(detail):
+        # the package's own message names the input it wants ("labels are required for this loss function")
+        said = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", lines[-1] if lines else ""))
+        return next((name for name in optional if name in said and len(name) > 2), None)
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(lines)))
     return next((name for name in optional if name in words), optional[0])
 

@@ -198,3 +198,37 @@ def test_a_layer_the_constructor_left_at_none_asks_for_the_parameter_that_builds
     assert parameter_named_in(source, error.replace("self.node_emb(", "self.scale.mul(").replace(
         "is not callable", "has no attribute 'mul'")) == "scale"  # a conditional expression guards it
     assert_all_runnable(tmp_path, "encoder.py", OPTIONAL_LAYER, 2)
+
+
+# A metric-learning loss (pytorch-metric-learning's style): labels are optional in the signature,
+# required by the loss, which says so in its own words.
+LABELS_REQUIRED = '''
+def labels_required(labels):
+    if labels is None:
+        raise ValueError("labels are required for this loss function")
+
+
+class CenterLoss(nn.Module):
+    def __init__(self, num_classes, embedding_size):
+        super().__init__()
+        self.centers = nn.Parameter(torch.randn(num_classes, embedding_size))
+
+    def forward(self, embeddings, labels=None, ref_emb=None):
+        labels_required(labels)
+        if embeddings.ndim != 2:
+            raise ValueError("embeddings must be a 2D tensor of shape (batch_size, embedding_size)")
+        centers = self.centers[labels.long() % self.centers.shape[0]]
+        return ((embeddings - centers) ** 2).sum(dim=1).mean()
+'''
+
+
+def test_an_optional_input_the_error_message_names_is_given(tmp_path):
+    from autotriton.harvesting.signatures import optional_input_named_in
+
+    source = HEADER + LABELS_REQUIRED.replace("class CenterLoss", "class Model")
+    error = ("Traceback (most recent call last):\n    raise ValueError(\"labels are required for this loss function\")\n"
+             "ValueError: labels are required for this loss function")
+    assert optional_input_named_in(source, error) == "labels"
+    assert optional_input_named_in(source, error, given={"labels"}) is None
+    assert optional_input_named_in(source, "RuntimeError: mat1 and mat2 shapes cannot be multiplied") is None
+    assert_all_runnable(tmp_path, "losses.py", LABELS_REQUIRED, 1)
