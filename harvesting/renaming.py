@@ -46,8 +46,20 @@ class _Renamer(cst.CSTTransformer):
     def leave_ImportAlias(self, original: cst.ImportAlias, updated: cst.ImportAlias) -> cst.ImportAlias:
         return original
 
+    def _bound_as(self, alias: cst.ImportAlias) -> cst.ImportAlias:
+        """The alias binding its renamed name (`rms_norm` -> `... import rms_norm as rms_norm_2`):
+        the module and the imported name stay as they are."""
+        bound = alias.asname.name if alias.asname is not None else alias.name
+        new = self.mapping.get(bound.value) if isinstance(bound, cst.Name) else None
+        return alias.with_changes(asname=cst.AsName(name=cst.Name(new))) if new and new != bound.value else alias
+
+    def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import:
+        return original.with_changes(names=[self._bound_as(a) for a in original.names])
+
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
-        return original
+        if isinstance(original.names, cst.ImportStar):
+            return original
+        return original.with_changes(names=[self._bound_as(a) for a in original.names])
 
 
 def rename_to_model(source: str, class_name: str) -> str:

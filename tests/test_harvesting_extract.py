@@ -734,3 +734,21 @@ def test_the_methods_of_a_shared_helper_are_read_once_for_all_the_classes_that_u
     assert "def unused" not in first[0] and "def factor" in first[0]
     fresh = [extract_class(_repo(files), path, name).source for path, name in (("pkg/a.py", "A"), ("pkg/b.py", "B"))]
     assert first == fresh
+
+
+def test_a_name_an_import_binds_and_another_file_defines_keeps_both_under_two_names():
+    """timm's norm.py: `try: from torch.nn.functional import rms_norm except ImportError: from
+    .fast_norm import rms_norm`, beside `from .fast_norm import fast_rms_norm`, whose own file
+    defines `def rms_norm`. Both are needed; the import's name was renamed where it is used
+    (`rms_norm_2(x, ...)`) but not where the import binds it (NameError in every probe)."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/fast.py": "def rms_norm(x):\n    return x * 3\n\ndef fast_rms_norm(x):\n    return rms_norm(x) + 1\n",
+        "pkg/norm.py": "import torch.nn as nn\nfrom .fast import fast_rms_norm\n"
+                       "try:\n    from torch.nn.functional import relu as rms_norm\nexcept ImportError:\n"
+                       "    from .fast import rms_norm\n\n"
+                       "class Norm(nn.Module):\n    def forward(self, x):\n        return fast_rms_norm(x) + rms_norm(-x)\n",
+    }
+    source = extract_class(_repo(files), "pkg/norm.py", "Norm").source
+    assert "def rms_norm(x)" in source, source
+    assert _outputs(source, "Norm") == [4.0, 4.0]  # 3 * 1 + 1 from the file's function, relu(-1) = 0 from torch
