@@ -351,7 +351,7 @@ def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:
     `planes * expansion` channels, so `inplanes` must grow with the input (inplanes=32, planes=32:
     "size of tensor a (128) must match the size of tensor b (32)")."""
     first = repair_attempt(attempt, detail)
-    out = [first] if first is not None else []
+    out = _channels_last(attempt, detail) + ([first] if first is not None else [])
     m = _BROADCAST.search(detail)
     if first is None or m is None:
         return out
@@ -376,6 +376,28 @@ def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:
             codes[i], specs[i] = str(want), {**spec, "value": want}
             out.append(Attempt(codes, specs, first.input_code, first.input_spec, label=f"{attempt.label} repaired with constructor"))
             break
+    return out
+
+
+def _channels_last(attempt: Attempt, detail: str) -> list[Attempt]:
+    """A norm over the last axis given a channels-first input whose channels are the normalized size
+    ("Given normalized_shape=[32], expected input with shape [*, 32], but got input of size [2, 32,
+    8, 8]"): the same input channels last ([2, 8, 8, 32], a ConvNeXt or Swin block's layout), then as
+    tokens ([2, 64, 32], a ViT block's); every input of that shape alike."""
+    m = _NORMALIZED.search(detail)
+    want = [int(x) for x in m.group(1).split(",") if x.strip()] if m else []
+    got = [int(x) for x in m.group(2).split(",") if x.strip()] if m else []
+    if len(want) != 1 or len(got) < 3 or got[1] != want[0] or got[-1] == want[0]:
+        return []
+    out = []
+    for label, shape in (("channels last", [got[0], *got[2:], got[1]]), ("tokens", [got[0], math.prod(got[2:]), got[1]])):
+        codes, specs = list(attempt.input_code), list(attempt.input_spec)
+        for i, spec in enumerate(specs):
+            if isinstance(spec, dict) and spec.get("kind") == "tensor" and list(spec.get("shape", [])) == got:
+                specs[i] = {**spec, "shape": shape}
+                codes[i] = _resized_code(codes[i], shape, specs[i])
+        if specs != list(attempt.input_spec):
+            out.append(Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired ({label})"))
     return out
 
 

@@ -16,6 +16,8 @@ error (error_repairs.py tries these first):
   (`getattr(nn, f"Conv{n_dim}d")` with n_dim guessed as a width: "no attribute 'Conv32d'").
 - sequence_arguments: lists where tuples were guessed and the code concatenates them to a list
   (fastai's tabular models: `[n_emb + n_cont] + layers + [out_sz]`), and the other way round.
+- norm_arguments: a batch norm of the map's rank where a `norm_layer` guessed as nn.LayerNorm met
+  a channels-first map in a convolution block.
 """
 
 from __future__ import annotations
@@ -160,3 +162,24 @@ def sequence_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
     if not changed:
         return []
     return [Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {want.__name__}s")]
+
+
+# LayerNorm over the last axis handed a channels-first map: "Given normalized_shape=[32], expected
+# input with shape [*, 32], but got input of size[2, 32, 8, 8]"
+_NORM_CHANNELS_FIRST = re.compile(r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \d+\], but got input of size\s*\[(\d+), (\d+)((?:, \d+)+)\]")
+
+
+def norm_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
+    """The attempt with a `norm_layer` guessed as nn.LayerNorm given the batch norm of the map's rank
+    (nn.BatchNorm2d for [B, C, H, W]) when LayerNorm refused a channels-first map whose channels it
+    was built for: a convolution block (torchvision's MaxVit and RegNet blocks, timm's Res2Net) builds
+    its norm as `norm_layer(channels)`. Else []."""
+    m = _NORM_CHANNELS_FIRST.search(detail or "")
+    if m is None or m.group(1) != m.group(3):
+        return []
+    spatial = len([d for d in m.group(4).split(",") if d.strip()])
+    if not 1 <= spatial <= 3:
+        return []
+    held = [k for k, code in enumerate(attempt.init_code) if code == "torch.nn.LayerNorm"]
+    norm = f"torch.nn.BatchNorm{spatial}d"
+    return [_replaced(attempt, held, norm, norm, "batch norm")] if held else []

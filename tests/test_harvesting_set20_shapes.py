@@ -232,3 +232,79 @@ def test_an_optional_input_the_error_message_names_is_given(tmp_path):
     assert optional_input_named_in(source, error, given={"labels"}) is None
     assert optional_input_named_in(source, "RuntimeError: mat1 and mat2 shapes cannot be multiplied") is None
     assert_all_runnable(tmp_path, "losses.py", LABELS_REQUIRED, 1)
+
+
+# Blocks that normalise over the last axis first: a ConvNeXt/Swin-style block wants its feature map
+# channels last ([B, H, W, C]); a ViT-style one wants tokens ([B, N, C]). Both are first probed with a
+# channels-first map, which LayerNorm refuses in its own words.
+LAST_AXIS_BLOCKS = '''
+class WindowBlock(nn.Module):
+    def __init__(self, dim, window_size=4):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.window_size = window_size
+        self.mlp = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, H, W, C = x.shape
+        assert H == W, "input feature has wrong size"
+        x = self.norm(x)
+        x = x.view(B, H // self.window_size, self.window_size, W // self.window_size, self.window_size, C)
+        return self.mlp(x).view(B, H, W, C)
+
+
+class TokenBlock(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x):
+        y = self.norm(x)
+        return x + self.attn(y, y, y, need_weights=False)[0]
+'''
+
+
+def test_a_norm_over_the_last_axis_turns_a_channels_first_input_channels_last_or_into_tokens(tmp_path):
+    from autotriton.harvesting.input_repair import repair_attempts
+    from autotriton.harvesting.synthesis import Attempt
+
+    attempt = Attempt(["32"], [{"name": "dim", "value": 32}], ["torch.randn(2, 32, 8, 8)"],
+                      [{"kind": "tensor", "shape": [2, 32, 8, 8], "dtype": "float32"}], label="first")
+    message = "RuntimeError: Given normalized_shape=[32], expected input with shape [*, 32], but got input of size[2, 32, 8, 8]"
+    shapes = [a.input_spec[0]["shape"] for a in repair_attempts(attempt, message)]
+    assert shapes[:2] == [[2, 8, 8, 32], [2, 64, 32]], shapes
+    assert_all_runnable(tmp_path, "blocks.py", LAST_AXIS_BLOCKS, 2)
+
+
+# A convolution block that builds its norm from a class it is given (torchvision's RAFT and RegNet
+# blocks): the name alone guesses nn.LayerNorm, which refuses a channels-first map.
+NORM_CLASS_BLOCK = '''
+class BottleneckBlock(nn.Module):
+    def __init__(self, in_channels, out_channels, norm_layer, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels // 4, kernel_size=1)
+        self.conv2 = nn.Conv2d(out_channels // 4, out_channels, kernel_size=3, padding=1, stride=stride)
+        self.norm1 = norm_layer(out_channels // 4)
+        self.norm2 = norm_layer(out_channels)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        y = self.relu(self.norm1(self.conv1(x)))
+        y = self.relu(self.norm2(self.conv2(y)))
+        return self.relu(x + y)
+'''
+
+
+def test_a_layer_norm_guess_for_a_convolution_blocks_norm_class_becomes_a_batch_norm(tmp_path):
+    from autotriton.harvesting.module_arguments import norm_arguments
+    from autotriton.harvesting.synthesis import Attempt
+
+    attempt = Attempt(["32", "32", "torch.nn.LayerNorm"], [{"name": "in_channels", "value": 32}, {"name": "out_channels", "value": 32},
+                      {"name": "norm_layer", "value": "torch.nn.LayerNorm"}], ["torch.randn(2, 32, 8, 8)"],
+                      [{"kind": "tensor", "shape": [2, 32, 8, 8], "dtype": "float32"}], label="first")
+    message = "RuntimeError: Given normalized_shape=[8], expected input with shape [*, 8], but got input of size[2, 8, 8, 8]"
+    (fixed,) = norm_arguments(attempt, message)
+    assert fixed.init_code == ["32", "32", "torch.nn.BatchNorm2d"]
+    assert norm_arguments(attempt, message.replace("size[2, 8, 8, 8]", "size[2, 16, 8, 8]")) == []  # not the channels
+    assert_all_runnable(tmp_path, "raft.py", NORM_CLASS_BLOCK, 1)
