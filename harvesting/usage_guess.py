@@ -73,6 +73,10 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
     when `sized` (the name says it is a size), else 8 (a small length or shape)."""
     code = current[0] if current else ""
     value = current[1] if current else None
+    if usage.named and code == WRAPPED_MODULE:
+        # a function the code names (`if function.__name__ == '<lambda>':`): a torch function has a
+        # name, a module instance has none
+        return "torch.tanh", "torch.tanh"
     if usage.string and not (usage.called or usage.mapping or usage.tensor or usage.sequence):
         # `activation.endswith("glu")`: a layer's name, not the layer (nn.ReLU -> "relu"); else a neutral option
         if isinstance(value, str) and not code.startswith("torch."):

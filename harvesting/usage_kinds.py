@@ -70,13 +70,14 @@ class Usage:
     call_extra: bool = False  # called with more than one argument or with keywords: `p(x, times, cache=c)`
     call_results: int | None = None  # `out, weights = p(q, k, v)`: its result unpacked into this many
     string: bool = False  # `p.endswith("glu")`, `p.lower()`: text
+    named: bool = False  # `p.__name__`: a function or class, whose name the code reads
     choices: list[str] = field(default_factory=list)  # `if p == "relu": ... elif p == "gelu"`: one of these strings
     truth_tested: list[str] = field(default_factory=list)  # attributes read as a condition: `if p.multiway:`
     value_read: list[str] = field(default_factory=list)  # attributes read as values: `nn.Linear(p.dim, ...)`
 
     def merge(self, other: Usage) -> None:
         for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor", "call_extra",
-                     "string"):
+                     "string", "named"):
             setattr(self, name, getattr(self, name) or getattr(other, name))
         self.length = self.length or other.length
         self.call_results = self.call_results or other.call_results
@@ -245,7 +246,7 @@ class UsageReader:
                     parent.attr in _TENSOR_ATTRIBUTES and not (isinstance(grand, ast.Call) and grand.func is parent)):
                 usage.tensor = True
             elif parent.attr.startswith("__"):
-                pass
+                usage.named = usage.named or parent.attr in ("__name__", "__qualname__")
             elif isinstance(grand, ast.Call) and grand.func is parent:
                 if parent.attr not in usage.methods:
                     usage.methods.append(parent.attr)

@@ -308,3 +308,25 @@ def test_a_layer_norm_guess_for_a_convolution_blocks_norm_class_becomes_a_batch_
     assert fixed.init_code == ["32", "32", "torch.nn.BatchNorm2d"]
     assert norm_arguments(attempt, message.replace("size[2, 8, 8, 8]", "size[2, 16, 8, 8]")) == []  # not the channels
     assert_all_runnable(tmp_path, "raft.py", NORM_CLASS_BLOCK, 1)
+
+
+# torch-spatiotemporal's Lambda: a function it is given, whose name it reads.
+NAMED_FUNCTION = '''
+from typing import Callable
+
+
+class Lambda(nn.Module):
+    def __init__(self, function: Callable):
+        super().__init__()
+        self.function = function
+        self.source = ''
+        if function.__name__ == '<lambda>':
+            self.source = 'lambda'
+
+    def forward(self, input):
+        return self.function(input)
+'''
+
+
+def test_a_callable_whose_name_is_read_gets_a_torch_function_not_a_module(tmp_path):
+    assert_all_runnable(tmp_path, "lam.py", NAMED_FUNCTION, 1)
