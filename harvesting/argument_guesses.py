@@ -237,6 +237,10 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         return str(D), D
     if ann == "" or "int" in ann:
         return str(D), D
+    if re.fullmatch(r"(Optional\[)?(torch\.)?Size\]?", ann):
+        return f"torch.Size([{D}])", [D]  # the shape of one sample (sbi's `input_shape: torch.Size`)
+    if re.search(r"\bfloat\b", ann):
+        return "1.0", 1.0  # `mean: Union[Tensor, float]`: a scalar serves where a tensor would
     return None
 
 

@@ -10,6 +10,7 @@ import ast
 import re
 from typing import Any
 
+from autotriton.harvesting.docstring_inputs import docstring_input
 from autotriton.harvesting.input_display import ones_code
 from autotriton.harvesting.constraints import fit_shape
 from autotriton.harvesting.signatures import _Param, unwrap_optional
@@ -498,6 +499,10 @@ def _input_options(p: _Param, forward: ast.FunctionDef | None, calls: dict[str, 
         first = [(repr(plain[1]), {"kind": "int" if type(plain[1]) is int else "float", "value": plain[1]})]
     elif plain is not None and plain[0] == "bool":
         first = [("True", {"kind": "bool", "value": True}), ("False", {"kind": "bool", "value": False})]
+    else:
+        # the shape forward's docstring states (`heads: torch.Tensor, dtype: torch.long, shape: (batch_size)`)
+        stated = docstring_input(forward, p.name, values, D, spatial)
+        first = [stated] if stated is not None else []
     taken = {code for code, _ in first}
     return first + [o for o in _guessed_options(p, forward, calls, values, D, spatial) if o[0] not in taken]
 

@@ -330,3 +330,38 @@ class Lambda(nn.Module):
 
 def test_a_callable_whose_name_is_read_gets_a_torch_function_not_a_module(tmp_path):
     assert_all_runnable(tmp_path, "lam.py", NAMED_FUNCTION, 1)
+
+
+# sbi's style: a sample shape typed torch.Size, a statistic typed Union[Tensor, float].
+SIZE_AND_SCALAR_HINTS = '''
+from typing import Union
+from torch import Tensor
+
+
+class Standardize(nn.Module):
+    def __init__(self, mean: Union[Tensor, float], std: Union[Tensor, float]):
+        super().__init__()
+        self.register_buffer("_mean", torch.as_tensor(mean))
+        self.register_buffer("_std", torch.as_tensor(std))
+
+    def forward(self, tensor):
+        return (tensor - self._mean) / self._std + torch.tanh(tensor)
+
+
+class Estimator(nn.Module):
+    def __init__(self, input_shape: torch.Size, condition_shape: torch.Size):
+        super().__init__()
+        self.input_shape, self.condition_shape = input_shape, condition_shape
+        self.net = nn.Linear(input_shape[-1] + condition_shape[-1], input_shape[-1])
+
+    def forward(self, input, condition):
+        return self.net(torch.cat([input, condition], dim=-1))
+'''
+
+
+def test_size_and_float_union_hints_get_a_shape_and_a_scalar(tmp_path):
+    from autotriton.harvesting.argument_guesses import _guess_value
+
+    assert _guess_value("condition_shape", "torch.Size", 16) == ("torch.Size([16])", [16])
+    assert _guess_value("mean", "Union[Tensor, float]", 16) == ("1.0", 1.0)
+    assert_all_runnable(tmp_path, "sbi_like.py", SIZE_AND_SCALAR_HINTS, 2)
