@@ -137,3 +137,17 @@ def test_an_answer_larger_than_the_candidates_file_size_limit_still_arrives_whol
         v = pool.validate(BIG_RELU, code)
     assert v.status == "correct" and v.correct_own_sizes and v.odd_sizes_ok, v.error
     assert [t["shapes"] for t in v.trials] == [[[1280, 4096]], [[1280, 4096]], [[1281, 4097]]]
+
+
+def test_the_answer_file_has_room_for_the_timed_check_calls_answer():
+    """Timed on the trials' own inputs, the candidate sends the check call's raw answer back with the
+    trials' outputs: one more main-trial answer, which the answer file counts (without it, the H100 run
+    of 2026-12-06 refused 9 of 15 KernelBench level-1 problems judged at their own sizes as
+    OutputTooLarge, every answer 1.5 times its file)."""
+    code = candidate("correct_relu").replace("BLOCK=128", "BLOCK=65536").replace("triton.cdiv(n, 128)", "triton.cdiv(n, 65536)")
+    cfg = judge_config(workers=1, trials=2, timeout_s=400, shrink_for_cpu=False, max_output_mb=1, time_on_cpu=True,
+                       timing_runs=20, timing_input_sets=1, compile_check=False)
+    with JudgePool(cfg) as pool:
+        v = pool.validate(BIG_RELU, code)  # 20 MiB an answer: past the answer file's 1 MiB of header room
+    assert v.status == "correct" and v.correct_own_sizes and v.odd_sizes_ok, v.error
+    assert v.timing["check"]["ok"], v.timing.get("check")

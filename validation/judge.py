@@ -286,12 +286,18 @@ def _serve_inputs(payload: bytes | bytearray, sock, phases: list[Phase], served:
 
 
 def _answer_file(job: dict[str, Any], phases: list[Phase], cfg: dict[str, Any]) -> int | None:
-    """The answer file (wire.answer_file) for a problem whose outputs over all trials would pass
-    the frame limit `max_output_mb`: sized to the reference's outputs plus alignment and header
-    room, so a candidate can never send more than the problem's own answer. None otherwise."""
+    """The answer file (wire.answer_file) for a problem whose outputs over all trials (and the timed
+    check call, when it checks on a trial's inputs) would pass the frame limit `max_output_mb`: sized
+    to the reference's outputs plus alignment and header room, so a candidate can never send more
+    than the problem's own answer. None otherwise."""
     if not cfg.get("answer_shm", True):
         return None
     outs = [o for p in phases for trial in p.reference_outputs() for o in trial]
+    check = (job.get("timing") or {}).get("check_trial")
+    if isinstance(check, int) and 0 <= check < len(phases[0].reference_outputs()):
+        # timing on the trials' inputs: the timed check call's raw answer comes back with the trials'
+        # (timing_plan), one more main-trial answer
+        outs += list(phases[0].reference_outputs()[check])
     expected = sum(_tensor_bytes(o) for o in outs)
     if expected <= cfg["max_output_mb"] * 2**20 * 0.9:
         return None
