@@ -48,7 +48,9 @@ def _entry(doc: str, name: str) -> str | None:
     return None
 
 
-def _size(dim: str, values: dict[str, Any], D: int, spatial: int) -> int | None:
+def stated_size(dim: str, values: dict[str, Any], D: int, spatial: int) -> int | None:
+    """The size one named axis of a stated shape stands for (`batch_size` 2, `seq_len` 8, `in_channels`
+    its constructor value, any other name D); None for `...` or `*`."""
     dim = dim.strip().strip("'\"`").replace(" ", "")
     if not dim or dim in ("...", "*"):
         return None
@@ -78,7 +80,7 @@ def docstring_input(forward: ast.FunctionDef | None, name: str, values: dict[str
     if m is None:
         return None
     dims = [d for d in m.group(1).split(",") if d.strip()]
-    shape = [_size(d, values, D, spatial) for d in dims]
+    shape = [stated_size(d, values, D, spatial) for d in dims]
     if not shape or any(s is None for s in shape) or len(shape) > 6:
         return None
     before = text[:m.start()] + text[m.end():m.end() + 40]

@@ -11,7 +11,7 @@ from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, 
 from autotriton.harvesting.module_arguments import (
     dimension_arguments, layer_arguments, norm_arguments, sequence_arguments, stand_in_arguments,
 )
-from autotriton.harvesting.statement_inputs import indexed_input, unpacked_input
+from autotriton.harvesting.statement_inputs import indexed_input, said_shape_input, unpacked_input
 from autotriton.harvesting.synthesis import Attempt
 
 
@@ -26,12 +26,14 @@ def error_repairs(model_source: str, attempt: Attempt, detail: str, class_name: 
       LayerNorm guess met a channels-first map;
     - an input indexed with more axes than it has (`span_idx[:, :, 0]`);
     - an input unpacked into a fixed number of names (`a, b, c = feats.unbind(dim=-1)`, `b, n = ids.shape`);
+    - an input whose shape the error's message states ("labels must be a 1D tensor of shape (batch_size,)");
     - a number the module keeps as a tensor (a loss's class weights), as a 1-element tensor;
     - the sizes that passed forward's own shape checks on symbolic shapes (the probe's suggestion);
     - the inputs reshaped as torch's shape error asks (input_repair.repair_attempts)."""
     out = (layer_arguments(model_source, attempt, detail, class_name) + stand_in_arguments(attempt, detail)
            + dimension_arguments(attempt, detail) + sequence_arguments(attempt, detail) + norm_arguments(attempt, detail))
     for one in (indexed_input(model_source, attempt, detail), unpacked_input(model_source, attempt, detail),
+                said_shape_input(model_source, attempt, detail),
                 tensor_argument(model_source, attempt, detail),
                 solved_attempt(attempt, suggested_shapes, suggested_init)):
         if one is not None:

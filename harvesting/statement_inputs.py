@@ -7,8 +7,9 @@
 
 A guessed input of other sizes fails with "too many indices for tensor of dimension 2" (gliner's
 span markers, held-out set 26), "too many values to unpack (expected 3)" or "not enough values to
-unpack (expected 2, got 1)" (alphafold3-pytorch's features, set 28). Only the AST and the
-traceback's text are read; nothing harvested is executed.
+unpack (expected 2, got 1)" (alphafold3-pytorch's features, set 28). A package's own message may
+name the input and the shape it wants ("labels must be a 1D tensor of shape (batch_size,)"). Only
+the AST and the traceback's text are read; nothing harvested is executed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import ast
 import re
 from typing import Any
 
+from autotriton.harvesting.docstring_inputs import stated_size
+from autotriton.harvesting.input_display import tensor_code
 from autotriton.harvesting.input_repair import _resized_code, _to_rank
 from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
@@ -151,3 +154,42 @@ def unpacked_input(standalone: str, attempt: Attempt, detail: str) -> Attempt | 
     specs[i] = {**spec, "shape": shape}
     codes[i] = _resized_code(codes[i], shape, specs[i])
     return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} unpacked")
+
+
+# A package naming an input and the shape it wants: pytorch-metric-learning's "labels must be a 1D
+# tensor of shape (batch_size,)", "embeddings must be a 2D tensor of shape (batch_size, embedding_size)"
+_SAID_SHAPE = re.compile(r"\bshape\b\s*(?:[:=]|of)?\s*[\(\[]([^\)\]\n]*)[\)\]]")
+# inputs that hold class labels or indices: small integers
+_INDEX_NAMES = re.compile(r"(^|_)(labels?|targets?|classes|class_ids?|indices|idx|ids?)$")
+
+
+def said_shape_input(standalone: str, attempt: Attempt, detail: str) -> Attempt | None:
+    """The attempt with the forward input the error's message names given the shape the message
+    states (a batch 2, a length 8, other sizes the input's own last size), as small integers when
+    its name says labels or indices; None when the message names no input with a shape."""
+    lines = [line for line in (detail or "").strip().splitlines() if line.strip()]
+    names = _forward_inputs(standalone)[:len(attempt.input_spec)]
+    message = lines[-1] if lines else ""
+    for m in _SAID_SHAPE.finditer(message):
+        # the input named last before the shape, within a few words of it
+        said = [w for w in re.findall(r"[A-Za-z_]\w*", message[max(0, m.start() - 60):m.start()]) if w in names]
+        if not said:
+            continue
+        name = said[-1]
+        i = names.index(name)
+        spec: Any = attempt.input_spec[i]
+        if not (isinstance(spec, dict) and spec.get("kind") == "tensor" and spec.get("shape")):
+            return None
+        width = spec["shape"][-1]
+        shape = [stated_size(d, {}, width, 8) for d in m.group(1).split(",") if d.strip()]
+        if not shape or None in shape:
+            return None
+        new: dict[str, Any] = {"kind": "tensor", "shape": shape, "dtype": "float32"}
+        if _INDEX_NAMES.search(name.lower()):
+            new = {**new, "dtype": "int64", "high": 2}
+        if new == spec:
+            return None
+        codes, specs = list(attempt.input_code), list(attempt.input_spec)
+        codes[i], specs[i] = tensor_code(shape, new), new
+        return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} {name} as said")
+    return None

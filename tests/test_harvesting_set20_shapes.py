@@ -217,7 +217,9 @@ class CenterLoss(nn.Module):
         labels_required(labels)
         if embeddings.ndim != 2:
             raise ValueError("embeddings must be a 2D tensor of shape (batch_size, embedding_size)")
-        centers = self.centers[labels.long() % self.centers.shape[0]]
+        if labels.ndim != 1:
+            raise ValueError("labels must be a 1D tensor of shape (batch_size,)")
+        centers = self.centers[labels]
         return ((embeddings - centers) ** 2).sum(dim=1).mean()
 '''
 
@@ -231,6 +233,14 @@ def test_an_optional_input_the_error_message_names_is_given(tmp_path):
     assert optional_input_named_in(source, error) == "labels"
     assert optional_input_named_in(source, error, given={"labels"}) is None
     assert optional_input_named_in(source, "RuntimeError: mat1 and mat2 shapes cannot be multiplied") is None
+    # then the labels given as the embeddings were: the loss states the shape it wants, and the name says integers
+    from autotriton.harvesting.statement_inputs import said_shape_input
+    from autotriton.harvesting.synthesis import Attempt
+
+    given = Attempt(["10", "32"], [], ["torch.randn(2, 32)", "torch.randn(2, 32)"],
+                    [{"kind": "tensor", "shape": [2, 32], "dtype": "float32"}] * 2, label="labels given")
+    said = said_shape_input(source, given, "ValueError: labels must be a 1D tensor of shape (batch_size,)")
+    assert said.input_code == ["torch.randn(2, 32)", "torch.randint(0, 2, (2,))"], said.input_code
     assert_all_runnable(tmp_path, "losses.py", LABELS_REQUIRED, 1)
 
 
