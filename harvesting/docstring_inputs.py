@@ -26,7 +26,7 @@ _INTEGER = re.compile(r"\b(?:torch\.)?(?:long|int64|int32|int|integer|LongTensor
 _BATCH = re.compile(r"^(?:b|bs|batch|batch_?size|b_size|n_?batch|num_batch)$", re.IGNORECASE)
 _LENGTH = re.compile(r"(?:^|_)(?:t|l|n|len|length|seq|seq_?len|time|steps?|tokens?|nodes?|points?|edges?|samples?|sequence)(?:_|$)",
                      re.IGNORECASE)
-_SPATIAL = re.compile(r"^(?:h|w|d|height|width|depth|hh|ww)$", re.IGNORECASE)
+_SPATIAL = re.compile(r"^(?:h|w|height|width|depth|hh|ww)$", re.IGNORECASE)  # `D` alone is a width: (B, N, D)
 
 
 def _entry(doc: str, name: str) -> str | None:

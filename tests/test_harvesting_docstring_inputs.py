@@ -65,18 +65,20 @@ def test_numpydoc_and_google_style_shapes_and_dtypes_are_read():
         "torch.randint(0, 2, (2,))", {"kind": "tensor", "shape": [2], "dtype": "int64", "high": 2})
     assert docstring_input(forward, "pos", {}, 32, 8) is None  # not documented
     google = '''
-def forward(self, x, edge_weight, img):
+def forward(self, x, edge_weight, img, tokens):
     """Args:
         x (Tensor): node features of shape [num_nodes, in_channels].
         edge_weight (Tensor): one weight per edge, shape (num_edges,)
         img (Tensor): an image.
             Shape: (B, C, H, W)
+        tokens (Tensor): shape (B, N, D)
     """
 '''
     forward = ast.parse(google).body[0]
     assert docstring_input(forward, "x", {"in_channels": 16}, 32, 8)[1]["shape"] == [8, 16]
     assert docstring_input(forward, "edge_weight", {}, 32, 8)[1] == {"kind": "tensor", "shape": [8], "dtype": "float32"}
     assert docstring_input(forward, "img", {}, 32, 8)[1]["shape"] == [2, 32, 8, 8]
+    assert docstring_input(forward, "tokens", {}, 32, 8)[1]["shape"] == [2, 8, 32]  # D a width, not a depth
 
 
 def test_a_model_whose_docstring_states_integer_keys_becomes_runnable(tmp_path):
