@@ -379,17 +379,16 @@ def shrunk_default(name: str, annotation: str, default: Any, D: int) -> tuple[st
     becomes the name's size guess (`image_size=224` -> 32), and so does each such int of a tuple
     or list of ints (`input_size=(224, 224)` -> (32, 32), `img_size=[256, 128]` -> [32, 32]: a
     model that derives its token grid from the pair wants its input at those sizes)."""
-    def small(value: Any) -> int | None:
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 64:
-            return None
-        g = _guess_value(name, annotation if not isinstance(default, (tuple, list)) else "", D)
-        return g[1] if g is not None and isinstance(g[1], int) and not isinstance(g[1], bool) and g[1] < value else None
-    if isinstance(default, (tuple, list)) and default and all(isinstance(v, int) and not isinstance(v, bool) for v in default):
-        values = [small(v) or v for v in default]
-        if values == list(default):
-            return None
-        if isinstance(default, list):
-            return repr(values), values
-        return repr(tuple(values)), values
-    value = small(default)
-    return (str(value), value) if value is not None else None
+    sequence = isinstance(default, (tuple, list))
+    items = list(default) if sequence else [default]
+    if not items or not all(type(v) is int for v in items) or max(items) <= 64:
+        return None
+    g = _guess_value(name, "" if sequence else annotation, D)
+    if g is None or type(g[1]) is not int:
+        return None
+    values = [g[1] if 64 < v and g[1] < v else v for v in items]
+    if values == items:
+        return None
+    if not sequence:
+        return str(values[0]), values[0]
+    return (repr(values), values) if isinstance(default, list) else (repr(tuple(values)), values)

@@ -20,7 +20,7 @@ from typing import Any
 from autotriton.harvesting.input_display import tensor_code
 
 # `shape: (batch_size, dim)`, `of shape [N, C]`, `shape=(b, n)`, `Shape: (B, T)`
-_SHAPE = re.compile(r"\bshape\b\s*(?:[:=]|of)?\s*[\(\[]([^\)\]\n]*)[\)\]]", re.IGNORECASE)
+STATED_SHAPE = re.compile(r"\bshape\b\s*(?:[:=]|of)?\s*[\(\[]([^\)\]\n]*)[\)\]]", re.IGNORECASE)
 _INTEGER = re.compile(r"\b(?:torch\.)?(?:long|int64|int32|int|integer|LongTensor|IntTensor)\b|\bindices\b|\bindex\b|\bkeys\b",
                       re.IGNORECASE)
 _BATCH = re.compile(r"^(?:b|bs|batch|batch_?size|b_size|n_?batch|num_batch)$", re.IGNORECASE)
@@ -76,15 +76,15 @@ def docstring_input(forward: ast.FunctionDef | None, name: str, values: dict[str
     states no shape for it."""
     doc = ast.get_docstring(forward) if forward is not None else None
     text = _entry(doc, name) if doc else None
-    m = _SHAPE.search(text) if text else None
+    m = STATED_SHAPE.search(text) if text else None
     if m is None:
         return None
     dims = [d for d in m.group(1).split(",") if d.strip()]
     shape = [stated_size(d, values, D, spatial) for d in dims]
     if not shape or any(s is None for s in shape) or len(shape) > 6:
         return None
-    before = text[:m.start()] + text[m.end():m.end() + 40]
+    described = text[:m.start()] + text[m.end():m.end() + 40]  # the entry's words beside the shape
     spec: dict[str, Any] = {"kind": "tensor", "shape": shape, "dtype": "float32"}
-    if _INTEGER.search(before) and not re.search(r"\bfloat", before, re.IGNORECASE):
+    if _INTEGER.search(described) and not re.search(r"\bfloat", described, re.IGNORECASE):
         spec = {**spec, "dtype": "int64", "high": 2}
     return tensor_code(shape, spec), spec

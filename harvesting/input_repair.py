@@ -379,14 +379,21 @@ def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:
     return out
 
 
+def normalized_mismatch(detail: str) -> tuple[list[int], list[int]] | None:
+    """(normalized shape, input size) of LayerNorm's refusal ("Given normalized_shape=[32], expected
+    input with shape [*, 32], but got input of size[2, 32, 8, 8]"), or None for another error."""
+    m = _NORMALIZED.search(detail or "")
+    if m is None:
+        return None
+    return [int(x) for x in m.group(1).split(",") if x.strip()], [int(x) for x in m.group(2).split(",") if x.strip()]
+
+
 def _channels_last(attempt: Attempt, detail: str) -> list[Attempt]:
     """A norm over the last axis given a channels-first input whose channels are the normalized size
     ("Given normalized_shape=[32], expected input with shape [*, 32], but got input of size [2, 32,
     8, 8]"): the same input channels last ([2, 8, 8, 32], a ConvNeXt or Swin block's layout), then as
     tokens ([2, 64, 32], a ViT block's); every input of that shape alike."""
-    m = _NORMALIZED.search(detail)
-    want = [int(x) for x in m.group(1).split(",") if x.strip()] if m else []
-    got = [int(x) for x in m.group(2).split(",") if x.strip()] if m else []
+    want, got = normalized_mismatch(detail) or ([], [])
     if len(want) != 1 or len(got) < 3 or got[1] != want[0] or got[-1] == want[0]:
         return []
     out = []
@@ -452,9 +459,9 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
     if m:
         want, got = int(m.group(1)), int(m.group(2))
         return reshape(lambda s: [s[0], want, *s[2:]] if len(s) > 1 and s[1] == got else None)
-    m = _NORMALIZED.search(detail)
-    if m:
-        want = [int(x) for x in m.group(1).split(",") if x.strip()]
+    normalized = normalized_mismatch(detail)
+    if normalized:
+        want = normalized[0]
         return reshape(lambda s: s[: len(s) - len(want)] + want if len(s) >= len(want) else None)
     m = _EINOPS_CHUNKS.search(detail)
     if m:

@@ -26,6 +26,7 @@ import ast
 import re
 
 from autotriton.harvesting.argument_guesses import _MODULE_NAME, STAND_IN
+from autotriton.harvesting.input_repair import normalized_mismatch
 from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
 
@@ -164,21 +165,15 @@ def sequence_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
     return [Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} {want.__name__}s")]
 
 
-# LayerNorm over the last axis handed a channels-first map: "Given normalized_shape=[32], expected
-# input with shape [*, 32], but got input of size[2, 32, 8, 8]"
-_NORM_CHANNELS_FIRST = re.compile(r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \d+\], but got input of size\s*\[(\d+), (\d+)((?:, \d+)+)\]")
-
 
 def norm_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
     """The attempt with a `norm_layer` guessed as nn.LayerNorm given the batch norm of the map's rank
     (nn.BatchNorm2d for [B, C, H, W]) when LayerNorm refused a channels-first map whose channels it
     was built for: a convolution block (torchvision's MaxVit and RegNet blocks, timm's Res2Net) builds
     its norm as `norm_layer(channels)`. Else []."""
-    m = _NORM_CHANNELS_FIRST.search(detail or "")
-    if m is None or m.group(1) != m.group(3):
-        return []
-    spatial = len([d for d in m.group(4).split(",") if d.strip()])
-    if not 1 <= spatial <= 3:
+    want, got = normalized_mismatch(detail) or ([], [])
+    spatial = len(got) - 2
+    if len(want) != 1 or spatial < 1 or got[1] != want[0] or spatial > 3:
         return []
     held = [k for k, code in enumerate(attempt.init_code) if code == "torch.nn.LayerNorm"]
     norm = f"torch.nn.BatchNorm{spatial}d"

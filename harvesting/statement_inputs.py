@@ -18,8 +18,9 @@ import ast
 import re
 from typing import Any
 
-from autotriton.harvesting.docstring_inputs import stated_size
+from autotriton.harvesting.docstring_inputs import STATED_SHAPE, stated_size
 from autotriton.harvesting.input_display import tensor_code
+from autotriton.harvesting.input_guesses import _INT_INPUT
 from autotriton.harvesting.input_repair import _resized_code, _to_rank
 from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
@@ -156,11 +157,6 @@ def unpacked_input(standalone: str, attempt: Attempt, detail: str) -> Attempt | 
     return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} unpacked")
 
 
-# A package naming an input and the shape it wants: pytorch-metric-learning's "labels must be a 1D
-# tensor of shape (batch_size,)", "embeddings must be a 2D tensor of shape (batch_size, embedding_size)"
-_SAID_SHAPE = re.compile(r"\bshape\b\s*(?:[:=]|of)?\s*[\(\[]([^\)\]\n]*)[\)\]]")
-# inputs that hold class labels or indices: small integers
-_INDEX_NAMES = re.compile(r"(^|_)(labels?|targets?|classes|class_ids?|indices|idx|ids?)$")
 
 
 def said_shape_input(standalone: str, attempt: Attempt, detail: str) -> Attempt | None:
@@ -170,7 +166,9 @@ def said_shape_input(standalone: str, attempt: Attempt, detail: str) -> Attempt 
     lines = [line for line in (detail or "").strip().splitlines() if line.strip()]
     names = _forward_inputs(standalone)[:len(attempt.input_spec)]
     message = lines[-1] if lines else ""
-    for m in _SAID_SHAPE.finditer(message):
+    # a package naming an input and the shape it wants: pytorch-metric-learning's "labels must be a 1D
+    # tensor of shape (batch_size,)"; the shape's syntax is a docstring's (docstring_inputs)
+    for m in STATED_SHAPE.finditer(message):
         # the input named last before the shape, within a few words of it
         said = [w for w in re.findall(r"[A-Za-z_]\w*", message[max(0, m.start() - 60):m.start()]) if w in names]
         if not said:
@@ -185,7 +183,7 @@ def said_shape_input(standalone: str, attempt: Attempt, detail: str) -> Attempt 
         if not shape or None in shape:
             return None
         new: dict[str, Any] = {"kind": "tensor", "shape": shape, "dtype": "float32"}
-        if _INDEX_NAMES.search(name.lower()):
+        if _INT_INPUT.search(name.lower()):  # labels, indices: small integers
             new = {**new, "dtype": "int64", "high": 2}
         if new == spec:
             return None
