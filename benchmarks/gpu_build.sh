@@ -355,6 +355,13 @@ PY
     if [ -f "$WORK/build-done.duckdb.xz" ]; then cp "$WORK/build-done.duckdb.xz" "$OUT/"
     elif [ -f "$WORK/after-distill.duckdb.xz" ]; then cp "$WORK/after-distill.duckdb.xz" "$OUT/"; fi
     for f in "$WORK"/syn.duckdb.xz "$WORK"/l1.duckdb.xz; do [ -f "$f" ] && cp "$f" "$OUT/"; done
+    # a fused suite still distilling: a raw copy of its warehouse and write-ahead log (each finished
+    # batch is committed; DuckDB replays the log on open), so a machine lost later loses only what came after
+    for suite in syn l1; do
+      if [ -f "$WORK/$suite.duckdb" ] && [ ! -f "$WORK/$suite.duckdb.xz" ]; then
+        (cd "$WORK" && tar -cJf "$OUT/$suite-partial.tar.xz" $suite.duckdb $(ls $suite.duckdb.wal 2>/dev/null))
+      fi
+    done
     # only while no verb holds the warehouse (a copy taken under a writer may miss its last writes)
     if [ -f "$WORK/build.duckdb" ] && ! pgrep -f "autotriton --db|flows[.]cli --db" >/dev/null; then
       python3 -c "import duckdb; duckdb.connect('$WORK/build.duckdb').execute('CHECKPOINT')" 2>/dev/null
