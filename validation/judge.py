@@ -444,9 +444,11 @@ def _size_parts(trials: list[dict[str, Any]], phases: list[Phase], compiled: boo
 def _compare(ref_outs: Any, outs: list[Any], cfg: dict[str, Any], tf32: bool, ref_paths: list[str] | None = None,
              got_paths: Any = None) -> dict[str, Any]:
     """A candidate's outputs against the reference's, with the judge's tolerances and under the
-    same dict keys (trials and the check call among the timed ones alike)."""
+    same dict keys (trials and the check call among the timed ones alike). The candidate's process
+    has ended and its answer is in this (trusted) process: compared on the judge's own device."""
     return compare.compare_outputs(ref_outs, outs, tolerances=cfg["tolerances"], tf32_dot=tf32,
-                                   tf32_tolerance=cfg["tf32_tolerance"], ref_paths=ref_paths, got_paths=got_paths)
+                                   tf32_tolerance=cfg["tf32_tolerance"], ref_paths=ref_paths, got_paths=got_paths,
+                                   device=cfg["device"])  # on the judge's GPU, slice by slice (compare.CHUNK_ELEMENTS)
 
 
 def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, Any] | None:
