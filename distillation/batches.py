@@ -13,7 +13,8 @@ thread, so a warehouse connection is only ever used from one thread.
 time: used when `concurrent_batches` is 1 and `distill.prefetch` is on.
 
 Side by side on a GPU, batches share its memory: each reserves its problems' estimated need
-before it starts and waits while that does not fit (gpu_memory.py, `distill.gpu_memory_fraction`).
+while its teacher writes and again while it is judged, and waits while that does not fit
+(gpu_memory.py, `distill.gpu_memory_fraction`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from autotriton.distillation.config import DistillConfig
-from autotriton.distillation.gpu_memory import MemoryLedger, batch_ledger, batch_needs
+from autotriton.distillation.gpu_memory import MemoryLedger, Reserving, batch_ledger, batch_needs
 from autotriton.distillation.pipeline import DistillResult, Explainer, Judge, distill
 from autotriton.distillation.prefetch import PrefetchingTeacher
 from autotriton.records import Problem
@@ -117,21 +118,27 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
         say(f"GPU memory: batches side by side reserve from {ledger.capacity / 2**30:.1f} GiB")
         run.memory = {"capacity_gb": round(ledger.capacity / 2**30, 2), "biggest_gb": 0.0}
 
-    def need(batch: list[Problem]) -> int:
-        """The batch's reservation, measured when it is about to start (a footprint imports the
-        problem's packages in a judge worker: for a whole build up front that was minutes)."""
+    def needs(batch: list[Problem]) -> tuple[int, int]:
+        """The batch's reservations while its teacher writes and while it is judged, measured when
+        it is about to start (a footprint imports the problem's packages in a judge worker: for a
+        whole build up front that was minutes)."""
         if not measure:
-            return 0
+            return 0, 0
         footprints = dict(zip([p.key for p in batch], judge.footprints([p.reference_source for p in batch])))
-        (needed,) = batch_needs([batch], footprints, config.gpu_memory_factor)
-        run.memory["biggest_gb"] = max(run.memory["biggest_gb"], round(needed / 2**30, 2))
-        return needed
+        ((writing,), (judging,)) = (batch_needs([batch], footprints, config.gpu_memory_capture_factor),
+                                    batch_needs([batch], footprints, config.gpu_memory_factor))
+        run.memory["biggest_gb"] = max(run.memory["biggest_gb"], round(max(writing, judging) / 2**30, 2))
+        return writing, judging
 
     def one(index: int, progress: bool) -> tuple[DistillResult, float]:
         started = time.monotonic()
-        with ledger.reserve(need(batches[index])) if ledger is not None else ExitStack():
-            result = distill(batches[index], writer, config, validation_config, judge, explainer=explainer,
-                             progress=progress, environments=environments)
+        batch_writer, batch_judge = writer, judge
+        if ledger is not None:  # each phase holds only its own reservation (gpu_memory.py)
+            writing, judging = needs(batches[index])
+            batch_writer = Reserving(writer, ledger, writing, ("generate", "repair"))
+            batch_judge = Reserving(judge, ledger, judging, ("validate_many", "validate"))
+        result = distill(batches[index], batch_writer, config, validation_config, batch_judge, explainer=explainer,
+                         progress=progress, environments=environments)
         return result, time.monotonic() - started
 
     with ExitStack() as background:

@@ -14,8 +14,15 @@ A problem's need is estimated from one run at its own sizes on the meta device
 (`JudgePool.footprints`, worked out in a judge worker with the problem's environment):
 `gpu_memory_factor` x (inputs + outputs), plus twice the parameters, plus 1 GiB for the
 processes' CUDA contexts. An estimate is not a measurement; the factor (4 by default: the
-reference's run and the candidate's, each with inputs and outputs, plus the comparison) is the
+reference's run and the candidates', each with inputs and outputs, plus the comparison) is the
 knob to turn where a run still runs out of memory.
+
+A batch reserves in two turns (`Reserving`): while its teacher writes (an Inductor capture holds
+the inputs, eager's outputs and the compiled outputs, `gpu_memory_capture_factor`, 2 by default,
+through a compile of minutes on the CPU) and while it is judged (`gpu_memory_factor`). Reserved
+for both throughout, KernelBench level 1 on an H100 kept 67.7 GiB reserved while under 30 GiB was
+in use and the machine's load stayed near 2 of 16 cores: 15 problems in 1,066 s
+(benchmarks/RESULTS.md, twenty-fifth GPU run).
 """
 
 from __future__ import annotations
@@ -121,3 +128,25 @@ def batch_ledger(fraction: float, device: str, side_by_side: int, capacity: int 
 def batch_needs(batches: Sequence[Sequence[Any]], footprints: dict[str, dict[str, Any] | None], factor: float) -> list[int]:
     """Each batch's reservation: its problems' needs added up (they are captured and judged together)."""
     return [sum(problem_need(footprints.get(p.key), factor) for p in batch) for batch in batches]
+
+
+class Reserving:
+    """`inner` (a teacher or a judge) whose `methods` run under a reservation of `nbytes` from
+    `ledger`, one call at a time; everything else, attributes set included, is `inner`'s."""
+
+    def __init__(self, inner: Any, ledger: MemoryLedger, nbytes: int, methods: Sequence[str]):
+        object.__setattr__(self, "_reserving", (inner, ledger, int(nbytes), frozenset(methods)))
+
+    def __getattr__(self, name: str) -> Any:
+        inner, ledger, nbytes, methods = object.__getattribute__(self, "_reserving")
+        attr = getattr(inner, name)
+        if name not in methods or not callable(attr):
+            return attr
+
+        def reserved(*args: Any, **kwargs: Any) -> Any:
+            with ledger.reserve(nbytes):
+                return attr(*args, **kwargs)
+        return reserved
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(object.__getattribute__(self, "_reserving")[0], name, value)
