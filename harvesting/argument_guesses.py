@@ -162,6 +162,10 @@ _SIZE_SUFFIX = re.compile(r"_(dim|dims|size|sizes|shape|num|space|count|n)$")
 _SAMPLE_SHAPE = re.compile(r"^(input|in|obs|observation|state|img|image|sample|frame)_shape$")
 
 
+# A sequence of sequences of ints: `list[list[int]]`, `Sequence[Tuple[int, int]]`, `tuple[tuple[int, ...], ...]`
+_NESTED_INTS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[(List|list|Sequence|Tuple|tuple|Iterable)\[int\b")
+
+
 def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tuple[str, Any] | None:
     """(python source, JSON value) for a constructor argument, or None when there is no guess.
     `usage` says whether __init__ calls the parameter (module_usage), for module-valued ones."""
@@ -222,6 +226,16 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
     found = _module_guess(n, ann, usage)
     if found:
         return found
+    nested = _NESTED_INTS.match(ann)
+    if nested:
+        # one list per stage (pytorchcv's `channels: list[list[int]]`, each stage's units' widths,
+        # iterated twice): two stages of two, the outer and inner kinds as the hint says; widths
+        # growing from D, as a network's do (a dense block's unit adds `out - in` channels)
+        values = [[D + 16, D + 32], [D + 48, D + 64]]
+        inner = ["({}, {})" if nested.group(2).lower() == "tuple" else "[{}, {}]"][0]
+        items = [inner.format(*v) for v in values]
+        code = (f"({items[0]}, {items[1]})" if nested.group(1).lower() == "tuple" else f"[{items[0]}, {items[1]}]")
+        return code, values
     if ann.startswith(("Tuple[int", "tuple[int")):
         return f"({D}, {D})", [D, D]  # a tuple where the hint says so (beartype & co check it)
     if ann.startswith(("List[int]", "list[int]", "Sequence[int]")) or re.search(r"(dims|sizes|channels_list|widths|hidden_sizes|features_list)$", n):

@@ -10,6 +10,8 @@ import ast
 import re
 from typing import Any
 
+import torch
+
 from autotriton.harvesting.docstring_inputs import docstring_input
 from autotriton.harvesting.input_display import ones_code
 from autotriton.harvesting.constraints import fit_shape
@@ -91,10 +93,42 @@ def _layer_kind(call: ast.Call, calls: dict[str, ast.Call]) -> tuple[str, ast.Ca
     return None
 
 
+_CONTAINERS = ("Sequential", "ModuleList", "ModuleDict")
+
+
+def _opaque(call: ast.Call | None) -> bool:
+    """Whether a layer built by `call` may change its input's features in ways not read here: a
+    local class or a builder function (`conv3x3_block(...)`), or a container filled later
+    (`nn.Sequential()` and `add_module(...)`), rather than a torch.nn layer."""
+    if call is None:
+        return True
+    name = ast.unparse(call.func).split(".")[-1]
+    if name in _CONTAINERS:
+        return not call.args
+    return not (name[:1].isupper() and hasattr(torch.nn, name))
+
+
+def _passed_opaque_at(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call]) -> int | None:
+    """The line of forward's first top-level `param = self.<layer>(param ...)` through an opaque
+    layer (pytorchcv's `x = self.features(x)`, an `nn.Sequential()` filled by add_module): past it
+    the name holds that layer's output, and the layers applied to it (`self.output`, a Linear over
+    the features' channels) say nothing of the input's sizes."""
+    for stmt in forward.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and stmt.targets[0].id == param and isinstance(stmt.value, ast.Call):
+            f = stmt.value.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" \
+                    and any(isinstance(a, ast.Name) and a.id == param for a in stmt.value.args[:1]) and _opaque(calls.get(f.attr)):
+                return stmt.lineno
+    return None
+
+
 def _first_layer(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call]) -> tuple[str, ast.Call] | None:
     """The first self.<layer>(param ...) call in forward whose layer we know, before forward changes
-    the input's rank (`x = x.unsqueeze(1)`)."""
-    reshaped = _reshaped_at(forward, param)
+    the input's rank (`x = x.unsqueeze(1)`) or passes it through a layer whose effect is not read
+    here (`x = self.features(x)`)."""
+    reshaped = min((line for line in (_reshaped_at(forward, param), _passed_opaque_at(forward, param, calls))
+                    if line is not None), default=None)
     for node in ast.walk(forward):
         if reshaped is not None and getattr(node, "lineno", 0) > reshaped:
             continue

@@ -46,6 +46,23 @@ _PADDED = re.compile(r"Calculated padded input size per channel: \(([\d x]+)\)\.
 # size is too small", "Kernel size can't be greater than actual input size"
 _VANISHED = re.compile(r"sizes should be greater than 0|Output size is too small|"
                        r"[Kk]ernel size can't be greater than actual input size|smaller than kernel size")
+# "Given input size: (96x1x1). Calculated output size: (96x-5x-5). Output size is too small"
+_POOL_SIZES = re.compile(r"Given input size: \((\d+(?:x\d+)+)\)\. Calculated output size: \((-?\d+(?:x-?\d+)+)\)")
+
+
+def _pooling_shortfall(detail: str) -> int | None:
+    """How many times larger the map a pooling was given must be for an output of at least one
+    (a map of i giving o needs i - o + 1), from torch's message; None when it does not say."""
+    m = _POOL_SIZES.search(detail)
+    if not m:
+        return None
+    given, out = [int(v) for v in m.group(1).split("x")], [int(v) for v in m.group(2).split("x")]
+    if len(given) != len(out):
+        return None
+    factors = [-(-(i - o + 1) // i) for i, o in zip(given[1:], out[1:]) if o < 1 and i > 0]
+    return max(factors) if factors and max(factors) > 1 else None
+
+
 # Broadcasting: "The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 3";
 # which side is the input is not said: the input's dimension that is one size becomes the other.
 _BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)")
@@ -535,8 +552,11 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
             # the input's spatial sizes (its last ones) grown by what the kernel lacked, whatever downsampled them first
             return reshape(lambda s: s[:-spatial] + [d * factor for d in s[-spatial:]] if len(s) >= spatial + 2 and factor > 1 else None)
     if _VANISHED.search(detail):
-        # the input's spatial sizes (all but batch and channels) four times larger: two more halvings
-        return reshape(lambda s: s[:2] + [d * 4 for d in s[2:]] if len(s) >= 3 else None)
+        # the input's spatial sizes (all but batch and channels) four times larger (two more
+        # halvings), or as many times larger as the map a pooling was given lacked where that is
+        # more (pytorchcv's final AvgPool2d(7) given (96x1x1): seven times)
+        factor = max(_pooling_shortfall(detail) or 0, 4)
+        return reshape(lambda s: s[:2] + [d * factor for d in s[2:]] if len(s) >= 3 else None)
     m = _BROADCAST.search(detail)
     if m:
         a, b, axis = int(m.group(1)), int(m.group(2)), int(m.group(3))
