@@ -166,9 +166,29 @@ _SAMPLE_SHAPE = re.compile(r"^(input|in|obs|observation|state|img|image|sample|f
 _NESTED_INTS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[(List|list|Sequence|Tuple|tuple|Iterable)\[int\b")
 
 
+_FLAT_INTS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[int\b")
+
+
 def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tuple[str, Any] | None:
     """(python source, JSON value) for a constructor argument, or None when there is no guess.
-    `usage` says whether __init__ calls the parameter (module_usage), for module-valued ones."""
+    `usage` says whether __init__ calls the parameter (module_usage), for module-valued ones.
+    A number the name asks for where the hint asks for a sequence of them (`strides_per_stage:
+    list[int]`, `expansion_factors: list[list[int]]`) is given as that sequence of it."""
+    guess = _named_value(name, annotation, D, usage)
+    ann = annotation.replace("typing.", "").replace(" ", "")
+    if guess is None or type(guess[1]) is not int:
+        return guess
+    code, value = guess
+    if _NESTED_INTS.match(ann):
+        return f"[[{code}, {code}], [{code}, {code}]]", [[value, value], [value, value]]
+    flat = _FLAT_INTS.match(ann)
+    if flat:
+        return (f"({code}, {code})" if flat.group(1).lower() == "tuple" else f"[{code}, {code}]"), [value, value]
+    return guess
+
+
+def _named_value(name: str, annotation: str, D: int, usage: str = "held") -> tuple[str, Any] | None:
+    """_guess_value's guess from the name and the hint, before a number becomes a hinted sequence."""
     n = name.lower()
     ann = annotation.replace("typing.", "").replace(" ", "")
     if usage == "unpacked":
@@ -178,6 +198,8 @@ def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         # `n_strides: int` count them)
         single = _guess_value(_PER_STAGE.sub(lambda m: m.group(1), n), "", D)
         if single is not None and isinstance(single[1], int) and not isinstance(single[1], bool):
+            if _NESTED_INTS.match(ann):  # per stage, per unit (`kernel_sizes: list[list[int]]`)
+                return f"[[{single[0]}, {single[0]}], [{single[0]}, {single[0]}]]", [[single[1]] * 2] * 2
             return f"({single[0]}, {single[0]})", [single[1], single[1]]
     if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
         return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False

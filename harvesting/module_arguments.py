@@ -18,12 +18,16 @@ error (error_repairs.py tries these first):
   (fastai's tabular models: `[n_emb + n_cont] + layers + [out_sz]`), and the other way round.
 - norm_arguments: a batch norm of the map's rank where a `norm_layer` guessed as nn.LayerNorm met
   a channels-first map in a convolution block.
+- isinstance_arguments: what a failed `assert isinstance(x, nn.BatchNorm2d)` (or `nn.Module`) asks
+  of a norm or activation argument: a factory of that norm, an instance of that module.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+
+import torch
 
 from autotriton.harvesting.argument_guesses import _MODULE_NAME, STAND_IN
 from autotriton.harvesting.input_repair import normalized_mismatch
@@ -178,3 +182,49 @@ def norm_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
     held = [k for k, code in enumerate(attempt.init_code) if code == "torch.nn.LayerNorm"]
     norm = f"torch.nn.BatchNorm{spatial}d"
     return [_replaced(attempt, held, norm, norm, "batch norm")] if held else []
+
+
+# a failed check of what a module argument built: `assert isinstance(self.bn, nn.BatchNorm2d)`,
+# `assert isinstance(activation, nn.Module)` (the traceback shows the assert line, then AssertionError)
+_ISINSTANCE_ASSERT = re.compile(r"assert\s*\(?\s*isinstance\(\s*([\w.]+)\s*,\s*(?:torch\.)?nn\.(\w+)\s*\)\s*\)?[^|\n]*(?:\||\n).*AssertionError",
+                                re.DOTALL)
+_NORM_ARG = re.compile(r"(^|_)(norm|normali[sz]ation|bn|norm_layer|norm_fn|norm_cls)($|_)")
+_ACT_ARG = re.compile(r"(^|_)(act|activation|activ|nonlinearity|act_layer|act_fn)($|_)")
+
+
+def isinstance_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
+    """The attempt with its norm or activation arguments given as the failed isinstance assert asks:
+    pytorchcv's conv blocks build `self.bn` by calling `normalization(num_features=...)` and assert
+    it is an nn.BatchNorm2d (a norm factory: `lambda *args, **kwargs: torch.nn.BatchNorm2d(*args,
+    **kwargs)`, a function where the code tells functions from modules with `isfunction`), and take an
+    `activation` that is an nn.Module instance (the guessed class, built). Else []."""
+    m = _ISINSTANCE_ASSERT.search(detail or "")
+    if m is None:
+        return []
+    checked, cls = m.group(1), m.group(2)
+    names = [spec.get("name", "") if isinstance(spec, dict) else "" for spec in attempt.init_spec]
+    norm = "Norm" in cls
+    if "." not in checked and checked in names:
+        held = [names.index(checked)]
+    else:
+        pattern = _NORM_ARG if norm else _ACT_ARG
+        held = [k for k, name in enumerate(names) if pattern.search(name.lower())]
+    if not held:
+        return []
+    if norm:
+        code = f"lambda *args, **kwargs: torch.nn.{cls}(*args, **kwargs)"
+        return [_replaced(attempt, held, code, {"expr": code}, cls)]
+    if cls == "Module":
+        out = []
+        for k in held:
+            given = attempt.init_code[k] if k < len(attempt.init_code) else ""
+            built = f"{given}()" if re.fullmatch(r"torch\.nn\.[A-Z]\w*", given or "") else "torch.nn.Identity()"
+            out.append((k, built))
+        codes, specs = list(attempt.init_code), list(attempt.init_spec)
+        for k, built in out:
+            codes[k] = built
+            specs[k] = {**specs[k], "value": built} if isinstance(specs[k], dict) else built
+        return [Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} built modules")]
+    if not isinstance(getattr(torch.nn, cls, None), type):
+        return []
+    return [_replaced(attempt, held, f"torch.nn.{cls}()", f"torch.nn.{cls}()", cls)]

@@ -10,6 +10,7 @@ import ast
 from autotriton.harvesting.argument_guesses import _guess_value
 from autotriton.harvesting.input_guesses import _first_layer, _layer_calls
 from autotriton.harvesting.input_repair import repair_attempts
+from autotriton.harvesting.module_arguments import isinstance_arguments
 from autotriton.harvesting.synthesis import Attempt
 
 from test_harvesting_synthesis import HEADER, assert_all_runnable, first_guess
@@ -104,6 +105,62 @@ def test_a_pooling_window_larger_than_its_map_grows_the_input_by_what_it_lacked(
     assert fixed[0].input_spec[0]["shape"] == [2, 3, 32, 32]  # no sizes said: four times, as before
     short = "RuntimeError: Given input size: (3x1x1). Calculated output size: (3x0x0). Output size is too small"
     assert repair_attempts(attempt, short)[0].input_spec[0]["shape"] == [2, 3, 32, 32]  # lacking two: still four
+
+
+# A conv block taking its norm and activation as factories: functions are called, modules kept,
+# and what was built is checked with isinstance asserts (pytorchcv's common/conv.py, 30 classes).
+FACTORY_BLOCK = '''
+from inspect import isfunction
+from typing import Callable
+
+
+def create_norm(normalization, num_features):
+    if isfunction(normalization):
+        return normalization(num_features=num_features)
+    assert isinstance(normalization, nn.Module)
+    return normalization
+
+
+def create_activation(activation):
+    if isfunction(activation):
+        return activation()
+    if isinstance(activation, str):
+        return nn.ReLU() if activation == "relu" else nn.Identity()
+    assert isinstance(activation, nn.Module)
+    return activation
+
+
+class FactoryConvBlock(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, normalization: Callable[..., nn.Module],
+                 activation: Callable[..., nn.Module]):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
+        self.bn = create_norm(normalization, out_channels)
+        assert isinstance(self.bn, nn.BatchNorm2d)
+        self.activ = create_activation(activation)
+
+    def forward(self, x):
+        return self.activ(self.bn(self.conv(x)))
+'''
+
+
+def test_isinstance_asserts_on_built_layers_ask_for_a_norm_factory_and_a_built_module():
+    """`assert isinstance(self.bn, nn.BatchNorm2d)` gives the norm-named argument a BatchNorm2d
+    factory (a function: the code calls functions and keeps modules); `assert
+    isinstance(activation, nn.Module)` builds the class guessed for `activation`."""
+    attempt = Attempt(["32", "32", "torch.nn.Identity", "torch.nn.ReLU"],
+                      [{"name": "in_channels", "value": 32}, {"name": "out_channels", "value": 32},
+                       {"name": "normalization", "value": "torch.nn.Identity"}, {"name": "activation", "value": "torch.nn.ReLU"}],
+                      ["torch.randn(2, 32, 8, 8)"], [{"kind": "tensor", "shape": [2, 32, 8, 8], "dtype": "float32"}])
+    bn = isinstance_arguments(attempt, "    assert isinstance(self.bn, nn.BatchNorm2d)\nAssertionError")
+    assert [a.init_code[2:] for a in bn] == [["lambda *args, **kwargs: torch.nn.BatchNorm2d(*args, **kwargs)", "torch.nn.ReLU"]]
+    built = isinstance_arguments(attempt, "  File 'm.py', line 20\n    assert isinstance(activation, nn.Module)\nAssertionError")
+    assert [a.init_code[2:] for a in built] == [["torch.nn.Identity", "torch.nn.ReLU()"]]
+    assert isinstance_arguments(attempt, "    assert x.shape[1] == 3\nAssertionError") == []
+
+
+def test_a_block_of_factories_becomes_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "factory_block.py", FACTORY_BLOCK, 1)
 
 
 def test_a_zoo_classifier_becomes_a_runnable_problem(tmp_path):
