@@ -31,6 +31,7 @@ SECRETS = {"OPENAI_API_KEY": "sk-test-openai-0123456789", "GITHUB_TOKEN": "ghp_t
 SNOOP = '''
 import os
 import socket
+import tempfile
 import torch
 import torch.nn as nn
 import triton
@@ -46,7 +47,7 @@ class ModelNew(nn.Module):
             net = f"refused:{exc.__class__.__name__}"
         print("HELLO-FROM-CANDIDATE")
         raise RuntimeError("SNOOP " + repr({"env": dict(os.environ), "home": os.path.expanduser("~"), "cwd": os.getcwd(), "net": net,
-                                            "uid": os.getuid()}))
+                                            "uid": os.getuid(), "tmp": tempfile.gettempdir()}))
 '''
 
 KILL_TEMPLATE = '''
@@ -133,6 +134,7 @@ def test_candidate_sees_no_secrets_no_network_and_a_private_home(pool, capfd):
     for name, value in SECRETS.items():
         assert name not in seen["env"] and value not in repr(seen)
     assert seen["home"] != "/root" and "autotriton-judge-" in seen["home"] and seen["cwd"] == seen["home"]  # its own temp dir
+    assert seen["tmp"] == seen["home"]  # its temporary files too, not the worker's folder
     # Isolation wherever the kernel allows a network namespace; elsewhere the report says it was refused.
     assert sandbox["network"].startswith("isolated") == NETNS, sandbox["network"]
     if NETNS:
@@ -354,3 +356,41 @@ def test_the_probe_runs_compiled_code_eagerly_and_reports_torchs_own_shape_error
     assert ok.ok and ok.output_shapes == [[2, 16, 4]]
     assert not bad.ok and bad.reason == "runtime_error"
     assert "must match the size of tensor b" in bad.detail and "fake" not in bad.detail.lower()
+
+
+LEAVES_A_TEMP_FILE = '''
+import tempfile
+import torch
+import torch.nn as nn
+
+_made = tempfile.NamedTemporaryFile(prefix="generated_module_", suffix=".py", delete=False)  # torch_geometric's way
+_made.close()
+with open(RECORD, "a") as f:
+    f.write(_made.name + "\\n")
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_temporary_files_a_problem_leaves_in_the_worker_go_with_the_worker(tmp_path):
+    """A problem loaded in a judge worker (its footprint, its reference) that writes a temporary file
+    and leaves it (torch_geometric generates a module per MessagePassing class: 87 files in /tmp after
+    one harvest) writes it into the worker's own folder, removed when the pool closes."""
+    record = tmp_path / "made.txt"
+    source = LEAVES_A_TEMP_FILE.replace("RECORD", repr(str(record)))
+    with JudgePool(judge_config(workers=1, odd_size_trial=False)) as p:
+        assert p.footprints([source])[0] is not None
+        made = [Path(line) for line in record.read_text().split()]
+        assert made and all("autotriton-judge-" in str(m.parent) and m.exists() for m in made), made
+    assert not any(m.exists() for m in made)

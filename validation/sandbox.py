@@ -15,6 +15,7 @@ import os
 import re
 import resource
 import signal
+import tempfile
 import time
 from typing import Any
 
@@ -126,6 +127,7 @@ def confine(workdir: str, *, memory_limit_bytes: int, max_file_bytes: int, max_p
     os.environ.update(scrubbed_env(environ, {"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
                                              "TRITON_HOME": workdir, "XDG_CACHE_HOME": os.path.join(workdir, ".cache")}))
     os.chdir(workdir)
+    tempfile.tempdir = None  # the worker's own temporary folder is not the child's: TMPDIR (its workdir) is
     lap("environment_s")
     report["network"] = _unshare_network() if isolate_network else "not requested"
     lap("network_s")

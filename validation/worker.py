@@ -22,9 +22,11 @@ records/hashing/validation only.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -286,6 +288,14 @@ class Worker:
             import triton.runtime.interpreter  # noqa: F401
         self.tmp = tempfile.mkdtemp(prefix="autotriton-judge-")
         os.chmod(self.tmp, 0o755)
+        # Temporary files that problems' own code makes while loaded here (torch_geometric writes a
+        # module per MessagePassing class and leaves it: 87 files in /tmp after one harvest) go to
+        # this worker's folder, removed when it exits; a sandboxed child takes its own (sandbox.py).
+        # Inductor's cache stays where it was (its default is under the temporary folder), shared
+        # by the workers that compile the same reference.
+        user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchinductor_{user}"))
+        tempfile.tempdir = self.tmp
         from autotriton.validation.warmup import warm_compiler, warm_up
 
         try:
