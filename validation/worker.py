@@ -288,11 +288,8 @@ class Worker:
             import triton.runtime.interpreter  # noqa: F401
         self.tmp = tempfile.mkdtemp(prefix="autotriton-judge-")
         os.chmod(self.tmp, 0o755)
-        # Temporary files that problems' own code makes while loaded here (torch_geometric writes a
-        # module per MessagePassing class and leaves it: 87 files in /tmp after one harvest) go to
-        # this worker's folder, removed when it exits; a sandboxed child takes its own (sandbox.py).
-        # Inductor's cache stays where it was (its default is under the temporary folder), shared
-        # by the workers that compile the same reference.
+        # Problems' leftover temporary files (torch_geometric's generated modules) go with this worker's
+        # folder; Inductor's shared cache stays at its default; a sandboxed child takes its own (sandbox.py).
         user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchinductor_{user}"))
         tempfile.tempdir = self.tmp
