@@ -10,8 +10,6 @@ import ast
 import re
 from typing import Any
 
-import torch
-
 from autotriton.harvesting.docstring_inputs import docstring_input
 from autotriton.harvesting.input_display import ones_code
 from autotriton.harvesting.constraints import fit_shape
@@ -97,15 +95,12 @@ _CONTAINERS = ("Sequential", "ModuleList", "ModuleDict")
 
 
 def _opaque(call: ast.Call | None) -> bool:
-    """Whether a layer built by `call` may change its input's features in ways not read here: a
-    local class or a builder function (`conv3x3_block(...)`), or a container filled later
-    (`nn.Sequential()` and `add_module(...)`), rather than a torch.nn layer."""
+    """Whether a layer built by `call` is a container filled later (`nn.Sequential()`, then
+    `add_module(...)`): what it does to its input is not read here. A local class is not counted:
+    most keep their input's features (a block, an attention), and the layer after them sizes it."""
     if call is None:
-        return True
-    name = ast.unparse(call.func).split(".")[-1]
-    if name in _CONTAINERS:
-        return not call.args
-    return not (name[:1].isupper() and hasattr(torch.nn, name))
+        return False
+    return ast.unparse(call.func).split(".")[-1] in _CONTAINERS and not call.args and not call.keywords
 
 
 def _passed_opaque_at(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call]) -> int | None:
