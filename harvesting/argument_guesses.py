@@ -162,10 +162,9 @@ _SIZE_SUFFIX = re.compile(r"_(dim|dims|size|sizes|shape|num|space|count|n)$")
 _SAMPLE_SHAPE = re.compile(r"^(input|in|obs|observation|state|img|image|sample|frame)_shape$")
 
 
-# A sequence of sequences of ints: `list[list[int]]`, `Sequence[Tuple[int, int]]`, `tuple[tuple[int, ...], ...]`
+# A sequence of sequences of ints: `list[list[int]]`, `Sequence[Tuple[int, int]]`, `tuple[tuple[int, ...], ...]`;
+# a sequence of ints
 _NESTED_INTS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[(List|list|Sequence|Tuple|tuple|Iterable)\[int\b")
-
-
 _FLAT_INTS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[int\b")
 
 
@@ -198,8 +197,8 @@ def _named_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         # `n_strides: int` count them)
         single = _guess_value(_PER_STAGE.sub(lambda m: m.group(1), n), "", D)
         if single is not None and isinstance(single[1], int) and not isinstance(single[1], bool):
-            if _NESTED_INTS.match(ann):  # per stage, per unit (`kernel_sizes: list[list[int]]`)
-                return f"[[{single[0]}, {single[0]}], [{single[0]}, {single[0]}]]", [[single[1]] * 2] * 2
+            if _NESTED_INTS.match(ann):  # per stage, per unit (`kernel_sizes: list[list[int]]`): _guess_value nests it
+                return single
             return f"({single[0]}, {single[0]})", [single[1], single[1]]
     if ann in ("bool",) or n.startswith(("use_", "has_", "is_", "with_", "enable")) or n in ("bias", "affine", "residual", "causal", "batch_first", "inplace", "normalize", "learnable", "elementwise_affine"):
         return "False" if n in ("inplace",) else "True", True if n not in ("inplace",) else False
@@ -254,10 +253,9 @@ def _named_value(name: str, annotation: str, D: int, usage: str = "held") -> tup
         # iterated twice): two stages of two, the outer and inner kinds as the hint says; widths
         # growing from D, as a network's do (a dense block's unit adds `out - in` channels)
         values = [[D + 16, D + 32], [D + 48, D + 64]]
-        inner = ["({}, {})" if nested.group(2).lower() == "tuple" else "[{}, {}]"][0]
-        items = [inner.format(*v) for v in values]
-        code = (f"({items[0]}, {items[1]})" if nested.group(1).lower() == "tuple" else f"[{items[0]}, {items[1]}]")
-        return code, values
+        inner = "({}, {})" if nested.group(2).lower() == "tuple" else "[{}, {}]"
+        outer = "({}, {})" if nested.group(1).lower() == "tuple" else "[{}, {}]"
+        return outer.format(*(inner.format(*v) for v in values)), values
     if ann.startswith(("Tuple[int", "tuple[int")):
         return f"({D}, {D})", [D, D]  # a tuple where the hint says so (beartype & co check it)
     if ann.startswith(("List[int]", "list[int]", "Sequence[int]")) or re.search(r"(dims|sizes|channels_list|widths|hidden_sizes|features_list)$", n):

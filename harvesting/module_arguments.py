@@ -188,8 +188,8 @@ def norm_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
 # `assert isinstance(activation, nn.Module)` (the traceback shows the assert line, then AssertionError)
 _ISINSTANCE_ASSERT = re.compile(r"assert\s*\(?\s*isinstance\(\s*([\w.]+)\s*,\s*(?:torch\.)?nn\.(\w+)\s*\)\s*\)?[^|\n]*(?:\||\n).*AssertionError",
                                 re.DOTALL)
-_NORM_ARG = re.compile(r"(^|_)(norm|normali[sz]ation|bn|norm_layer|norm_fn|norm_cls)($|_)")
-_ACT_ARG = re.compile(r"(^|_)(act|activation|activ|nonlinearity|act_layer|act_fn)($|_)")
+_NORM_ARG = re.compile(r"(^|_)(norm|normali[sz]ation|bn)($|_)")  # norm_layer, normalization, bn
+_ACT_ARG = re.compile(r"(^|_)(act|activ|activation|nonlinearity)($|_)")  # act_layer, activation
 
 
 def isinstance_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
@@ -214,17 +214,12 @@ def isinstance_arguments(attempt: Attempt, detail: str) -> list[Attempt]:
     if norm:
         code = f"lambda *args, **kwargs: torch.nn.{cls}(*args, **kwargs)"
         return [_replaced(attempt, held, code, {"expr": code}, cls)]
-    if cls == "Module":
-        out = []
+    if cls == "Module":  # each argument's guessed class built, else an Identity
         for k in held:
             given = attempt.init_code[k] if k < len(attempt.init_code) else ""
-            built = f"{given}()" if re.fullmatch(r"torch\.nn\.[A-Z]\w*", given or "") else "torch.nn.Identity()"
-            out.append((k, built))
-        codes, specs = list(attempt.init_code), list(attempt.init_spec)
-        for k, built in out:
-            codes[k] = built
-            specs[k] = {**specs[k], "value": built} if isinstance(specs[k], dict) else built
-        return [Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} built modules")]
+            built = f"{given}()" if re.fullmatch(r"torch\.nn\.[A-Z]\w*", given) else "torch.nn.Identity()"
+            attempt = _replaced(attempt, [k], built, built, "built")
+        return [attempt]
     if not isinstance(getattr(torch.nn, cls, None), type):
         return []
     return [_replaced(attempt, held, f"torch.nn.{cls}()", f"torch.nn.{cls}()", cls)]
