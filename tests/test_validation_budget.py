@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from autotriton.validation import JudgePool, ValidationConfig
-from autotriton.validation import candidate_runner, judge, timing
+from autotriton.validation import candidate_runner, judge, problem_state, timing, trial_budget
 from validation_helpers import candidate, judge_config
 
 # One trial at full size: A (256x32) + B (32x256) + C (256x256) fp32 = 320 KiB.
@@ -77,17 +77,17 @@ def _cfg(**overrides) -> dict:
 
 
 def test_fit_to_budget_keeps_small_problems_and_shrinks_big_ones():
-    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg())
+    src, notes = trial_budget.fit_to_budget(BIG_MATMUL, _cfg())
     assert src == BIG_MATMUL and notes["trial_mb"] == pytest.approx(0.3, abs=0.1) and "shrunk_for_memory" not in notes
-    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg(max_trial_mb=0.1))
+    src, notes = trial_budget.fit_to_budget(BIG_MATMUL, _cfg(max_trial_mb=0.1))
     assert notes["shrunk_for_memory"] and notes["shrink_max_dim"] == 128  # the largest power of two that fits
     assert "M = 128" in src and "N = 128" in src and "K = 32" in src
     assert notes["judged_trial_mb"] <= 0.1
     # without answer files the answer limit counts too: all trials' outputs must fit max_output_mb
-    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg(max_output_mb=0.5, answer_shm=False))
+    src, notes = trial_budget.fit_to_budget(BIG_MATMUL, _cfg(max_output_mb=0.5, answer_shm=False))
     assert notes["shrunk_for_memory"] and "M = 128" in src
     # with them (the default) an answer over max_output_mb travels through the worker's answer file
-    src, notes = judge.fit_to_budget(BIG_MATMUL, _cfg(max_output_mb=0.5))
+    src, notes = trial_budget.fit_to_budget(BIG_MATMUL, _cfg(max_output_mb=0.5))
     assert src == BIG_MATMUL and "shrunk_for_memory" not in notes
 
 
@@ -99,7 +99,7 @@ def test_trial_bytes_come_from_the_meta_device():
 def test_kernelbench_large_output_matmul_is_shrunk(kernelbench_l1):
     rows = {r["problem_id"]: r for r in map(json.loads, kernelbench_l1.read_text().splitlines()) if r.get("level") == 1}
     assert 7 in rows, f"{kernelbench_l1} lacks KernelBench L1/7 (the 32768x32768 matmul this test needs)"
-    src, notes = judge.fit_to_budget(rows[7]["source"], _cfg(device="cuda", trials=3))
+    src, notes = trial_budget.fit_to_budget(rows[7]["source"], _cfg(device="cuda", trials=3))
     assert notes["trial_mb"] >= 4096  # a 32768 x 32768 fp32 output
     assert notes["shrunk_for_memory"] and notes["judged_trial_mb"] <= 512
     ins, outs = judge.trial_bytes(src)
@@ -108,7 +108,7 @@ def test_kernelbench_large_output_matmul_is_shrunk(kernelbench_l1):
 
 def test_timing_plan_keeps_full_sizes_when_correctness_is_shrunk(tmp_path):
     cfg = _cfg(max_trial_mb=0.05)
-    state = judge.ProblemState(LINEAR, cfg, str(tmp_path))
+    state = problem_state.ProblemState(LINEAR, cfg, str(tmp_path))
     assert state.notes["shrunk_for_memory"] and state.source != LINEAR
     assert [list(x.shape) for x in state.main.trials[0]["inputs"]] != [[64, 512]]
     assert judge.timing_plan(state, cfg) is None  # no timing on the CPU
@@ -129,7 +129,7 @@ def test_timing_plan_keeps_full_sizes_when_correctness_is_shrunk(tmp_path):
     model, timed = candidate_runner.timing_model_and_inputs(ModelNew, "shrunk instance", job, "cpu")
     assert tuple(model.linear.weight.shape) == (256, 512) and [list(s[0].shape) for s in timed] == [[64, 512]] * 2
     # within budget: the trials' own model and inputs are timed, as before
-    small = judge.ProblemState(LINEAR, _cfg(), str(tmp_path))
+    small = problem_state.ProblemState(LINEAR, _cfg(), str(tmp_path))
     plan = judge.timing_plan(small, dict(_cfg(), device="cuda", time_kernels=True))
     assert "full_size" not in plan
     job = {"timing": plan, "phases": [{"trials": [{"inputs": t["inputs"]} for t in small.main.trials]}]}

@@ -82,7 +82,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_function_level_imports():
     graph = import_graph()
     assert "candidate_runner" in graph["worker"]  # imported inside functions only
-    assert "reference_problem" in graph["judge"] and "reference_problem" in graph["timing"]
+    assert "reference_problem" in graph["problem_state"] and "reference_problem" in graph["timing"]
     assert "rules" in graph["pool"]
 
 

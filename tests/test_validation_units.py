@@ -257,21 +257,77 @@ def test_judge_workers_get_the_gpus_asked_for_as_this_process_sees_them():
         assign_gpus(2, [], [])
 
 
+STATE_CFG = {"device": "cpu", "shrink_for_cpu": True, "shrink_max_dim": 32, "seed": 1, "trials": 1, "odd_size_trial": False,
+             "max_trial_mb": 512.0, "max_output_mb": 1024.0}
+
+# A reference that runs out of memory while a file says so (another batch holding the GPU).
+OOM_WHILE_FULL = """
+import os
+import torch
+import torch.nn as nn
+
+FULL = {full!r}
+
+class Model(nn.Module):
+    def forward(self, x):
+        if os.path.exists(FULL):
+            with open(FULL) as f:
+                left = int(f.read())
+            if left:
+                with open(FULL, "w") as f:
+                    f.write(str(left - 1))
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB.")
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(4, 32)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_reference_that_found_the_gpu_full_is_built_again_after_a_wait(tmp_path):
+    """Batches judged side by side share the GPU: a reference that ran out of memory once is built
+    again after a wait (and the wait is noted), not recorded as a broken problem; one that stays
+    out of memory past the waits, or fails for another reason, fails at once as before."""
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from autotriton.validation import problem_state as ps
+    from autotriton.validation.reference_problem import ProblemError
+
+    full = tmp_path / "full"
+    source = OOM_WHILE_FULL.format(full=str(full))
+    full.write_text("2")  # out of memory twice, then room
+    state = ps.problem_state(SimpleNamespace(problems=OrderedDict(), tmp=str(tmp_path)), source, STATE_CFG, waits=(0.01, 0.02, 0.03))
+    assert state.notes["oom_retries"] == 2 and state.notes["oom_wait_s"] == pytest.approx(0.03)
+    assert full.read_text() == "0" and len(state.main.outputs) == 1
+
+    full.write_text("5")  # still full after every wait: the out-of-memory error, as the problem's failure
+    with pytest.raises(ProblemError, match="OutOfMemoryError"):
+        ps.problem_state(SimpleNamespace(problems=OrderedDict(), tmp=str(tmp_path)), source, STATE_CFG, waits=(0.01, 0.01))
+    assert full.read_text() == "2"  # tried three times: first, and after each of the two waits
+
+    broken = source.replace("return torch.relu(x)", "return x.undefined_method()")
+    full.write_text("0")
+    with pytest.raises(ProblemError, match="AttributeError"):
+        ps.problem_state(SimpleNamespace(problems=OrderedDict(), tmp=str(tmp_path)), broken, STATE_CFG, waits=(60.0,))
+
+
 def test_the_worker_cache_of_problems_is_bounded_by_bytes(monkeypatch):
     """Problems judged at their own sizes can hold GiBs of inputs and reference outputs: the
     worker's cache drops the oldest ones past MAX_CACHED_BYTES (the newest always stays)."""
     from collections import OrderedDict
     from types import SimpleNamespace
 
-    from autotriton.validation import judge
+    from autotriton.validation import problem_state as ps
     from validation_helpers import problem
 
-    cfg = {"device": "cpu", "shrink_for_cpu": True, "shrink_max_dim": 32, "seed": 1, "trials": 1, "odd_size_trial": False,
-           "max_trial_mb": 512.0, "max_output_mb": 1024.0}
     worker = SimpleNamespace(problems=OrderedDict(), tmp="")
-    first = judge.problem_state(worker, problem("relu"), cfg)
+    first = ps.problem_state(worker, problem("relu"), STATE_CFG)
     size = first.cached_bytes()
     assert size == 2 * 4 * 32 * 4  # one trial: a (4, 32) fp32 input and its output
-    monkeypatch.setattr(judge, "MAX_CACHED_BYTES", size + 1)
-    judge.problem_state(worker, problem("softmax"), cfg)
+    monkeypatch.setattr(ps, "MAX_CACHED_BYTES", size + 1)
+    ps.problem_state(worker, problem("softmax"), STATE_CFG)
     assert list(worker.problems) and first not in worker.problems.values() and len(worker.problems) == 1
