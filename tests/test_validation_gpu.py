@@ -122,3 +122,21 @@ def test_at_its_own_sizes_a_cache_kept_only_at_full_size_is_caught_on_the_gpu():
     assert honest.timing["candidate"]["full_size"] and honest.timing["speedup"] > 0
     assert cheat.correct and "RUNTIME-TIMING-MISMATCH" in {v.rule for v in cheat.violations}
     assert cheat.timing["check"]["ok"] is False and "speedup" not in cheat.timing
+
+
+def test_trial_inputs_are_drawn_on_the_gpu_and_kept_on_the_cpu():
+    """A GPU judge draws a problem's trial inputs with its factories on the GPU (the seed's values
+    there), keeps them on the CPU; a get_inputs() that cannot run so is drawn on the CPU."""
+    import types
+
+    import torch
+
+    from autotriton.validation.problem_state import draw_inputs
+
+    module = types.SimpleNamespace(get_inputs=lambda: [torch.rand(64, 32), 3])
+    inputs = draw_inputs(module, 11, "cuda")
+    torch.manual_seed(11)
+    assert inputs[0].device.type == "cpu" and torch.equal(inputs[0], torch.rand(64, 32, device="cuda").cpu()) and inputs[1] == 3
+    numpy_bound = types.SimpleNamespace(get_inputs=lambda: [torch.from_numpy(torch.rand(4).numpy())])
+    torch.manual_seed(11)
+    assert torch.equal(draw_inputs(numpy_bound, 11, "cuda")[0], torch.rand(4))

@@ -315,6 +315,23 @@ def test_a_reference_that_found_the_gpu_full_is_built_again_after_a_wait(tmp_pat
         ps.problem_state(SimpleNamespace(problems=OrderedDict(), tmp=str(tmp_path)), broken, STATE_CFG, waits=(60.0,))
 
 
+def test_trial_inputs_are_the_seeds_draw_and_a_draw_that_cannot_run_on_the_device_is_made_on_the_cpu():
+    """On the CPU the trial inputs are get_inputs() under the seed, as before; on another device
+    (here meta, whose tensors cannot be copied back) a draw that fails is made on the CPU as the
+    problem wrote it, with the same seed (the GPU path itself: tests/test_validation_gpu.py)."""
+    import types
+
+    from autotriton.validation.problem_state import draw_inputs
+
+    module = types.SimpleNamespace(get_inputs=lambda: [torch.rand(4, 8), {"scale": torch.randn(3)}, 2])
+    torch.manual_seed(5)
+    expected = [torch.rand(4, 8), torch.randn(3)]
+    for device in ("cpu", "meta"):
+        drawn = draw_inputs(module, 5, device)
+        assert torch.equal(drawn[0], expected[0]) and torch.equal(drawn[1]["scale"], expected[1]) and drawn[2] == 2
+        assert drawn[0].device.type == "cpu"
+
+
 def test_the_worker_cache_of_problems_is_bounded_by_bytes(monkeypatch):
     """Problems judged at their own sizes can hold GiBs of inputs and reference outputs: the
     worker's cache drops the oldest ones past MAX_CACHED_BYTES (the newest always stays)."""

@@ -1,7 +1,8 @@
 """What a judge worker keeps per problem: the reference, built once, and its trial phases.
 
 - `Phase`: one model construction and its trials, deterministic from seeds (the candidate gets
-  the same init inputs and weights; trial inputs only once its __init__ returned);
+  the same init inputs and weights; trial inputs only once its __init__ returned), the trials'
+  inputs drawn on the judge's device (`draw_inputs`);
 - `ProblemState`: the runnable reference of a problem (shrunk on the CPU, fitted to the trial
   byte budget on a GPU) with its main phase and the odd-size trial;
 - `problem_state`: the worker's cache of them (least recently used out first), building one again
@@ -42,6 +43,27 @@ def _to(obj: Any, device: str) -> Any:
     return cr._to(obj, device)
 
 
+def draw_inputs(module: Any, seed: int, device: str) -> list[Any]:
+    """get_inputs() under torch.manual_seed(seed), on the CPU where the worker keeps them.
+
+    On a GPU judge the tensor factories run under torch.device(device), as the timed input sets
+    do (validation/timing.py): the GPU draws GiBs in milliseconds where the worker's one CPU
+    thread took seconds a GiB (the twenty-sixth GPU run: 33-94 s of a verdict making the inputs
+    of problems judged at their own sizes). The values are the seed's on that device; worker and
+    candidate see the same ones, since the worker sends them. A get_inputs() that does not run
+    so (it calls .numpy(), or mixes in CPU tensors) is drawn on the CPU as written."""
+    if torch.device(device).type != "cpu":
+        try:
+            torch.manual_seed(seed)
+            with torch.device(device):
+                drawn = list(module.get_inputs())
+            return _to(drawn, "cpu")
+        except Exception:  # noqa: BLE001 - drawn again below, as the problem wrote it
+            pass
+    torch.manual_seed(seed)
+    return _to(list(module.get_inputs()), "cpu")
+
+
 class Phase:
     """One model construction plus its trials, computed deterministically from seeds."""
 
@@ -62,8 +84,7 @@ class Phase:
         """New trial inputs (and, lazily, reference outputs) from these seeds; model and weights stay."""
         self.trials = []
         for seed in trial_seeds:
-            torch.manual_seed(seed)
-            inputs = _to(list(self.module.get_inputs()), "cpu")
+            inputs = draw_inputs(self.module, seed, self.device)
             self.trials.append({"seed": seed, "inputs": inputs, "digest": cr.digest(cr.input_leaves(inputs))})
         self.outputs: list[list[torch.Tensor]] | None = None
         self.output_paths: list[list[str]] = []  # per trial, each output tensor's dict keys (compare.key_mismatch)
