@@ -166,21 +166,25 @@ _SAMPLE_SHAPE = re.compile(r"^(input|in|obs|observation|state|img|image|sample|f
 # a sequence of ints
 _NESTED_INTS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[(List|list|Sequence|Tuple|tuple|Iterable)\[int\b")
 _FLAT_INTS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[int\b")
+# ...and of numbers or flags (a number or flag the name asks for, given as the hinted sequence of it)
+_NESTED_NUMBERS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[(List|list|Sequence|Tuple|tuple|Iterable)\[(int|float|bool)\b")
+_FLAT_NUMBERS = re.compile(r"^(?:Optional\[)?(List|list|Sequence|Tuple|tuple|Iterable)\[(int|float|bool)\b")
 
 
 def _guess_value(name: str, annotation: str, D: int, usage: str = "held") -> tuple[str, Any] | None:
     """(python source, JSON value) for a constructor argument, or None when there is no guess.
     `usage` says whether __init__ calls the parameter (module_usage), for module-valued ones.
     A number the name asks for where the hint asks for a sequence of them (`strides_per_stage:
-    list[int]`, `expansion_factors: list[list[int]]`) is given as that sequence of it."""
+    list[int]`, `expansion_factors: list[list[int]]`, `dropout_rates: list[list[float]]`) is given as
+    that sequence of it; so is a flag (`use_se: list[list[int]]`, one 0/1 per unit: True == 1)."""
     guess = _named_value(name, annotation, D, usage)
     ann = annotation.replace("typing.", "").replace(" ", "")
-    if guess is None or type(guess[1]) is not int:
+    if guess is None or type(guess[1]) not in (int, float, bool):
         return guess
     code, value = guess
-    if _NESTED_INTS.match(ann):
+    if _NESTED_NUMBERS.match(ann):
         return f"[[{code}, {code}], [{code}, {code}]]", [[value, value], [value, value]]
-    flat = _FLAT_INTS.match(ann)
+    flat = _FLAT_NUMBERS.match(ann)
     if flat:
         return (f"({code}, {code})" if flat.group(1).lower() == "tuple" else f"[{code}, {code}]"), [value, value]
     return guess

@@ -166,3 +166,60 @@ def test_a_block_of_factories_becomes_runnable(tmp_path):
 def test_a_zoo_classifier_becomes_a_runnable_problem(tmp_path):
     """End to end in the real sandbox: the stem, the dense units and the classifier all runnable."""
     assert_all_runnable(tmp_path, "zoo.py", ZOO, 3)
+
+
+# A network whose stages take one dropout rate per unit (`dropout_rates: list[list[float]]`), its
+# plural name and its hint both saying so: a single 0.0 there was indexed, then "repaired" into
+# widths, and nn.Dropout refused "probability 8".
+STAGED_DROPOUT = '''
+class FactorizedUnit(nn.Module):
+    def __init__(self, channels: int, dilation: int, dropout_rate: float):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, kernel_size=3, padding=dilation, dilation=dilation)
+        self.dropout = nn.Dropout(p=dropout_rate) if dropout_rate != 0.0 else None
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        if self.dropout is not None:
+            y = self.dropout(y)
+        return x + y
+
+
+class StagedNet(nn.Module):
+    def __init__(self,
+                 channels: list[int],
+                 dilations: list[list[int]],
+                 dropout_rates: list[list[float]],
+                 in_channels: int = 3):
+        super().__init__()
+        self.stem = nn.Conv2d(in_channels, channels[0], kernel_size=3, padding=1)
+        self.stages = nn.ModuleList()
+        for i, stage_channels in enumerate(channels):
+            units = [FactorizedUnit(stage_channels, dilations[i][j], dropout_rates[i][j]) for j in range(len(dropout_rates[i]))]
+            self.stages.append(nn.Sequential(*units))
+            if i + 1 < len(channels):
+                self.stages.append(nn.Conv2d(stage_channels, channels[i + 1], kernel_size=1))
+
+    def forward(self, x):
+        x = self.stem(x)
+        for stage in self.stages:
+            x = stage(x)
+        return x
+'''
+
+
+def test_a_rate_or_flag_per_stage_and_unit_is_a_sequence_of_them():
+    """A number the name asks for (a dropout rate: 0.0) where the hint asks for a sequence of
+    numbers is that sequence of it, floats as ints were (pytorchcv's ERFNet, ESNet, Jasper,
+    FractalNet: 'dropout probability has to be between 0 and 1, but got 8')."""
+    assert _guess_value("dropout_rates", "list[list[float]]", 32) == ("[[0.0, 0.0], [0.0, 0.0]]", [[0.0, 0.0], [0.0, 0.0]])
+    assert _guess_value("dropout_probs", "list[float]", 32) == ("[0.0, 0.0]", [0.0, 0.0])
+    assert _guess_value("dropout_rates", "list[int]", 32) == ("[0.0, 0.0]", [0.0, 0.0])  # a rate, whatever the hint's kind
+    assert _guess_value("cutoffs", "list[float]", 32) == ("[0.25, 0.5]", [0.25, 0.5])  # no number by name: fractions, as before
+    # a flag per stage and unit (pytorchcv's `use_se: list[list[int]]`, tested `use_se[i][j] == 1`)
+    assert _guess_value("use_se", "list[list[int]]", 32) == ("[[True, True], [True, True]]", [[True, True], [True, True]])
+    assert _guess_value("use_bias", "bool", 32) == ("True", True)
+
+
+def test_a_network_of_staged_dropout_rates_becomes_runnable(tmp_path):
+    assert_all_runnable(tmp_path, "staged.py", STAGED_DROPOUT, 2)
