@@ -332,6 +332,17 @@ def test_trial_inputs_are_the_seeds_draw_and_a_draw_that_cannot_run_on_the_devic
         assert drawn[0].device.type == "cpu"
 
 
+def test_the_workers_caches_together_hold_at_most_a_quarter_of_the_hosts_memory():
+    """Eight GPU judge workers may not cache 16 GiB each on a 128 GiB host (the whole of it):
+    each gets its share of a quarter of the host's memory, at most MAX_CACHED_BYTES."""
+    from autotriton.validation.problem_state import MAX_CACHED_BYTES, cache_limit
+
+    assert cache_limit({"pool_workers": 8}, host_bytes=128 * 2**30) == 4 * 2**30
+    assert cache_limit({"pool_workers": 1}, host_bytes=128 * 2**30) == MAX_CACHED_BYTES
+    assert cache_limit({}, host_bytes=24 * 2**30) == 6 * 2**30  # a worker outside a pool: one share
+    assert 0 < cache_limit({"pool_workers": 2}) <= MAX_CACHED_BYTES  # this machine's own memory
+
+
 def test_the_worker_cache_of_problems_is_bounded_by_bytes(monkeypatch):
     """Problems judged at their own sizes can hold GiBs of inputs and reference outputs: the
     worker's cache drops the oldest ones past MAX_CACHED_BYTES (the newest always stays)."""

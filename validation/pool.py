@@ -271,6 +271,7 @@ class JudgePool:
     def _wire_config(self) -> dict[str, Any]:
         cfg = self.config.model_dump(mode="json")
         cfg["device"] = self.device
+        cfg["pool_workers"] = self.n_workers  # each worker's share of host memory for its cached problems
         cfg["timing_job"] = {"runs": self.config.timing_runs, "input_sets": self.config.timing_input_sets}
         return cfg
 

@@ -14,6 +14,7 @@ Runs inside a judge worker (validation/worker.py), like judge.py.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from typing import Any
 
@@ -30,6 +31,21 @@ MAX_CACHED_PROBLEMS = 16
 # ...and at most this many bytes of their trial inputs and reference outputs (host memory): a
 # problem judged at its own sizes (max_trial_mb raised, answer files) can hold tens of GiB alone.
 MAX_CACHED_BYTES = 16 * 2**30
+# ...and, all workers' caches together, at most this share of the host's memory (the rest is the
+# candidates', the captures' and Inductor's): eight GPU judge workers at 16 GiB each were the whole
+# of a 128 GiB host, and the twenty-sixth GPU run lost a worker and a candidate to SIGKILL.
+HOST_MEMORY_SHARE = 0.25
+
+
+def cache_limit(cfg: dict[str, Any], host_bytes: int | None = None) -> int:
+    """Bytes this worker's cache of problems may hold: MAX_CACHED_BYTES, or its share of
+    HOST_MEMORY_SHARE of the host's memory among the pool's workers (`pool_workers`) when less."""
+    if host_bytes is None:
+        try:
+            host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return MAX_CACHED_BYTES
+    return min(MAX_CACHED_BYTES, int(host_bytes * HOST_MEMORY_SHARE / max(1, int(cfg.get("pool_workers") or 1))))
 
 
 def _clone(obj: Any) -> Any:
@@ -198,7 +214,7 @@ def problem_state(worker, source: str, cfg: dict[str, Any], waits: tuple[float, 
         state = _build(source, cfg, worker.tmp, waits)
         worker.problems[key] = state
         while len(worker.problems) > MAX_CACHED_PROBLEMS or (
-                len(worker.problems) > 1 and sum(s.cached_bytes() for s in worker.problems.values()) > MAX_CACHED_BYTES):
+                len(worker.problems) > 1 and sum(s.cached_bytes() for s in worker.problems.values()) > cache_limit(cfg)):
             worker.problems.popitem(last=False)
     else:
         worker.problems.move_to_end(key)
