@@ -102,6 +102,7 @@ class _MethodParams(cst.CSTTransformer):
         self.classes: list[str] = []  # the classes we are inside, outermost first
         self.functions = 0  # functions we are inside
         self.changed = False
+        self.own_changed = False  # a method of the class `name` itself was rewritten
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self.classes.append(node.name.value)
@@ -109,6 +110,13 @@ class _MethodParams(cst.CSTTransformer):
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         self.classes.pop()
+        if self.own_changed and not self.classes and updated.name.value == self.name and updated.decorators:
+            # A class decorator reads the class as written: spandrel's @store_hyperparameters
+            # raises on an __init__ whose parameters are not keyword-only (37 of held-out set 34's
+            # classes). Registries, docstring and type-checking decorators leave what forward
+            # computes as it is; the problem is the class without them.
+            self.own_changed = False
+            return updated.with_changes(decorators=[])
         return updated
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -123,7 +131,7 @@ class _MethodParams(cst.CSTTransformer):
         params = rewrite(updated.params)
         if params is None:
             return updated
-        self.changed = True
+        self.changed = self.own_changed = True
         return updated.with_changes(params=params)
 
 
@@ -171,7 +179,8 @@ def positional_init(source: str, name: str = MODEL_NAME) -> str:
     """The source with the keyword-only parameters of class `name`'s own `__init__` made
     positional-or-keyword (required ones first), so KernelBench's `Model(*get_init_inputs())` can
     build a module whose constructor is `__init__(self, *, dim, depth, ...)`. Keyword calls keep
-    working; the body is unchanged. Other sources come back as they were."""
+    working; the body is unchanged; the class's own decorators, which saw the signature as written,
+    are left out. Other sources come back as they were."""
     return _rewrite_methods(source, name, {"__init__": _all_positional})
 
 

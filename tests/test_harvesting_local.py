@@ -202,3 +202,31 @@ def test_a_module_that_is_the_identity_at_its_initial_parameters_is_probed_with_
     (x,) = ns["get_inputs"]()
     assert isinstance(model, ns["InitialModel"]) and not torch.allclose(model(x), x)
     assert sorted(model.state_dict()) == ["b", "g"]  # the module's own parameters, nothing added
+
+
+def test_a_class_decorator_that_reads_the_keyword_only_signature_is_left_out_of_the_problem(tmp_path):
+    """spandrel's `@store_hyperparameters()` raises unless every __init__ parameter is keyword-only:
+    once the problem's Model takes them positionally, the decorator (which saw the class as
+    written) is left out, and the class builds and runs (37 classes of held-out set 34 lost)."""
+    from autotriton.harvesting import harvest_local
+    from autotriton.harvesting.renaming import positional_init
+
+    source = (
+        "# SPDX-License-Identifier: MIT\nimport inspect\nimport torch\nimport torch.nn as nn\n\n"
+        "def store_hyperparameters():\n    def inner(cls):\n"
+        "        spec = inspect.getfullargspec(cls.__init__)\n"
+        "        if spec.args != ['self']:\n"
+        "            raise UserWarning('all arguments of ' + cls.__name__ + '.__init__ must be keyword arguments')\n"
+        "        return cls\n    return inner\n\n"
+        "@store_hyperparameters()\nclass Upscaler(nn.Module):\n"
+        "    def __init__(self, *, dim: int, scale: int = 2):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, dim, 3, padding=1)\n        self.out = nn.Conv2d(dim, 3 * scale ** 2, 3, padding=1)\n"
+        "        self.shuffle = nn.PixelShuffle(scale)\n\n"
+        "    def forward(self, x):\n        return self.shuffle(self.out(torch.relu(self.conv(x))))\n")
+    assert "@store_hyperparameters()" not in positional_init(source, "Upscaler")
+    plain = source.replace("*, dim: int", "dim: int")  # nothing rewritten: the decorator stays (and refuses)
+    assert positional_init(plain, "Upscaler") == plain
+    (tmp_path / "upscale.py").write_text(source)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (p,) = result.problems
+    assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
