@@ -80,9 +80,9 @@ def _signature(forward: ast.FunctionDef | None) -> tuple[str, str]:
 
 
 def with_torch_import(model_source: str) -> str | None:
-    """The source, with `import torch` first where it does not import torch by that name (the
-    harvest's module source imports only what the module uses, and an appended helper calls torch);
-    None when it does not parse or binds `torch` to something else."""
+    """The source, with `import torch` first (after any `from __future__` import) where it does not
+    import torch by that name (the harvest's module source imports only what the module uses, and an
+    appended helper calls torch); None when it does not parse or binds `torch` to something else."""
     try:
         tree = ast.parse(model_source)
     except SyntaxError:
@@ -93,7 +93,16 @@ def with_torch_import(model_source: str) -> str | None:
     bound = {t.id for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
              for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
     bound |= {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    return None if "torch" in bound else "import torch\n" + model_source
+    if "torch" in bound:
+        return None
+    # after the `from __future__` imports, which must stay first (spandrel's blocks: "from __future__
+    # imports must occur at the beginning of the file")
+    future = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    if not future:
+        return "import torch\n" + model_source
+    lines = model_source.splitlines(keepends=True)
+    end = max(n.end_lineno or n.lineno for n in future)
+    return "".join(lines[:end]) + ("" if lines[end - 1].endswith("\n") else "\n") + "import torch\n" + "".join(lines[end:])
 
 
 def rewrite_model(model_source: str, *, helper: str, base: str, method: str, template: str,

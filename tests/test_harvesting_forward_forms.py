@@ -612,3 +612,23 @@ def test_a_forward_that_writes_into_its_inputs_is_given_copies_and_stays_the_sam
     with JudgePool(ValidationConfig(device="cpu", workers=1)) as pool:
         first, now = pool.probe_many([as_written, problems["ReluLayer"].reference_source])
     assert first.ok and first.mutates_inputs and now.ok and not now.mutates_inputs
+
+
+def test_a_structured_output_rewrite_keeps_from_future_imports_first(tmp_path):
+    """A module file that starts with `from __future__ import annotations` and imports only
+    `torch.nn`: the rewrite's `import torch` goes after the future import (spandrel's blocks were
+    refused as bad_format: "from __future__ imports must occur at the beginning of the file")."""
+    from autotriton.harvesting.structured_outputs import with_torch_import
+
+    source = '"""Heads."""\nfrom __future__ import annotations\nimport torch.nn as nn\n'
+    assert with_torch_import(source) == '"""Heads."""\nfrom __future__ import annotations\nimport torch\nimport torch.nn as nn\n'
+    assert with_torch_import("import torch.nn as nn\n") == "import torch\nimport torch.nn as nn\n"
+    (tmp_path / "future_heads.py").write_text(
+        "# SPDX-License-Identifier: MIT\nfrom __future__ import annotations\n\nimport torch.nn as nn\n\n\n"
+        "class TwoHeads(nn.Module):\n    def __init__(self, dim: int):\n        super().__init__()\n"
+        "        self.a = nn.Linear(dim, dim)\n        self.b = nn.Linear(dim, 2)\n\n"
+        "    def forward(self, x):\n        return {'features': self.a(x).relu(), 'logits': self.b(x)}\n")
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (p,) = result.problems
+    assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
+    assert "class Model(StructuredModel):" in p.reference_source
