@@ -197,9 +197,14 @@ class Harvester:
             self._sources[ref.key] = ref
             self.result.sources.append(ref)
 
-    def licence_ok(self, licence: str | None, subject: str) -> bool:
+    def licence_ok(self, licence: str | None, subject: str, named: str | None = None) -> bool:
+        """Is `licence` (an SPDX id, or None when none was recognised) on harvest.licences? `named`:
+        the licence the metadata names as written where it is not one recognised, quoted to the user."""
         if licence is None:
-            self.reject_file(subject, "licence_unknown", "no licence file, SPDX header or packaging metadata names a licence; add one or harvest elsewhere")
+            detail = (f"its packaging metadata names {named!r}, which is not a licence this harvest recognises (an SPDX id "
+                      "such as MIT or Apache-2.0); check its terms, add a licence file if they allow it, or harvest elsewhere"
+                      if named else "no licence file, SPDX header or packaging metadata names a licence; add one or harvest elsewhere")
+            self.reject_file(subject, "licence_unknown", detail)
             return False
         if licence not in self.config.licences:
             self.reject_file(subject, "licence_not_allowed", f"{licence} is not in harvest.licences ({', '.join(self.config.licences)})")

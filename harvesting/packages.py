@@ -279,6 +279,18 @@ def package_licence(root: Path) -> str | None:
     return None
 
 
+def named_licence(root: Path) -> str | None:
+    """The licence the package's metadata names as written (a wheel's METADATA, an sdist's
+    PKG-INFO), recognised or not: what a user is told when it is not one the harvest knows."""
+    for meta in [*sorted(root.glob("*.dist-info/METADATA")), root / "PKG-INFO"]:
+        if meta.is_file():
+            text = meta.read_text(encoding="utf-8", errors="replace").split("\n\n", 1)[0]  # headers only
+            m = re.search(r"^License-Expression:\s*(.+)$", text, re.M) or re.search(r"^License:\s*(.+)$", text, re.M)
+            if m and m.group(1).strip() and m.group(1).strip().upper() not in ("UNKNOWN", "NONE"):
+                return m.group(1).strip()[:120]
+    return None
+
+
 # ------------------------------------------------------------------------------------------------
 # harvest
 
@@ -398,7 +410,7 @@ def harvest_packages(sources: str | Path | SourcesFile, config: HarvestConfig | 
             harvester.reject_file(src.label, "fetch_failed", f"{exc}; check the name and version on PyPI")
             continue
         licence = package_licence(root)
-        if not harvester.licence_ok(licence, src.label):
+        if not harvester.licence_ok(licence, src.label, named=None if licence else named_licence(root)):
             continue
         before = len(harvester.result.sources)
         scanned = harvest_package_root(harvester, src, root, licence, fmt)

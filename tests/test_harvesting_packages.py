@@ -197,6 +197,25 @@ def test_wheel_metadata_licence(tmp_path):
     assert package_licence(tmp_path) == "BSD-3-Clause"
 
 
+def test_a_licence_the_metadata_names_but_the_harvest_does_not_know_is_quoted(tmp_path):
+    """fastervit's METADATA says `License: NVIDIA Source Code License-NC`: not an SPDX id, so the
+    package is refused as licence_unknown, and the refusal quotes what the metadata names (it said
+    "no ... packaging metadata names a licence")."""
+    from autotriton.harvesting import HarvestConfig
+    from autotriton.harvesting.core import Harvester
+    from autotriton.harvesting.packages import named_licence
+
+    info = tmp_path / "fastvit-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fastvit\nLicense: NVIDIA Source Code License-NC\n\nbody\n")
+    assert package_licence(tmp_path) is None and named_licence(tmp_path) == "NVIDIA Source Code License-NC"
+    harvester = Harvester(HarvestConfig(incremental=False))
+    assert not harvester.licence_ok(None, "fastvit==1.0", named=named_licence(tmp_path))
+    (rejection,) = harvester.result.rejections
+    assert rejection.reason == "licence_unknown" and "'NVIDIA Source Code License-NC'" in rejection.detail
+    assert named_licence(tmp_path.parent / "nothing-here") is None
+
+
 def test_cli_verb_stores_and_reports_per_package(tmp_path, local_index, monkeypatch):
     monkeypatch.chdir(tmp_path)
     sources = write_sources(tmp_path, '[[package]]\nname = "tinytorch-pkg"\nversion = "0.1"\ninclude = ["tinytorch_pkg"]\n'
