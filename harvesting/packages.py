@@ -266,16 +266,17 @@ def package_licence(root: Path) -> str | None:
                 found = detect_licence_text(lic.read_text(encoding="utf-8", errors="replace"))
                 if found:
                     return found
-        meta = info / "METADATA"
-        if meta.is_file():
-            text = meta.read_text(encoding="utf-8", errors="replace").split("\n\n", 1)[0]  # headers only
-            m = re.search(r"^License-Expression:\s*(\S+)", text, re.M) or re.search(r"^License:\s*(.+)$", text, re.M)
-            if m and normalize_spdx(m.group(1).strip()):
-                return normalize_spdx(m.group(1).strip())
-            for cls in re.findall(r"License :: OSI Approved :: ([^\n]+)", text):
-                found = normalize_spdx(cls.replace(" License", "").strip()) or normalize_spdx(cls.strip())
-                if found:
-                    return found
+        text = _metadata_headers(info / "METADATA")
+        header = _licence_header(text)
+        if header:  # an expression's first licence ("MIT OR Apache-2.0"); a License field whole
+            kind, value = header
+            spdx = normalize_spdx(value.split()[0] if kind == "License-Expression" else value)
+            if spdx:
+                return spdx
+        for cls in re.findall(r"License :: OSI Approved :: ([^\n]+)", text):
+            found = normalize_spdx(cls.replace(" License", "").strip()) or normalize_spdx(cls.strip())
+            if found:
+                return found
     return None
 
 
@@ -283,11 +284,23 @@ def named_licence(root: Path) -> str | None:
     """The licence the package's metadata names as written (a wheel's METADATA, an sdist's
     PKG-INFO), recognised or not: what a user is told when it is not one the harvest knows."""
     for meta in [*sorted(root.glob("*.dist-info/METADATA")), root / "PKG-INFO"]:
-        if meta.is_file():
-            text = meta.read_text(encoding="utf-8", errors="replace").split("\n\n", 1)[0]  # headers only
-            m = re.search(r"^License-Expression:\s*(.+)$", text, re.M) or re.search(r"^License:\s*(.+)$", text, re.M)
-            if m and m.group(1).strip() and m.group(1).strip().upper() not in ("UNKNOWN", "NONE"):
-                return m.group(1).strip()[:120]
+        header = _licence_header(_metadata_headers(meta))
+        if header and header[1].upper() not in ("UNKNOWN", "NONE"):
+            return header[1][:120]
+    return None
+
+
+def _metadata_headers(path: Path) -> str:
+    """The header block of a METADATA / PKG-INFO file ("" where there is none)."""
+    return path.read_text(encoding="utf-8", errors="replace").split("\n\n", 1)[0] if path.is_file() else ""
+
+
+def _licence_header(headers: str) -> tuple[str, str] | None:
+    """(field, value as written) of the licence metadata headers name: License-Expression, else License."""
+    for name in ("License-Expression", "License"):
+        m = re.search(rf"^{name}:[ \t]*(.+)$", headers, re.M)
+        if m and m.group(1).strip():
+            return name, m.group(1).strip()
     return None
 
 

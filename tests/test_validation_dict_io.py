@@ -66,7 +66,7 @@ def test_compare_names_a_missing_an_extra_and_a_wrong_key():
 def test_the_reference_writing_into_its_features_dict_leaves_the_trial_inputs_alone(tmp_path):
     """The reference runs on a clone of the trial's inputs, dicts included: the trial's dict (which
     the candidate gets, and whose digest was taken) never holds the reference's result."""
-    from autotriton.validation.judge import Phase
+    from autotriton.validation.problem_state import Phase
     from autotriton.validation.reference_problem import load_problem_module
 
     module = load_problem_module(problem("features_pooling"), str(tmp_path), "main")

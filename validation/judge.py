@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_leaves
 
 from autotriton.validation import candidate_runner as cr
 from autotriton.validation import compare, wire
-from autotriton.validation.problem_state import Phase, ProblemState, problem_state  # noqa: F401 (judge.ProblemState)
+from autotriton.validation.problem_state import Phase, ProblemState, problem_state
 from autotriton.validation.timing import full_size_check
 from autotriton.validation.trial_budget import _tensor_bytes, trial_bytes  # noqa: F401 (judge.trial_bytes)
 
