@@ -440,6 +440,24 @@ def _read_as_size(item: ast.Subscript, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
+# forward inputs named as a spatial size: `x_size`, `hw_shape`, `input_resolution`, `img_size`
+_SIZE_INPUT = re.compile(r"(^|_)(size|shape|hw|resolution)$")
+
+
+def _hands_on(func: ast.expr) -> bool:
+    """Whether a call passes its arguments on to the module's own code (`self.calculate_mask(s)`,
+    `blk(x, s)` for a block of a loop, `window_partition(x, s)`) rather than to torch's."""
+    if isinstance(func, ast.Attribute):
+        return isinstance(func.value, ast.Name) and func.value.id == "self"
+    return isinstance(func, ast.Name) and func.id not in _SIZE_TAKERS
+
+
+def _compares_whole(compare: ast.Compare) -> bool:
+    """`self.input_resolution == x_size`: an equality with another value, no literal in it."""
+    return all(isinstance(o, (ast.Eq, ast.NotEq)) for o in compare.ops) \
+        and not any(isinstance(o, ast.Constant) for o in [compare.left, *compare.comparators])
+
+
 def _python_value_use(forward: ast.FunctionDef, param: str) -> tuple[str, Any] | None:
     """How forward uses `param` when every use says it is a plain Python value, not a tensor:
     ("ints", n) when it is only indexed by constants or unpacked (`x_size[0]`, `h, w = x_size`:
@@ -447,12 +465,15 @@ def _python_value_use(forward: ast.FunctionDef, param: str) -> tuple[str, Any] |
     compares it with a number as a condition (`if quality < 50:`, a tensor there raises "Boolean
     value of Tensor ... is ambiguous"); ("bool", True) when it is tested bare (`if target_is_real:`,
     `a if p else b`). None when any use could be a tensor's (an attribute, an argument, arithmetic
-    outside a condition)."""
+    outside a condition). A size handed on (`blk(x, x_size)`, `self.calculate_mask(x_size)`) or
+    compared with another value (`if self.input_resolution == x_size:`) says nothing either way; a
+    size spread into a shape (`view(B, C, *x_size)`) or named as one (`x_size`, `hw_shape`) whose
+    uses say nothing else is a (height, width) pair."""
     parents: dict[ast.AST, ast.AST] = {}
     for node in ast.walk(forward):
         for child in ast.iter_child_nodes(node):
             parents[child] = node
-    length, number, tested, arithmetic = 0, None, False, False
+    length, number, tested, arithmetic, spread = 0, None, False, False, False
     uses = [n for n in ast.walk(forward) if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load)]
     if not uses:
         return None
@@ -476,15 +497,25 @@ def _python_value_use(forward: ast.FunctionDef, param: str) -> tuple[str, Any] |
                 and parents[up].test is up:
             others = [up.left, *up.comparators]
             literal = next((o.value for o in others if isinstance(o, ast.Constant) and type(o.value) in (int, float)), None)
+            if literal is None and _compares_whole(up):
+                continue
             if literal is None:
                 return None
             number = literal if number is None else number
         elif isinstance(up, ast.BinOp):
             arithmetic = True  # `5000. / quality`: a number's, when a condition shows it is one
+        elif isinstance(up, ast.Starred) and _read_as_size(up, parents):
+            spread = True
+        elif isinstance(up, ast.Compare) and _compares_whole(up):
+            continue
+        elif isinstance(up, ast.Call) and use in up.args and _hands_on(up.func):
+            continue
         else:
             return None
     if arithmetic and number is None:
         return None
+    if not (length or number is not None or tested) and (spread or _SIZE_INPUT.search(param)):
+        return ("ints", 2)
     if length and number is None and not tested:
         return ("ints", length)
     if number is not None and not length:
