@@ -359,3 +359,75 @@ def test_the_worker_cache_of_problems_is_bounded_by_bytes(monkeypatch):
     monkeypatch.setattr(ps, "MAX_CACHED_BYTES", size + 1)
     ps.problem_state(worker, problem("softmax"), STATE_CFG)
     assert list(worker.problems) and first not in worker.problems.values() and len(worker.problems) == 1
+
+
+RELU_PROBLEM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(4, 32)]
+
+def get_init_inputs():
+    return []
+"""
+
+OOM_CANDIDATE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def _relu(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.maximum(tl.load(x_ptr + i, mask=i < n), 0.0), mask=i < n)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _relu[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)
+        if y.numel() > 0:  # what a launch raises when its workspace no longer fits beside other jobs
+            raise RuntimeError("CUDA error: out of memory")
+        return y
+"""
+
+
+def test_a_candidate_that_found_the_gpu_full_is_judged_again_after_a_wait():
+    """A GPU candidate that ran out of memory (batches judged side by side) is judged again after
+    each wait, and the verdict notes the waits; one still out of memory after them keeps its
+    runtime_error; on the CPU, or for another error or a failed reference, there is no second run."""
+    from autotriton.validation.judge import candidate_out_of_memory, judge_retrying
+    from autotriton.validation.pool import validate_candidate
+    from autotriton.validation import ValidationConfig
+
+    # the real judge's verdict for a candidate that raises torch's error is read as out of memory
+    verdict = validate_candidate(RELU_PROBLEM, OOM_CANDIDATE, ValidationConfig(device="cpu", trials=1))
+    assert verdict.status == "runtime_error" and candidate_out_of_memory({"status": verdict.status, "error": verdict.error})
+    assert "candidate_oom_retries" not in verdict.timing  # no second run on the CPU
+
+    def judge_failing(times: int, error: str = "forward: OutOfMemoryError: CUDA out of memory", **extra):
+        calls = []
+
+        def judge(worker, problem, candidate, cfg):
+            calls.append(cfg["device"])
+            if len(calls) <= times:
+                return {"status": "runtime_error", "error": error, "timing": {}, **extra}
+            return {"status": "passed", "error": None, "timing": {}}
+        return judge, calls
+
+    gpu = {"device": "cuda:0"}
+    judge, calls = judge_failing(2)
+    result = judge_retrying(None, RELU_PROBLEM, OOM_CANDIDATE, gpu, waits=(0.01, 0.02, 0.03), judge=judge)
+    assert result["status"] == "passed" and len(calls) == 3
+    assert result["timing"]["candidate_oom_retries"] == 2 and result["timing"]["candidate_oom_wait_s"] == pytest.approx(0.03)
+    judge, calls = judge_failing(5)
+    assert judge_retrying(None, "", "", gpu, waits=(0.01, 0.01), judge=judge)["status"] == "runtime_error" and len(calls) == 3
+    for judge, calls, cfg in [(*judge_failing(1), {"device": "cpu"}),
+                              (*judge_failing(1, "forward: IndexError: index 9 is out of bounds"), gpu),
+                              (*judge_failing(1, "reference problem failed: CUDA out of memory", reference_failed=True), gpu)]:
+        assert judge_retrying(None, "", "", cfg, waits=(0.01,), judge=judge)["status"] == "runtime_error" and len(calls) == 1

@@ -159,6 +159,40 @@ def _answer_file(job: dict[str, Any], phases: list[Phase], cfg: dict[str, Any]) 
     return wire.answer_file(size)
 
 
+# Batches judged side by side share the GPU (distillation/gpu_memory.py reserves per problem, but
+# a candidate's allocator slack is not in its books): a candidate that found the GPU full is judged
+# again, with fresh secret inputs, after each of these waits. A candidate that raises the error
+# itself gains nothing but these re-runs: its verdict stands after the last.
+CANDIDATE_OOM_WAITS_S = (5.0, 15.0)
+
+
+def candidate_out_of_memory(result: dict[str, Any]) -> bool:
+    """Did this judgement fail because the candidate's run found the GPU out of memory (torch's
+    OutOfMemoryError, or a kernel launch's CUDA "out of memory"), not for its own fault?"""
+    error = result.get("error") or ""
+    return result.get("status") == "runtime_error" and not result.get("reference_failed") and (
+        "OutOfMemoryError" in error or "out of memory" in error.lower())
+
+
+def judge_retrying(worker, problem_source: str, candidate_source: str, cfg: dict[str, Any],
+                   waits: tuple[float, ...] = CANDIDATE_OOM_WAITS_S, judge=None) -> dict[str, Any]:
+    """judge_one, again after each wait while a GPU candidate runs out of memory; the verdict
+    notes how often and how long it waited (timing.candidate_oom_retries, candidate_oom_wait_s)."""
+    judge = judge or judge_one
+    waited: list[float] = []
+    while True:
+        result = judge(worker, problem_source, candidate_source, cfg)
+        if cfg["device"] == "cpu" or len(waited) >= len(waits) or not candidate_out_of_memory(result):
+            break
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        waited.append(waits[len(waited)])
+        time.sleep(waited[-1])
+    if waited:
+        result["timing"].update(candidate_oom_retries=len(waited), candidate_oom_wait_s=sum(waited))
+    return result
+
+
 def judge_one(worker, problem_source: str, candidate_source: str, cfg: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     device = cfg["device"]

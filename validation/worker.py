@@ -496,10 +496,10 @@ class Worker:
             cfg = dict(request["config"], env_paths=env_paths)
             with environment_on_path(env_paths):
                 if op == "validate":
-                    from autotriton.validation.judge import judge_one
+                    from autotriton.validation.judge import judge_retrying
 
                     try:
-                        return judge_one(self, request["problem_source"], request["candidate_source"], cfg)
+                        return judge_retrying(self, request["problem_source"], request["candidate_source"], cfg)
                     finally:
                         _release_gpu_cache(cfg)
                 from autotriton.validation.probe import probe_in_sandbox
