@@ -19,6 +19,9 @@ from autotriton.harvesting.signatures import _method, _method_owner, _params, _s
 
 # Builtins whose argument must be iterable: `tuple(p)`, `len(p)`, `zip(p, q)`, `sorted(p)`.
 _ITERATING = {"len", "tuple", "list", "sorted", "enumerate", "zip", "reversed", "set", "iter", "map", "filter", "frozenset"}
+# Builtins that iterate their one argument (`min(self.input_resolution)`, `sum(depths)`); with two
+# (`max(a, b)`) they compare numbers.
+_REDUCING = {"min", "max", "sum", "any", "all"}
 # Methods that only a mapping has (a tensor or a module has none of them).
 _MAPPING_METHODS = {"items", "values", "keys", "get", "update", "pop", "setdefault"}
 # Callees that take a sequence of modules (`nn.ModuleList(p)`, `self.layers.extend(p)`) or one
@@ -307,7 +310,8 @@ class UsageReader:
         callee = _callee(call)
         if callee in _KIND_TESTS or callee.startswith("is_"):
             return  # asking what it is says nothing of what it must be
-        if isinstance(call.func, ast.Name) and callee in _ITERATING and arg in call.args:
+        if isinstance(call.func, ast.Name) and (callee in _ITERATING or (
+                callee in _REDUCING and len(call.args) == 1 and not call.keywords)) and arg in call.args:
             usage.sequence = True
             if callee == "zip":
                 for loop in _loops_over(scope, call):

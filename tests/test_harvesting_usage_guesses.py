@@ -121,6 +121,20 @@ class Halves(nn.Module):
         return a * b.sigmoid()
 
 
+class WindowPick(nn.Module):
+    """Swin's window clipped to a smaller image: `min()` of one argument iterates it."""
+
+    def __init__(self, dim, input_resolution, window_size=4):
+        super().__init__()
+        if min(input_resolution) <= window_size:
+            window_size = min(input_resolution)
+        self.window_size = window_size
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x) * max(self.window_size, 2)
+
+
 class ApplyWith(nn.Module):
     def __init__(self, dim, f):
         super().__init__()
@@ -149,12 +163,14 @@ def test_the_use_of_a_parameter_sets_the_kind_of_its_guess():
     assert eval(config) == {"model_dim": 32, "hidden_size": 32, "dropout_rate": 0.0, "layer_norm_eps": 1e-05}
     assert _first("SamePadPool").init_code[1] == "32"  # asserted not None: given, though it defaults to None
     assert _first("Halves").init_code == ["-1"]  # an axis of chunk(), not a width
+    resolution = eval(_first("WindowPick").init_code[1])  # min() of it alone iterates; max(a, b) compares numbers
+    assert isinstance(resolution, tuple) and len(resolution) >= 2 and all(type(v) is int for v in resolution)
     apply_with = _first("ApplyWith")
     assert apply_with.init_code[1] == "torch.nn.GELU()" and apply_with.input_code[1] == "dict()"
 
 
 def test_modules_whose_parameters_are_told_by_their_use_become_runnable(tmp_path):
-    assert_all_runnable(tmp_path, "usages.py", USAGES, 11)
+    assert_all_runnable(tmp_path, "usages.py", USAGES, 12)
 
 
 INDEXED = '''
