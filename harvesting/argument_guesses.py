@@ -26,6 +26,7 @@ _LAYER_RULES: tuple[tuple[str, Any], ...] = (
     (r"(group)", 4),
     (r"(kernel|ksize|^k$|kernel_size)", 3),
     (r"(stride)", 1),
+    (r"output_padding|out_padding", 0),  # must stay below the stride (1): "output padding must be smaller than ..."
     (r"(padding|^pad$)", 1),
     (r"(dilation)", 1),
     (r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", 2),

@@ -143,6 +143,7 @@ def _first_layer(forward: ast.FunctionDef, param: str, calls: dict[str, ast.Call
 def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
     """Ranks suggested by unpacking `a, b, c = x.shape`, `x.size(k)`, `x.shape[k]`, `x.view(...)`, docstrings."""
     hints: list[int] = []
+    least: list[int] = []  # what `x.size(k)`, `x.shape[k]` ask: more than k axes
     for node in ast.walk(forward):
         # `t[:, None]`, `x[..., None]` excluded: indexing with None spells out the rank
         if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == param
@@ -158,7 +159,7 @@ def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
             if node.func.attr == "size" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int):
                 k = node.args[0].value
                 if k not in (0, -1):  # every tensor has a first and a last dimension: no rank told
-                    hints.append(k + 1 if k >= 0 else -k)
+                    least.append(k + 1 if k >= 0 else -k)
             if node.func.attr in ("permute",) and node.args:
                 if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)):
                     hints.append(len(node.args[0].elts))
@@ -167,7 +168,9 @@ def _rank_hints(forward: ast.FunctionDef, param: str) -> list[int]:
         if isinstance(node, ast.Subscript) and ast.unparse(node.value) == f"{param}.shape" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
             k = node.slice.value
             if k not in (0, -1):
-                hints.append(k + 1 if k >= 0 else -k)
+                least.append(k + 1 if k >= 0 else -k)
+    if least:  # `x.size(2)` and `x.size(3)`: at least 4 axes, one hint (a rank 3 guess fails the second)
+        hints.append(max(least))
     doc = ast.get_docstring(forward) or ""
     m = re.search(rf"{re.escape(param)}\b[^\n]*?[\(\[]((?:\s*[\w\*]+\s*,)+\s*[\w\*]+\s*)[\)\]]", doc)
     if m:

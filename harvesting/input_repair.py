@@ -369,6 +369,21 @@ def repair_attempts(attempt: Attempt, detail: str) -> list[Attempt]:
     "size of tensor a (128) must match the size of tensor b (32)")."""
     first = repair_attempt(attempt, detail)
     out = _channels_last(attempt, detail) + ([first] if first is not None else [])
+    channels = _CHANNELS.search(detail)
+    if first is None and channels is not None:
+        # No input has the channels the convolution got: it met what the module made of them (a
+        # decoder step's `torch.cat([up_x, skip])`), so the constructor's width that the layer was
+        # built with grows to them instead (the first argument of that value, as the layer's input comes first).
+        want, got = int(channels.group(1)), int(channels.group(2))
+        for i, spec in enumerate(attempt.init_spec):
+            value = spec.get("value") if isinstance(spec, dict) else None
+            if type(value) is int and value == want and i < len(attempt.init_code) and attempt.init_code[i] == str(want):
+                codes, specs = list(attempt.init_code), list(attempt.init_spec)
+                codes[i], specs[i] = str(got), {**spec, "value": got}
+                out.append(Attempt(codes, specs, attempt.input_code, attempt.input_spec,
+                                   label=f"{attempt.label} constructor channels"))
+                break
+        return out
     m = _BROADCAST.search(detail)
     if first is None or m is None:
         return out

@@ -34,6 +34,7 @@ from autotriton.harvesting.signatures import (
     _Param, _classes, _method, _method_owner, _params, _source_bases, class_with_attributes, module_names,
 )
 from autotriton.harvesting.usage_guess import _MODULE_API, usage_guess
+from autotriton.harvesting.none_defaults import asserted_given, dereferenced, one_of_given
 from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages
 
 
@@ -234,13 +235,13 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
     shrunk: dict[str, int] = {}  # shrunk defaults: name -> the default
     last_needed = -1
     usages = usages or {}
-    demanded = _one_of_given(init_fn) | demand
+    demanded = one_of_given(init_fn) | dereferenced(init_fn, usages) | demand
     for i, p in enumerate(params):
         guess = None
         usage = usages.get(p.name)
         # a None default the code asserts is not None, or calls in __init__ (`subnet_constructor:
         # Callable = None`, then `subnet_constructor(c_in, c_out)`: FrEIA's coupling blocks), or
-        # raises without (_one_of_given), is required
+        # raises without (one_of_given), is required
         if p.default is None or (p.default == "None" and usage is not None
                                  and (usage.required or module_usage(init_fn, p.name) == "called")) \
                 or (p.default == "None" and p.name in demanded):
@@ -372,70 +373,6 @@ def _optional_tensor_input(p: _Param) -> bool:
     return p.default == "None" and ("Tensor" in (p.annotation or "") or bool(_INPUT_NAMES.match(p.name.lower())))
 
 
-def _none_compared(node: ast.expr, op: type) -> str | None:
-    """The name of `name is None` (op ast.Is) or `name is not None` (ast.IsNot), else None."""
-    if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and len(node.ops) == 1 \
-            and isinstance(node.ops[0], op) and isinstance(node.comparators[0], ast.Constant) \
-            and node.comparators[0].value is None:
-        return node.left.id
-    return None
-
-
-def _none_checks(functions: dict[str, ast.FunctionDef]) -> set[str]:
-    """The file's `exists`-style helpers: one parameter, body `return v is not None`."""
-    out = set()
-    for name, fn in functions.items():
-        body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-        if len(fn.args.args) == 1 and len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None \
-                and _none_compared(body[0].value, ast.IsNot) == fn.args.args[0].arg:
-            out.add(name)
-    return out
-
-
-def _asserted_given(forward: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> set[str]:
-    """Names forward's top-level statements demand be given: `assert exists(t)`, `assert t is not
-    None`, `if t is None: raise ...`, `if not exists(t): raise ...` (AdaLN's `time_cond = None`
-    that it then asserts: called without it, forward fails whatever the input)."""
-    checks = _none_checks(functions)
-
-    def given(cond: ast.expr) -> str | None:  # the name `cond` says is not None
-        if isinstance(cond, ast.Call) and isinstance(cond.func, ast.Name) and cond.func.id in checks \
-                and len(cond.args) == 1 and isinstance(cond.args[0], ast.Name):
-            return cond.args[0].id
-        return _none_compared(cond, ast.IsNot)
-
-    def missing(cond: ast.expr) -> str | None:  # the name `cond` says is None
-        if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
-            return given(cond.operand)
-        return _none_compared(cond, ast.Is)
-
-    out: set[str] = set()
-    for stmt in forward.body:
-        if isinstance(stmt, ast.Assert):
-            parts = stmt.test.values if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And) else [stmt.test]
-            out |= {n for n in map(given, parts) if n}
-        elif isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise):
-            name = missing(stmt.test)
-            if name:
-                out.add(name)
-    return out
-
-
-def _one_of_given(init: ast.FunctionDef | None) -> set[str]:
-    """Parameters __init__ refuses to go without: `if input_shape is None and input_size is None:
-    raise ...` (SpeechBrain's layers take either) asks for one of them, the one that is not a shape
-    (a width is guessed surely, a shape must match the input); `if w is None: raise`, for `w`."""
-    out: set[str] = set()
-    for stmt in init.body if init is not None else []:
-        if not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise)):
-            continue
-        parts = stmt.test.values if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And) else [stmt.test]
-        names = [_none_compared(part, ast.Is) for part in parts]
-        if names and all(names):
-            out.add(next((n for n in names if "shape" not in n.lower()), names[-1]))
-    return out
-
-
 def _abstract(fn: ast.FunctionDef) -> bool:
     """A body that, past its docstring and `pass`/`...`, only raises NotImplementedError."""
     body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) and not isinstance(n, ast.Pass)]
@@ -485,7 +422,7 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
     if forward is not None and required:
         # optional inputs forward then asserts are given (`time_cond = None`, `assert exists(time_cond)`):
         # given, with every optional one before them
-        asserted = _asserted_given(forward, functions)
+        asserted = asserted_given(forward, functions)
         optional = [p for p in positional if p.default == "None"]
         last = max((k for k, p in enumerate(optional) if p.name in asserted), default=-1)
         if last >= 0 and positional.index(optional[0]) == len(required) and all(p.name in asserted for p in optional[:last + 1]):

@@ -113,6 +113,8 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             value = value[0]  # a per-stage guess too short for the indices read: its item, more times
         if item_value == 8 and isinstance(value, int) and not isinstance(value, bool) and (value != D or sized):
             item_code, item_value = repr(value), value  # the name's own scalar guess, once per item
+        elif item_value == 8 and isinstance(value, float):
+            item_code, item_value = repr(value), value  # a rate per item (`drop_paths[i]`): the name's rate
         if not isinstance(item_value, int):
             src = "[" + ", ".join([item_code] * n) + "]"
             return src, {"expr": src}
