@@ -431,3 +431,27 @@ def test_a_candidate_that_found_the_gpu_full_is_judged_again_after_a_wait():
                               (*judge_failing(1, "forward: IndexError: index 9 is out of bounds"), gpu),
                               (*judge_failing(1, "reference problem failed: CUDA out of memory", reference_failed=True), gpu)]:
         assert judge_retrying(None, "", "", cfg, waits=(0.01,), judge=judge)["status"] == "runtime_error" and len(calls) == 1
+
+
+def test_outputs_the_gpu_has_no_room_to_compare_are_compared_on_the_cpu(monkeypatch):
+    """The 27th GPU run's InstanceNorm: the judge's own comparison ran out of GPU memory beside
+    other batches and the candidate was recorded as crashed. The same comparison now runs on the
+    CPU then: the same verdict, right or wrong."""
+    from autotriton.validation import compare, judge
+
+    real = compare.compare_outputs
+    devices = []
+
+    def gpu_full(*args, device=None, **kwargs):
+        devices.append(device)
+        if device != "cpu":
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 112.00 MiB")
+        return real(*args, device=device, **kwargs)
+
+    monkeypatch.setattr(compare, "compare_outputs", gpu_full)
+    cfg = {"device": "cuda:0", "tolerances": TOL, "tf32_tolerance": 1e-2}
+    ref = [torch.randn(64, 32)]
+    same = judge._compare(ref, [ref[0].clone()], cfg, False)
+    assert same["ok"] and same["compared_on"] == "cpu" and devices == ["cuda:0", "cpu"]
+    wrong = judge._compare(ref, [ref[0] + 1.0], cfg, False)
+    assert not wrong["ok"] and "outside" in wrong["reason"]

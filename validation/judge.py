@@ -332,10 +332,22 @@ def _compare(ref_outs: Any, outs: list[Any], cfg: dict[str, Any], tf32: bool, re
              got_paths: Any = None) -> dict[str, Any]:
     """A candidate's outputs against the reference's, with the judge's tolerances and under the
     same dict keys (trials and the check call among the timed ones alike). The candidate's process
-    has ended and its answer is in this (trusted) process: compared on the judge's own device."""
-    return compare.compare_outputs(ref_outs, outs, tolerances=cfg["tolerances"], tf32_dot=tf32,
-                                   tf32_tolerance=cfg["tf32_tolerance"], ref_paths=ref_paths, got_paths=got_paths,
-                                   device=cfg["device"])  # on the judge's GPU, slice by slice (compare.CHUNK_ELEMENTS)
+    has ended and its answer is in this (trusted) process: compared on the judge's own device, or
+    on the CPU when the GPU, shared with other batches, has no room for the slices (the same
+    comparison, slower: a judge that ran out of memory must not cost the candidate its verdict)."""
+    def on(device: str) -> dict[str, Any]:
+        return compare.compare_outputs(ref_outs, outs, tolerances=cfg["tolerances"], tf32_dot=tf32,
+                                       tf32_tolerance=cfg["tf32_tolerance"], ref_paths=ref_paths, got_paths=got_paths,
+                                       device=device)  # slice by slice (compare.CHUNK_ELEMENTS)
+
+    if cfg["device"] == "cpu":
+        return on("cpu")
+    try:
+        return on(cfg["device"])
+    except torch.OutOfMemoryError:
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        return {**on("cpu"), "compared_on": "cpu"}
 
 
 def _timing_check(header, tensors, phases, refs, cfg, tf32, plan) -> dict[str, Any] | None:
