@@ -41,9 +41,12 @@ def _params(fn: ast.FunctionDef) -> list[_Param]:
 
 
 def module_names(tree: ast.Module) -> dict[str, ast.expr]:
-    """What the module binds at its top level with a plain `name = value` (the value's expression)."""
-    return {n.targets[0].id: n.value for n in tree.body
-            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+    """What the module binds at its top level with a plain `name = value` or `name: type = value`
+    (the value's expression)."""
+    return {**{n.targets[0].id: n.value for n in tree.body
+               if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)},
+            **{n.target.id: n.value for n in tree.body
+               if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None}}
 
 
 def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:

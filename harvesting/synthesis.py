@@ -119,6 +119,37 @@ def _config_attrs(classes: dict[str, ast.ClassDef], param: str) -> list[str]:
     return attrs
 
 
+# str methods a config field is called with when it is text (`config.norm_mlp.lower()`)
+_TEXT_METHODS = {"lower", "upper", "casefold", "strip", "startswith", "endswith", "split", "replace", "format"}
+
+
+def _config_text(classes: dict[str, ast.ClassDef], param: str) -> dict[str, str]:
+    """Fields of a config object that the class bodies use as text, with a value for each: the
+    string it is compared with (`cfg.mode == "sum"`, `cfg.norm in ("ln", "bn")`, `"batch" in
+    cfg.norm_mlp.lower()`), else, when only a str method says it is text, the field's own name."""
+    out: dict[str, str] = {}
+    for cls in classes.values():
+        parents = {child: node for node in ast.walk(cls) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(cls):
+            if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param):
+                continue
+            subject, up, text = node, parents.get(node), False
+            if isinstance(up, ast.Attribute) and up.attr in _TEXT_METHODS and isinstance(parents.get(up), ast.Call) \
+                    and parents[up].func is up:
+                subject, text = parents[up], True
+                up = parents.get(subject)
+            if isinstance(up, ast.Compare) and len(up.ops) == 1 and isinstance(up.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+                other = up.left if up.comparators[0] is subject else up.comparators[0]
+                values = other.elts if isinstance(other, (ast.Set, ast.List, ast.Tuple)) else [other]
+                strings = [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+                if strings:
+                    out.setdefault(node.attr, strings[0])
+                    continue
+            if text:
+                out.setdefault(node.attr, node.attr)
+    return out
+
+
 def _torch_base_params(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> list[_Param] | None:
     """Constructor parameters of the torch class the Model inherits its __init__ from
     (e.g. `class Linear(nn.Linear)` with only a new forward), read with inspect."""
@@ -259,8 +290,10 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
                 attrs += [a for a in (usage.attributes if usage else []) if a not in attrs]
                 flags = set(usage.flags()) if usage else set()
                 fields = []
+                text = _config_text(classes, p.name)
                 for attr in attrs:
-                    g = ("False", False) if attr in flags else _guess_value(attr, "", D)
+                    choices = (usage.attribute_choices.get(attr) if usage else None) or ([text[attr]] if attr in text else None)
+                    g = ("False", False) if attr in flags else (repr(choices[0]), choices[0]) if choices else _guess_value(attr, "", D)
                     if g is not None:
                         fields.append((attr, g))
                 code = "types.SimpleNamespace(" + ", ".join(f"{a}={g[0]}" for a, g in fields) + ")"

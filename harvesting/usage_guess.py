@@ -27,6 +27,13 @@ def _item_code(usage: Usage | None, D: int = 32) -> tuple[str, object]:
     return "8", 8
 
 
+def _field_guess(usage: Usage, attr: str, D: int) -> tuple[str, object] | None:
+    """A config field's value: one of the strings its own use is compared with or handed to an
+    Enum as (`Activation(cfg.activation)`), else the guess from its name."""
+    choices = usage.attribute_choices.get(attr)
+    return (repr(choices[0]), choices[0]) if choices else _guess_value(attr, "", D)
+
+
 def _tensor_guess(D: int) -> tuple[str, object]:
     """A tensor constructor argument (a mask, a permutation, a bias): D alternating 0/1 integers,
     which index, permute-select and mask alike (`masked_select(m <= 0)` keeps half)."""
@@ -156,7 +163,7 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
     if usage.attributes:
         if "SimpleNamespace" in code:
             return None
-        fields = [(a, g) for a in usage.attributes for g in [_guess_value(a, "", D)] if g is not None]
+        fields = [(a, g) for a in usage.attributes for g in [_field_guess(usage, a, D)] if g is not None]
         src = "types.SimpleNamespace(" + ", ".join(f"{a}={g[0]}" for a, g in fields) + ")"
         return src, {"kind": "namespace", "fields": {a: g[1] for a, g in fields}}
     return None

@@ -77,6 +77,8 @@ class Usage:
     choices: list[str] = field(default_factory=list)  # `if p == "relu": ... elif p == "gelu"`: one of these strings
     truth_tested: list[str] = field(default_factory=list)  # attributes read as a condition: `if p.multiway:`
     value_read: list[str] = field(default_factory=list)  # attributes read as values: `nn.Linear(p.dim, ...)`
+    # an attribute's own string choices: `Activation(cfg.activation)` with an Enum of the file, `cfg.norm == "ln"`
+    attribute_choices: dict[str, list[str]] = field(default_factory=dict)
 
     def merge(self, other: Usage) -> None:
         for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor", "call_extra",
@@ -98,6 +100,9 @@ class Usage:
         for name in ("attributes", "methods", "choices", "truth_tested", "value_read", "keys"):
             mine = getattr(self, name)
             mine += [a for a in getattr(other, name) if a not in mine]
+        for attr, choices in other.attribute_choices.items():
+            mine = self.attribute_choices.setdefault(attr, [])
+            mine += [c for c in choices if c not in mine]
 
     def flags(self) -> list[str]:
         """Attributes only ever read as a condition (feature switches: `if args.multiway:`)."""
@@ -256,6 +261,11 @@ class UsageReader:
             else:
                 usage.attributes.append(parent.attr)
                 (usage.truth_tested if _is_condition(parent, grand) else usage.value_read).append(parent.attr)
+                if depth <= _MAX_DEPTH:
+                    field_use = self._use(scope, parent, depth + 1, class_name)
+                    if field_use.choices:
+                        mine = usage.attribute_choices.setdefault(parent.attr, [])
+                        mine += [c for c in field_use.choices if c not in mine]
         elif isinstance(parent, ast.Subscript) and parent.value is node:
             index = parent.slice
             if isinstance(index, ast.Constant) and isinstance(index.value, str):
@@ -297,6 +307,8 @@ class UsageReader:
                 other = self.constants[other.id]  # `ACTIVATIONS = ["ReLU", "Tanh"]` at module level
             values = (other.elts if isinstance(other, (ast.Set, ast.List, ast.Tuple))
                       else [k for k in other.keys if k is not None] if isinstance(other, ast.Dict) else [other])
+            # `mode in {BINARY_MODE, MULTICLASS_MODE}`: the module's named string constants, by value
+            values = [self.constants.get(v.id, v) if isinstance(v, ast.Name) else v for v in values]
             if values and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
                 usage.choices += [v.value for v in values if v.value not in usage.choices]
         elif isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], ast.IsNot):

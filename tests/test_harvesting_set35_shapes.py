@@ -97,3 +97,88 @@ def test_decoder_steps_get_four_axis_skips_and_a_valid_output_padding(tmp_path):
     assert all(code.count(",") == 3 for code in up.input_code)  # x and the skip, both (B, C, H, W)
     assert first_guess(DECODER_BLOCKS, "UpConv").init_code[5] == "0"
     assert_all_runnable(tmp_path, "decoder_blocks.py", DECODER_BLOCKS, 2)
+
+
+LOSS_MODES = '''
+BINARY_MODE: str = "binary"
+MULTICLASS_MODE: str = "multiclass"
+
+
+class SoftDice(nn.Module):
+    """torchseg's losses: the mode a string asserted to be one of the module's named constants."""
+
+    def __init__(self, mode: str, smooth: float = 0.0, eps: float = 1e-7):
+        super().__init__()
+        assert mode in {BINARY_MODE, MULTICLASS_MODE}
+        self.mode = mode
+        self.smooth = smooth
+        self.eps = eps
+
+    def forward(self, y_pred, y_true):
+        if self.mode == BINARY_MODE:
+            y_pred = y_pred.sigmoid()
+        else:
+            y_pred = y_pred.softmax(1)
+        inter = (y_pred * y_true).sum()
+        return 1 - (2 * inter + self.smooth) / ((y_pred + y_true).sum() + self.smooth).clamp_min(self.eps)
+'''
+
+
+def test_a_mode_asserted_among_named_constants_is_one_of_their_values(tmp_path):
+    assert first_guess(LOSS_MODES, "SoftDice").init_code[0] == "'binary'"
+    assert_all_runnable(tmp_path, "loss_modes.py", LOSS_MODES, 1)
+
+
+CONFIG_ENUM = '''
+from enum import Enum
+
+
+class Activation(str, Enum):
+    GeLU = "gelu"
+    ReLU = "relu"
+
+
+class OutputHead(nn.Module):
+    """fairchem's heads: a config object (its dataclass imported only for type checking) whose
+    `activation` field is handed to an Enum of the file, and a width read off it."""
+
+    def __init__(self, global_cfg, output_type):
+        super().__init__()
+        act = Activation(global_cfg.activation)
+        self.ffn = nn.Sequential(nn.Linear(global_cfg.hidden_size, global_cfg.hidden_size),
+                                 nn.GELU() if act == Activation.GeLU else nn.ReLU())
+        self.out = nn.Linear(global_cfg.hidden_size, 3 if output_type == "Vector" else 1)
+
+    def forward(self, x):
+        return self.out(self.ffn(x))
+'''
+
+
+def test_a_config_field_handed_to_an_enum_of_the_file_is_one_of_its_values(tmp_path):
+    cfg = first_guess(CONFIG_ENUM, "OutputHead").init_code[0]
+    assert "activation='gelu'" in cfg and "hidden_size=" in cfg
+    assert_all_runnable(tmp_path, "config_enum.py", CONFIG_ENUM, 1)
+
+
+CONFIG_TEXT = '''
+class NormLayer(nn.Module):
+    """granite-tsfm's layers: a config's field is text (`"batch" in config.norm_mlp.lower()`)."""
+
+    def __init__(self, config):
+        super().__init__()
+        if "batch" in config.norm_mlp.lower():
+            self.norm = nn.BatchNorm1d(config.d_model)
+        else:
+            self.norm = nn.LayerNorm(config.d_model)
+        self.double = config.mode == "double"
+
+    def forward(self, x):
+        y = self.norm(x.transpose(1, 2)).transpose(1, 2) if isinstance(self.norm, nn.BatchNorm1d) else self.norm(x)
+        return y * 2 if self.double else y
+'''
+
+
+def test_config_fields_used_as_text_are_strings(tmp_path):
+    cfg = first_guess(CONFIG_TEXT, "NormLayer").init_code[0]
+    assert "norm_mlp='batch'" in cfg and "mode='double'" in cfg and "d_model=" in cfg
+    assert_all_runnable(tmp_path, "config_text.py", CONFIG_TEXT, 1)
