@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -361,20 +362,8 @@ def test_the_worker_cache_of_problems_is_bounded_by_bytes(monkeypatch):
     assert list(worker.problems) and first not in worker.problems.values() and len(worker.problems) == 1
 
 
-RELU_PROBLEM = """
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-def get_inputs():
-    return [torch.randn(4, 32)]
-
-def get_init_inputs():
-    return []
-"""
+# a ReLU problem of the judge's fixtures
+RELU_PROBLEM = (Path(__file__).parent / "data" / "judge" / "problems" / "relu_literal_sizes.py").read_text()
 
 OOM_CANDIDATE = """
 import torch
