@@ -319,6 +319,10 @@ def test_a_decoder_stage_whose_guessed_channels_clash_is_harvested_with_moved_co
     in_ch, out_ch = (spec["value"] for spec in problem.init_spec)
     assert in_ch > out_ch and problem.input_spec[1]["shape"][1] == in_ch - out_ch
     assert f"return [{in_ch}, {out_ch}]" in problem.reference_source
+    # without the solver the guesses' own repair gets there too since 35aa256: the convolution met more
+    # channels than any input has, so the constructor width it was built with grows to them
     off = harvest_local(tmp_path, HarvestConfig(incremental=False),
                         validation_config=ValidationConfig(probe_solve_init=False))
-    assert off.problems[0].status == "rejected" and off.problems[0].reject_reason == "no_working_inputs"
+    assert off.problems[0].status == "runnable", off.details
+    in_ch, out_ch = (spec["value"] for spec in off.problems[0].init_spec)
+    assert in_ch > out_ch and off.problems[0].input_spec[1]["shape"][1] == in_ch - out_ch
