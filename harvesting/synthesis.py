@@ -35,7 +35,7 @@ from autotriton.harvesting.signatures import (
 )
 from autotriton.harvesting.usage_guess import _MODULE_API, usage_guess
 from autotriton.harvesting.none_defaults import asserted_given, dereferenced, one_of_given
-from autotriton.harvesting.usage_kinds import Usage, input_usages, parameter_usages
+from autotriton.harvesting.usage_kinds import _STRING_METHODS, Usage, input_usages, parameter_usages
 
 
 @dataclass
@@ -119,10 +119,6 @@ def _config_attrs(classes: dict[str, ast.ClassDef], param: str) -> list[str]:
     return attrs
 
 
-# str methods a config field is called with when it is text (`config.norm_mlp.lower()`)
-_TEXT_METHODS = {"lower", "upper", "casefold", "strip", "startswith", "endswith", "split", "replace", "format"}
-
-
 def _config_text(classes: dict[str, ast.ClassDef], param: str) -> dict[str, str]:
     """Fields of a config object that the class bodies use as text, with a value for each: the
     string it is compared with (`cfg.mode == "sum"`, `cfg.norm in ("ln", "bn")`, `"batch" in
@@ -134,7 +130,7 @@ def _config_text(classes: dict[str, ast.ClassDef], param: str) -> dict[str, str]
             if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param):
                 continue
             subject, up, text = node, parents.get(node), False
-            if isinstance(up, ast.Attribute) and up.attr in _TEXT_METHODS and isinstance(parents.get(up), ast.Call) \
+            if isinstance(up, ast.Attribute) and up.attr in _STRING_METHODS and isinstance(parents.get(up), ast.Call) \
                     and parents[up].func is up:
                 subject, text = parents[up], True
                 up = parents.get(subject)

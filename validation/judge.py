@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_leaves
 
 from autotriton.validation import candidate_runner as cr
 from autotriton.validation import compare, wire
-from autotriton.validation.problem_state import Phase, ProblemState, problem_state
+from autotriton.validation.problem_state import Phase, ProblemState, mentions_out_of_memory, problem_state
 from autotriton.validation.timing import full_size_check
 from autotriton.validation.trial_budget import _tensor_bytes, trial_bytes  # noqa: F401 (judge.trial_bytes)
 
@@ -169,9 +169,8 @@ CANDIDATE_OOM_WAITS_S = (5.0, 15.0)
 def candidate_out_of_memory(result: dict[str, Any]) -> bool:
     """Did this judgement fail because the candidate's run found the GPU out of memory (torch's
     OutOfMemoryError, or a kernel launch's CUDA "out of memory"), not for its own fault?"""
-    error = result.get("error") or ""
-    return result.get("status") == "runtime_error" and not result.get("reference_failed") and (
-        "OutOfMemoryError" in error or "out of memory" in error.lower())
+    return result.get("status") == "runtime_error" and not result.get("reference_failed") \
+        and mentions_out_of_memory(result.get("error") or "")
 
 
 def judge_retrying(worker, problem_source: str, candidate_source: str, cfg: dict[str, Any],

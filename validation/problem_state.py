@@ -202,7 +202,13 @@ OOM_WAITS_S = (5.0, 15.0, 30.0)
 def out_of_memory(exc: BaseException) -> bool:
     """Did this reference fail for want of GPU memory (torch's OutOfMemoryError, or a CUDA
     "out of memory" error raised as RuntimeError by a kernel launch)?"""
-    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    return isinstance(exc, torch.OutOfMemoryError) or mentions_out_of_memory(str(exc))
+
+
+def mentions_out_of_memory(text: str) -> bool:
+    """An error's text that says the GPU was out of memory (torch's OutOfMemoryError by name, or a
+    kernel launch's CUDA "out of memory"): how a candidate's error, which arrives as text, is read."""
+    return "OutOfMemoryError" in text or "out of memory" in text.lower()
 
 
 def problem_state(worker, source: str, cfg: dict[str, Any], waits: tuple[float, ...] = OOM_WAITS_S) -> ProblemState:
