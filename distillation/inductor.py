@@ -65,17 +65,18 @@ def capture_in_subprocess(source: str, *, name: str, timeout_s: float, dynamic: 
                           decompose_convolution: bool = True, max_autotune: bool = True,
                           device: str = "cuda", max_mm_configs: int | None = None,
                           dynamic_parameters: bool = False, env_paths: Sequence[str] = (),
-                          compile_threads: int = 0, tf32: bool = True) -> dict[str, Any]:
+                          compile_threads: int = 0, tf32: bool = True, implicit_gemm: bool = True) -> dict[str, Any]:
     """Run `inductor_capture.capture_problem` in a child process; a crash or timeout becomes a
     capture with `ok` False and `stage` "crashed"/"timeout" instead of taking the caller down.
     `dynamic_parameters`: capture_problem's opt-in symbolic parameter shapes. `env_paths`: the
     problem's dependency environment, appended to the child's sys.path after its own.
     `compile_threads` (> 0): Inductor's Triton compile workers in the child
     (TORCHINDUCTOR_COMPILE_THREADS, unless the caller's environment sets it). `tf32` False: GEMM and
-    convolution templates multiply in fp32 (capture_problem's `tf32`)."""
+    convolution templates multiply in fp32 (capture_problem's `tf32`). `implicit_gemm`: capture_problem's."""
     request = {"source": source, "name": name, "dynamic": dynamic, "decompose_convolution": decompose_convolution,
                "max_autotune": max_autotune, "device": device, "max_mm_configs": max_mm_configs,
-               "dynamic_parameters": dynamic_parameters, "env_paths": [str(p) for p in env_paths], "tf32": tf32}
+               "dynamic_parameters": dynamic_parameters, "env_paths": [str(p) for p in env_paths], "tf32": tf32,
+               "implicit_gemm": implicit_gemm}
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
     if compile_threads > 0 and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
@@ -135,6 +136,7 @@ class InductorTeacher:
         self.decompose_convolution = (getattr(config, "inductor_decompose_convolution", True)
                                       if decompose_convolution is None else decompose_convolution)
         self.max_autotune = max_autotune
+        self.implicit_gemm = bool(getattr(config, "inductor_implicit_gemm", True))
         self.device = device
         self.max_mm_configs = max_mm_configs if max_mm_configs is not None else getattr(config, "inductor_max_mm_configs", None)
         self.dynamic_parameters = (bool(getattr(config, "inductor_dynamic_parameters", False))
@@ -183,7 +185,8 @@ class InductorTeacher:
         """The problem's capture(s): dynamic first, static when that fails (not after a timeout or crash)."""
         settings = dict(name=problem.name, timeout_s=self.timeout_s, decompose_convolution=self.decompose_convolution,
                         max_autotune=self.max_autotune, device=self.device, max_mm_configs=self.max_mm_configs,
-                        env_paths=self.environments.get(problem.key, ()), compile_threads=self.compile_threads, tf32=tf32)
+                        env_paths=self.environments.get(problem.key, ()), compile_threads=self.compile_threads, tf32=tf32,
+                        implicit_gemm=self.implicit_gemm)
         first = capture_in_subprocess(problem.reference_source, dynamic=self.dynamic,
                                       dynamic_parameters=dynamic_parameters, **settings)
         attempts = [first]
@@ -256,6 +259,7 @@ class InductorSettings(BaseModel):
     inductor_dynamic: bool = Field(True, description="inductor teacher: compile with dynamic shapes so kernels take sizes as arguments (static only when that fails)")
     inductor_decompose_convolution: bool = Field(True, description="inductor teacher: rewrite transposed/1-D/grouped convolutions as gathers + Triton matmul (Inductor has no Triton template for them)")
     inductor_max_mm_configs: Optional[int] = Field(None, ge=1, description="inductor teacher: at most this many GEMM/conv template configs autotuned per op (None = Inductor's own list; benchmarks/inductor_l1.py uses 4 to fit a device call)")
+    inductor_implicit_gemm: bool = Field(True, description="inductor teacher: the convolutions rewritten for Triton (transposed, 1-D, grouped, dilated; every one with symbolic parameter shapes) whose per-group product is tensor-core sized run as one implicit-GEMM Triton kernel with channel counts as arguments (distillation/conv_kernels.py) instead of an im2col gather + matmul")
     inductor_dynamic_parameters: bool = Field(False, description="inductor teacher: trace every convolution as gathers + matmul so channel counts taken from weights stay kernel arguments (Inductor's conv lowering bakes them in) in the FIRST capture; samples >= 2 adds that capture as a second candidate anyway (H200: 9 of L1's 11 baked-channel convolutions then validate, slower)")
 
 

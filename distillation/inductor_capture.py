@@ -368,6 +368,7 @@ def capture_problem(
     dynamic_parameters: bool = False,
     index_64bit: bool = False,
     tf32: bool = True,
+    implicit_gemm: bool = True,
 ) -> dict[str, Any]:
     """Compile a problem's Model with Inductor and record its output code and chosen configs.
 
@@ -398,6 +399,11 @@ def capture_problem(
     `tf32` (default on): GEMM and convolution templates use the tensor cores for fp32 (see
     `tf32_matmuls`); recorded as `"tf32": True`. The reference output the capture compares with is
     computed before, in full fp32.
+
+    `implicit_gemm` (default on): the convolutions rewritten above (`decompose_convolution`'s
+    uncovered ones, every one under `dynamic_parameters`) whose per-group product is
+    tensor-core sized become one implicit-GEMM Triton kernel each (conv_kernels.py) instead of an
+    im2col gather + matmul; recorded as `"implicit_gemm": True`.
     """
     import torch
     import triton
@@ -409,6 +415,7 @@ def capture_problem(
         "decompose_convolution": decompose_convolution, "max_mm_configs": max_mm_configs,
         "versions": {"torch": torch.__version__, "triton": triton.__version__},
         **({"dynamic_parameters": True} if dynamic_parameters and dynamic else {}),
+        **({"implicit_gemm": True} if implicit_gemm and (decompose_convolution or dynamic_parameters) else {}),
         **({"index_64bit": _wide_indexing_available()} if index_64bit else {}),
         "int32_headroom": INT32_HEADROOM if _wide_indexing_available() else None,
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") and torch.cuda.is_available() else device,
@@ -463,6 +470,8 @@ def capture_problem(
     decompose_module = _sibling("inductor_decompose")
     symbolic_convolutions = decompose_module.symbolic_parameter_convolutions() if dynamic_parameters and dynamic \
         else contextlib.nullcontext()
+    implicit_convolutions = decompose_module.implicit_gemm_convolutions() \
+        if implicit_gemm and (decompose_convolution or dynamic_parameters) else contextlib.nullcontext()
 
     recorder = _LaunchRecorder()
     try:
@@ -483,6 +492,7 @@ def capture_problem(
                     torch._dynamo.config.patch(dynamo_settings(dynamic, dynamic_parameters and dynamic)), \
                     torch.fx.experimental._config.patch(use_duck_shape=not dynamic), recorder, \
                     decompose_module.shape_generic_functionals(), _math_attention(), symbolic_convolutions, \
+                    implicit_convolutions, \
                     _wide_indexing(index_64bit), tf32_matmuls(tf32), _no_onednn_on_cpu(device):
                 compiled = torch.compile(model, backend=backend, dynamic=dynamic, fullgraph=False)
                 actual, codes = run_and_get_code(compiled, *inputs)
@@ -543,7 +553,8 @@ def main(argv: list[str] | None = None) -> int:
                               decompose_convolution=request.get("decompose_convolution", True),
                               max_mm_configs=request.get("max_mm_configs"),
                               dynamic_parameters=request.get("dynamic_parameters", False),
-                              index_64bit=request.get("index_64bit", False), tf32=request.get("tf32", True))
+                              index_64bit=request.get("index_64bit", False), tf32=request.get("tf32", True),
+                              implicit_gemm=request.get("implicit_gemm", True))
     with open(args[0], "w", encoding="utf-8") as f:
         json.dump(capture, f)
     return 0

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-__all__ = ["convolution_decompositions", "convolution_as_matmul", "conv_transpose_as_phases", "needs_decomposition",
+__all__ = ["implicit_gemm_convolutions", "convolution_decompositions", "convolution_as_matmul", "conv_transpose_as_phases", "needs_decomposition",
            "avg_pool_as_sum", "avg_pool_decompositions", "avg_pool_falls_back", "shape_generic_functionals",
            "symbolic_parameter_convolutions"]
 
@@ -166,6 +166,14 @@ def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], pad
     stride, padding, dilation = _expand(stride, nd), _expand(padding, nd), _expand(dilation, nd)
     output_padding = _expand(output_padding, nd)
     ksize = [int(k) for k in weight.shape[2:]]
+    if _IMPLICIT_GEMM:
+        kernels = _IMPLICIT_GEMM[-1]
+        conv, conv_transpose = kernels.conv_ops()
+        if transposed:
+            if kernels.implicit_gemm_applies(weight.shape[0] // groups, weight.shape[1], 1):
+                return conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation)
+        elif kernels.implicit_gemm_applies(weight.shape[1], weight.shape[0] // groups, math.prod(ksize)):
+            return conv(x, weight, bias, stride, padding, dilation, groups)
     if transposed:
         return conv_transpose_as_phases(x, weight, bias, stride, padding, dilation, output_padding, groups)
     if any(padding):
@@ -198,6 +206,90 @@ def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], pad
     if bias is not None:
         out = out + bias.reshape(1, cout, *([1] * nd))
     return out.contiguous()
+
+
+# conv_kernels (the module), on top while `implicit_gemm_convolutions` is entered: resolved there, not
+# in the traced functions (an import while Dynamo traces breaks the graph)
+_IMPLICIT_GEMM: list[Any] = []
+
+
+def _sibling_conv_kernels() -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module("autotriton.distillation.conv_kernels")
+    except ImportError:  # loaded from its file (benchmarks/inductor_l1.py on a bare GPU image)
+        import importlib.util
+        import sys
+        from pathlib import Path
+
+        name = "autotriton.distillation.conv_kernels"
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("conv_kernels.py"))
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        return sys.modules[name]
+
+
+class implicit_gemm_convolutions:
+    """Context manager: while entered, a direct or transposed convolution whose per-group product
+    is tensor-core sized runs as one implicit-GEMM Triton kernel (conv_kernels.py: no im2col
+    buffer, channel counts still kernel arguments) instead of gathers + matmul, wherever this
+    module would rewrite it: in `convolution_as_matmul` (symbolic_parameter_convolutions' and the
+    decomposition table's), and at torch.nn.functional.conv*/conv_transpose* for the
+    convolutions Inductor's template does not cover (`needs_decomposition`), because an op
+    Dynamo meets in Python is traced into its Triton kernel while one reached from an aten
+    decomposition stays an opaque call. Depthwise-sized products keep the multiply + reduction.
+    Restored on exit."""
+
+    def __enter__(self) -> "implicit_gemm_convolutions":
+        import torch.nn.functional as F
+
+        kernels = _sibling_conv_kernels()
+        kernels.register()
+        _IMPLICIT_GEMM.append(kernels)
+        self._saved = {name: getattr(F, name) for name in (*_CONV_FUNCTIONALS, *_CONV_TRANSPOSE_FUNCTIONALS)}
+        for name, nd in _CONV_FUNCTIONALS.items():
+            setattr(F, name, _implicit_conv(self._saved[name], nd))
+        for name, nd in _CONV_TRANSPOSE_FUNCTIONALS.items():
+            setattr(F, name, _implicit_conv_transpose(self._saved[name], nd))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch.nn.functional as F
+
+        for name, fn in self._saved.items():
+            setattr(F, name, fn)
+        _IMPLICIT_GEMM.pop()
+
+
+def _implicit_conv(original: Any, nd: int) -> Any:
+    def conv(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+             groups: int = 1) -> Any:
+        dil = _expand(_listify(dilation), nd)
+        pads = _conv_padding(padding, weight, dil, nd)
+        if pads is None or input.dim() != nd + 2 or not needs_decomposition(weight.dim(), False, int(groups), dil):
+            return original(input, weight, bias, stride, padding, dilation, groups)
+        kernels = _IMPLICIT_GEMM[-1]
+        if not kernels.implicit_gemm_applies(weight.shape[1], weight.shape[0] // int(groups),
+                                             math.prod([int(k) for k in weight.shape[2:]])):
+            return original(input, weight, bias, stride, padding, dilation, groups)
+        return kernels.conv_ops()[0](input, weight, bias, _expand(_listify(stride), nd), pads, dil, int(groups))
+
+    return conv
+
+
+def _implicit_conv_transpose(original: Any, nd: int) -> Any:
+    def conv_transpose(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+                       output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+        kernels = _IMPLICIT_GEMM[-1]
+        if input.dim() != nd + 2 or not kernels.implicit_gemm_applies(weight.shape[0] // int(groups), weight.shape[1], 1):
+            return original(input, weight, bias, stride, padding, output_padding, groups, dilation)
+        return kernels.conv_ops()[1](input, weight, bias, _expand(_listify(stride), nd), _expand(_listify(padding), nd),
+                                     _expand(_listify(output_padding), nd), int(groups), _expand(_listify(dilation), nd))
+
+    return conv_transpose
 
 
 def _expand(values: Any, nd: int) -> list[int]:

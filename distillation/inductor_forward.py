@@ -379,9 +379,15 @@ def _launch(call: ast.Call, kernel: _Kernel, configs: dict[str, dict[str, Any]],
     extra = dict(zip(extra_names, args[len(runtime):]))
     numels = {k: _int_value(v) for k, v in bound.items() if k.endswith("numel")}
     cfg = configs.get(kernel.inductor_name)
+    own = kernel.decorator_kwargs.get("configs") or []
     if cfg and cfg.get("kwargs") is not None:
         cfg = {"kwargs": dict(cfg["kwargs"]), "num_warps": cfg.get("num_warps") or 4,
                "num_stages": cfg.get("num_stages") or 1, "recorded": True}
+    elif kernel.decorator == "user_autotune" and len(own) == 1 and isinstance(own[0], dict):
+        # a user-defined kernel launched with one config: the launch's own (constexprs are in
+        # triton_meta's constants, num_warps/num_stages here)
+        cfg = {"kwargs": dict(own[0].get("kwargs") or {}), "num_warps": own[0].get("num_warps") or 4,
+               "num_stages": own[0].get("num_stages") or 1, "recorded": True}
     else:
         cfg = _fallback_config(kernel, numels)
         if kernel.decorator != "template":

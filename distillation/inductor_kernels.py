@@ -432,7 +432,7 @@ def _parse_kernel(inductor_name: str, src: str) -> _Kernel:
             decorator = deco.func.attr
             for kw in deco.keywords:
                 if kw.arg in ("size_hints", "triton_meta", "inductor_meta", "num_warps", "num_stages",
-                              "reduction_hint", "num_ctas", "min_elem_per_thread"):
+                              "reduction_hint", "num_ctas", "min_elem_per_thread", "configs"):
                     try:
                         kwargs[kw.arg] = _eval_literal(kw.value)
                     except Exception:  # noqa: BLE001 - unknown decorator content is not needed
@@ -465,7 +465,15 @@ def _find_kernels(module: ast.Module) -> dict[str, _Kernel]:
                     and fn.value.id == "async_compile" and len(call.args) >= 2:
                 name = ast.literal_eval(call.args[0])
                 src = ast.literal_eval(call.args[1])
-                kernels[stmt.targets[0].id] = _parse_kernel(name, src)
+                kernel = _parse_kernel(name, src)
+                var = stmt.targets[0].id
+                if var != name:
+                    # a user-defined kernel (torch.library.triton_op, e.g. conv_kernels.py): one
+                    # `def` name, a variable per specialisation (`conv_implicit_gemm_0`, `_1`); named
+                    # by its variable, so that launches and size names find their own kernel
+                    kernel.inductor_name = var
+                    kernel.name = re.sub(r"_\d+$", "", var) + "_kernel"
+                kernels[var] = kernel
     return kernels
 
 
