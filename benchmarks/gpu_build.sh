@@ -119,7 +119,8 @@ case "${1:-}" in
     # capture process each), judged at the problem's own sizes and the odd-size trial, and timed
     # against eager and torch.compile of each reference (validation.time_compile). Each distill
     # ends by its own --time-budget (SYN_S, L1_S); its warehouse is kept as $WORK/SUITE.duckdb.xz.
-    # FUSED_SUITES: which of "syn l1" (default both, in that order); SYN_N: how many generated problems.
+    # FUSED_SUITES: which of "syn l1" (default both, in that order); SYN_N: how many generated problems;
+    # FUSED_REDO / FUSED_REDO_S: problems distilled again after each suite's distill (below).
     R=$WORK/records; mkdir -p "$R"
     FUSED_SETS=(--set validation.trials=3 --set validation.time_compile=true --set validation.timing_runs=20
                 --set validation.timing_input_sets=1 --set distill.batch_problems=1
@@ -137,6 +138,15 @@ case "${1:-}" in
       bounded $((budget + 120)) autotriton --db "$DB" --profile gpu "${GPU_SETS[@]}" "${FUSED_SETS[@]}" distill --teacher inductor \
         --samples 2 --time-budget "$budget" --json > "$R/${suite}_distill.json" 2> "$R/${suite}_distill.err"
       log "$suite distill: rc $? in $((SECONDS-t0)) s"
+      # FUSED_REDO (globs): those problems distilled again with this code (`distill --redo`), for at
+      # most FUSED_REDO_S seconds: a teacher change measured on problems the warehouse already solved
+      if [ -n "${FUSED_REDO:-}" ]; then
+        names=(); for n in $FUSED_REDO; do names+=(--name "$n"); done; t0=$SECONDS
+        bounded $((${FUSED_REDO_S:-150} + 120)) autotriton --db "$DB" --profile gpu "${GPU_SETS[@]}" "${FUSED_SETS[@]}" distill \
+          --teacher inductor --samples 2 --redo --time-budget "${FUSED_REDO_S:-150}" "${names[@]}" --json \
+          > "$R/${suite}_redo.json" 2> "$R/${suite}_redo.err"
+        log "$suite redo: rc $? in $((SECONDS-t0)) s"
+      fi
       python3 -c "import duckdb; duckdb.connect('$DB').execute('CHECKPOINT')" 2>/dev/null
       xz -T8 -3 -c "$DB" > "$WORK/$suite.duckdb.xz"
     done
