@@ -45,7 +45,6 @@ def implicit_gemm_applies(in_per_group: Any, out_per_group: Any, kernel_volume: 
 
 
 def _kernel() -> Any:
-    import triton
     import triton.language as tl
     from triton.runtime.jit import JITFunction
 
@@ -112,9 +111,9 @@ def _kernel() -> Any:
         y_off = y_row[:, None] + co[None, :].to(tl.int64) * syc
         tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=q_ok[:, None] & n_ok[None, :])
 
-    # Built as a JITFunction even under TRITON_INTERPRET=1: torch's wrap_triton traces only
-    # JITFunctions (the CPU dry-run capture); eager calls under the interpreter use `_interpreted`.
-    return JITFunction(conv_implicit_gemm), triton.jit(conv_implicit_gemm)
+    # A JITFunction even under TRITON_INTERPRET=1: torch's wrap_triton traces only JITFunctions (the
+    # CPU dry-run capture); eager calls under the interpreter get an InterpretedFunction (`_launch`).
+    return JITFunction(conv_implicit_gemm), conv_implicit_gemm
 
 
 def _strides(shape: Any) -> list[Any]:
@@ -156,14 +155,19 @@ def _launch(x: Any, w: Any, bias: Any, y: Any, nd: int, *, cg: Any, cog: Any, gr
     import triton
     from torch.library import wrap_triton
 
-    jit_fn, interpreted = _OPS["kernel"]
+    jit_fn, python_fn = _OPS["kernel"]
     x5, y5 = _sizes_3d(x, nd), _sizes_3d(y, nd)
     block_m, block_n, block_k, warps, stages = _tiles(cog, x.dtype)
     n = x5[0]
     grid = (triton.cdiv(n * j[0] * j[1] * j[2], block_m), triton.cdiv(cog, block_n), groups)
     # The interpreter runs real tensors; tracing (fake tensors) and GPU launches go through wrap_triton.
     real = not torch.compiler.is_compiling() and type(x) in (torch.Tensor, torch.nn.Parameter)
-    fn = interpreted if real and os.environ.get("TRITON_INTERPRET") == "1" else wrap_triton(jit_fn)
+    if real and os.environ.get("TRITON_INTERPRET") == "1":
+        from triton.runtime.interpreter import InterpretedFunction
+
+        fn = _OPS.setdefault("interpreted", InterpretedFunction(python_fn))
+    else:
+        fn = wrap_triton(jit_fn)
     tf32 = bool(torch.backends.cuda.matmul.allow_tf32) and x.dtype == torch.float32
     fn[grid](x, w, bias if bias is not None else x, y,
              n, cg, cog, x5[2], x5[3], x5[4], j[0], j[1], j[2],
