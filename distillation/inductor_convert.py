@@ -180,6 +180,7 @@ def _convert(output_code: str, reference_source: str, graph_inputs: list[dict[st
         extra = [rewriter.visit(f) for f in k.extra_defs]
         kernel_srcs.extend(ast.unparse(f) for f in extra)
         kernel_srcs.append(renumber(ast.unparse(fn), ("tmp",)))
+    forward_src = _merge_identical_kernels(kernel_srcs, forward_src)
     # helper closure (helpers may call each other)
     helper_srcs: dict[str, str] = {}
     rewriter._inside_helper = True
@@ -263,6 +264,25 @@ def _forward_signature(attempt: dict[str, Any], recorded: dict[str, Any]) -> lis
     if not names:
         return None
     return list(names[:len(passed)] if passed is not None else names)
+
+
+def _merge_identical_kernels(kernel_srcs: list[str], forward_src: str) -> str:
+    """One definition for kernels that differ only by name (a user-defined kernel Inductor wrote
+    once per specialisation, e.g. a transposed convolution's phases): the later ones are dropped
+    from `kernel_srcs` (in place) and their launches renamed; returns the forward's source."""
+    first: dict[str, str] = {}
+    for src in list(kernel_srcs):
+        tree = ast.parse(src).body[0]
+        if not isinstance(tree, ast.FunctionDef):
+            continue
+        name, tree.name = tree.name, "_"
+        body = ast.unparse(tree)
+        if body not in first:
+            first[body] = name
+            continue
+        kernel_srcs.remove(src)
+        forward_src = re.sub(rf"\b{re.escape(name)}\[", f"{first[body]}[", forward_src)
+    return forward_src
 
 
 def convert_capture(capture: dict[str, Any], reference_source: str | None = None) -> ConversionResult:
