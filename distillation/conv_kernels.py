@@ -12,9 +12,9 @@ What: `conv_nd` (direct) and `conv_transpose_nd` are `torch.library.triton_op`s.
 them into a user-defined Triton kernel launch that Inductor writes into its output code (source
 included), so the converted candidate carries the kernel, with every size (batch, channels,
 spatial, strides) a runtime argument. The kernel reads the input where it lies (no im2col):
-for each output tile (BLOCK_M output positions x BLOCK_N output channels of one group) it loops
-over the kernel taps and, per tap, over the group's input channels in BLOCK_K steps, accumulating
-`tl.dot` in fp32. 1-D and 2-D convolutions run as 3-D ones with unit leading dims (views).
+for each output tile (BLOCK_M output positions x BLOCK_N output channels of one group) it runs one
+loop over (kernel tap, block of BLOCK_K of the group's input channels), accumulating `tl.dot` in
+fp32. 1-D and 2-D convolutions run as 3-D ones with unit leading dims (views).
 
 A transposed convolution is the prod(stride) sub-pixel phases of `inductor_decompose.
 conv_transpose_as_phases` (each a stride-1 direct convolution of the input itself, with its taps
@@ -77,25 +77,26 @@ def _kernel() -> Any:
         x_base = x_ptr + n.to(tl.int64) * sxn + (grp * CG).to(tl.int64) * sxc
         w_base = w_ptr + w_off + grp.to(tl.int64) * swg + rn[None, :].to(tl.int64) * swo
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kd in range(0, KD):
+        # One flat loop over (tap, channel block): the compiler pipelines the loads of the next
+        # steps under the current one's dot across taps (nested per-tap loops of a few channel
+        # blocks each left nothing to overlap).
+        c_blocks = tl.cdiv(CG, BLOCK_K)
+        for step in range(0, KD * KH * KW * c_blocks):
+            tap = step // c_blocks
+            c = (step % c_blocks) * BLOCK_K + rk
+            kw = tap % KW
+            kh = (tap // KW) % KH
+            kd = tap // (KW * KH)
             idd = jd * std - pd + kd * dld
-            ok_d = m_ok & (idd >= 0) & (idd < ID)
-            for kh in range(0, KH):
-                ih = jh * sth - ph + kh * dlh
-                ok_h = ok_d & (ih >= 0) & (ih < IH)
-                for kw in range(0, KW):
-                    iw = jw * stw - pw + kw * dlw
-                    ok = ok_h & (iw >= 0) & (iw < IW)
-                    a_row = x_base + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
-                    b_col = w_base + kd * swd + kh * swh + kw * sww
-                    for c0 in range(0, CG, BLOCK_K):
-                        c = c0 + rk
-                        c_ok = c < CG
-                        a = tl.load(a_row[:, None] + c[None, :].to(tl.int64) * sxc,
-                                    mask=ok[:, None] & c_ok[None, :], other=0.0)
-                        b = tl.load(b_col + c[:, None].to(tl.int64) * swc,
-                                    mask=c_ok[:, None] & n_ok[None, :], other=0.0)
-                        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+            ih = jh * sth - ph + kh * dlh
+            iw = jw * stw - pw + kw * dlw
+            ok = m_ok & (idd >= 0) & (idd < ID) & (ih >= 0) & (ih < IH) & (iw >= 0) & (iw < IW)
+            a_row = x_base + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+            c_ok = c < CG
+            a = tl.load(a_row[:, None] + c[None, :].to(tl.int64) * sxc, mask=ok[:, None] & c_ok[None, :], other=0.0)
+            b = tl.load(w_base + kd * swd + kh * swh + kw * sww + c[:, None].to(tl.int64) * swc,
+                        mask=c_ok[:, None] & n_ok[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
         co = grp * COG + rn
         if HAS_BIAS:
             acc += tl.load(b_ptr + co, mask=n_ok, other=0.0).to(tl.float32)[None, :]
