@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Timing study (not a product figure): the teacher's implicit-GEMM convolution kernels
+(distillation/conv_kernels.py) against torch's own convolution (cuDNN) on a suite's convolution
+problems at their own sizes, on one GPU.
+
+    python benchmarks/conv_igemm_speed.py --suite .gpu/kernelbench_level1.jsonl [--name GLOB ...] [--out F.json]
+
+For every problem whose Model holds exactly one nn.Conv*/ConvTranspose* layer (names matching
+--name, default every `conv_*`), the layer's convolution is timed as torch runs it (eager, TF32 as
+torch's defaults allow) and through `conv_nd` / `conv_transpose_nd` on the same tensors, with
+triton.testing.do_bench (median ms); the outputs are compared (max abs error). Runs without an
+installed autotriton (a bare GPU image): the two modules are loaded from their files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import importlib.util
+import json
+import sys
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load(name: str) -> types.ModuleType:
+    """autotriton.distillation.<name>, imported normally or from its file."""
+    full = f"autotriton.distillation.{name}"
+    try:
+        return importlib.import_module(full)
+    except ImportError:
+        for parent in ("autotriton", "autotriton.distillation"):
+            sys.modules.setdefault(parent, types.ModuleType(parent))
+        spec = importlib.util.spec_from_file_location(full, ROOT / "distillation" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+        return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", required=True)
+    ap.add_argument("--name", action="append", default=[])
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    import torch
+    import triton
+
+    _load("inductor_decompose")
+    conv_nd, conv_transpose_nd = _load("conv_kernels").conv_ops()
+    torch.backends.cuda.matmul.allow_tf32 = True  # the teacher's capture setting (TF32 dots)
+    globs = args.name or ["conv_*"]
+    rows = []
+    for line in Path(args.suite).read_text().splitlines():
+        problem = json.loads(line)
+        if not any(fnmatch.fnmatch(problem["name"], g) for g in globs):
+            continue
+        ns: dict = {}
+        exec(compile(problem["source"], problem["name"], "exec"), ns)  # noqa: S102 - the suite's own problems
+        torch.manual_seed(0)
+        model = ns["Model"](*ns["get_init_inputs"]()).cuda().eval()
+        convs = [m for m in model.modules() if isinstance(m, (torch.nn.modules.conv._ConvNd,))]
+        if len(convs) != 1:
+            continue
+        layer = convs[0]
+        x = ns["get_inputs"]()[0].cuda()
+        nd = layer.weight.dim() - 2
+        if isinstance(layer.padding, str):
+            continue
+        if layer.transposed:
+            def ours():
+                return conv_transpose_nd(x, layer.weight, layer.bias, list(layer.stride), list(layer.padding),
+                                         list(layer.output_padding), layer.groups, list(layer.dilation))
+        else:
+            def ours():
+                return conv_nd(x, layer.weight, layer.bias, list(layer.stride), list(layer.padding),
+                               list(layer.dilation), layer.groups)
+        with torch.no_grad():
+            try:
+                err = (ours() - layer(x)).abs().max().item()
+                t_ours = triton.testing.do_bench(ours, warmup=5, rep=40)
+                t_torch = triton.testing.do_bench(lambda: layer(x), warmup=5, rep=40)
+            except Exception as exc:  # noqa: BLE001 - a failing shape is a row, not the end
+                rows.append({"name": problem["name"], "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+                print(rows[-1], flush=True)
+                continue
+        row = {"name": problem["name"], "nd": nd, "transposed": bool(layer.transposed), "groups": layer.groups,
+               "x": list(x.shape), "w": list(layer.weight.shape), "ours_ms": round(t_ours, 4),
+               "torch_ms": round(t_torch, 4), "ratio": round(t_torch / t_ours, 4), "max_abs_err": err}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del model, layer, x
+        torch.cuda.empty_cache()
+    ratios = [r["ratio"] for r in rows if "ratio" in r]
+    if ratios:
+        import math
+
+        print(f"geomean speed vs torch: {math.exp(sum(math.log(r) for r in ratios) / len(ratios)):.3f}x over {len(ratios)}")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
