@@ -92,7 +92,6 @@ def main(argv: list[str] | None = None) -> int:
                "torch_ms": round(t_torch, 4), "ratio": round(t_torch / t_ours, 4), "max_abs_err": err}
         rows.append(row)
         print(json.dumps(row), flush=True)
-        del model, layer, x
         torch.cuda.empty_cache()
     ratios = [r["ratio"] for r in rows if "ratio" in r]
     if ratios:
