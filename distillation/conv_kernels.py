@@ -115,8 +115,8 @@ def _kernel() -> Any:
 
 
 def _strides(shape: Any) -> list[Any]:
-    """A contiguous tensor's strides from its shape. The ops make x, weight and y contiguous and
-    give the kernel strides computed so, not `Tensor.stride()`: under symbolic parameter shapes a
+    """A contiguous tensor's strides from its shape. The ops copy x and the weight into the
+    layouts the kernel reads (and make y contiguous) and give the kernel strides computed so, not `Tensor.stride()`: under symbolic parameter shapes a
     parameter's strides are symbols of their own, and the (flipped) weight offsets built from them
     left Inductor expressions it could not order (`Exponent must be non-negative`)."""
     out, step = [], 1
@@ -133,6 +133,31 @@ def _sizes_3d(t: Any, nd: int) -> list[Any]:
     return [t.shape[0], t.shape[1], *([1] * (3 - nd)), *t.shape[2:]]
 
 
+def _channels_last(x: Any, nd: int) -> tuple[Any, list[Any]]:
+    """x (N, C, *spatial) copied channels-last, (N, *spatial, C), and that copy's strides in
+    (N, C, D, H, W) order (unit dims 0). The kernel's input tile (positions x channels) is then
+    contiguous along its channels, so the copies into shared memory are 16-byte vectors where
+    the channel count allows (4-byte element gathers on NCHW: offline sm_90 PTX of the kernel)."""
+    xc = x.movedim(1, -1).contiguous()
+    s = _strides(list(xc.shape))
+    return xc, [s[0], s[-1], *([0] * (3 - nd)), *s[1:1 + nd]]
+
+
+def _packed_weight(w: Any, groups: int, nd: int, transposed: bool) -> tuple[Any, list[Any], list[Any]]:
+    """The weight as (groups, *kernel, in/group, out/group), contiguous: a tap's tile of (input
+    channels x output channels) is contiguous along the output channels. Returns the packed
+    weight, its (group, out, in) strides and its per-tap strides (D, H, W; unit dims 0)."""
+    k = list(w.shape[2:])
+    if transposed:  # (Cin, Cout/g, *k): in channels grouped in dim 0
+        view = w.reshape(groups, w.shape[0] // groups, w.shape[1], *k)
+        packed = view.permute(0, *range(3, 3 + nd), 1, 2).contiguous()
+    else:  # (Cout, Cin/g, *k): out channels grouped in dim 0
+        view = w.reshape(groups, w.shape[0] // groups, w.shape[1], *k)
+        packed = view.permute(0, *range(3, 3 + nd), 2, 1).contiguous()
+    s = _strides(list(packed.shape))
+    return packed, [s[0], 1, s[-2]], [*([0] * (3 - nd)), *s[1:1 + nd]]
+
+
 def _tiles(cog: Any, in_dtype: Any) -> tuple[int, int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): 128 positions x up to 128 channels of
     a group; wider K steps for 16-bit inputs (same bytes per step)."""
@@ -143,10 +168,11 @@ def _tiles(cog: Any, in_dtype: Any) -> tuple[int, int, int, int, int]:
     return 128, block_n, block_k, 8 if block_n == 128 else 4, 3
 
 
-def _launch(x: Any, w: Any, bias: Any, y: Any, nd: int, *, cg: Any, cog: Any, groups: int, j: list[Any],
-            weight_strides: tuple[Any, ...], weight_offset: Any, stride: list[int], pad: list[Any],
-            dilation: list[int], taps: list[int], q_step: list[int], q_offset: list[Any]) -> None:
-    """One launch of the kernel over positions j (3 dims) of every group; x, w, y contiguous."""
+def _launch(x: Any, x_sizes: list[Any], x_strides: list[Any], w: Any, bias: Any, y: Any, nd: int, *, cg: Any,
+            cog: Any, groups: int, j: list[Any], weight_strides: list[Any], weight_offset: Any, stride: list[int],
+            pad: list[Any], dilation: list[int], taps: list[int], q_step: list[int], q_offset: list[Any]) -> None:
+    """One launch of the kernel over positions j (3 dims) of every group: x read through its
+    (N, C, D, H, W) sizes and strides, w through (group, out, in, D, H, W) strides, y contiguous."""
     import os
 
     import torch
@@ -154,7 +180,7 @@ def _launch(x: Any, w: Any, bias: Any, y: Any, nd: int, *, cg: Any, cog: Any, gr
     from torch.library import wrap_triton
 
     jit_fn, python_fn = _OPS["kernel"]
-    x5, y5 = _sizes_3d(x, nd), _sizes_3d(y, nd)
+    x5, y5 = x_sizes, _sizes_3d(y, nd)
     block_m, block_n, block_k, warps, stages = _tiles(cog, x.dtype)
     n = x5[0]
     grid = (triton.cdiv(n * j[0] * j[1] * j[2], block_m), triton.cdiv(cog, block_n), groups)
@@ -174,7 +200,7 @@ def _launch(x: Any, w: Any, bias: Any, y: Any, nd: int, *, cg: Any, cog: Any, gr
     fn[grid](x, w, bias if bias is not None else x, y,
              n, cg, cog, x5[2], x5[3], x5[4], j[0], j[1], j[2],
              y5[2], y5[3], y5[4], taps[0], taps[1], taps[2],
-             *_strides(x5), *weight_strides, weight_offset, *_strides(y5), *stride, *pad, *dilation, *q_step, *q_offset,
+             *x_strides, *weight_strides, weight_offset, *_strides(y5), *stride, *pad, *dilation, *q_step, *q_offset,
              HAS_BIAS=bias is not None, PRECISION=precision, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
              num_warps=warps, num_stages=stages)
 
@@ -187,15 +213,15 @@ def _conv_nd(x: Any, weight: Any, bias: Any, stride: list[int], padding: list[in
     st, dil = ([1] * (3 - nd) + list(v) for v in (stride, dilation))
     pad = [0] * (3 - nd) + list(padding)
     ksize = [1] * (3 - nd) + [int(k) for k in weight.shape[2:]]
-    x, weight = x.contiguous(), weight.contiguous()
     x5 = _sizes_3d(x, nd)
     out = [(x5[2 + d] + 2 * pad[d] - dil[d] * (ksize[d] - 1) - 1) // st[d] + 1 for d in range(3)]
     cout, cg = weight.shape[0], weight.shape[1]
     cog = cout // groups
     y = torch.empty((x.shape[0], cout, *out[3 - nd:]), device=x.device, dtype=x.dtype)
-    sw = _strides(_sizes_3d(weight, nd))
-    _launch(x, weight, bias, y, nd, cg=cg, cog=cog, groups=groups, j=out,
-            weight_strides=(cog * sw[0], sw[0], sw[1], sw[2], sw[3], sw[4]), weight_offset=0,
+    xc, x_strides = _channels_last(x, nd)
+    wp, (s_g, s_o, s_c), s_taps = _packed_weight(weight, groups, nd, transposed=False)
+    _launch(xc, x5, x_strides, wp, bias, y, nd, cg=cg, cog=cog, groups=groups, j=out,
+            weight_strides=[s_g, s_o, s_c, *s_taps], weight_offset=0,
             stride=st, pad=pad, dilation=dil, taps=ksize, q_step=[1, 1, 1], q_offset=[0, 0, 0])
     return y
 
@@ -210,7 +236,6 @@ def _conv_transpose_nd(x: Any, weight: Any, bias: Any, stride: list[int], paddin
     st, dil = ([1] * (3 - nd) + list(v) for v in (stride, dilation))
     pad, opad = ([0] * (3 - nd) + list(v) for v in (padding, output_padding))
     ksize = [1] * (3 - nd) + [int(k) for k in weight.shape[2:]]
-    x, weight = x.contiguous(), weight.contiguous()
     x5 = _sizes_3d(x, nd)
     cin, cog = weight.shape[0], weight.shape[1]
     cg = cin // groups
@@ -225,7 +250,8 @@ def _conv_transpose_nd(x: Any, weight: Any, bias: Any, stride: list[int], paddin
              bias.reshape(1, cout, *([1] * nd)).expand(shape).contiguous())
     else:
         y = torch.empty(shape, device=x.device, dtype=x.dtype)
-    sw = _strides(_sizes_3d(weight, nd))
+    xc, x_strides = _channels_last(x, nd)
+    wp, (s_g, s_o, s_c), s_taps = _packed_weight(weight, groups, nd, transposed=True)
     for residues in itertools.product(*(range(s) for s in st)):
         phase = [plans[d][2][r] for d, r in enumerate(residues)]
         if any(p is None for p in phase):
@@ -233,10 +259,10 @@ def _conv_transpose_nd(x: Any, weight: Any, bias: Any, stride: list[int], paddin
         # phase position m (from m0) reads input m - t0 - i * dil_p for its i-th tap k0 + i * step,
         # i.e. a stride-1 convolution with padding -(...) of the flipped taps: read the weight
         # from its last tap backwards (negative strides) and in/out channels swapped per group.
-        offset = sum((p.k0 + (p.taps - 1) * p.step) * sw[2 + d] for d, p in enumerate(phase))
+        offset = sum((p.k0 + (p.taps - 1) * p.step) * s_taps[d] for d, p in enumerate(phase))
         jsizes = [in_sizes[d] + plans[d][1] for d in range(3)]
-        _launch(x, weight, bias, y, nd, cg=cg, cog=cog, groups=groups, j=jsizes,
-                weight_strides=(cg * sw[0], sw[1], sw[0], *(-p.step * sw[2 + d] for d, p in enumerate(phase))),
+        _launch(xc, x5, x_strides, wp, bias, y, nd, cg=cg, cog=cog, groups=groups, j=jsizes,
+                weight_strides=[s_g, s_o, s_c, *(-p.step * s_taps[d] for d, p in enumerate(phase))],
                 weight_offset=offset, stride=[1, 1, 1], pad=[p.pad_lo for p in phase],
                 dilation=[p.dilation for p in phase], taps=[p.taps for p in phase], q_step=st,
                 q_offset=[(plans[d][0] + 0) * st[d] + residues[d] - pad[d] for d in range(3)])
