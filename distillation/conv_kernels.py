@@ -55,7 +55,7 @@ def _kernel() -> Any:
                            syn, syc, syd, syh, syw,
                            std, sth, stw, pd, ph, pw, dld, dlh, dlw,
                            qsd, qsh, qsw, qod, qoh, qow,
-                           HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
+                           HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr, JOINT_K: tl.constexpr,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
         # One tile: BLOCK_M positions j of the (JD, JH, JW) grid x BLOCK_N output channels of group
         # program_id(2). Position j reads input (j * stride - pad + tap * dilation) and is written
@@ -77,26 +77,50 @@ def _kernel() -> Any:
         x_base = x_ptr + n.to(tl.int64) * sxn + (grp * CG).to(tl.int64) * sxc
         w_base = w_ptr + w_off + grp.to(tl.int64) * swg + rn[None, :].to(tl.int64) * swo
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        # One flat loop over (tap, channel block): the compiler pipelines the loads of the next
-        # steps under the current one's dot across taps (nested per-tap loops of a few channel
-        # blocks each left nothing to overlap).
-        c_blocks = tl.cdiv(CG, BLOCK_K)
-        for step in range(0, KD * KH * KW * c_blocks):
-            tap = step // c_blocks
-            c = (step % c_blocks) * BLOCK_K + rk
-            kw = tap % KW
-            kh = (tap // KW) % KH
-            kd = tap // (KW * KH)
-            idd = jd * std - pd + kd * dld
-            ih = jh * sth - ph + kh * dlh
-            iw = jw * stw - pw + kw * dlw
-            ok = m_ok & (idd >= 0) & (idd < ID) & (ih >= 0) & (ih < IH) & (iw >= 0) & (iw < IW)
-            a_row = x_base + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
-            c_ok = c < CG
-            a = tl.load(a_row[:, None] + c[None, :].to(tl.int64) * sxc, mask=ok[:, None] & c_ok[None, :], other=0.0)
-            b = tl.load(w_base + kd * swd + kh * swh + kw * sww + c[:, None].to(tl.int64) * swc,
-                        mask=c_ok[:, None] & n_ok[None, :], other=0.0)
-            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        if JOINT_K:
+            # Few input channels per group (a first layer's 3): one reduction axis over (tap, channel)
+            # pairs, k = tap * CG + c, so a BLOCK_K step holds several taps instead of mostly padding.
+            kt = KD * KH * KW * CG
+            for k0 in range(0, kt, BLOCK_K):
+                k = k0 + rk
+                k_ok = k < kt
+                c = k % CG
+                tap = k // CG
+                kw = tap % KW
+                kh = (tap // KW) % KH
+                kd = tap // (KW * KH)
+                idd = jd[:, None] * std - pd + kd[None, :] * dld
+                ih = jh[:, None] * sth - ph + kh[None, :] * dlh
+                iw = jw[:, None] * stw - pw + kw[None, :] * dlw
+                ok = (m_ok[:, None] & k_ok[None, :] & (idd >= 0) & (idd < ID) & (ih >= 0) & (ih < IH)
+                      & (iw >= 0) & (iw < IW))
+                a = tl.load(x_base[:, None] + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh
+                            + iw.to(tl.int64) * sxw + c[None, :].to(tl.int64) * sxc, mask=ok, other=0.0)
+                w_k = kd * swd + kh * swh + kw * sww + c.to(tl.int64) * swc
+                b = tl.load(w_base + w_k[:, None], mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+                acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        else:
+            # One flat loop over (tap, channel block): the compiler pipelines the loads of the next
+            # steps under the current one's dot across taps (nested per-tap loops of a few channel
+            # blocks each left nothing to overlap).
+            c_blocks = tl.cdiv(CG, BLOCK_K)
+            for step in range(0, KD * KH * KW * c_blocks):
+                tap = step // c_blocks
+                c = (step % c_blocks) * BLOCK_K + rk
+                kw = tap % KW
+                kh = (tap // KW) % KH
+                kd = tap // (KW * KH)
+                idd = jd * std - pd + kd * dld
+                ih = jh * sth - ph + kh * dlh
+                iw = jw * stw - pw + kw * dlw
+                ok = m_ok & (idd >= 0) & (idd < ID) & (ih >= 0) & (ih < IH) & (iw >= 0) & (iw < IW)
+                a_row = x_base + idd.to(tl.int64) * sxd + ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw
+                c_ok = c < CG
+                a = tl.load(a_row[:, None] + c[None, :].to(tl.int64) * sxc, mask=ok[:, None] & c_ok[None, :],
+                            other=0.0)
+                b = tl.load(w_base + kd * swd + kh * swh + kw * sww + c[:, None].to(tl.int64) * swc,
+                            mask=c_ok[:, None] & n_ok[None, :], other=0.0)
+                acc = tl.dot(a, b, acc, input_precision=PRECISION)
         co = grp * COG + rn
         if HAS_BIAS:
             acc += tl.load(b_ptr + co, mask=n_ok, other=0.0).to(tl.float32)[None, :]
@@ -158,6 +182,21 @@ def _packed_weight(w: Any, groups: int, nd: int, transposed: bool) -> tuple[Any,
     return packed, [s[0], 1, s[-2]], [*([0] * (3 - nd)), *s[1:1 + nd]]
 
 
+def _hint(value: Any) -> int:
+    """An int, or a symbolic size's value in the example being traced, without a guard on it: a
+    choice of code path that is right for any value (the kernel is correct either way)."""
+    if isinstance(value, int):
+        return value
+    from torch.fx.experimental import symbolic_shapes
+
+    # torch 2.13: optimization_hint; earlier releases (2.11 on the GPU image): hint_int
+    for name in ("optimization_hint", "hint_int"):
+        read = getattr(symbolic_shapes, name, None)
+        if read is not None:
+            return int(read(value))
+    return int(value.node.hint)
+
+
 def _tiles(cog: Any, in_dtype: Any) -> tuple[int, int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): 128 positions x up to 128 channels of
     a group; wider K steps for 16-bit inputs (same bytes per step)."""
@@ -197,11 +236,13 @@ def _launch(x: Any, x_sizes: list[Any], x_strides: list[Any], w: Any, bias: Any,
     # the judge reads for the tolerance it applies (an "ieee" branch there would have been taken
     # for a full-precision kernel and its TF32 results held to 1e-4: the twenty-eighth GPU run)
     precision = "tf32" if torch.backends.cuda.matmul.allow_tf32 and x.dtype == torch.float32 else "ieee"
+    # the reduction axis: (tap, channel) pairs when a group's channels fill less than a step
+    joint = _hint(cg) < block_k
     fn[grid](x, w, bias if bias is not None else x, y,
              n, cg, cog, x5[2], x5[3], x5[4], j[0], j[1], j[2],
              y5[2], y5[3], y5[4], taps[0], taps[1], taps[2],
              *x_strides, *weight_strides, weight_offset, *_strides(y5), *stride, *pad, *dilation, *q_step, *q_offset,
-             HAS_BIAS=bias is not None, PRECISION=precision, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+             HAS_BIAS=bias is not None, PRECISION=precision, JOINT_K=joint, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
              num_warps=warps, num_stages=stages)
 
 

@@ -39,8 +39,10 @@ def ops():
         os.environ["TRITON_INTERPRET"] = before
 
 
-DIRECT = [  # input, weight, stride, padding, dilation, groups
+DIRECT = [  # input, weight, stride, padding, dilation, groups (< 32 input channels a group: one (tap, channel) axis)
     ((2, 16, 9), (32, 16, 3), [1], [1], [1], 1),
+    ((1, 64, 6, 7), (32, 64, 3, 3), [1, 2], [1, 0], [2, 1], 1),  # 64 a group: per-tap channel blocks
+    ((1, 3, 6, 7, 8), (16, 3, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], 1),  # a first layer's 3 channels
     ((2, 16, 7, 9), (32, 16, 3, 5), [2, 1], [1, 2], [1, 2], 1),
     ((1, 32, 7, 8), (32, 8, 3, 3), [1, 1], [0, 0], [1, 1], 4),
     ((1, 16, 4, 5, 6), (17, 16, 3, 2, 3), [1, 2, 1], [1, 0, 1], [1, 1, 1], 1),
@@ -60,6 +62,7 @@ def test_direct_convolution_matches_torch(ops, x_shape, w_shape, stride, padding
 
 TRANSPOSED = [  # input, weight, stride, padding, output_padding, groups, dilation
     ((2, 16, 9), (16, 32, 3), [2], [1], [1], 1, [1]),
+    ((1, 64, 5, 6), (64, 16, 3, 3), [2, 2], [1, 1], [1, 0], 2, [1, 1]),  # 32 a group: per-tap channel blocks
     ((2, 16, 5, 6), (16, 16, 3, 5), [1, 1], [0, 0], [0, 0], 1, [1, 1]),
     # stride 2 with dilation 2: odd output rows are reached by no tap (bias only)
     ((1, 32, 5, 4), (32, 8, 3, 4), [2, 3], [1, 2], [1, 0], 2, [2, 1]),
