@@ -13,8 +13,11 @@ them into a user-defined Triton kernel launch that Inductor writes into its outp
 included), so the converted candidate carries the kernel, with every size (batch, channels,
 spatial, strides) a runtime argument. The kernel reads the input where it lies (no im2col):
 for each output tile (BLOCK_M output positions x BLOCK_N output channels of one group) it runs one
-loop over (kernel tap, block of BLOCK_K of the group's input channels), accumulating `tl.dot` in
-fp32. 1-D and 2-D convolutions run as 3-D ones with unit leading dims (views).
+loop over (kernel tap, block of BLOCK_K of the group's input channels), or, with fewer channels a
+group than BLOCK_K, over blocks of (tap, channel) pairs, accumulating `tl.dot` in fp32. The op
+hands it the input channels-last and the weight packed as (group, taps, in, out), so both tiles
+are contiguous along a dimension of the dot (one copy of each per forward). 1-D and 2-D
+convolutions run as 3-D ones with unit leading dims (in the sizes passed, not views).
 
 A transposed convolution is the prod(stride) sub-pixel phases of `inductor_decompose.
 conv_transpose_as_phases` (each a stride-1 direct convolution of the input itself, with its taps
@@ -140,9 +143,10 @@ def _kernel() -> Any:
 
 def _strides(shape: Any) -> list[Any]:
     """A contiguous tensor's strides from its shape. The ops copy x and the weight into the
-    layouts the kernel reads (and make y contiguous) and give the kernel strides computed so, not `Tensor.stride()`: under symbolic parameter shapes a
-    parameter's strides are symbols of their own, and the (flipped) weight offsets built from them
-    left Inductor expressions it could not order (`Exponent must be non-negative`)."""
+    layouts the kernel reads (and make y contiguous) and give the kernel strides computed so, not
+    `Tensor.stride()`: under symbolic parameter shapes a parameter's strides are symbols of their
+    own, and the (flipped) weight offsets built from them left Inductor expressions it could not
+    order (`Exponent must be non-negative`)."""
     out, step = [], 1
     for size in reversed(list(shape)):
         out.append(step)
@@ -171,13 +175,11 @@ def _packed_weight(w: Any, groups: int, nd: int, transposed: bool) -> tuple[Any,
     """The weight as (groups, *kernel, in/group, out/group), contiguous: a tap's tile of (input
     channels x output channels) is contiguous along the output channels. Returns the packed
     weight, its (group, out, in) strides and its per-tap strides (D, H, W; unit dims 0)."""
-    k = list(w.shape[2:])
-    if transposed:  # (Cin, Cout/g, *k): in channels grouped in dim 0
-        view = w.reshape(groups, w.shape[0] // groups, w.shape[1], *k)
-        packed = view.permute(0, *range(3, 3 + nd), 1, 2).contiguous()
-    else:  # (Cout, Cin/g, *k): out channels grouped in dim 0
-        view = w.reshape(groups, w.shape[0] // groups, w.shape[1], *k)
-        packed = view.permute(0, *range(3, 3 + nd), 2, 1).contiguous()
+    # dim 0 holds the groups: of the input channels when transposed, (Cin, Cout/g, *k), else of
+    # the output channels, (Cout, Cin/g, *k)
+    view = w.reshape(groups, w.shape[0] // groups, w.shape[1], *w.shape[2:])
+    in_out = (1, 2) if transposed else (2, 1)
+    packed = view.permute(0, *range(3, 3 + nd), *in_out).contiguous()
     s = _strides(list(packed.shape))
     return packed, [s[0], 1, s[-2]], [*([0] * (3 - nd)), *s[1:1 + nd]]
 
@@ -202,6 +204,7 @@ def _tiles(cog: Any, in_dtype: Any) -> tuple[int, int, int, int, int]:
     a group; wider K steps for 16-bit inputs (same bytes per step)."""
     import torch
 
+    cog = _hint(cog)  # block sizes are a choice for speed: no guard on the channel count
     block_n = 32 if cog <= 32 else 64 if cog <= 64 else 128
     block_k = 64 if in_dtype in (torch.float16, torch.bfloat16) else 32
     return 128, block_n, block_k, 8 if block_n == 128 else 4, 3
