@@ -208,6 +208,34 @@ def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], pad
     return out.contiguous()
 
 
+class _ConvFunctionals:
+    """Context manager base: torch.nn.functional.conv{1,2,3}d and conv_transpose{1,2,3}d replaced
+    by `self._conv(original, nd)` and `self._conv_transpose(original, nd)` while entered (the
+    functionals in place then are the originals the wrappers fall back to); restored on exit."""
+
+    def _conv(self, original: Any, nd: int) -> Any:
+        raise NotImplementedError
+
+    def _conv_transpose(self, original: Any, nd: int) -> Any:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        import torch.nn.functional as F
+
+        self._saved = {name: getattr(F, name) for name in (*_CONV_FUNCTIONALS, *_CONV_TRANSPOSE_FUNCTIONALS)}
+        for name, nd in _CONV_FUNCTIONALS.items():
+            setattr(F, name, self._conv(self._saved[name], nd))
+        for name, nd in _CONV_TRANSPOSE_FUNCTIONALS.items():
+            setattr(F, name, self._conv_transpose(self._saved[name], nd))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch.nn.functional as F
+
+        for name, fn in self._saved.items():
+            setattr(F, name, fn)
+
+
 # conv_kernels (the module), on top while `implicit_gemm_convolutions` is entered: resolved there, not
 # in the traced functions (an import while Dynamo traces breaks the graph)
 _IMPLICIT_GEMM: list[Any] = []
@@ -232,7 +260,7 @@ def _sibling_conv_kernels() -> Any:
         return sys.modules[name]
 
 
-class implicit_gemm_convolutions:
+class implicit_gemm_convolutions(_ConvFunctionals):
     """Context manager: while entered, a direct or transposed convolution whose per-group product
     is tensor-core sized runs as one implicit-GEMM Triton kernel (conv_kernels.py: no im2col
     buffer, channel counts still kernel arguments) instead of gathers + matmul, wherever this
@@ -244,24 +272,20 @@ class implicit_gemm_convolutions:
     Restored on exit."""
 
     def __enter__(self) -> "implicit_gemm_convolutions":
-        import torch.nn.functional as F
-
         kernels = _sibling_conv_kernels()
         kernels.register()
         _IMPLICIT_GEMM.append(kernels)
-        self._saved = {name: getattr(F, name) for name in (*_CONV_FUNCTIONALS, *_CONV_TRANSPOSE_FUNCTIONALS)}
-        for name, nd in _CONV_FUNCTIONALS.items():
-            setattr(F, name, _implicit_conv(self._saved[name], nd))
-        for name, nd in _CONV_TRANSPOSE_FUNCTIONALS.items():
-            setattr(F, name, _implicit_conv_transpose(self._saved[name], nd))
-        return self
+        return super().__enter__()
 
     def __exit__(self, *exc: Any) -> None:
-        import torch.nn.functional as F
-
-        for name, fn in self._saved.items():
-            setattr(F, name, fn)
+        super().__exit__(*exc)
         _IMPLICIT_GEMM.pop()
+
+    def _conv(self, original: Any, nd: int) -> Any:
+        return _implicit_conv(original, nd)
+
+    def _conv_transpose(self, original: Any, nd: int) -> Any:
+        return _implicit_conv_transpose(original, nd)
 
 
 def _implicit_conv(original: Any, nd: int) -> Any:
@@ -480,7 +504,7 @@ _CONV_FUNCTIONALS = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
 _CONV_TRANSPOSE_FUNCTIONALS = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}
 
 
-class symbolic_parameter_convolutions:
+class symbolic_parameter_convolutions(_ConvFunctionals):
     """Context manager for captures with symbolic parameter shapes (`dynamic_parameters`):
     torch.nn.functional.conv{1,2,3}d and conv_transpose{1,2,3}d (what nn.Conv*'s forward calls)
     replaced by `convolution_as_matmul`, so Dynamo traces gathers + a matmul instead of a
@@ -491,18 +515,8 @@ class symbolic_parameter_convolutions:
     spatial size stays a constant (it is read with int()); channel counts, batch and spatial input
     sizes stay symbolic. Restored on exit."""
 
-    def __enter__(self) -> "symbolic_parameter_convolutions":
-        import torch.nn.functional as F
+    def _conv(self, original: Any, nd: int) -> Any:
+        return _conv_as_matmul(original, nd)
 
-        self._saved = {name: getattr(F, name) for name in (*_CONV_FUNCTIONALS, *_CONV_TRANSPOSE_FUNCTIONALS)}
-        for name, nd in _CONV_FUNCTIONALS.items():
-            setattr(F, name, _conv_as_matmul(self._saved[name], nd))
-        for name, nd in _CONV_TRANSPOSE_FUNCTIONALS.items():
-            setattr(F, name, _conv_transpose_as_matmul(self._saved[name], nd))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        import torch.nn.functional as F
-
-        for name, fn in self._saved.items():
-            setattr(F, name, fn)
+    def _conv_transpose(self, original: Any, nd: int) -> Any:
+        return _conv_transpose_as_matmul(original, nd)
