@@ -135,9 +135,13 @@ case "${1:-}" in
         budget=${L1_S:-300}
       fi
       log "$suite harvest: rc $? in $((SECONDS-t0)) s"; t0=$SECONDS
-      bounded $((budget + 120)) autotriton --db "$DB" --profile gpu "${GPU_SETS[@]}" "${FUSED_SETS[@]}" distill --teacher inductor \
-        --samples 2 --time-budget "$budget" --json > "$R/${suite}_distill.json" 2> "$R/${suite}_distill.err"
-      log "$suite distill: rc $? in $((SECONDS-t0)) s"
+      # SYN_S/L1_S=0: no distill of the suite's new problems (only FUSED_REDO's); `--time-budget 0`
+      # would mean no limit, and any budget starts a first wave of batches
+      if [ "$budget" -gt 0 ]; then
+        bounded $((budget + 120)) autotriton --db "$DB" --profile gpu "${GPU_SETS[@]}" "${FUSED_SETS[@]}" distill --teacher inductor \
+          --samples 2 --time-budget "$budget" --json > "$R/${suite}_distill.json" 2> "$R/${suite}_distill.err"
+        log "$suite distill: rc $? in $((SECONDS-t0)) s"
+      fi
       # FUSED_REDO (globs): those problems distilled again with this code (`distill --redo`), for at
       # most FUSED_REDO_S seconds: a teacher change measured on problems the warehouse already solved
       if [ -n "${FUSED_REDO:-}" ]; then
