@@ -23,7 +23,8 @@ from torch.utils._pytree import tree_leaves
 
 from autotriton.validation import candidate_runner as cr
 from autotriton.validation import compare, wire
-from autotriton.validation.problem_state import Phase, ProblemState, mentions_out_of_memory, problem_state
+from autotriton.validation.problem_state import (Phase, ProblemState, after_memory_waits, mentions_out_of_memory,
+                                                 problem_state)
 from autotriton.validation.timing import full_size_check
 from autotriton.validation.trial_budget import _tensor_bytes, trial_bytes  # noqa: F401 (judge.trial_bytes)
 
@@ -178,15 +179,9 @@ def judge_retrying(worker, problem_source: str, candidate_source: str, cfg: dict
     """judge_one, again after each wait while a GPU candidate runs out of memory; the verdict
     notes how often and how long it waited (timing.candidate_oom_retries, candidate_oom_wait_s)."""
     judge = judge or judge_one
-    waited: list[float] = []
-    while True:
-        result = judge(worker, problem_source, candidate_source, cfg)
-        if cfg["device"] == "cpu" or len(waited) >= len(waits) or not candidate_out_of_memory(result):
-            break
-        if torch.cuda.is_initialized():
-            torch.cuda.empty_cache()
-        waited.append(waits[len(waited)])
-        time.sleep(waited[-1])
+    result, waited = after_memory_waits(lambda: judge(worker, problem_source, candidate_source, cfg),
+                                        lambda outcome: cfg["device"] != "cpu" and isinstance(outcome, dict)
+                                        and candidate_out_of_memory(outcome), waits)
     if waited:
         result["timing"].update(candidate_oom_retries=len(waited), candidate_oom_wait_s=sum(waited))
     return result

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import torch
 from torch.utils._pytree import tree_map
@@ -197,6 +197,7 @@ class ProblemState:
 # but CUDA contexts and allocator slack are not in its books): a reference that found the GPU full
 # at one moment is not a broken problem. Built again after each of these waits, then given up.
 OOM_WAITS_S = (5.0, 15.0, 30.0)
+T = TypeVar("T")
 
 
 def out_of_memory(exc: BaseException) -> bool:
@@ -230,19 +231,32 @@ def problem_state(worker, source: str, cfg: dict[str, Any], waits: tuple[float, 
 def _build(source: str, cfg: dict[str, Any], directory: str, waits: tuple[float, ...]) -> ProblemState:
     """A ProblemState, built again after each wait while a GPU reference runs out of memory
     (`notes["oom_retries"]`, `notes["oom_wait_s"]`: how often and how long it waited)."""
+    state, waited = after_memory_waits(lambda: ProblemState(source, cfg, directory),
+                                       lambda outcome: isinstance(outcome, ProblemError) and out_of_memory(outcome), waits)
+    if waited:
+        state.notes.update(oom_retries=len(waited), oom_wait_s=sum(waited))
+    return state
+
+
+def after_memory_waits(attempt: Callable[[], T], short_of_memory: Callable[[Any], bool],
+                       waits: tuple[float, ...]) -> tuple[T, list[float]]:
+    """`attempt()`, again after each of `waits` (seconds) while `short_of_memory(outcome)` says it
+    found the shared GPU full (outcome: what it returned, or the exception it raised); the failed
+    try's tensors and the allocator's cache go back to the GPU before each wait. Returns (result,
+    the waits taken); an exception raised for another reason, or still after the last wait, is
+    raised. The reference's build and the candidate's judgement (judge.judge_retrying) use it."""
     waited: list[float] = []
     while True:
         try:
-            state = ProblemState(source, cfg, directory)
-        except ProblemError as exc:
-            if len(waited) >= len(waits) or not out_of_memory(exc):
+            result = attempt()
+        except Exception as exc:  # noqa: BLE001 - re-raised below unless it is a shortage to wait out
+            if len(waited) >= len(waits) or not short_of_memory(exc):
                 raise
-            gc.collect()  # the failed try's tensors, then the allocator's cache, back to the GPU
-            if torch.cuda.is_initialized():
-                torch.cuda.empty_cache()
-            waited.append(waits[len(waited)])
-            time.sleep(waited[-1])
-            continue
-        if waited:
-            state.notes.update(oom_retries=len(waited), oom_wait_s=sum(waited))
-        return state
+        else:
+            if len(waited) >= len(waits) or not short_of_memory(result):
+                return result, waited
+        gc.collect()
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        waited.append(waits[len(waited)])
+        time.sleep(waited[-1])
