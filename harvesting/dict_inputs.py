@@ -37,13 +37,45 @@ _ELEMENTWISE_MASK = re.compile(r"missing|observ|indicat|nan(?![a-z])")
 _ANY_KEY = "x"
 
 
+class KeyConstant(str):
+    """A key named by a constant of the module rather than written out (`data[AtomicDataDict.
+    POSITIONS_KEY]`, `batch[CELL_KEY]`: nequip's graphs): its text is the expression, and its
+    repr too, so a dict display of the input (`{k!r}: ...`) names the constant, which the
+    problem's module imports, instead of guessing the string it holds."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+# A constant that names a key: UPPER_CASE, in a name or a dotted path that says key or field
+# (`POSITIONS_KEY`, `AtomicDataDict.EDGE_INDEX_KEY`, `DataKeys.INPUT`, `Fields.IMAGE`).
+_KEY_WORD = re.compile(r"(?i)key|field")
+
+
+def _constant_key(n: ast.AST, param: str) -> KeyConstant | None:
+    parts: list[str] = []
+    while isinstance(n, ast.Attribute):
+        parts.insert(0, n.attr)
+        n = n.value
+    if not isinstance(n, ast.Name) or n.id in ("self", param):
+        return None
+    parts.insert(0, n.id)
+    last = parts[-1]
+    if not (last.isupper() and _KEY_WORD.search(".".join(parts))):
+        return None
+    return KeyConstant(".".join(parts))
+
+
 def _key_of(node: ast.AST, param: str) -> tuple[str, str] | None:
-    """("read" | "write", key) when `node` reads or writes string key `key` of dict `param`."""
+    """("read" | "write", key) when `node` reads or writes string key `key` of dict `param` (a
+    string, or a KeyConstant for a key named by a module constant)."""
     def is_param(n: ast.AST) -> bool:
         return isinstance(n, ast.Name) and n.id == param
 
     def text(n: ast.AST) -> str | None:
-        return n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else None
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            return n.value
+        return _constant_key(n, param)
 
     if isinstance(node, ast.Subscript) and is_param(node.value) and text(node.slice) is not None:
         return ("write" if isinstance(node.ctx, ast.Store) else "read"), text(node.slice)
@@ -117,7 +149,11 @@ def read_keys(forward: ast.FunctionDef, param: str) -> list[str]:
 
 
 def _alias_name(key: str, param: str, taken: set[str]) -> str:
-    """A plain name standing for the key's value: the key itself when it is free in forward."""
+    """A plain name standing for the key's value: the key itself when it is free in forward (a
+    constant's last part, lower case, without its `_KEY` / `_FIELD`: `POSITIONS_KEY` ->
+    `positions`, which the guesses read as names)."""
+    if isinstance(key, KeyConstant):
+        key = re.sub(r"(?i)_?(key|field)$", "", key.rsplit(".", 1)[-1]).lower() or "value"
     name = re.sub(r"\W", "_", key) or "value"
     name = f"_{name}" if name[0].isdigit() else name
     return name if name not in taken else f"{param}_{name}"

@@ -241,3 +241,73 @@ def test_a_model_rewrite_costs_no_input_guess(tmp_path):
     ns = _load(problem.reference_source)
     out = ns["Model"](*ns["get_init_inputs"]())(*ns["get_inputs"]())
     assert isinstance(out, tuple) and isinstance(out[0], torch.Tensor)
+
+
+# -- keys named by the module's constants (nequip's AtomicDataDict) ----------------------------
+
+CONSTANT_KEYED = '''
+POSITIONS_KEY = "pos"
+NODE_FEATURES_KEY = "node_features"
+
+
+class GraphFields:
+    """The keys of a graph dict, as nequip's AtomicDataDict names them."""
+
+    EDGE_WEIGHT_FIELD = "edge_weight"
+
+
+class PositionEmbedding(nn.Module):
+    """Embeds each atom's position and writes the node features into the graph dict."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.proj = nn.Linear(3, dim)
+
+    def forward(self, data):
+        pos = data[POSITIONS_KEY]
+        data[NODE_FEATURES_KEY] = torch.tanh(self.proj(pos))
+        return data
+
+
+class FeatureScale(nn.Module):
+    """Scales the node features by learned weights and a per-edge weight mean."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, data):
+        weight = data[GraphFields.EDGE_WEIGHT_FIELD].mean()
+        data[NODE_FEATURES_KEY] = data[NODE_FEATURES_KEY] * self.scale * weight
+        return data
+'''
+
+
+def test_keys_named_by_module_constants_are_those_constants(tmp_path):
+    """`data[POSITIONS_KEY]`, `data[GraphFields.EDGE_WEIGHT_FIELD]` (held-out set 36: nequip's modules
+    got a tensor and failed on `data[...]` with a string): the input is a dict whose display names
+    the constants (the problem keeps them), holding the keys forward reads, sized for the layer."""
+    problems = _harvest(tmp_path, "graph.py", CONSTANT_KEYED)
+    source = problems["PositionEmbedding"].reference_source
+    get_inputs = source[source.index("def get_inputs"):]
+    assert "POSITIONS_KEY:" in get_inputs and "'pos'" not in get_inputs
+    data = _inputs(source)
+    assert list(data) == ["pos"] and data["pos"].shape[-1] == 3
+    scaled = _inputs(problems["FeatureScale"].reference_source)
+    assert set(scaled) == {"edge_weight", "node_features"}
+    ns = _load(problems["FeatureScale"].reference_source)
+    model = ns["Model"](*ns["get_init_inputs"]())
+    assert scaled["node_features"].shape[-1] == model.scale.shape[0]
+
+
+def test_only_constant_names_that_say_key_or_field_name_keys():
+    """A lower-case name is a local (a loop over keys), an upper-case one without key/field an
+    index constant: neither is read as a key; nor is an attribute of self."""
+    from autotriton.harvesting.dict_inputs import KeyConstant
+
+    def keys(body: str) -> list[str]:
+        return read_keys(ast.parse(f"def forward(self, data):\n{body}").body[0], "data")
+
+    assert keys("    return data[POSITIONS_KEY] + data[Keys.CELL_FIELD]") == ["POSITIONS_KEY", "Keys.CELL_FIELD"]
+    assert all(isinstance(k, KeyConstant) and repr(k) == k for k in keys("    return data[POSITIONS_KEY]"))
+    assert keys("    for k in ks:\n        y = data[k]\n    return data[AXIS] + data[self.KEY]") == []
