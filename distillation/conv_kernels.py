@@ -106,7 +106,7 @@ def _kernel() -> Any:
             # One flat loop over (tap, channel block): the compiler pipelines the loads of the next
             # steps under the current one's dot across taps (nested per-tap loops of a few channel
             # blocks each left nothing to overlap).
-            c_blocks = tl.cdiv(CG, BLOCK_K)
+            c_blocks = (CG + BLOCK_K - 1) // BLOCK_K
             for step in range(0, KD * KH * KW * c_blocks):
                 tap = step // c_blocks
                 c = (step % c_blocks) * BLOCK_K + rk
