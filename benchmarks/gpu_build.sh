@@ -11,6 +11,7 @@
 #   benchmarks/gpu_build.sh learn [DB]       # train (SFT, GRPO) on it and evaluate base/SFT/GRPO
 #   benchmarks/gpu_build.sh all [DB]         # build, then learn
 #   benchmarks/gpu_build.sh genspeed         # time the generate() settings of eval on the released held-out problems
+#   benchmarks/gpu_build.sh convspeed        # the implicit-GEMM convolution kernels against torch's, L1 (no setup needed)
 #   benchmarks/gpu_build.sh watch SECONDS    # follow a background build for SECONDS, then copy its records to $OUT
 #   benchmarks/gpu_build.sh throughput       # judge throughput before (.gpu/before-<commit>.tgz) and after
 # Offline machines: .gpu/whl (or .gpu/whl-part*) the wheelhouse of scripts/gpu-wheelhouse, installed as
@@ -358,6 +359,10 @@ PY
         --workers 4 --baseline-sample "${BASELINE:-2}" > "$R/throughput_$side.json" 2> "$R/throughput_$side.err")
       log "throughput $side: rc $?"; tail -c 600 "$R/throughput_$side.json"
     done ;;
+  convspeed)
+    # Timing study, no install needed: the teacher's implicit-GEMM convolution kernels against torch's
+    # convolution on KernelBench L1's one-layer convolution problems (benchmarks/conv_igemm_speed.py).
+    python3 benchmarks/conv_igemm_speed.py --suite .gpu/kernelbench_level1.jsonl ${CONV_NAMES:-} --out "$OUT/conv_igemm_speed.json" ;;
   watch)
     # Follow the background build for $2 seconds, then bring its records back (the warehouse
     # compressed: the device returns files of at most 16 MiB).
@@ -381,5 +386,5 @@ PY
       python3 -c "import duckdb; duckdb.connect('$WORK/build.duckdb').execute('CHECKPOINT')" 2>/dev/null
       xz -T8 -3 -c "$WORK/build.duckdb" > "$OUT/build.duckdb.xz"; ls -la "$OUT"
     fi ;;
-  *) echo "usage: $0 setup|tests|l1 DB|synthetic DB N|fused|build [DB]|learn [DB]|all [DB]|genspeed|watch SECONDS|throughput" >&2; exit 2 ;;
+  *) echo "usage: $0 setup|tests|l1 DB|synthetic DB N|fused|build [DB]|learn [DB]|all [DB]|genspeed|convspeed|watch SECONDS|throughput" >&2; exit 2 ;;
 esac
