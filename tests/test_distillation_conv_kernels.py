@@ -167,3 +167,16 @@ def test_captured_convolutions_become_one_kernel_each_and_pass_the_judge(tmp_pat
         assert "extern_kernels" not in result.code and "unfold" not in result.code, name
         assert "num_warps=4, num_stages=3" in result.code, name  # the op's own launch config
     assert_cpu_judge_passes(problems, converted)
+
+
+def test_only_launched_kernels_that_differ_by_name_alone_are_merged():
+    """Two launched kernels with one body become one definition launched twice; helpers the
+    kernels call by name stay, even when their bodies match (renaming a launch would not reach them)."""
+    from autotriton.distillation.inductor_convert import _merge_identical_kernels
+
+    body = "    tl.store(p, tl.load(q))\n"
+    srcs = [f"@triton.jit\ndef {n}(p, q):\n{body}" for n in ("copy_kernel", "copy_1_kernel", "_helper_a", "_helper_b")]
+    forward = "copy_kernel[(1,)](a, b)\ncopy_1_kernel[(1,)](c, d)"
+    merged = _merge_identical_kernels(srcs, forward)
+    assert merged == "copy_kernel[(1,)](a, b)\ncopy_kernel[(1,)](c, d)"
+    assert [s.split("def ")[1].split("(")[0] for s in srcs] == ["copy_kernel", "_helper_a", "_helper_b"]
