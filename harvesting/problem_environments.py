@@ -5,7 +5,9 @@ while it probes):
 - a package the probe finds missing that the module's requirements do not name (a dependency that
   imports one it does not declare: segment_anything -> torchvision) is added to them;
 - a requirement whose upper bound or pin no release installable beside the judge's torch meets
-  (audiocraft's `torchaudio<2.1.2,>=2.0.0`) loses that bound; a lower bound is never loosened.
+  (audiocraft's `torchaudio<2.1.2,>=2.0.0`) loses that bound; a lower bound is never loosened;
+- a requirement no index has, guessed from an import beside others, is left out: another of them
+  may install that import under its own name (`audiotools` comes with descript-audio-codec).
 The probe then says whether the module runs; the problem records the requirements installed.
 """
 
@@ -45,19 +47,35 @@ def without_upper_bounds(reqs: list[str], name: str) -> list[str] | None:
     return out if changed else None
 
 
+def without_missing(reqs: list[str], name: str) -> list[str] | None:
+    """`reqs` without requirement `name`, which no index or wheelhouse has (pip: "from versions:
+    none"), when others remain: the import it was guessed from may come with one of them under
+    another name (stable-audio-tools' `import audiotools`, installed by its declared
+    descript-audio-codec as descript-audiotools); the probe says whether the module imports.
+    None when `name` is the only one."""
+    kept = [r for r in reqs if canonical_name(requirement_name(r)) != canonical_name(name)]
+    return kept if kept and len(kept) < len(reqs) else None
+
+
 def ensure_relaxing(cache: EnvironmentCache, reqs: list[str], relaxed: Counter) -> tuple[Environment, list[str]]:
     """The environment of `reqs`; where pip cannot meet a requirement's upper bound or pin, that
-    bound is dropped (counted in `relaxed` under the requirement as declared) and the set tried
-    again, up to three times. (environment, the requirements used); raises the last
-    DependencyError when nothing is left to drop."""
+    bound is dropped (counted in `relaxed` under the requirement as declared), and a requirement
+    no index has is left out beside others (`without_missing`; counted as "<requirement>
+    (no such distribution)"), and the set tried again, up to three times. (environment, the
+    requirements used); raises the last DependencyError when nothing is left to drop."""
     for _ in range(3):
         try:
             return cache.ensure(reqs), reqs
         except DependencyError as exc:
-            loosened = without_upper_bounds(reqs, exc.name) if exc.reason.startswith("unresolvable_dependency:") else None
+            if exc.reason.startswith("unresolvable_dependency:"):
+                loosened, note = without_upper_bounds(reqs, exc.name), ""
+            elif exc.reason.startswith("missing_dependency:"):
+                loosened, note = without_missing(reqs, exc.name), " (no such distribution)"
+            else:
+                loosened, note = None, ""
             if loosened is None:
                 raise
-            relaxed[next(r for r in reqs if r not in loosened)] += 1
+            relaxed[next(r for r in reqs if r not in loosened) + note] += 1
             reqs = loosened
     return cache.ensure(reqs), reqs
 

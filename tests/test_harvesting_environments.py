@@ -402,15 +402,16 @@ def test_declared_requirements_of_unpacked_packages_read_their_metadata(tmp_path
     assert declared_in_package(sdist) == {"einops": "einops>=0.8", "timm": "timm"}
 
 
-def _wheel(folder: Path, dist: str, version: str, files: dict[str, str]) -> Path:
-    """A pure-Python wheel of `files` whose metadata declares no dependency."""
+def _wheel(folder: Path, dist: str, version: str, files: dict[str, str], requires: tuple[str, ...] = ()) -> Path:
+    """A pure-Python wheel of `files` whose metadata declares `requires` (default: no dependency)."""
     import zipfile
 
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{dist.replace('-', '_')}-{version}"
     path = folder / f"{stem}-py3-none-any.whl"
     info = f"{stem}.dist-info"
-    files = {**files, f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n",
+    metadata = f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
+    files = {**files, f"{info}/METADATA": metadata,
              f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: autotriton-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
     with zipfile.ZipFile(path, "w") as zf:
         for name, text in files.items():
@@ -483,3 +484,36 @@ def test_an_upper_bound_no_installable_release_meets_is_dropped_and_the_module_p
     assert p.status == "runnable", result.details.get(p.key)
     assert p.requirements == ["einops"] and p.environment_key == requirement_key(["einops"])
     assert result.stats["relaxed_requirements"] == {"einops<0.1": 1}
+
+
+def test_an_import_no_distribution_is_named_after_is_left_to_the_packages_that_bring_it(world, tmp_path):
+    """The repository declares `atzq-codec` (import `atzqc`), which requires `atzq-signal-tools`
+    (import `atzqsig`, as descript-audio-codec brings descript-audiotools' `audiotools`); the module
+    imports both. `atzqsig`, guessed as a distribution of its own name, is on no index: it is left
+    out of the set (and counted), the environment built from the rest, and the module runs with the
+    import its dependency installed. Alone in a set, such a name is still missing_dependency (above)."""
+    from autotriton.harvesting.problem_environments import without_missing
+
+    assert without_missing(["atzq-codec", "atzqsig"], "atzqsig") == ["atzq-codec"]
+    assert without_missing(["atzqsig"], "atzqsig") is None
+
+    wheels = tmp_path / "wheels"
+    _wheel(wheels, "atzq-codec", "0.1", {"atzqc/__init__.py": "def twice(x):\n    return x * 2\n"},
+           requires=("atzq-signal-tools",))
+    _wheel(wheels, "atzq-signal-tools", "0.1", {"atzqsig/__init__.py": "def plus_one(x):\n    return x + 1\n"})
+    pkg = _package(tmp_path, "codecblocks", ["atzq-codec"], {
+        "codec.py": "import torch\nimport torch.nn as nn\nfrom atzqc import twice\nfrom atzqsig import plus_one\n\n\n"
+                    "class Codec(nn.Module):\n    def forward(self, x):\n        return plus_one(twice(x))\n",
+    })
+    envs = world["envs"].model_copy(update={"find_links": [str(wheels)], "cache_dir": str(tmp_path / "envs")})
+    cfg = HarvestConfig(incremental=False, state_path=str(tmp_path / "state.json"))
+
+    def probe(sources, environments=None):
+        return world["pool"].probe_many(sources, environments=environments)
+
+    result = harvest_local(pkg, cfg, probe=probe, environments=envs)
+    (codec,) = [p for p in result.problems if p.name == "Codec"]
+    assert codec.status == "runnable", result.details.get(codec.key)
+    assert codec.requirements == ["atzq-codec"]
+    assert "atzq-signal-tools" in EnvironmentCache(envs).lookup(codec.requirements).installed
+    assert result.stats["relaxed_requirements"] == {"atzqsig (no such distribution)": 1}
