@@ -371,13 +371,16 @@ def package_import_source(repo: Any) -> str:
 def _declared_by_affix(name: str, declared: dict[str, str]) -> str | None:
     """The one declared distribution whose name begins or ends with import `name`, separators aside
     (`zeta` -> `zetascale`, `cleanfid` -> `clean-fid`, `clip` -> `clip-anytorch`, `dateutil` ->
-    `python-dateutil`): the repository says what it installs, and an import named unlike any of it
-    (or than the usual distribution: `clip` is openai-clip elsewhere) is most likely one of those.
-    None when no declared name, or more than one, fits, or the name is under three characters."""
+    `python-dateutil`), else whose words' initials spell it (`dac` -> `descript-audio-codec`): the
+    repository says what it installs, and an import named unlike any of it (or than the usual
+    distribution: `clip` is openai-clip elsewhere) is most likely one of those. None when no
+    declared name, or more than one, fits, or the name is under three characters."""
     bare = name.replace("-", "")
     if len(bare) < 3:
         return None
     fits = [d for d in declared if d != name and (d.replace("-", "").startswith(bare) or d.replace("-", "").endswith(bare))]
+    if not fits:
+        fits = [d for d in declared if d.count("-") >= 2 and "".join(w[0] for w in d.split("-") if w) == bare]
     return fits[0] if len(fits) == 1 else None
 
 

@@ -172,6 +172,9 @@ def test_an_import_named_unlike_any_distribution_takes_the_declared_one_its_name
     kd = {"clean-fid": "clean-fid", "clip-anytorch": "clip-anytorch", "einops": "einops"}
     assert module_requirements("import cleanfid\nimport clip\n", kd, providers={}) == ["clean-fid", "clip-anytorch"]
     assert module_requirements("import clip\n", {}, providers={}) == ["openai-clip"]
+    # stable-audio-tools (set 37) imports `dac` and declares descript-audio-codec: the words' initials
+    sat = {"descript-audio-codec": "descript-audio-codec==1.0.0", "einops": "einops", "k-diffusion": "k-diffusion"}
+    assert module_requirements("import dac\nimport kd\n", sat, providers={}) == ["descript-audio-codec==1.0.0", "kd"]
 
 
 def test_requirement_sets_are_normalised_and_keyed_without_the_judges_packages():
