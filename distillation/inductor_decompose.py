@@ -111,7 +111,7 @@ def _pad_or_crop(x: Any, pads: list[tuple[int, int]]) -> Any:
 
 
 def conv_transpose_as_phases(x: Any, weight: Any, bias: Any, stride: list[int], padding: list[int],
-                             dilation: list[int], output_padding: list[int], groups: int) -> Any:
+                             dilation: list[int], output_padding: list[int], groups: int, implicit: bool = True) -> Any:
     """A transposed convolution as prod(stride) stride-1 direct convolutions (sub-pixel phases),
     each through `convolution_as_matmul`, interleaved and cropped: every kernel tap is used by
     exactly one phase, so the multiply-adds are the transposed convolution's own (times
@@ -142,7 +142,7 @@ def conv_transpose_as_phases(x: Any, weight: Any, bias: Any, stride: list[int], 
         w_phase = w[taps].flip(list(range(2, 2 + nd)))
         x_phase = _pad_or_crop(x, [(ph.pad_lo, ph.pad_hi) for ph in phase])
         outs.append(convolution_as_matmul(x_phase, w_phase, None, [1] * nd, [0] * nd, [ph.dilation for ph in phase],
-                                          False, [0] * nd, groups))
+                                          False, [0] * nd, groups, implicit=implicit))
     # (N, Cout, phases, M...) -> (N, Cout, M_1, s_1, ..., M_nd, s_nd): out position m * s + r
     out = torch.stack(outs, dim=2).reshape(x.shape[0], cout, *stride, *phase_sizes)
     perm = [0, 1] + [i for d in range(nd) for i in (2 + nd + d, 2 + d)]
@@ -156,9 +156,11 @@ def conv_transpose_as_phases(x: Any, weight: Any, bias: Any, stride: list[int], 
 
 
 def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], padding: list[int], dilation: list[int],
-                          transposed: bool, output_padding: list[int], groups: int) -> Any:
+                          transposed: bool, output_padding: list[int], groups: int, implicit: bool = True) -> Any:
     """aten.convolution semantics (any spatial rank, transposed, grouped) with no convolution op;
-    transposed ones through `conv_transpose_as_phases`."""
+    transposed ones through `conv_transpose_as_phases`. Inside `implicit_gemm_convolutions`, the
+    implicit-GEMM op instead where it applies, unless `implicit` is False (the aten decomposition
+    table's calls: an op reached from there stays an opaque call the converter refuses)."""
     import torch
     import torch.nn.functional as F
 
@@ -166,7 +168,7 @@ def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], pad
     stride, padding, dilation = _expand(stride, nd), _expand(padding, nd), _expand(dilation, nd)
     output_padding = _expand(output_padding, nd)
     ksize = [int(k) for k in weight.shape[2:]]
-    if _IMPLICIT_GEMM:
+    if _IMPLICIT_GEMM and implicit:
         kernels = _IMPLICIT_GEMM[-1]
         conv, conv_transpose = kernels.conv_ops()
         if transposed:
@@ -175,7 +177,7 @@ def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], pad
         elif kernels.implicit_gemm_applies(weight.shape[1], weight.shape[0] // groups, math.prod(ksize)):
             return conv(x, weight, bias, stride, padding, dilation, groups)
     if transposed:
-        return conv_transpose_as_phases(x, weight, bias, stride, padding, dilation, output_padding, groups)
+        return conv_transpose_as_phases(x, weight, bias, stride, padding, dilation, output_padding, groups, implicit)
     if any(padding):
         pads = []
         for d in reversed(range(nd)):
@@ -330,7 +332,7 @@ def convolution_decompositions() -> dict[Any, Any]:
         if not needs_decomposition(weight.dim(), bool(transposed), int(groups), dilation):
             return NotImplemented  # the Triton conv template handles it
         return convolution_as_matmul(x, weight, bias, stride, padding, dilation, bool(transposed), output_padding,
-                                     int(groups))
+                                     int(groups), implicit=False)
 
     return {torch.ops.aten.convolution.default: convolution}
 

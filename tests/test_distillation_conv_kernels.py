@@ -180,3 +180,31 @@ def test_only_launched_kernels_that_differ_by_name_alone_are_merged():
     merged = _merge_identical_kernels(srcs, forward)
     assert merged == "copy_kernel[(1,)](a, b)\ncopy_kernel[(1,)](c, d)"
     assert [s.split("def ")[1].split("(")[0] for s in srcs] == ["copy_kernel", "_helper_a", "_helper_b"]
+
+
+def test_convolutions_reached_from_the_aten_decomposition_table_keep_gathers_and_matmul(monkeypatch):
+    """A convolution the module calls as `torch.conv_transpose2d` (not through torch.nn.functional)
+    reaches the teacher's aten decomposition table, where an op would stay an opaque call the
+    converter refuses: there the rewrite is gathers + matmul even inside implicit_gemm_convolutions,
+    phases included; through F the op is used."""
+    import torch
+
+    from autotriton.distillation import conv_kernels, inductor_decompose as dec
+
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("the implicit-GEMM op was called")
+
+    monkeypatch.setattr(conv_kernels, "conv_ops", lambda: (counting, counting))
+    table = dec.convolution_decompositions()[torch.ops.aten.convolution.default]
+    x, w = torch.randn(1, 32, 5, 6), torch.randn(32, 16, 3, 3)
+    expected = torch.conv_transpose2d(x, w, None, 2, 1, 1)
+    with dec.implicit_gemm_convolutions():
+        out = table(x, w, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)
+        assert calls == []
+        torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
+        with pytest.raises(RuntimeError, match="implicit-GEMM op was called"):
+            torch.nn.functional.conv_transpose2d(x, w, None, 2, 1, 1)  # through F: the op
+    assert len(calls) == 1
