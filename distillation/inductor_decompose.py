@@ -22,6 +22,10 @@ products (depthwise), a multiply + sum reduction; so the whole problem still com
 - direct convolution = pad, `unfold` each spatial dim into windows (dilation by striding the
   window), then per group (N * out positions, C/g * k) @ (C/g * k, Cout/g).
 
+Inside `implicit_gemm_convolutions` (the teacher's captures, distill.inductor_implicit_gemm), a
+convolution whose per-group product is tensor-core sized is instead one implicit-GEMM Triton kernel
+(conv_kernels.py), with no im2col buffer.
+
 Average pooling gets the same treatment: Inductor lowers avg_pool{1,2,3}d to Triton except when
 the window holds more than 25 elements and differs from the stride (e.g. KernelBench L1/46,
 kernel 3x3x3, stride 2), where it calls ATen's kernel instead. `avg_pool_as_sum` expresses such a
@@ -47,8 +51,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-__all__ = ["implicit_gemm_convolutions", "convolution_decompositions", "convolution_as_matmul", "conv_transpose_as_phases", "needs_decomposition",
-           "avg_pool_as_sum", "avg_pool_decompositions", "avg_pool_falls_back", "shape_generic_functionals",
+__all__ = ["implicit_gemm_convolutions", "convolution_decompositions", "convolution_as_matmul", "conv_transpose_as_phases",
+           "needs_decomposition", "avg_pool_as_sum", "avg_pool_decompositions", "avg_pool_falls_back", "shape_generic_functionals",
            "symbolic_parameter_convolutions"]
 
 
@@ -265,13 +269,13 @@ def _sibling_conv_kernels() -> Any:
 class implicit_gemm_convolutions(_ConvFunctionals):
     """Context manager: while entered, a direct or transposed convolution whose per-group product
     is tensor-core sized runs as one implicit-GEMM Triton kernel (conv_kernels.py: no im2col
-    buffer, channel counts still kernel arguments) instead of gathers + matmul, wherever this
-    module would rewrite it: in `convolution_as_matmul` (symbolic_parameter_convolutions' and the
-    decomposition table's), and at torch.nn.functional.conv*/conv_transpose* for the
-    convolutions Inductor's template does not cover (`needs_decomposition`), because an op
-    Dynamo meets in Python is traced into its Triton kernel while one reached from an aten
-    decomposition stays an opaque call. Depthwise-sized products keep the multiply + reduction.
-    Restored on exit."""
+    buffer, channel counts still kernel arguments) instead of gathers + matmul, where Dynamo meets
+    the convolution in Python: in `convolution_as_matmul` as symbolic_parameter_convolutions calls
+    it, and at torch.nn.functional.conv*/conv_transpose* for the convolutions Inductor's template
+    does not cover (`needs_decomposition`). An op Dynamo meets in Python is traced into its Triton
+    kernel, while one reached from an aten decomposition stays an opaque call, so the
+    decomposition table keeps gathers + matmul. Depthwise-sized products keep the multiply +
+    reduction. Restored on exit."""
 
     def __enter__(self) -> "implicit_gemm_convolutions":
         kernels = _sibling_conv_kernels()
