@@ -423,13 +423,24 @@ def _wheel(folder: Path, dist: str, version: str, files: dict[str, str], require
     return path
 
 
+def _harvest_with_wheels(world, tmp_path: Path, pkg: Path, wheels: Path | None = None):
+    """(harvest_local of `pkg` with the world's judge as probe and an environment cache of its own,
+    `wheels` a wheelhouse beside the index, the environment config used)."""
+    update = {"cache_dir": str(tmp_path / "envs"), **({"find_links": [str(wheels)]} if wheels else {})}
+    envs = world["envs"].model_copy(update=update)
+    cfg = HarvestConfig(incremental=False, state_path=str(tmp_path / "state.json"))
+
+    def probe(sources, environments=None):
+        return world["pool"].probe_many(sources, environments=environments)
+
+    return harvest_local(pkg, cfg, probe=probe, environments=envs), envs
+
+
 def test_a_dependency_that_imports_an_undeclared_package_gets_it_installed_when_the_probe_names_it(world, tmp_path):
     """The repository declares `atzq-vendored-lib`, whose own metadata forgets that it imports einops
     (as segment_anything imports torchvision): the first probe fails with `No module named 'einops'`;
     einops is added to the module's requirements, its environment built, and the same guess runs.
     A missing package that no index has is still missing_dependency, its detail saying what was tried."""
-    from autotriton.harvesting import harvest_local
-
     wheels = tmp_path / "wheels"
     _wheel(wheels, "atzq-vendored-lib", "0.1", {
         "atzq_vendored/__init__.py": "import einops\n\n\ndef flip(x):\n    return einops.rearrange(x, 'b c -> c b')\n",
@@ -441,13 +452,7 @@ def test_a_dependency_that_imports_an_undeclared_package_gets_it_installed_when_
         "gone.py": "import torch.nn as nn\nfrom atzq_vendored.gone import f\n\n\nclass UsesGone(nn.Module):\n"
                    "    def forward(self, x):\n        return f(x) + 1.0\n",
     })
-    envs = world["envs"].model_copy(update={"find_links": [str(wheels)], "cache_dir": str(tmp_path / "envs")})
-    cfg = HarvestConfig(incremental=False, state_path=str(tmp_path / "state.json"))
-
-    def probe(sources, environments=None):
-        return world["pool"].probe_many(sources, environments=environments)
-
-    result = harvest_local(pkg, cfg, probe=probe, environments=envs)
+    result, envs = _harvest_with_wheels(world, tmp_path, pkg, wheels)
     by_name = {p.name: p for p in result.problems}
     flip_scale, gone = by_name["FlipScale"], by_name["UsesGone"]
     assert flip_scale.status == "runnable", result.details.get(flip_scale.key)
@@ -508,13 +513,7 @@ def test_an_import_no_distribution_is_named_after_is_left_to_the_packages_that_b
         "codec.py": "import torch\nimport torch.nn as nn\nfrom atzqc import twice\nfrom atzqsig import plus_one\n\n\n"
                     "class Codec(nn.Module):\n    def forward(self, x):\n        return plus_one(twice(x))\n",
     })
-    envs = world["envs"].model_copy(update={"find_links": [str(wheels)], "cache_dir": str(tmp_path / "envs")})
-    cfg = HarvestConfig(incremental=False, state_path=str(tmp_path / "state.json"))
-
-    def probe(sources, environments=None):
-        return world["pool"].probe_many(sources, environments=environments)
-
-    result = harvest_local(pkg, cfg, probe=probe, environments=envs)
+    result, envs = _harvest_with_wheels(world, tmp_path, pkg, wheels)
     (codec,) = [p for p in result.problems if p.name == "Codec"]
     assert codec.status == "runnable", result.details.get(codec.key)
     assert codec.requirements == ["atzq-codec"]
