@@ -296,6 +296,7 @@ def _conv_transpose_nd(x: Any, weight: Any, bias: Any, stride: list[int], paddin
         y = torch.empty(shape, device=x.device, dtype=x.dtype)
     xc, x_strides = _channels_last(x, nd)
     wp, (s_g, s_o, s_c), s_taps = _packed_weight(weight, groups, nd, transposed=True)
+    jsizes = [in_sizes[d] + plans[d][1] for d in range(3)]  # positions per phase, the same for every phase
     for residues in itertools.product(*(range(s) for s in st)):
         phase = [plans[d][2][r] for d, r in enumerate(residues)]
         if any(p is None for p in phase):
@@ -304,12 +305,11 @@ def _conv_transpose_nd(x: Any, weight: Any, bias: Any, stride: list[int], paddin
         # i.e. a stride-1 convolution with padding -(...) of the flipped taps: read the weight
         # from its last tap backwards (negative strides) and in/out channels swapped per group.
         offset = sum((p.k0 + (p.taps - 1) * p.step) * s_taps[d] for d, p in enumerate(phase))
-        jsizes = [in_sizes[d] + plans[d][1] for d in range(3)]
         _launch(xc, x5, x_strides, wp, bias, y, nd, cg=cg, cog=cog, groups=groups, j=jsizes,
                 weight_strides=[s_g, s_o, s_c, *(-p.step * s_taps[d] for d, p in enumerate(phase))],
                 weight_offset=offset, stride=[1, 1, 1], pad=[p.pad_lo for p in phase],
                 dilation=[p.dilation for p in phase], taps=[p.taps for p in phase], q_step=st,
-                q_offset=[(plans[d][0] + 0) * st[d] + residues[d] - pad[d] for d in range(3)])
+                q_offset=[plans[d][0] * st[d] + residues[d] - pad[d] for d in range(3)])
     return y
 
 

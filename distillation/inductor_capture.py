@@ -470,7 +470,7 @@ def capture_problem(
     decompose_module = _sibling("inductor_decompose")
     symbolic_convolutions = decompose_module.symbolic_parameter_convolutions() if dynamic_parameters and dynamic \
         else contextlib.nullcontext()
-    implicit_convolutions = decompose_module.implicit_gemm_convolutions() \
+    implicit_convolutions = decompose_module.implicit_gemm_convolutions(_sibling("conv_kernels")) \
         if implicit_gemm and (decompose_convolution or dynamic_parameters) else contextlib.nullcontext()
 
     recorder = _LaunchRecorder()

@@ -247,25 +247,6 @@ class _ConvFunctionals:
 _IMPLICIT_GEMM: list[Any] = []
 
 
-def _sibling_conv_kernels() -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module("autotriton.distillation.conv_kernels")
-    except ImportError:  # loaded from its file (benchmarks/inductor_l1.py on a bare GPU image)
-        import importlib.util
-        import sys
-        from pathlib import Path
-
-        name = "autotriton.distillation.conv_kernels"
-        if name not in sys.modules:
-            spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("conv_kernels.py"))
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        return sys.modules[name]
-
-
 class implicit_gemm_convolutions(_ConvFunctionals):
     """Context manager: while entered, a direct or transposed convolution whose per-group product
     is tensor-core sized runs as one implicit-GEMM Triton kernel (conv_kernels.py: no im2col
@@ -275,10 +256,16 @@ class implicit_gemm_convolutions(_ConvFunctionals):
     does not cover (`needs_decomposition`). An op Dynamo meets in Python is traced into its Triton
     kernel, while one reached from an aten decomposition stays an opaque call, so the
     decomposition table keeps gathers + matmul. Depthwise-sized products keep the multiply +
-    reduction. Restored on exit."""
+    reduction. Restored on exit. `kernels`: the conv_kernels module (inductor_capture hands it over
+    as it loads its siblings on a bare GPU machine); imported when not given."""
+
+    def __init__(self, kernels: Any = None) -> None:
+        self._kernels = kernels
 
     def __enter__(self) -> "implicit_gemm_convolutions":
-        kernels = _sibling_conv_kernels()
+        import importlib
+
+        kernels = self._kernels or importlib.import_module("autotriton.distillation.conv_kernels")
         kernels.register()
         _IMPLICIT_GEMM.append(kernels)
         return super().__enter__()
