@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 CLI = "import sys; from autotriton.flows.cli import main; sys.argv[0] = 'autotriton'; main()"
 
 
@@ -27,7 +29,10 @@ def test_serve_without_a_server_says_what_to_do(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_serve_with_a_temporary_server_names_it_and_stops_on_ctrl_c(tmp_path):
+@pytest.mark.parametrize("when", ["while serving", "during start-up"])
+def test_serve_with_a_temporary_server_names_it_and_stops_on_ctrl_c(tmp_path, when):
+    """Ctrl-C stops serve cleanly wherever it lands; during start-up it once landed inside an import,
+    where pydantic wrapped the KeyboardInterrupt in an error of its own (a traceback, exit 1)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -40,11 +45,14 @@ def test_serve_with_a_temporary_server_names_it_and_stops_on_ctrl_c(tmp_path):
         if not line:
             break
         lines.append(line)
+        if when == "during start-up" and "started a temporary Prefect server" in line:
+            break
         if "serving" in line and "retrain" in line:
             break
     text = "".join(lines)
     assert f"started a temporary Prefect server at http://127.0.0.1:{port}" in text, (text, proc.poll())
-    time.sleep(2)
+    if when == "while serving":
+        time.sleep(2)
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -53,6 +61,36 @@ def test_serve_with_a_temporary_server_names_it_and_stops_on_ctrl_c(tmp_path):
     assert "Traceback" not in err and "serve stopped" in err
     with socket.socket() as s:  # the temporary server is gone with serve
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_an_interrupt_wrapped_by_the_code_it_lands_in_still_stops_quietly():
+    """The interrupt that once escaped serve: pydantic turns a KeyboardInterrupt raised inside it into
+    an error of its own; after Ctrl-C that error is the interrupt's echo, before it a real error."""
+    from pydantic import BaseModel, field_serializer
+
+    from autotriton.flows.cli.common import stopped_by_interrupt
+
+    class Settings(BaseModel):
+        port: int = 4300
+
+        @field_serializer("port")
+        def _interrupt_while_serialising(self, port):
+            os.kill(os.getpid(), signal.SIGINT)
+            return port
+
+    before = signal.getsignal(signal.SIGINT)
+    cleaned: list[str] = []
+    with stopped_by_interrupt() as stopping:
+        try:
+            Settings().model_dump()
+        finally:
+            cleaned.append("server stopped")
+        raise AssertionError("the block went on after Ctrl-C")
+    assert stopping.is_set() and cleaned == ["server stopped"]
+    assert signal.getsignal(signal.SIGINT) is before  # the CLI's own handler is back
+    with pytest.raises(ValueError, match="not an interrupt"):
+        with stopped_by_interrupt():
+            raise ValueError("not an interrupt")
 
 
 def test_prefect_yaml_is_valid_for_prefect_and_its_entrypoints_load():

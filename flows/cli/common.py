@@ -6,8 +6,11 @@ import functools
 import inspect
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Optional
@@ -171,6 +174,34 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print an error that names the input at fault, then exit (2 = usage / input error)."""
     ERR.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def stopped_by_interrupt() -> Iterator[threading.Event]:
+    """Run a long-lived block (a server, `serve`) that Ctrl-C or SIGTERM ends at once, without a
+    traceback; the block's own context managers clean up on the way out. The interrupt lands
+    wherever the block is, and code it lands in may wrap it in an error of its own (pydantic turns
+    it into a SchemaError while a model class is built during an import), so any error after the
+    interrupt is taken as its echo. A second Ctrl-C does not interrupt the clean-up. Yields the
+    event that is set once the block is being stopped."""
+    stopping = threading.Event()
+
+    def interrupted(*_):
+        if not stopping.is_set():
+            stopping.set()
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopping
+    except KeyboardInterrupt:
+        pass
+    except Exception:
+        if not stopping.is_set():
+            raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def emit_json(summary: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail
+from autotriton.flows.cli.common import app, console, emit_json, fail, load_config_or_fail, stopped_by_interrupt
 
 
 def _prefect_env() -> None:
@@ -160,7 +160,6 @@ def serve_cmd(
     (start them from the UI or `prefect deployment run`). Needs a Prefect server: run `autotriton ui`
     in another terminal first (or set PREFECT_API_URL), or pass --temporary-server. For work pools
     and workers instead, see prefect.yaml. Stops on Ctrl-C."""
-    import signal
     from contextlib import nullcontext
 
     cfg, _ = load_config_or_fail({"orchestration.refresh_cron": cron})
@@ -181,16 +180,10 @@ def serve_cmd(
     if api_url:
         out.print(f"Prefect server: {api_url}")
 
-    def interrupted(*_):
-        raise KeyboardInterrupt
-
-    # Ctrl-C ends serve at once: no traceback, and the temporary server is stopped on the way out.
-    signal.signal(signal.SIGINT, interrupted)
-    signal.signal(signal.SIGTERM, interrupted)
     try:
         from autotriton.flows.ui import local_server
 
-        with (local_server(port=port, point_cli=False) if not api_url else nullcontext(None)) as ui_url:
+        with stopped_by_interrupt(), (local_server(port=port, point_cli=False) if not api_url else nullcontext(None)) as ui_url:
             settings = {PREFECT_API_URL: f"{ui_url}/api"} if ui_url else {}
             if ui_url:
                 out.print(f"started a temporary Prefect server at {ui_url} (UI and API at {ui_url}/api); it stops with serve")
@@ -201,8 +194,6 @@ def serve_cmd(
                     schedule = ", ".join(s.schedule.cron for s in (d.schedules or []) if hasattr(s.schedule, "cron")) or "on demand"
                     out.print(f"serving [bold]{d.name}[/] ({schedule})")
                 serve(*deployments, print_starting_message=False)
-    except KeyboardInterrupt:
-        pass
     except RuntimeError as exc:  # the temporary server did not start (port taken)
         fail(str(exc))
     console(True).print("serve stopped")
