@@ -67,6 +67,21 @@ def _kernel_info(jit_fn: Any) -> dict[str, Any]:
     return info
 
 
+# `tl.dot`'s input precisions; only "tf32" rounds fp32 operands to a 10-bit mantissa ("tf32x3" and
+# the bf16 splits recover fp32's accuracy, "ieee" is fp32).
+_DOT_PRECISIONS = {"tf32", "tf32x3", "ieee", "bf16x3", "bf16x6"}
+
+
+def _asks_tf32(info: dict[str, Any], args: tuple, kwargs: dict) -> bool:
+    """Whether a launch of a kernel with a `tl.dot` runs it in TF32. A precision passed at the launch
+    (a constexpr argument, "ieee" or "tf32") decides: the kernel's text may hold both branches. Else
+    the text: a dot that names no precision on fp32 operands is TF32 on a GPU."""
+    named = {v for v in (*args, *kwargs.values()) if isinstance(v, str) and v in _DOT_PRECISIONS}
+    if named:
+        return "tf32" in named
+    return not info["ieee_dot"]
+
+
 def _constexpr_names(jit_fn: Any) -> set[str] | None:
     """Names of a kernel's tl.constexpr parameters (JITFunction or the interpreter's wrapper)."""
     params = getattr(jit_fn, "params", None)
@@ -200,7 +215,8 @@ def install_launch_hooks() -> None:
                     _restore_lang(lang)
             if STATE.recording:  # only launches that completed count (a failed one computed nothing)
                 info = _kernel_info(self)
-                STATE.launches.append({"name": info["name"], "module": info["module"]})
+                STATE.launches.append({"name": info["name"], "module": info["module"],
+                                       "tf32": info["uses_dot"] and _asks_tf32(info, args, kwargs)})
             return result
 
         run._autotriton_hook = True  # type: ignore[attr-defined]

@@ -434,6 +434,7 @@ def run_job(job: dict[str, Any], guard: Any = None, fetch_inputs: Any = None) ->
             tr["elapsed_s"] = time.perf_counter() - start
             tr["launches"] = sorted({f"{l['module']}:{l['name']}" for l in STATE.launches})
             tr["n_launches"] = len(STATE.launches)
+            tr["tf32_launches"] = sorted({f"{l['module']}:{l['name']}" for l in STATE.launches if l.get("tf32")})
             tr["aten_ops"] = dict(recorder.ops)
             tr["blocked_ops"] = sorted(set(guard.take_blocked())) if guard is not None else []
             tr["new_threads"] = sorted(set(STATE.threads) | {t.name for t in set(threading.enumerate()) - threads_before}

@@ -12,11 +12,16 @@ Tolerances (absolute and relative, as in `torch.allclose`: |a - b| <= atol + rto
 TF32. On NVIDIA GPUs `tl.dot` on fp32 operands defaults to `input_precision="tf32"`: the operands
 are rounded to a 10-bit mantissa, the same as fp16, while accumulation stays fp32. That is the
 idiomatic way to write a Triton matmul and what cuBLAS does under `allow_tf32`; rejecting it
-would teach models to avoid the tensor cores. So when a launched kernel of the candidate uses
-`tl.dot` without asking for "ieee"/"tf32x3", and the judge runs on a GPU, its fp32 outputs are
-held to the half-precision tolerance (the rounding is that of fp16 inputs), and the verdict's
-trial records say which tolerance applied. On the CPU interpreter dots are computed in full fp32,
-so the strict fp32 tolerance always applies there.
+would teach models to avoid the tensor cores. So when, in a trial on a GPU, a launch of the
+candidate's ran a `tl.dot` in TF32, the trial's fp32 outputs are held to the half-precision
+tolerance (the rounding is that of fp16 inputs), and the verdict's trial records say which
+tolerance applied. A launch runs its dot in TF32 when it passes "tf32" as an argument (a
+precision constexpr), or passes no precision and the kernel's text asks for none ("ieee" and
+"tf32x3" are fp32's accuracy; candidate_recorders._asks_tf32). Only where the reference itself
+multiplies fp32 matrices (a matmul, convolution, attention or RNN operator on fp32 operands,
+problem_state.TF32_OPS): elsewhere TF32 stands for nothing the reference computes, and a dot
+launched beside an approximation would buy it a 100x looser tolerance. On the CPU interpreter
+dots are computed in full fp32, so the strict fp32 tolerance always applies there.
 
 Beyond tolerance: the number of outputs, each shape and each dtype must match; NaN and +/-Inf
 must appear exactly where the reference has them (never pass otherwise); a constant output

@@ -13,13 +13,15 @@ Runs inside a judge worker (validation/worker.py), like judge.py.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
 from typing import Any, Callable, TypeVar
 
 import torch
-from torch.utils._pytree import tree_map
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves, tree_map
 
 from autotriton.hashing import source_key
 from autotriton.validation import candidate_runner as cr
@@ -80,6 +82,35 @@ def draw_inputs(module: Any, seed: int, device: str) -> list[Any]:
     return _to(list(module.get_inputs()), "cpu")
 
 
+# The operators that run in TF32 under torch's own allow_tf32 switches (cuBLAS matmuls, cuDNN
+# convolutions, attention's matmuls): a reference without one of them on fp32 operands computes
+# nothing a TF32 `tl.dot` stands for, so a candidate's TF32 dot earns no looser fp32 tolerance there
+# (a gratuitous dot launched beside an approximation would otherwise buy one; compare.py).
+TF32_OPS = frozenset({
+    "mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "_addmm_activation", "mv", "addmv", "einsum",
+    "tensordot", "convolution", "_convolution", "cudnn_convolution", "cudnn_convolution_transpose",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_attention_math", "_efficient_attention_forward",
+    "_flash_attention_forward", "_fused_rnn_tanh_cell", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell",
+    "_cudnn_rnn", "lstm", "gru", "rnn_tanh", "rnn_relu",
+})
+
+
+class _Fp32Matmuls(TorchDispatchMode):
+    """Notes whether a TF32_OPS operator ran on fp32 operands (the reference's first trial)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not self.seen and func.overloadpacket.__name__ in TF32_OPS:
+            self.seen = any(isinstance(x, torch.Tensor) and x.dtype == torch.float32
+                            for x in tree_leaves((args, kwargs or {})))
+        return func(*args, **(kwargs or {}))
+
+
 class Phase:
     """One model construction plus its trials, computed deterministically from seeds."""
 
@@ -103,6 +134,7 @@ class Phase:
             inputs = draw_inputs(self.module, seed, self.device)
             self.trials.append({"seed": seed, "inputs": inputs, "digest": cr.digest(cr.input_leaves(inputs))})
         self.outputs: list[list[torch.Tensor]] | None = None
+        self.fp32_matmuls = False  # set with the outputs: the reference ran a TF32_OPS operator on fp32 (GPU only)
         self.output_paths: list[list[str]] = []  # per trial, each output tensor's dict keys (compare.key_mismatch)
 
     def job(self) -> dict[str, Any]:
@@ -117,10 +149,15 @@ class Phase:
     def reference_outputs(self) -> list[list[torch.Tensor]]:
         if self.outputs is None:
             outs, self.output_paths = [], []
+            on_gpu = torch.device(self.device).type != "cpu"
             with torch.no_grad():
-                for t in self.trials:
-                    # a copy on the device (moving to another device copies): cloned first on the CPU only
-                    out = self.model(*(_to(t["inputs"], self.device) if torch.device(self.device).type != "cpu" else _clone(t["inputs"])))
+                for i, t in enumerate(self.trials):
+                    watch = _Fp32Matmuls() if on_gpu and i == 0 else contextlib.nullcontext()
+                    with watch:
+                        # a copy on the device (moving to another device copies): cloned first on the CPU only
+                        out = self.model(*(_to(t["inputs"], self.device) if on_gpu else _clone(t["inputs"])))
+                    if i == 0:
+                        self.fp32_matmuls = bool(getattr(watch, "seen", False))
                     paths: list[str] = []
                     outs.append([o.detach().to("cpu") for o in cr._flatten_outputs(out, paths)])
                     self.output_paths.append(paths)
