@@ -105,7 +105,7 @@ class _Fp32Matmuls(TorchDispatchMode):
         self.seen = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if not self.seen and func.overloadpacket.__name__ in TF32_OPS:
+        if not self.seen and getattr(getattr(func, "overloadpacket", None), "__name__", None) in TF32_OPS:
             self.seen = any(isinstance(x, torch.Tensor) and x.dtype == torch.float32
                             for x in tree_leaves((args, kwargs or {})))
         return func(*args, **(kwargs or {}))
