@@ -16,28 +16,12 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import importlib.util
 import json
 import sys
-import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load(name: str) -> types.ModuleType:
-    """autotriton.distillation.<name>, imported normally or from its file."""
-    full = f"autotriton.distillation.{name}"
-    try:
-        return importlib.import_module(full)
-    except ImportError:
-        for parent in ("autotriton", "autotriton.distillation"):
-            sys.modules.setdefault(parent, types.ModuleType(parent))
-        spec = importlib.util.spec_from_file_location(full, ROOT / "distillation" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[full] = module
-        spec.loader.exec_module(module)
-        return module
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from inductor_l1 import _load  # noqa: E402 - the suite runner's loader (imported, or from its file on a bare image)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,6 +39,7 @@ import re
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,14 @@ if str(ROOT) not in sys.path:
 
 def _load(module: str) -> Any:
     """Import autotriton.distillation.<module>, or load the file directly when the package's
-    __init__ needs something this machine lacks (a bare GPU image has no openai/duckdb)."""
+    __init__ needs something this machine lacks (a bare GPU image has no openai/duckdb). Loaded
+    from its file, its parent packages are registered empty, so that a module's own lazy import of
+    a sibling (conv_kernels from inductor_decompose) finds the one loaded here."""
     try:
         return importlib.import_module(f"autotriton.distillation.{module}")
     except ImportError:
+        for parent in ("autotriton", "autotriton.distillation"):
+            sys.modules.setdefault(parent, types.ModuleType(parent))
         path = ROOT / "distillation" / f"{module}.py"
         spec = importlib.util.spec_from_file_location(f"autotriton.distillation.{module}", path)
         mod = importlib.util.module_from_spec(spec)
