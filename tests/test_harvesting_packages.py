@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from autotriton.flows.cli import app
 from autotriton.harvesting import HarvestConfig, HarvestInputError
-from autotriton.harvesting.packages import harvest_packages, load_sources, missing_module, package_licence
+from autotriton.harvesting.packages import FetchError, harvest_packages, load_sources, missing_module, package_licence
 
 MIT = """MIT License
 
@@ -327,3 +327,26 @@ def test_package_dirs_are_read_from_pyproject_and_setup_cfg_and_the_src_layout_i
     (tmp_path / "pyproject.toml").write_text('[tool.setuptools.package-dir]\n"" = "src"\n"pkg._ops" = "ops"\n')
     (tmp_path / "setup.cfg").write_text("[options]\npackage_dir =\n    pkg.native = csrc/python\n    pkg = pkg\n")
     assert remapped_packages(tmp_path) == {"pkg._ops": "ops", "pkg.native": "csrc/python"}
+
+
+def test_an_sdist_whose_build_computes_another_version_is_still_fetched(tmp_path, monkeypatch):
+    """torchmd-net 3.1.0 publishes an sdist only, whose version setuptools-scm computes from git at
+    build time: built without the repository it says 0.0.0, and pip refuses the file it found for
+    ==3.1.0. The sdist pip resolved is the published one: fetched unbuilt and harvested."""
+    from autotriton.harvesting.packages import PackageSource, fetch_package
+
+    links = tmp_path / "links"
+    make_sdist(links, version="3.1.0", extra={
+        "setup.py": "from setuptools import setup\nsetup(name='tinytorch-pkg', version='0.0.0', packages=['tinytorch_pkg'])\n"})
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    folder, kind = fetch_package(PackageSource("tinytorch-pkg", "3.1.0"), tmp_path / "cache")
+    assert kind == "sdist" and (folder / "tinytorch_pkg" / "layers.py").is_file()
+    assert "Version: 3.1.0" in (folder / "PKG-INFO").read_text()
+    result = harvest_packages(write_sources(tmp_path, '[[package]]\nname = "tinytorch-pkg"\nversion = "3.1.0"\n'
+                                            'include = ["tinytorch_pkg/layers.py"]\n'),
+                              HarvestConfig(incremental=False, package_cache=str(tmp_path / "cache")))
+    assert sorted((p.name, p.status) for p in result.result.problems) == [("Gated", "runnable"), ("Scaled", "runnable")]
+    # a version no index has is still refused, with pip's reason
+    with pytest.raises(FetchError, match="3.2.0"):
+        fetch_package(PackageSource("tinytorch-pkg", "3.2.0"), tmp_path / "cache2")
