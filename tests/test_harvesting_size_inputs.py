@@ -96,3 +96,51 @@ def test_a_size_is_read_from_its_uses_and_a_tensor_stays_one():
     assert _use("def forward(self, x, cond):\n    return self.block(x, cond)", "cond") is None
     assert _use("def forward(self, x, size):\n    return torch.cat([x, size], 1)", "size") is None
     assert _use("def forward(self, x, y):\n    return x.view(*y.shape)", "y") is None
+
+
+SWIN_STORED_RESOLUTION = '''
+def window_partition(x, window_size):
+    B, H, W, C = x.shape
+    x = x.view(B, H // window_size, window_size, W // window_size, window_size, C)
+    return x.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, window_size, window_size, C)
+
+
+def window_reverse(windows, window_size, H, W):
+    B = int(windows.shape[0] / (H * W / window_size / window_size))
+    x = windows.view(B, H // window_size, W // window_size, window_size, window_size, -1)
+    return x.permute(0, 1, 3, 2, 4, 5).contiguous().view(B, H, W, -1)
+
+
+class StoredResolutionBlock(nn.Module):
+    """The Swin block of HTSAT (laion-clap, held-out set 38): the resolution is a constructor
+    argument, the window size keeps its default of 7, and forward views its tokens as that image
+    before partitioning it into windows, with no assert to say the two must agree."""
+
+    def __init__(self, dim, input_resolution, num_heads, window_size=7, shift_size=0):
+        super().__init__()
+        self.input_resolution = input_resolution
+        self.window_size = window_size
+        if min(self.input_resolution) <= self.window_size:
+            self.window_size = min(self.input_resolution)
+        self.norm = nn.LayerNorm(dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        H, W = self.input_resolution
+        B, L, C = x.shape
+        x = self.norm(x).view(B, H, W, C)
+        windows = window_partition(x, self.window_size).view(-1, self.window_size * self.window_size, C)
+        windows = self.proj(windows).view(-1, self.window_size, self.window_size, C)
+        return window_reverse(windows, self.window_size, H, W).view(B, H * W, C)
+'''
+
+
+def test_a_guessed_resolution_is_a_multiple_of_the_default_window(tmp_path):
+    """A resolution guessed 32 does not split into windows of 7: it is guessed 28 instead."""
+    (tmp_path / "swin.py").write_text(HEADER + SWIN_STORED_RESOLUTION)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (p,) = result.problems
+    assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
+    resolution = next(s["value"] for s in p.init_spec if s.get("name") == "input_resolution")
+    assert all(r % 7 == 0 for r in resolution)
+    assert p.input_spec[0]["shape"][1] == resolution[0] * resolution[1]
