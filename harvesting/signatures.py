@@ -53,6 +53,50 @@ def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
     return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
 
+def _is_dataclass(cls: ast.ClassDef) -> bool:
+    """Decorated `@dataclass`, `@dataclasses.dataclass` or either called (`@dataclass(eq=False)`)."""
+    for d in cls.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        if (isinstance(target, ast.Name) and target.id == "dataclass") or \
+                (isinstance(target, ast.Attribute) and target.attr == "dataclass"):
+            return True
+    return False
+
+
+def dataclass_params(classes: dict[str, ast.ClassDef], name: str, depth: int = 0) -> list[_Param] | None:
+    """The `__init__` parameters a dataclass generates for class `name` (a module written as
+    `@dataclass(eq=False) class CFM(nn.Module)` with fields and a `__post_init__`): its dataclass
+    bases' fields first, then its own, in order; `field(init=False)` and `ClassVar`s left out, a
+    `field(default=...)` or `field(default_factory=f)` a default. None when it is no dataclass or
+    writes its own `__init__`."""
+    cls = classes.get(name)
+    if cls is None or depth > 10 or not _is_dataclass(cls) or \
+            any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in cls.body):
+        return None
+    fields: dict[str, _Param] = {}
+    for base in _source_bases(classes, name):
+        for p in dataclass_params(classes, base, depth + 1) or []:
+            fields[p.name] = p
+    for node in cls.body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        annotation = ast.unparse(node.annotation)
+        if "ClassVar" in annotation:
+            continue
+        default = ast.unparse(node.value) if node.value is not None else None
+        value = node.value
+        if isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)) and \
+                (value.func.id if isinstance(value.func, ast.Name) else value.func.attr) == "field":
+            kw = {k.arg: k.value for k in value.keywords}
+            if isinstance(kw.get("init"), ast.Constant) and kw["init"].value is False:
+                fields.pop(node.target.id, None)
+                continue
+            default = ast.unparse(kw["default"]) if "default" in kw else \
+                f"({ast.unparse(kw['default_factory'])})()" if "default_factory" in kw else None
+        fields[node.target.id] = _Param(node.target.id, annotation, default, "pos")
+    return list(fields.values())
+
+
 def _source_bases(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
     """The bases of class `name` that are classes of the source, in order."""
     cls = classes.get(name)

@@ -31,7 +31,7 @@ from autotriton.harvesting.dict_inputs import dict_input_options
 from autotriton.harvesting.record_inputs import record_input_options
 from autotriton.harvesting.input_guesses import tensor_list_length, _fitted, _input_options, _layer_calls
 from autotriton.harvesting.signatures import (
-    _Param, _classes, _method, _method_owner, _params, _source_bases, class_with_attributes, module_names,
+    _Param, _classes, dataclass_params, _method, _method_owner, _params, _source_bases, class_with_attributes, module_names,
 )
 from autotriton.harvesting.usage_guess import _MODULE_API, usage_guess
 from autotriton.harvesting.none_defaults import asserted_given, dereferenced, one_of_given
@@ -467,7 +467,8 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
         raise SynthesisError("no_forward", "forward() only raises NotImplementedError (an abstract base class)")
     init: ast.FunctionDef | list[_Param] | None = _method(classes, "Model", "__init__")
     if init is None:
-        init = _torch_base_params(classes, "Model")
+        # a dataclass module (`@dataclass(eq=False) class CFM(nn.Module)`, fields and __post_init__): its fields
+        init = dataclass_params(classes, "Model") or _torch_base_params(classes, "Model")
     elif _forwarded_params(init, classes) is not None:
         init = _forwarded_params(init, classes)
     fparams = _params(forward) if forward is not None else [_Param("x", "", None, "pos")]
