@@ -159,6 +159,10 @@ def unpacked_input(standalone: str, attempt: Attempt, detail: str) -> Attempt | 
 
 
 
+# "of shape B, got (2, 8)": one axis named without brackets, the message going on after it
+_ONE_AXIS_SHAPE = re.compile(r"\bshape\s+(?:of\s+)?([A-Za-z_]\w*)(?=\s*(?:,\s*(?:got|but|found|instead|not)\b|[.;:]|$))")
+
+
 def said_shape_input(standalone: str, attempt: Attempt, detail: str) -> Attempt | None:
     """The attempt with the forward input the error's message names given the shape the message
     states (a batch 2, a length 8, other sizes the input's own last size), as small integers when
@@ -166,11 +170,16 @@ def said_shape_input(standalone: str, attempt: Attempt, detail: str) -> Attempt 
     lines = [line for line in (detail or "").strip().splitlines() if line.strip()]
     names = _forward_inputs(standalone)[:len(attempt.input_spec)]
     message = lines[-1] if lines else ""
+
+    def named(word: str) -> str | None:  # "targets" names the input `target`, and the other way round
+        return next((n for n in names if word in (n, n + "s") or n == word + "s"), None)
+
     # a package naming an input and the shape it wants: pytorch-metric-learning's "labels must be a 1D
-    # tensor of shape (batch_size,)"; the shape's syntax is a docstring's (docstring_inputs)
-    for m in STATED_SHAPE.finditer(message):
+    # tensor of shape (batch_size,)"; the shape's syntax is a docstring's (docstring_inputs); or one bare
+    # axis, pytorch-ood's "Expected targets of shape B, got (2, 8)"
+    for m in [*STATED_SHAPE.finditer(message), *_ONE_AXIS_SHAPE.finditer(message)]:
         # the input named last before the shape, within a few words of it
-        said = [w for w in re.findall(r"[A-Za-z_]\w*", message[max(0, m.start() - 60):m.start()]) if w in names]
+        said = [n for w in re.findall(r"[A-Za-z_]\w*", message[max(0, m.start() - 60):m.start()]) for n in [named(w)] if n]
         if not said:
             continue
         name = said[-1]

@@ -244,6 +244,43 @@ def test_an_optional_input_the_error_message_names_is_given(tmp_path):
     assert_all_runnable(tmp_path, "losses.py", LABELS_REQUIRED, 1)
 
 
+# An open-set loss (pytorch-ood's CACLoss, held-out set 38): the targets' shape is stated as one bare
+# axis, the input named in the plural.
+BARE_AXIS_TARGETS = '''
+def drop_unknown(target, *tensors):
+    if target.dim() != 1:
+        raise ValueError(f"Expected targets of shape B, got {tuple(target.shape)}")
+    known = target >= 0
+    return (target[known], *[t[known] for t in tensors])
+
+
+class AnchorLoss(nn.Module):
+    def __init__(self, n_classes):
+        super().__init__()
+        self.anchors = nn.Parameter(torch.randn(n_classes, n_classes))
+
+    def forward(self, distances, target):
+        target, distances = drop_unknown(target, distances)
+        true = torch.gather(distances, 1, target.view(-1, 1)).view(-1)
+        return (true - distances.logsumexp(dim=1)).mean()
+'''
+
+
+def test_a_shape_stated_as_one_bare_axis_of_a_plural_name_is_given(tmp_path):
+    from autotriton.harvesting.statement_inputs import said_shape_input
+    from autotriton.harvesting.synthesis import Attempt
+
+    source = HEADER + BARE_AXIS_TARGETS.replace("class AnchorLoss", "class Model")
+    given = Attempt(["10"], [], ["torch.randn(2, 10)", "torch.randint(0, 10, (2, 8))"],
+                    [{"kind": "tensor", "shape": [2, 10], "dtype": "float32"},
+                     {"kind": "tensor", "shape": [2, 8], "dtype": "int64", "high": 10}], label="guess")
+    said = said_shape_input(source, given, "ValueError: Expected targets of shape B, got (2, 8)")
+    assert said is not None and said.input_spec[1]["shape"] == [2] and said.input_spec[1]["dtype"] == "int64"
+    # a shape with more to it than one word is not read as one axis
+    assert said_shape_input(source, given, "ValueError: expected shape B x T for the targets") is None
+    assert_all_runnable(tmp_path, "ood.py", BARE_AXIS_TARGETS, 1)
+
+
 # Blocks that normalise over the last axis first: a ConvNeXt/Swin-style block wants its feature map
 # channels last ([B, H, W, C]); a ViT-style one wants tokens ([B, N, C]). Both are first probed with a
 # channels-first map, which LayerNorm refuses in its own words.
