@@ -32,6 +32,8 @@ _LAYER_RULES: tuple[tuple[str, Any], ...] = (
     (r"(num_layers|n_layers|depth|num_blocks|n_blocks|layers$|repeats|num_convs)", 2),
     (r"(num_classes|n_classes|classes$|num_labels|(?:^|_)n_out$|num_outputs)", 10),
     (r"(vocab|num_embeddings|n_tokens|num_tokens|n_vocab|ntoken|num_codes|codebook)", 100),
+    # an FFT's size: at least a window's length (64, below; torch.stft: "expected 0 < win_length <= n_fft")
+    (r"(^|_)(n_?fft|fft_size|fft_len(gth)?|filter_length)$", 64),
     (r"(max_len|max_seq|seq_len|block_size|context|n_ctx|max_position|num_positions|max_length|length)", 64),
 )
 _SPATIAL_RULES: tuple[tuple[str, Any], ...] = (

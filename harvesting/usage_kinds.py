@@ -48,6 +48,8 @@ _AXIS_CALLS = {"chunk", "split", "softmax", "log_softmax", "cat", "stack", "sum"
                "select", "gather", "var", "std", "prod", "all", "any", "logsumexp", "topk", "sort", "argsort",
                "index_select", "Softmax", "LogSoftmax", "GLU", "glu", "unflatten", "tensor_split", "amax", "amin"}
 _MAX_DEPTH = 3
+# Calls whose result is a copy of their one argument, used as the argument would be.
+_COPIES = {"dict", "copy", "deepcopy"}
 
 
 @dataclass
@@ -63,7 +65,8 @@ class Usage:
     permutation: bool = False  # `x.permute(*p)`
     padding: bool = False  # `F.pad(x, p)`
     mapping: bool = False  # `**p`, `p.items()`, `p['key']`
-    keys: list[str] = field(default_factory=list)  # `p["model_dim"]`: the string keys read by subscript
+    # `p["model_dim"]`: the string keys read by subscript; `f(x, **p)`: the parameters of the file's f left unfilled
+    keys: list[str] = field(default_factory=list)
     attributes: list[str] = field(default_factory=list)  # `p.max_seq_len`: an object with fields
     methods: list[str] = field(default_factory=list)  # `p.get_output_dim()`: methods of its own it is asked
     required: bool = False  # `assert p is not None`
@@ -74,11 +77,12 @@ class Usage:
     call_results: int | None = None  # `out, weights = p(q, k, v)`: its result unpacked into this many
     string: bool = False  # `p.endswith("glu")`, `p.lower()`: text
     named: bool = False  # `p.__name__`: a function or class, whose name the code reads
-    choices: list[str] = field(default_factory=list)  # `if p == "relu": ... elif p == "gelu"`: one of these strings
+    # `if p == "relu": ... elif p == "gelu"`: one of these strings; `assert p == 44100`: that number
+    choices: list[str | int | float] = field(default_factory=list)
     truth_tested: list[str] = field(default_factory=list)  # attributes read as a condition: `if p.multiway:`
     value_read: list[str] = field(default_factory=list)  # attributes read as values: `nn.Linear(p.dim, ...)`
     # an attribute's own string choices: `Activation(cfg.activation)` with an Enum of the file, `cfg.norm == "ln"`
-    attribute_choices: dict[str, list[str]] = field(default_factory=dict)
+    attribute_choices: dict[str, list[str | int | float]] = field(default_factory=dict)
 
     def merge(self, other: Usage) -> None:
         for name in ("called", "sequence", "permutation", "padding", "mapping", "required", "axis", "tensor", "call_extra",
@@ -237,6 +241,8 @@ class UsageReader:
             call = scope.parent.get(id(parent))
             if parent.arg is None:
                 usage.mapping = True
+                if isinstance(call, ast.Call):  # `stft(x, **cfg, window=w)`: cfg holds what the call leaves unfilled
+                    usage.keys += [k for k in self._unfilled(call, class_name) if k not in usage.keys]
             elif parent.arg == "dim" and isinstance(call, ast.Call) and _callee(call) in _AXIS_CALLS:
                 usage.axis = True
             elif isinstance(call, ast.Call):
@@ -311,15 +317,44 @@ class UsageReader:
             values = [self.constants.get(v.id, v) if isinstance(v, ast.Name) else v for v in values]
             if values and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
                 usage.choices += [v.value for v in values if v.value not in usage.choices]
+            elif len(values) == 1 and isinstance(parent.ops[0], ast.Eq) and isinstance(values[0], ast.Constant) \
+                    and type(values[0].value) in (int, float) and _in_assert(scope, parent):
+                # `assert hp.wav_rate == 44100`: the one number the code accepts
+                usage.choices += [values[0].value] if values[0].value not in usage.choices else []
         elif isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], ast.IsNot):
             right = parent.comparators[0]
             if isinstance(right, ast.Constant) and right.value is None and _in_assert(scope, parent):
                 usage.required = True
         return usage
 
+    def _target(self, call: ast.Call, class_name: str | None) -> ast.FunctionDef | None:
+        """The file's own function, class constructor or method (`self.<name>(...)`) `call` calls."""
+        callee = _callee(call)
+        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self" and class_name:
+            return _method(self.classes, class_name, callee)
+        if isinstance(call.func, ast.Name):
+            return _method(self.classes, callee, "__init__") if callee in self.classes else self.functions.get(callee)
+        return None
+
+    def _unfilled(self, call: ast.Call, class_name: str | None) -> list[str]:
+        """Required parameters of the file's callable that `call` neither passes positionally nor by
+        keyword: what a `**mapping` in it must hold (`Transformer(dim=d, **enc_params)`)."""
+        fn = self._target(call, class_name)
+        if fn is None or any(isinstance(a, ast.Starred) for a in call.args):
+            return []
+        params = [p for p in _params(fn) if p.kind in ("pos", "kwonly")]
+        skip = 1 if isinstance(call.func, ast.Attribute) and _callee(call) == "__init__" else 0
+        positional = [p.name for p in params if p.kind == "pos"][:max(0, len(call.args) - skip)]
+        named = {k.arg for k in call.keywords if k.arg is not None}
+        return [p.name for p in params if p.default is None and p.name not in positional and p.name not in named]
+
     def _argument(self, scope: _Scope, call: ast.Call, arg: ast.AST, usage: Usage, depth: int, class_name: str | None) -> None:
         """`node` is an argument of `call` (`arg` is it, or the keyword holding it)."""
         callee = _callee(call)
+        if callee in _COPIES and call.args == [arg] and not call.keywords and depth <= _MAX_DEPTH:
+            # `cfg = dict(self.stft_cfg)`, `copy.deepcopy(params)`: the copy is used as the value would be
+            usage.merge(self._use(scope, call, depth + 1, class_name))
+            return
         if callee in _KIND_TESTS or callee.startswith("is_"):
             return  # asking what it is says nothing of what it must be
         if isinstance(call.func, ast.Name) and (callee in _ITERATING or (
