@@ -15,6 +15,12 @@ from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
 
 
+# torch.stft's own checks: a signal is (T) or (B, T), and longer than the FFT
+_STFT_RANK = re.compile(r"stft\(.*: expected a 1D or 2D tensor")
+_STFT_SHORT = re.compile(r"expected 0 < n_fft < (\d+), but got n_fft=(\d+)")
+# reflect/replicate padding (torch.stft's centring, `padding_mode="reflect"`) wider than the axis it pads
+_PAD_WIDER = re.compile(r"Padding size should be less than the corresponding input dimension, but got: "
+                        r"padding \((\d+), (\d+)\) at dimension (\d+) of input \[([\d, ]+)\]")
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
 _CHANNELS = re.compile(r"expected input\[[\d, ]+\] to have (\d+) channels, but got (\d+) channels")
 _NORMALIZED = re.compile(r"expected input with shape \[\*, ([\d, ]+)\], but got input of size\s*\[([\d, ]+)\]")
@@ -478,6 +484,25 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
             return None
         return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} repaired")
 
+    if _STFT_RANK.search(detail):
+        return reshape(lambda s: _to_rank(s, 2) if len(s) > 2 else None)
+    m = _STFT_SHORT.search(detail)
+    if m:
+        length, n_fft = int(m.group(1)), int(m.group(2))
+        return reshape(lambda s: s[:-1] + [4 * n_fft] if s and s[-1] == length else None)
+    m = _PAD_WIDER.search(detail)
+    if m:
+        pad, dim = max(int(m.group(1)), int(m.group(2))), int(m.group(3))
+        padded = [int(x) for x in m.group(4).split(",") if x.strip()]
+        if dim < len(padded):
+            size = padded[dim]
+
+            def wider(s: list[int]) -> list[int] | None:  # the input's axis of that size, from the right
+                at = next((i for i in range(len(s) - 1, 0, -1) if s[i] == size), None)
+                return None if at is None else s[:at] + [4 * pad] + s[at + 1:]
+            grown = reshape(wider)
+            if grown is not None:
+                return grown
     m = _MATMUL.search(detail)
     if m:
         got, want = int(m.group(2)), int(m.group(3))

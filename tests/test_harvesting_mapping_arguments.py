@@ -67,6 +67,27 @@ class Model(nn.Module):
 '''
 
 
+SPECTROGRAM_DISCRIMINATOR = '''
+class SpecDiscriminator(nn.Module):
+    """resemble-enhance's SpecNetwork shape: a [B, 1, T] signal, torch.stft with options from a dict."""
+
+    def __init__(self, stft_cfg: dict):
+        super().__init__()
+        self.stft_cfg = stft_cfg
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+
+    def forward(self, x):
+        """
+        Args:
+            x: [B, 1, T]
+        """
+        x = x.squeeze(1)
+        cfg = dict(self.stft_cfg)
+        spec = torch.stft(x.float(), center=False, return_complex=True, **cfg).abs()
+        return self.conv(spec.unsqueeze(1)).flatten(1)
+'''
+
+
 def test_a_spread_dict_holds_what_the_call_leaves_unfilled():
     tree = ast.parse(SPREAD_INTO_A_CLASS + STFT_LOSSES)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -75,6 +96,8 @@ def test_a_spread_dict_holds_what_the_call_leaves_unfilled():
     assert enc.mapping and enc.keys == ["depth", "heads"]
     stft = reader.parameter("SpectralLoss", "stft_cfg")  # read by key, and spread through a copy
     assert stft.mapping and sorted(stft.keys) == ["hop_length", "n_fft", "win_length"]
+    spec = UsageReader(_classes(ast.parse(SPECTROGRAM_DISCRIMINATOR)), {}).parameter("SpecDiscriminator", "stft_cfg")
+    assert spec.keys == ["n_fft"]  # torch.stft's own signature: the one parameter without a default left unfilled
     hp = reader.parameter("MultiResolutionLoss", "hp")  # handed to a function that asserts its one value
     assert hp.attribute_choices.get("sample_rate") == [24000]
 
@@ -85,3 +108,14 @@ def test_spectral_losses_with_option_dicts_become_problems(tmp_path):
     status = {p.name: (p.status, p.reject_reason, result.details.get(p.key)) for p in result.problems}
     assert status.keys() == {"SpectralLoss", "MultiResolutionLoss"}
     assert all(s[:2] == ("runnable", None) for s in status.values()), status
+
+
+def test_a_spectrogram_front_end_gets_a_signal_longer_than_its_fft(tmp_path):
+    """torch.stft's own refusals say what the signal must be: "expected a 1D or 2D tensor", then
+    "expected 0 < n_fft < 8, but got n_fft=64": a (B, T) signal, longer than the FFT."""
+    (tmp_path / "disc.py").write_text(HEADER + SPECTROGRAM_DISCRIMINATOR)
+    result = harvest_local(tmp_path, HarvestConfig(incremental=False))
+    (p,) = result.problems
+    assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
+    n_fft = p.init_spec[0]["value"]["n_fft"] if isinstance(p.init_spec[0].get("value"), dict) else 64
+    assert p.input_spec[0]["shape"][-1] > n_fft
