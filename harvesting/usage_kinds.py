@@ -328,7 +328,8 @@ class UsageReader:
         return usage
 
     def _target(self, call: ast.Call, class_name: str | None) -> ast.FunctionDef | None:
-        """The file's own function, class constructor or method (`self.<name>(...)`) `call` calls."""
+        """The file's own function, class constructor or method (`self.<name>(...)`) `call` calls
+        (a base's `__init__` reached through `super()` is _base_init's)."""
         callee = _callee(call)
         if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self" and class_name:
             return _method(self.classes, class_name, callee)
@@ -341,11 +342,12 @@ class UsageReader:
         keyword: what a `**mapping` in it must hold (`Transformer(dim=d, **enc_params)`)."""
         if any(isinstance(a, ast.Starred) for a in call.args):
             return []
-        fn = self._target(call, class_name)
+        base_init = _base_init(self.classes, call, class_name)  # `super().__init__(dim, **cfg)`, `Base.__init__(self, **cfg)`
+        fn = base_init[1] if base_init is not None else self._target(call, class_name)
         params = [p for p in _params(fn) if p.kind in ("pos", "kwonly")] if fn is not None else _torch_params(call.func)
         if not params:
             return []
-        skip = 1 if isinstance(call.func, ast.Attribute) and _callee(call) == "__init__" else 0
+        skip = 1 if base_init is not None and not _is_super_init(call) else 0  # Base.__init__'s `self`
         positional = [p.name for p in params if p.kind == "pos"][:max(0, len(call.args) - skip)]
         named = {k.arg for k in call.keywords if k.arg is not None}
         return [p.name for p in params if p.default is None and p.name not in positional and p.name not in named]
@@ -404,15 +406,11 @@ class UsageReader:
             # one of its members' string values
             usage.choices += [v for v in values if v not in usage.choices]
             return
-        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self" and class_name:
-            method = _method(self.classes, class_name, callee)
-            target_fn = method
-        elif isinstance(call.func, ast.Name):
-            target_fn = _method(self.classes, callee, "__init__") if callee in self.classes else self.functions.get(callee)
-        else:
-            return
+        target_fn = self._target(call, class_name)
         if target_fn is None:
             return
+        if isinstance(call.func, ast.Attribute):  # `self.<method>(...)`
+            method = target_fn
         params = [p for p in _params(target_fn) if p.kind in ("pos", "kwonly")]
         bound = _bound_parameter(call, arg, params)
         if bound is None:

@@ -64,6 +64,11 @@ class Model(nn.Module):
     def __init__(self, dim, enc_params, dropout=0.0):
         super().__init__()
         self.encoder = Encoder(dim=dim, dropout=dropout, **enc_params)
+
+
+class DeepEncoder(Encoder):
+    def __init__(self, dim, options):
+        super().__init__(dim, **options)
 '''
 
 
@@ -94,6 +99,7 @@ def test_a_spread_dict_holds_what_the_call_leaves_unfilled():
     reader = UsageReader(_classes(tree), functions)
     enc = reader.parameter("Model", "enc_params")
     assert enc.mapping and enc.keys == ["depth", "heads"]
+    assert reader.parameter("DeepEncoder", "options").keys == ["depth", "heads"]  # spread into the base's __init__
     stft = reader.parameter("SpectralLoss", "stft_cfg")  # read by key, and spread through a copy
     assert stft.mapping and sorted(stft.keys) == ["hop_length", "n_fft", "win_length"]
     spec = UsageReader(_classes(ast.parse(SPECTROGRAM_DISCRIMINATOR)), {}).parameter("SpecDiscriminator", "stft_cfg")
