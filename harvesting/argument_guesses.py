@@ -433,3 +433,39 @@ def shrunk_default(name: str, annotation: str, default: Any, D: int) -> tuple[st
     if not sequence:
         return str(values[0]), values[0]
     return (repr(values), values) if isinstance(default, list) else (repr(tuple(values)), values)
+
+
+def fit_to_window(params: list, guessed: list[str], values: dict[str, Any], codes: list[str], specs: list[Any],
+                  spatial_names: re.Pattern) -> None:
+    """Guessed spatial sizes made multiples of the window size the constructor keeps by default: a
+    Swin block (`window_size=7`) partitions its (32, 32) resolution into windows of 7 and fails
+    (`view(B, H // 7, 7, W // 7, 7, C)`); (28, 28) splits evenly. `spatial_names`: the parameters
+    that are spatial sizes (synthesis._SPATIAL_NAMES). Changes `values`, `codes` and `specs` in place."""
+    window = None
+    for p in params:
+        if p.name not in guessed and "window" in p.name.lower() and p.default is not None:
+            try:
+                w = ast.literal_eval(p.default)
+            except (ValueError, SyntaxError):
+                continue
+            if type(w) is int and w > 1:
+                window = w
+                break
+    if window is None:
+        return
+
+    def fitted(v: Any) -> Any:
+        if type(v) is int and v > 1 and v % window:
+            return max(window, v - v % window)
+        if isinstance(v, (list, tuple)) and v and all(type(x) is int for x in v):
+            return [fitted(x) for x in v]
+        return v
+
+    for i, p in enumerate(params):
+        if i >= len(codes) or p.name not in guessed or not spatial_names.search(p.name.lower()):
+            continue
+        new = fitted(values.get(p.name))
+        if new != values.get(p.name):
+            values[p.name] = new
+            codes[i] = repr(tuple(new)) if isinstance(new, list) else repr(new)
+            specs[i] = {"name": p.name, "value": new}

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from autotriton.harvesting.input_repair import repair_attempts, solved_attempt, tensor_argument
+from autotriton.harvesting.input_repair import repair_attempts, solved_attempt
+from autotriton.harvesting.module_arguments import tensor_argument
 from autotriton.harvesting.module_arguments import (
     dimension_arguments, isinstance_arguments, layer_arguments, norm_arguments, sequence_arguments, stand_in_arguments,
 )

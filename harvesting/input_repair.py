@@ -5,13 +5,11 @@ ranks), so the harvester can try a reshaped `Attempt` instead of giving up on a 
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from typing import Any
 
 from autotriton.harvesting.input_display import item_codes, ones_code, rebuilt, tensor_code
-from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
 
 
@@ -622,40 +620,3 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
             return None if at is None else s[:at] + [want] + s[at + 1:]
         return reshape(one_dim)
     return None
-
-
-# A number given where the module keeps a tensor: "cannot assign 'float' as buffer 'pos_weight' (torch.nn.Buffer,
-# torch.Tensor or None expected)" (older torch: "... 'float' object to buffer ..."; a constructor argument
-# registered as a buffer, then reassigned), "argument 'pos_weight' (position 4) must be Tensor, not float"
-# (a loss's class weight handed to the functional form)
-_WANTS_TENSOR = re.compile(r"cannot assign '(?:float|int)' (?:object to|as) buffer '(\w+)'|"
-                           r"argument '(\w+)'[^\n]{0,30}? must be Tensor, not (?:float|int)")
-
-
-def tensor_argument(standalone: str, attempt: Attempt, detail: str) -> Attempt | None:
-    """The attempt with the number-valued constructor argument an error names (as a buffer or an
-    argument of the same name) given as a 1-element tensor of that number, or None. An argument
-    left at its default is passed, with the defaults of the parameters before it."""
-    m = _WANTS_TENSOR.search(detail)
-    if m is None:
-        return None
-    name = m.group(1) or m.group(2)
-    params = [p for p in model_params(standalone, "__init__") or () if p.kind == "pos"]
-    i = next((k for k, p in enumerate(params) if p.name == name), None)
-    if i is None:
-        return None
-    codes, specs = list(attempt.init_code), list(attempt.init_spec)
-    if len(codes) != len(specs) or any(p.default is None for p in params[len(codes):i + 1]):
-        return None
-    for p in params[len(codes):i + 1]:  # left at their defaults so far: written out, up to the one named
-        codes.append(p.default or "None")
-        specs.append({"kind": "default", "code": p.default})
-    try:
-        value = ast.literal_eval(codes[i])
-    except (ValueError, SyntaxError):
-        return None
-    if type(value) not in (int, float):
-        return None
-    codes[i] = f"torch.tensor([{float(value)!r}])"
-    specs[i] = {"kind": "tensor", "shape": [1], "dtype": "float32", "value": float(value)}
-    return Attempt(codes, specs, attempt.input_code, attempt.input_spec, label=f"{attempt.label} tensor {name}")

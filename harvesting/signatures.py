@@ -130,7 +130,7 @@ def _method_owner(classes: dict[str, ast.ClassDef], name: str, method: str,
 def model_params(standalone: str, method: str) -> tuple[_Param, ...] | None:
     """The parameters of `Model.<method>` in `standalone` (its own or a base's of the source), or None
     when it does not parse or has none: read once per source by the harvester's error readers
-    (parameter_named_in, optional_input_named_in, input_repair.tensor_argument) on each failed guess."""
+    (parameter_named_in, optional_input_named_in, module_arguments.tensor_argument) on each failed guess."""
     try:
         fn = _method(_classes(ast.parse(standalone)), "Model", method)
     except SyntaxError:
@@ -248,3 +248,25 @@ def class_with_attributes(classes: dict[str, ast.ClassDef], attributes: set[str]
         if attributes <= own:
             return name
     return None
+
+
+def torch_params(dotted: str) -> list[_Param]:
+    """The parameters of a torch function called by its full name (`torch.stft`, `torch.nn.functional.pad`),
+    read from its signature; none for anything else or a builtin without one."""
+    import importlib
+    import inspect
+
+    path = dotted.split(".")
+    if len(path) < 2 or path[0] != "torch" or not all(part.isidentifier() for part in path):
+        return []
+    try:
+        obj = importlib.import_module("torch")
+        for part in path[1:]:
+            obj = getattr(obj, part)
+        signature = inspect.signature(obj)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return []
+    kinds = {inspect.Parameter.POSITIONAL_ONLY: "pos", inspect.Parameter.POSITIONAL_OR_KEYWORD: "pos",
+             inspect.Parameter.KEYWORD_ONLY: "kwonly"}
+    return [_Param(p.name, "", None if p.default is inspect.Parameter.empty else repr(p.default), kinds[p.kind])
+            for p in signature.parameters.values() if p.kind in kinds]

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from autotriton.harvesting.argument_guesses import (
     _SIZE_WORDS, STAND_IN, STAND_IN_SOURCE, WRAPPED_MODULE, _guess_value, config_class_argument, dataclass_argument,
-    holds_modules, module_usage, offline_default, shrunk_default,
+    fit_to_window, holds_modules, module_usage, offline_default, shrunk_default,
 )
 from autotriton.harvesting.constraints import constructor_constraints, declared_forms, input_constraints, satisfy
 from autotriton.harvesting.dict_inputs import dict_input_options
@@ -348,7 +348,7 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
         codes.append(guess[0])
         specs.append({"name": p.name, "value": guess[1]} if not isinstance(guess[1], dict) else {"name": p.name, **guess[1]})
     _keep_default_order(params, shrunk, values, codes, specs)
-    _fit_to_window(params, guessed, values, codes, specs)
+    fit_to_window(params, guessed, values, codes, specs, _SPATIAL_NAMES)
     if constraints:
         # Our own guesses are changed first, a default only when they cannot satisfy an assert.
         free = guessed + [p.name for p in params if p.name not in guessed]
@@ -374,41 +374,6 @@ def _init_attempt(classes: dict[str, ast.ClassDef], init: ast.FunctionDef | list
 
 # forward parameters that name the input a module computes on
 _INPUT_NAMES = re.compile(r"^(x|xs|inp|input|inputs|input_ids|hidden_states?|samples?|audio|waveforms?|images?|imgs?|features|feats|tokens|embeddings?|src|seq|sequence)$")
-
-
-def _fit_to_window(params: list[_Param], guessed: list[str], values: dict[str, Any], codes: list[str],
-                   specs: list[Any]) -> None:
-    """Guessed spatial sizes made multiples of the window size the constructor keeps by default: a
-    Swin block (`window_size=7`) partitions its (32, 32) resolution into windows of 7 and fails
-    (`view(B, H // 7, 7, W // 7, 7, C)`); (28, 28) splits evenly."""
-    window = None
-    for p in params:
-        if p.name not in guessed and "window" in p.name.lower() and p.default is not None:
-            try:
-                w = ast.literal_eval(p.default)
-            except (ValueError, SyntaxError):
-                continue
-            if type(w) is int and w > 1:
-                window = w
-                break
-    if window is None:
-        return
-
-    def fitted(v: Any) -> Any:
-        if type(v) is int and v > 1 and v % window:
-            return max(window, v - v % window)
-        if isinstance(v, (list, tuple)) and v and all(type(x) is int for x in v):
-            return [fitted(x) for x in v]
-        return v
-
-    for i, p in enumerate(params):
-        if i >= len(codes) or p.name not in guessed or not _SPATIAL_NAMES.search(p.name.lower()):
-            continue
-        new = fitted(values.get(p.name))
-        if new != values.get(p.name):
-            values[p.name] = new
-            codes[i] = repr(tuple(new)) if isinstance(new, list) else repr(new)
-            specs[i] = {"name": p.name, "value": new}
 
 
 def _keep_default_order(params: list[_Param], shrunk: dict[str, int], values: dict[str, Any], codes: list[str],

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from autotriton.harvesting.signatures import _method, _method_owner, _Param, _params, _source_bases
+from autotriton.harvesting.signatures import _method, _method_owner, _params, _source_bases, torch_params
 
 # Builtins whose argument must be iterable: `tuple(p)`, `len(p)`, `zip(p, q)`, `sorted(p)`.
 _ITERATING = {"len", "tuple", "list", "sorted", "enumerate", "zip", "reversed", "set", "iter", "map", "filter", "frozenset"}
@@ -344,7 +344,7 @@ class UsageReader:
             return []
         base_init = _base_init(self.classes, call, class_name)  # `super().__init__(dim, **cfg)`, `Base.__init__(self, **cfg)`
         fn = base_init[1] if base_init is not None else self._target(call, class_name)
-        params = [p for p in _params(fn) if p.kind in ("pos", "kwonly")] if fn is not None else _torch_params(call.func)
+        params = [p for p in _params(fn) if p.kind in ("pos", "kwonly")] if fn is not None else torch_params(ast.unparse(call.func))
         if not params:
             return []
         skip = 1 if base_init is not None and not _is_super_init(call) else 0  # Base.__init__'s `self`
@@ -439,28 +439,6 @@ class UsageReader:
                                 else Usage() for e in target.elts]
         return usage
 
-
-
-def _torch_params(func: ast.expr) -> list[_Param]:
-    """The parameters of a torch function called by its full name (`torch.stft`, `torch.nn.functional.pad`),
-    read from its signature; none for anything else or a builtin without one."""
-    import importlib
-    import inspect
-
-    path = ast.unparse(func).split(".")
-    if len(path) < 2 or path[0] != "torch" or not all(part.isidentifier() for part in path):
-        return []
-    try:
-        obj = importlib.import_module("torch")
-        for part in path[1:]:
-            obj = getattr(obj, part)
-        signature = inspect.signature(obj)
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return []
-    kinds = {inspect.Parameter.POSITIONAL_ONLY: "pos", inspect.Parameter.POSITIONAL_OR_KEYWORD: "pos",
-             inspect.Parameter.KEYWORD_ONLY: "kwonly"}
-    return [_Param(p.name, "", None if p.default is inspect.Parameter.empty else repr(p.default), kinds[p.kind])
-            for p in signature.parameters.values() if p.kind in kinds]
 
 
 def _bound_parameter(call: ast.Call, arg: ast.AST, params: list, skip: int = 0) -> str | None:
