@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from autotriton.distillation.config import DistillConfig
-from autotriton.distillation.gpu_memory import MemoryLedger, Reserving, batch_ledger, batch_needs
+from autotriton.distillation.gpu_memory import MemoryLedger, NotAdmitted, Reserving, batch_ledger, batch_needs
 from autotriton.distillation.pipeline import DistillResult, Explainer, Judge, distill
 from autotriton.distillation.prefetch import PrefetchingTeacher
 from autotriton.records import Problem
@@ -135,7 +135,10 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
         batch_writer, batch_judge = writer, judge
         if ledger is not None:  # each phase holds only its own reservation (gpu_memory.py)
             writing, judging = needs(batches[index])
-            batch_writer = Reserving(writer, ledger, writing, ("generate", "repair"))
+            # a batch that queued for memory behind others starts its capture only if it still ends in time
+            # (a twenty-ninth-run H100 batch waited minutes, then ran 150 s past the budget and was killed)
+            batch_writer = Reserving(writer, ledger, writing, ("generate", "repair"),
+                                     admit=lambda: budget.may_start([time.monotonic() - t for t in dict(started_at).values()]))
             batch_judge = Reserving(judge, ledger, judging, ("validate_many", "validate"))
         result = distill(batches[index], batch_writer, config, validation_config, batch_judge, explainer=explainer,
                          progress=progress, environments=environments)
@@ -150,9 +153,11 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
         running: dict[Future, tuple[int, list[Problem]]] = {}
         started_at: dict[Future, float] = {}
         next_index = 0
+        not_admitted = 0  # problems of batches started, then turned back by the budget after waiting for memory
         error: BaseException | None = None
         while next_index < len(batches) or running:
-            while error is None and next_index < len(batches) and len(running) < side_by_side:
+            while (error is None and not (run.stopped_by_budget and not_admitted) and next_index < len(batches)
+                   and len(running) < side_by_side):
                 now = time.monotonic()
                 if not budget.may_start([now - t for t in started_at.values()]):
                     run.stopped_by_budget = True
@@ -172,6 +177,10 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
                 started_at.pop(future, None)
                 try:
                     result, seconds = future.result()
+                except NotAdmitted:
+                    run.stopped_by_budget = True
+                    not_admitted += len(batch)
+                    continue
                 except BaseException as exc:  # noqa: BLE001  (kept, raised once the others are in)
                     error = error or exc
                     continue
@@ -181,7 +190,7 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
                 run.problems.extend(batch)
             if run.stopped_by_budget and not running:
                 break
-        run.left = sum(len(b) for b in batches[next_index:])
+        run.left = sum(len(b) for b in batches[next_index:]) + not_admitted
     if ledger is not None and run.memory:
         run.memory.update(peak_gb=round(ledger.peak / 2**30, 2), waited=ledger.waited)
     if error is not None:

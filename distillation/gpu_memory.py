@@ -31,7 +31,7 @@ import os
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -90,13 +90,16 @@ class MemoryLedger:
         return self.held == 0 or self.held + nbytes <= self.capacity
 
     @contextmanager
-    def reserve(self, nbytes: int) -> Iterator[None]:
+    def reserve(self, nbytes: int) -> Iterator[bool]:
+        """Hold `nbytes` for the block; gives whether the reservation had to wait."""
         nbytes = max(0, int(nbytes))
         ticket = object()
+        waited = False
         with self._cond:
             self._queue.append(ticket)
             if self._queue[0] is not ticket or not self._fits(nbytes):
                 self.waited += 1
+                waited = True
             while self._queue[0] is not ticket or not self._fits(nbytes):
                 self._cond.wait()
             self._queue.popleft()
@@ -104,7 +107,7 @@ class MemoryLedger:
             self.peak = max(self.peak, self.held)
             self._cond.notify_all()  # the next in line may fit too
         try:
-            yield
+            yield waited
         finally:
             with self._cond:
                 self.held -= nbytes
@@ -130,21 +133,34 @@ def batch_needs(batches: Sequence[Sequence[Any]], footprints: dict[str, dict[str
     return [sum(problem_need(footprints.get(p.key), factor) for p in batch) for batch in batches]
 
 
+class NotAdmitted(Exception):
+    """A batch that waited for its first reservation until it could no longer end in time."""
+
+
 class Reserving:
     """`inner` (a teacher or a judge) whose `methods` run under a reservation of `nbytes` from
-    `ledger`, one call at a time; everything else, attributes set included, is `inner`'s."""
+    `ledger`, one call at a time; everything else, attributes set included, is `inner`'s.
+    `admit`: asked once, when the first reserved call had to wait for its reservation (a batch
+    queued behind others for minutes): False raises NotAdmitted instead of running the call, so
+    a time budget that let the batch start is still kept when the wait ate its time."""
 
-    def __init__(self, inner: Any, ledger: MemoryLedger, nbytes: int, methods: Sequence[str]):
+    def __init__(self, inner: Any, ledger: MemoryLedger, nbytes: int, methods: Sequence[str],
+                 admit: Callable[[], bool] | None = None):
         object.__setattr__(self, "_reserving", (inner, ledger, int(nbytes), frozenset(methods)))
+        object.__setattr__(self, "_admit", [admit] if admit is not None else [])
 
     def __getattr__(self, name: str) -> Any:
         inner, ledger, nbytes, methods = object.__getattribute__(self, "_reserving")
         attr = getattr(inner, name)
         if name not in methods or not callable(attr):
             return attr
+        pending = object.__getattribute__(self, "_admit")
 
         def reserved(*args: Any, **kwargs: Any) -> Any:
-            with ledger.reserve(nbytes):
+            with ledger.reserve(nbytes) as waited:
+                admit = pending.pop() if pending else None  # the first reserved call only
+                if waited and admit is not None and not admit():
+                    raise NotAdmitted(f"waited for {nbytes / GIB:.1f} GiB of GPU memory past the time budget")
                 return attr(*args, **kwargs)
         return reserved
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from autotriton.distillation import DistillConfig
-from autotriton.distillation.batches import distill_batches
+from autotriton.distillation.batches import BatchBudget, distill_batches
 from autotriton.distillation.gpu_memory import GIB, PROCESS_OVERHEAD, MemoryLedger, gpu_memory_bytes, problem_need
 from autotriton.records import Candidate, Problem
 from autotriton.validation import JudgePool
@@ -195,3 +195,38 @@ def test_a_batch_reserves_for_its_capture_and_for_its_judgement_in_turn(judge):
                           validation_config, watched, on_batch=lambda *a: None, memory=ledger)
     assert held_writing == [2 * GIB] and watched.held == [3 * GIB]
     assert ledger.held == 0 and ledger.peak == 3 * GIB and run.memory["biggest_gb"] == 3.0
+
+
+def test_a_batch_that_waited_for_memory_past_its_time_is_turned_back_not_started(judge):
+    """Twenty-ninth GPU run: batches started within the budget queued for GPU memory behind
+    others, captured after the wait and ran 150 s past the budget until the script's hard bound
+    killed the verb (no summary, the run row left `running`). Now a batch whose first reservation
+    had to wait is asked again once it is granted: two big problems that cannot be captured side
+    by side, batches estimated at 80 s against a 150 s budget; the first capture takes 100 s (the
+    budget's clock), so the second, granted at 100 s, would end at 180: it is turned back, counted
+    as left, and its teacher never runs."""
+    validation_config, pool = judge
+    now = [0.0]
+    budget = BatchBudget(150, clock=lambda: now[0])
+    budget.record(80)  # earlier batches of this run took 80 s
+    ledger = MemoryLedger(3 * GIB)
+    captured: list[str] = []
+
+    class SlowFirst(TimingTeacher):
+        def generate(self, problems, samples=1):
+            captured.extend(p.name for p in problems)
+            deadline = time.monotonic() + 60
+            while ledger.waited < 1 and time.monotonic() < deadline:  # the other batch is queued behind this one
+                time.sleep(0.05)
+            now[0] += 100
+            return super().generate(problems, samples)
+
+    big = [Problem(reference_source=elementwise_reference(f"torch.relu(x) * {i + 1}.0", n="8192, 8192"), name=f"big{i}")
+           for i in range(2)]
+    run = distill_batches([[p] for p in big], SlowFirst(),
+                          DistillConfig(teacher="replay", describe_trace=False, rounds=0, concurrent_batches=2,
+                                        gpu_memory_capture_factor=2.0),
+                          validation_config, pool, on_batch=lambda *a: None, memory=ledger, budget=budget)
+    assert len(captured) == 1 and [p.name for p in run.problems] == captured
+    assert run.left == 1 and run.stopped_by_budget and len(run.results) == 1
+    assert ledger.held == 0
