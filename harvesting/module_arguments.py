@@ -30,7 +30,7 @@ import re
 import torch
 
 from autotriton.harvesting.argument_guesses import _MODULE_NAME, STAND_IN
-from autotriton.harvesting.input_repair import normalized_mismatch
+from autotriton.harvesting.shape_repairs import normalized_mismatch
 from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
 

@@ -21,7 +21,7 @@ from typing import Any
 from autotriton.harvesting.docstring_inputs import STATED_SHAPE, stated_size
 from autotriton.harvesting.input_display import tensor_code
 from autotriton.harvesting.input_guesses import _INT_INPUT
-from autotriton.harvesting.input_repair import _resized_code, _to_rank
+from autotriton.harvesting.shape_repairs import _resized_code, _to_rank
 from autotriton.harvesting.signatures import model_params
 from autotriton.harvesting.synthesis import Attempt
 
