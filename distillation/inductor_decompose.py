@@ -52,7 +52,7 @@ import math
 from typing import Any, NamedTuple
 
 __all__ = ["implicit_gemm_convolutions", "convolution_decompositions", "convolution_as_matmul", "conv_transpose_as_phases",
-           "needs_decomposition", "avg_pool_as_sum", "avg_pool_decompositions", "avg_pool_falls_back", "shape_generic_functionals",
+           "needs_decomposition", "is_pointwise", "pointwise_as_matmul", "avg_pool_as_sum", "avg_pool_decompositions", "avg_pool_falls_back", "shape_generic_functionals",
            "symbolic_parameter_convolutions"]
 
 
@@ -159,15 +159,44 @@ def conv_transpose_as_phases(x: Any, weight: Any, bias: Any, stride: list[int], 
     return out.contiguous()
 
 
+def is_pointwise(weight: Any, stride: list[int], padding: list[int], groups: Any) -> bool:
+    """A 1 x 1 (x 1) direct convolution of stride 1, no padding, one group, of tensor-core sized
+    channel counts (16 and more in and out, as `conv_kernels.implicit_gemm_applies` asks): a
+    GEMM per batch item. Fewer channels keep the multiply + reduction (no GEMM template)."""
+    return (isinstance(groups, int) and groups == 1 and all(int(k) == 1 for k in weight.shape[2:])
+            and all(int(s) == 1 for s in stride) and all(int(p) == 0 for p in padding)
+            and bool(weight.shape[0] >= 16) and bool(weight.shape[1] >= 16))
+
+
+def pointwise_as_matmul(x: Any, weight: Any, bias: Any) -> Any:
+    """A pointwise convolution (`is_pointwise`) as (Cout, Cin) @ (N, Cin, positions), read and
+    written where the tensors lie (NCHW): Inductor's GEMM template, channel counts as the GEMM's
+    sizes. The implicit-GEMM kernel took it at 0.34x cuDNN (L1's conv_pointwise_2D on an H100,
+    twenty-ninth GPU run): a copy of the input to channels-last and a K of 64 in two steps."""
+    import torch
+
+    n, c = x.shape[0], x.shape[1]
+    cout = weight.shape[0]
+    # bmm of the weight expanded over the batch, not matmul: torch.matmul folds (Cout, Cin) @ (N, Cin, L)
+    # into (N * L, Cin) @ (Cin, Cout), a transposed copy of the input and of the output
+    out = torch.bmm(weight.reshape(1, cout, c).expand(n, cout, c), x.reshape(n, c, -1))
+    if bias is not None:
+        out = out + bias.reshape(1, cout, 1)
+    return out.reshape(n, cout, *x.shape[2:])
+
+
 def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], padding: list[int], dilation: list[int],
                           transposed: bool, output_padding: list[int], groups: int, implicit: bool = True) -> Any:
     """aten.convolution semantics (any spatial rank, transposed, grouped) with no convolution op;
-    transposed ones through `conv_transpose_as_phases`. Inside `implicit_gemm_convolutions`, the
-    implicit-GEMM op instead where it applies, unless `implicit` is False (the aten decomposition
-    table's calls: an op reached from there stays an opaque call the converter refuses)."""
+    transposed ones through `conv_transpose_as_phases`; pointwise ones as one matmul. Inside
+    `implicit_gemm_convolutions`, the implicit-GEMM op instead where it applies, unless `implicit`
+    is False (the aten decomposition table's calls: an op reached from there stays an opaque call
+    the converter refuses)."""
     import torch
     import torch.nn.functional as F
 
+    if not transposed and is_pointwise(weight, stride, padding, groups):
+        return pointwise_as_matmul(x, weight, bias)
     nd = weight.dim() - 2
     stride, padding, dilation = _expand(stride, nd), _expand(padding, nd), _expand(dilation, nd)
     output_padding = _expand(output_padding, nd)
@@ -288,11 +317,14 @@ def _implicit_conv(original: Any, nd: int) -> Any:
         pads = _conv_padding(padding, weight, dil, nd)
         if pads is None or input.dim() != nd + 2 or not needs_decomposition(weight.dim(), False, int(groups), dil):
             return original(input, weight, bias, stride, padding, dilation, groups)
+        strides = _expand(_listify(stride), nd)
+        if is_pointwise(weight, strides, pads, int(groups)):
+            return pointwise_as_matmul(input, weight, bias)
         kernels = _IMPLICIT_GEMM[-1]
         if not kernels.implicit_gemm_applies(weight.shape[1], weight.shape[0] // int(groups),
                                              math.prod([int(k) for k in weight.shape[2:]])):
             return original(input, weight, bias, stride, padding, dilation, groups)
-        return kernels.conv_ops()[0](input, weight, bias, _expand(_listify(stride), nd), pads, dil, int(groups))
+        return kernels.conv_ops()[0](input, weight, bias, strides, pads, dil, int(groups))
 
     return conv
 

@@ -419,3 +419,67 @@ def test_each_capture_process_gets_its_share_of_the_compile_workers(monkeypatch)
                                              compile_threads=1)
     assert capture["ok"], capture.get("error")
     assert capture["compile_threads"] == 1
+
+
+POINTWISE = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.proj = nn.Conv2d(in_channels, out_channels, kernel_size=1)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+
+def get_inputs():
+    return [torch.randn(2, 16, 6, 5)]
+
+def get_init_inputs():
+    return [16, 32]
+'''
+
+
+@pytest.mark.timeout(600)
+def test_a_pointwise_convolution_is_one_gemm_on_the_input_where_it_lies(tmp_path):
+    """A 1 x 1 convolution of stride 1 is a GEMM per batch item: with symbolic parameter shapes
+    it is captured as one bmm that reads the input in place (NCHW), its channel counts the GEMM's
+    sizes, then the bias and activation in one pointwise kernel; no implicit-GEMM kernel, gather
+    or copy of the input first (the implicit-GEMM kernel ran L1's conv_pointwise_2D at 0.34x
+    cuDNN on an H100, its input copied channels-last; torch.matmul would have folded the batch
+    into a transposed copy too). The CPU dry run has no Triton GEMM template (on a GPU the bmm
+    is Inductor's Triton template): the capture's code is checked here, the rewrite's numbers
+    against torch's convolutions below."""
+    out = dry_capture(tmp_path, "pointwise", POINTWISE, "--dynamic-parameters")
+    capture = json.loads((out / "captures" / "dry_pointwise.json").read_text())
+    attempt = capture["attempts"][0]
+    assert attempt["ok"] and attempt.get("dynamic_parameters")
+    code = attempt["output_code"]
+    body = code[code.index("def call"):code.index("def get_args")]
+    assert "conv_implicit_gemm" not in code and "unfold" not in body and "convolution" not in body
+    calls = [line.strip() for line in body.splitlines() if re.match(r"\s*(extern_kernels\.\w+|\w+\.run)\(", line)]
+    assert len(calls) == 2 and calls[0].startswith("extern_kernels.bmm(") and ".run(" in calls[1], calls
+    # the input (the last argument, a 4-D tensor) goes straight into the GEMM, viewed as (N, C, H*W)
+    assert re.search(r"reinterpret_tensor\(arg9_1, \(s\d+, s\d+, s\d+\*s\d+\)", calls[0]), calls[0]
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_the_pointwise_rewrite_matches_torchs_convolution(nd, with_bias):
+    import torch
+    import torch.nn.functional as F
+
+    from autotriton.distillation.inductor_decompose import is_pointwise, pointwise_as_matmul
+
+    torch.manual_seed(nd)
+    x = torch.randn(3, 16, *[4 + d for d in range(nd)])
+    w = torch.randn(24, 16, *[1] * nd)
+    b = torch.randn(24) if with_bias else None
+    assert is_pointwise(w, [1] * nd, [0] * nd, 1)
+    expected = getattr(F, f"conv{nd}d")(x, w, b)
+    torch.testing.assert_close(pointwise_as_matmul(x, w, b), expected, atol=1e-4, rtol=1e-4)
+    assert not is_pointwise(w, [2] * nd, [0] * nd, 1) and not is_pointwise(w, [1] * nd, [1] * nd, 1)
+    assert not is_pointwise(w, [1] * nd, [0] * nd, 4) and not is_pointwise(torch.randn(24, 16, *[3] * nd), [1] * nd, [0] * nd, 1)
+    # channel counts too small for a tensor-core tile keep the multiply + reduction
+    assert not is_pointwise(torch.randn(8, 16, *[1] * nd), [1] * nd, [0] * nd, 1)
+    assert not is_pointwise(torch.randn(24, 5, *[1] * nd), [1] * nd, [0] * nd, 1)
