@@ -250,3 +250,61 @@ def test_a_wrapped_module_called_with_keywords_only_gets_the_stand_in_network(tm
     """(and a layer factory handed on to the blocks that call it with sizes, RCAN's `conv`, is given
     the stand-in, which builds a stand-in layer when called without a tensor)"""
     assert_all_runnable(tmp_path, "keyword_calls.py", KEYWORD_CALLS, 3)
+
+
+CLONED_LAYER = '''
+import copy
+
+
+def clone_module_list(module, n):
+    return nn.ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+class TransformerLayer(nn.Module):
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.size = d_model
+        self.ff = nn.Linear(d_model, d_model)
+
+    def forward(self, *, x, mask=None):
+        return x + self.ff(x)
+
+
+class Encoder(nn.Module):
+    """A stack of copies of the layer it is given (labml_nn.transformers.models.Encoder)."""
+
+    def __init__(self, layer: "TransformerLayer", n_layers: int):
+        super().__init__()
+        self.layers = clone_module_list(layer, n_layers)
+        self.norm = nn.LayerNorm([layer.size])
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x=x, mask=mask)
+        return self.norm(x)
+
+
+class TokenStack(nn.Module):
+    """The same, typed by a layer class of the file (labml_nn.transformers.vit.VisionTransformer):
+    `transformer_layer: TransformerLayer` read as a class to build until its size was read."""
+
+    def __init__(self, transformer_layer: TransformerLayer, n_layers: int):
+        super().__init__()
+        self.layers = clone_module_list(transformer_layer, n_layers)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, transformer_layer.size))
+
+    def forward(self, x):
+        x = torch.cat([self.cls_token.expand(-1, x.shape[1], -1), x])
+        for layer in self.layers:
+            x = layer(x=x, mask=None)
+        return x.mean(0)
+'''
+
+
+def test_a_layer_the_module_copies_and_reads_the_size_of_is_a_network_with_that_size(tmp_path):
+    """Held-out set 39 (labml-nn's Encoder, TransformerXL, VisionTransformer...: 7 classes): a layer
+    argument read for its size (`layer.size`) and deep-copied into a ModuleList was given a
+    namespace holding the size ("types.SimpleNamespace is not a Module subclass"); a module by its
+    name that the code reads attributes of is the stand-in network with those attributes."""
+    assert_all_runnable(tmp_path, "models.py", CLONED_LAYER, 3)
+
