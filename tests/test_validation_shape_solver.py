@@ -326,3 +326,49 @@ def test_a_decoder_stage_whose_guessed_channels_clash_is_harvested_with_moved_co
     assert off.problems[0].status == "runnable", off.details
     in_ch, out_ch = (spec["value"] for spec in off.problems[0].init_spec)
     assert in_ch > out_ch and off.problems[0].input_spec[1]["shape"][1] == in_ch - out_ch
+
+
+class AtariTorso(nn.Module):
+    """DQN's network for 84 x 84 frames (labml-nn's rl/dqn Model): three valid convolutions, then a
+    linear layer over a flattened 7 x 7 x 64 map."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 32, 8, stride=4)
+        self.conv2 = nn.Conv2d(32, 64, 4, stride=2)
+        self.conv3 = nn.Conv2d(64, 64, 3)
+        self.lin = nn.Linear(7 * 7 * 64, 512)
+
+    def forward(self, obs):
+        h = torch.relu(self.conv3(torch.relu(self.conv2(torch.relu(self.conv1(obs))))))
+        return self.lin(h.reshape((-1, 7 * 7 * 64)))
+
+
+class DigitNet(nn.Module):
+    """LeNet for 28 x 28 digits (labml-nn's MNIST models): `view(-1, 4 * 4 * 50)` after two
+    convolutions and poolings."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 20, 5), nn.Conv2d(20, 50, 5)
+        self.fc = nn.Linear(4 * 4 * 50, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
+        return self.fc(x.view(-1, 4 * 4 * 50))
+
+
+@pytest.mark.parametrize("module, guess, side", [(AtariTorso, [2, 4, 32, 32], 84), (DigitNet, [2, 1, 8, 8], 28),
+                                                 (DigitNet, [2, 1, 32, 32], 31)])
+def test_a_network_built_for_one_resolution_gets_a_square_input_of_it_with_its_batch(module, guess, side):
+    """Held-out set 39: networks whose flattened map must match a linear layer were lost. Moving
+    one axis at a time oscillated between the two axes' checks (a convolution checks each), and a
+    flattened product that divides the view's width was also found by sizes that fold the batch
+    into the rows (32 x 44) or empty the map (a zero divides anything). The square image's axes
+    move together, to the nearest size at which the product is whole and non-empty: DQN's 84 x 84,
+    the digits' 28 x 28 from a tiny guess (31 x 31 from 32 x 32: also a 4 x 4 map)."""
+    solved = solve_input_shapes(module, [torch.randn(guess)])
+    assert solved is not None and solved[0] == [guess[0], guess[1], side, side], solved
+    out = module()(torch.randn(solved[0]))
+    assert out.shape[0] == guess[0]  # the batch kept: one row per image

@@ -241,6 +241,57 @@ def _reversal(expr: Any, value: Any, sym: Any, hints: dict[Any, int], max_dim: i
     return None
 
 
+def _is_mod(node: Any) -> bool:
+    """A remainder in a size expression: sympy's Mod or torch's PythonMod (a view's divisibility)."""
+    return type(node).__name__ in ("Mod", "PythonMod")
+
+
+def _tied_move(expr: Any, value: Any, where: dict[Any, Slot], hints: dict[Any, int], slots: dict[Slot, Any],
+               max_dim: int) -> tuple[Slot, list[int]] | None:
+    """(slot, new shape) with the spatial sizes of one input (its axes after batch and channels)
+    of one size (a square image), one of which `expr` reads, moved together to the nearest size
+    that reverses `expr`; None where no such group or size. A network built for a fixed resolution
+    (DQN's 84 x 84 frames into `Linear(7 * 7 * 64, 512)`, MNIST's 28 x 28 into `view(-1, 4 * 4 *
+    50)`) is satisfied by one size on both axes, where moving one axis alone finds another
+    product that divides (32 x 44: the view then folds the batch into its rows)."""
+    import sympy
+
+    groups: dict[tuple[Slot, int], list[Any]] = {}
+    for sym in sorted(where, key=lambda s: where[s][1]):
+        slot, k = where[sym]
+        if k >= 2:
+            groups.setdefault((slot, hints[sym]), []).append(sym)
+    for (slot, _), syms in groups.items():
+        # the square's axes, whether the decision reads one of them (a convolution's check of each
+        # axis on its own) or several (a flattened size)
+        if len(syms) < 2 or not expr.free_symbols & set(syms):
+            continue
+        first = next(s for s in syms if s in expr.free_symbols)
+        fixed = {s: sympy.Integer(v) for s, v in hints.items() if s not in syms}
+        tied = expr.xreplace(fixed)
+        if tied.free_symbols - set(syms):
+            continue  # a size not from an input
+        size = None
+        for v in _candidates(hints[first], tied, max_dim):
+            square = {s: sympy.Integer(v) for s in syms}
+            try:
+                flips = tied.xreplace(square)
+                # a size that empties a flattened product divides by anything: not a solution
+                empty = any(_is_mod(m) and bool(m.args[0].xreplace(square) <= 0) for m in sympy.preorder_traversal(tied))
+            except Exception:  # noqa: BLE001 (a division by zero in an expression, and the like)
+                continue
+            if flips in (sympy.true, sympy.false) and bool(flips) != bool(value) and not empty:
+                size = v
+                break
+        if size is None:
+            continue
+        shape = list(slots[slot].shape)
+        for sym in syms:
+            shape[where[sym][1]] = size
+        return slot, shape
+    return None
+
+
 def _missing_key(error: BaseException, inputs: list[Any]) -> tuple[Slot, Any] | None:
     """forward read a key its dict input lacks (`inputs[properties.R]`, a key held in another
     module): the slot to add, as a float tensor shaped like the dict's first, or None."""
@@ -436,6 +487,15 @@ def _solve(build: Callable[[], Any], inputs: list[Any], *, rounds: int = 16, bud
                     return stuck()
             expr, value = ours[-1]
             hints = {s: slots[slot].shape[k] for s, (slot, k) in where.items()}
+            tied = _tied_move(expr, value, where, hints, slots, max_dim)
+            if tied is not None:
+                slot, shape = tied
+                trial = _with(state, {slot: _placeholder(shape, slots[slot].dtype)})
+                if math.prod(shape) <= max_numel and _signature(trial) not in seen:
+                    state = trial
+                    seen.add(_signature(state))
+                    moved.update((slot, k) for k in range(2, len(shape)))
+                    continue
             # a size not moved yet first, a batch size last, the last dimension before the first
             order = sorted(expr.free_symbols, key=lambda s: (where[s] in moved, where[s][1] == 0, -where[s][1]))
             for sym in order:
