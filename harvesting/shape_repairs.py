@@ -77,6 +77,9 @@ _BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tens
 # same number of dimensions: got 4 and 3"; `x.repeat(1, 1, n)` on an input of a higher rank.
 _UNPACK_MANY = re.compile(r"too many values to unpack \(expected (\d+)(?:, got (\d+))?\)")
 _UNPACK_FEW = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
+# einsum's operands have as many axes as the equation names for them
+_EINSUM_RANK = re.compile(r"einsum\(\): the number of subscripts in the equation \((\d+)\) does not match the number "
+                          r"of dimensions \((\d+)\) for operand \d+")
 _SAME_RANK = re.compile(r"Tensors must have same number of dimensions: got (\d+) and (\d+)")
 _REPEAT_RANK = re.compile(r"Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
 # A package's own message, in the common "expected N ... but got/found M" phrasing (vector-quantize's
@@ -232,6 +235,12 @@ def reshaped_attempt(attempt: Attempt, detail: str) -> Attempt | None:
         if ranked is not None:
             return ranked
     m = _UNPACK_FEW.search(detail)
+    if m:
+        want, got = int(m.group(1)), int(m.group(2))
+        ranked = reshape(lambda s: _to_rank(s, want) if len(s) == got else None)
+        if ranked is not None:
+            return ranked
+    m = _EINSUM_RANK.search(detail)
     if m:
         want, got = int(m.group(1)), int(m.group(2))
         ranked = reshape(lambda s: _to_rank(s, want) if len(s) == got else None)

@@ -43,6 +43,12 @@ def _guess(shape: list[int]) -> Attempt:
     ("RuntimeError: Tensors must have same number of dimensions: got 3 and 4", [2, 32, 8, 8], [2, 32, 8]),
     ("RuntimeError: Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
      [2, 32, 8, 8], [2, 32, 8]),
+    # an einsum operand with more or fewer axes than the equation names (labml-nn's fast-weights and
+    # RETRO attention, pina's graph operator blocks: held-out set 39)
+    ("RuntimeError: einsum(): the number of subscripts in the equation (3) does not match the number of dimensions "
+     "(4) for operand 1 and no ellipsis was given", [2, 32, 8, 8], [2, 32, 8]),
+    ("RuntimeError: einsum(): the number of subscripts in the equation (3) does not match the number of dimensions "
+     "(2) for operand 0 and no ellipsis was given", [2, 32], [2, 32, 8]),
     # the axes named (gliner's encoders, d3rlpy's GPT2 mask)
     ("ValueError: hidden_states must have shape [batch, sequence, hidden_size]", [2, 32, 8, 8], [2, 32, 8]),
     ("AssertionError: Expects (B, T), but got torch.Size([2, 32, 8])", [2, 32, 8], [2, 32]),
