@@ -193,7 +193,45 @@ def positional_forward(source: str, name: str = MODEL_NAME) -> str:
     return _rewrite_methods(source, name, {"forward": _required_positional})
 
 
+def _inherited_forward(source: str, name: str) -> str | None:
+    """The class of the source whose `forward` class `name` inherits (it defines none: the first
+    base of the source that does, depth first), when that forward has required keyword-only
+    parameters; else None."""
+    import ast
+
+    try:
+        classes = {n.name: n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)}
+    except SyntaxError:
+        return None
+
+    def owner(cls_name: str, depth: int) -> ast.FunctionDef | None:
+        cls = classes.get(cls_name)
+        if cls is None or depth > 10:
+            return None
+        own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+        if own is not None:
+            return own
+        for base in cls.bases:
+            found = owner(base.id, depth + 1) if isinstance(base, ast.Name) else None
+            if found is not None:
+                return found
+        return None
+
+    model = classes.get(name)
+    if model is None or any(isinstance(n, ast.FunctionDef) and n.name == "forward" for n in model.body):
+        return None
+    found = owner(name, 0)
+    if found is None or not any(d is None for d in found.args.kw_defaults):
+        return None
+    return next(c for c, node in classes.items() if found in node.body)
+
+
 def positional_signatures(source: str, name: str = MODEL_NAME) -> str:
     """positional_init and positional_forward in one parse (libcst parsing is most of a
-    harvest's CPU time)."""
-    return _rewrite_methods(source, name, {"__init__": _all_positional, "forward": _required_positional})
+    harvest's CPU time). A forward inherited from a base class of the source with required
+    keyword-only parameters (labml-nn's attention variants of `MultiHeadAttention.forward(self, *,
+    query, key, value, mask=None)`) is made positional in that base (a second parse, only then):
+    keyword calls of it keep working."""
+    out = _rewrite_methods(source, name, {"__init__": _all_positional, "forward": _required_positional})
+    base = _inherited_forward(out, name)
+    return _rewrite_methods(out, base, {"forward": _required_positional}) if base else out

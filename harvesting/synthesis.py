@@ -438,9 +438,10 @@ def synthesize(standalone: str, *, max_attempts: int = 8, sizes: tuple[int, ...]
         init = _forwarded_params(init, classes)
     fparams = _params(forward) if forward is not None else [_Param("x", "", None, "pos")]
     if forward is not None and any(p.kind == "kwonly" and p.default is None for p in fparams):
-        # positional_forward (renaming.py) made Model's own ones positional unless they follow *args
+        # positional_signatures (renaming.py) made them positional, Model's own or a base's of the source,
+        # unless they follow *args
         raise SynthesisError("keyword_only_forward", "forward() has required keyword-only arguments (after *args, or in "
-                             "a base class's forward); get_inputs() passes positional ones")
+                             "a base class's forward outside the source); get_inputs() passes positional ones")
     required = [p for p in fparams if p.kind == "pos" and p.default is None]
     if forward is not None and not required and any(p.kind == "vararg" for p in fparams):
         required = [_Param("x", "", None, "pos")]

@@ -68,6 +68,50 @@ class CrossAttend(nn.Module):
 '''
 
 
+INHERITED_KEYWORD_ONLY_FORWARD = '''
+class HeadAttention(nn.Module):
+    """Attention whose forward takes its inputs by keyword only (labml_nn.transformers.mha)."""
+
+    def __init__(self, d_model, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+
+    def get_scores(self, q, k):
+        return q @ k.transpose(-1, -2)
+
+    def forward(self, *, query, key, value, mask=None):
+        q, k, v = self.query(query), self.key(key), self.value(value)
+        scores = self.get_scores(q, k) * q.shape[-1] ** -0.5
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        return scores.softmax(dim=-1) @ v
+
+
+class TemperedHeadAttention(HeadAttention):
+    """A variant that only changes the scores (labml's rotary and relative attentions)."""
+
+    def __init__(self, d_model, heads=4):
+        super().__init__(d_model, heads)
+        self.temperature = nn.Parameter(torch.ones(()))
+
+    def get_scores(self, q, k):
+        return torch.tanh(q @ k.transpose(-1, -2)) * self.temperature
+'''
+
+
+def test_a_keyword_only_forward_inherited_from_a_base_of_the_file_takes_positional_inputs(tmp_path):
+    """Held-out set 39: five labml-nn attention variants were rejected as keyword_only_forward,
+    their forward `(self, *, query, key, value, mask=None)` inherited from the base; the base's
+    forward is made positional in the problem, keyword calls still work."""
+    problems = _harvest(tmp_path, "attention.py", INHERITED_KEYWORD_ONLY_FORWARD)
+    assert set(problems) == {"HeadAttention", "TemperedHeadAttention"}
+    variant = problems["TemperedHeadAttention"]
+    assert len(variant.input_spec) == 3
+    forwards = [line.strip() for line in variant.reference_source.splitlines() if line.strip().startswith("def forward(")]
+    assert forwards == ["def forward(self, query, key, value, *, mask=None):"], forwards
+
+
 def test_positional_forward_moves_only_the_required_keyword_only_inputs():
     """Required keyword-only parameters go after the required positional ones and before the
     defaulted ones; optional ones stay keyword-only; `*args` and a nested class's forward stay."""
