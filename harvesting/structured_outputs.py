@@ -32,7 +32,8 @@ _HELPER = '''
 
 def {helper}(out):
     """The tensors of a forward's output, in order: dict values, dataclass fields, list and
-    tuple items, nested; other values (None, numbers, strings) left out."""
+    tuple items, nested; an object's tensor attributes; other values (None, numbers, strings)
+    left out."""
     if isinstance(out, torch.Tensor):
         return (out,)
     if isinstance(out, dict):
@@ -43,6 +44,10 @@ def {helper}(out):
         items = list(vars(out).values())
     elif isinstance(out, (list, tuple)):
         items = list(out)
+    elif hasattr(out, "__dict__") and not isinstance(out, (type, torch.nn.Module)):
+        # another object (an action-value, a torch distribution): its tensor attributes, in
+        # order, each once (Categorical keeps its logits twice), not followed into other objects
+        return tuple({{id(v): v for v in vars(out).values() if isinstance(v, torch.Tensor)}}.values())
     else:
         return ()
     return tuple(t for item in items for t in {helper}(item))

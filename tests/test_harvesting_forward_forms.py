@@ -239,6 +239,62 @@ def test_forwards_returning_dicts_or_dataclasses_become_problems_returning_tuple
     assert "super(StructuredModel, self).__init__()" in problems["Classifier"].reference_source
 
 
+OBJECT_OUTPUTS = '''
+class DiscreteActionValue:
+    """Q-values with the greedy choice at hand (pfrl.action_value.DiscreteActionValue)."""
+
+    def __init__(self, q_values):
+        self.q_values = q_values
+        self.n_actions = q_values.shape[1]
+
+    @property
+    def greedy_actions(self):
+        return self.q_values.argmax(dim=1)
+
+
+class QHead(nn.Module):
+    """A Q-function returning an action-value object (pfrl's FCStateQFunctionWithDiscreteAction)."""
+
+    def __init__(self, n_dim_obs, n_actions):
+        super().__init__()
+        self.fc = nn.Linear(n_dim_obs, n_actions)
+
+    def forward(self, x):
+        return DiscreteActionValue(self.fc(x))
+
+
+class SoftmaxHead(nn.Module):
+    """A policy returning a distribution (pfrl's SoftmaxCategoricalHead)."""
+
+    def __init__(self, n_dim_obs, n_actions):
+        super().__init__()
+        self.fc = nn.Linear(n_dim_obs, n_actions)
+
+    def forward(self, x):
+        return torch.distributions.Categorical(logits=self.fc(x))
+'''
+
+
+def test_forwards_returning_an_action_value_or_a_distribution_give_its_tensors(tmp_path):
+    """Held-out set 40: pfrl's Q-functions and policy heads return objects (an action value, a
+    torch distribution); the problem's output tuple was empty, so every one was rejected as
+    input_independent (12 classes). Their tensor attributes are the outputs now, each once."""
+    problems = _harvest(tmp_path, "heads.py", OBJECT_OUTPUTS)
+    assert set(problems) == {"QHead", "SoftmaxHead"}
+    for name, problem in problems.items():
+        ns = _load(problem.reference_source)
+        torch.manual_seed(0)
+        init = ns["get_init_inputs"]()
+        model = ns["Model"](*init).eval()
+        torch.manual_seed(0)
+        structured = ns["StructuredModel"](*init).eval()
+        inputs = ns["get_inputs"]()
+        with torch.no_grad():
+            out, raw = model(*inputs), structured(*inputs)
+        expected = raw.q_values if name == "QHead" else raw.logits
+        assert len(out) == 1 and torch.equal(out[0], expected), name
+
+
 def test_a_structured_output_rewrite_needs_the_probes_message_and_happens_once():
     from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 
