@@ -49,6 +49,21 @@ def _boolean_masks(attempt: Attempt) -> Attempt | None:
     return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} boolean masks") if changed else None
 
 
+# torch.cat/stack given one tensor where they take a sequence of them: the input is that sequence
+# (pfrl's ConcatObsAndAction: `torch.cat(obs_and_action, dim=-1)`)
+_WANTS_TENSORS = re.compile(r"argument 'tensors' \(position 1\) must be tuple of Tensors, not Tensor")
+
+
+def _tensor_sequence(attempt: Attempt) -> Attempt | None:
+    """The first float tensor input given as a list of two tensors of its shape."""
+    for i, (code, spec) in enumerate(zip(attempt.input_code, attempt.input_spec)):
+        if isinstance(spec, dict) and spec.get("kind") == "tensor" and spec.get("dtype", "float32") == "float32":
+            codes, specs = list(attempt.input_code), list(attempt.input_spec)
+            codes[i], specs[i] = f"[{code}, {code}]", {"kind": "tensor_list", "items": [spec, spec]}
+            return Attempt(attempt.init_code, attempt.init_spec, codes, specs, label=f"{attempt.label} tensor sequence")
+    return None
+
+
 # one input that must have another's shape (a loss's target and its input): "Target size
 # (torch.Size([2, 8])) must be the same as input size (torch.Size([2, 32, 8, 8]))", "Using a target
 # size (torch.Size([2, 8])) that is different to the input size (...)": the first shape becomes the second
@@ -324,6 +339,8 @@ def repair_attempt(attempt: Attempt, detail: str) -> Attempt | None:
         return _retyped_inputs(attempt, detail)
     if _WANTS_BOOL.search(detail):
         return _boolean_masks(attempt)
+    if _WANTS_TENSORS.search(detail):
+        return _tensor_sequence(attempt)
     if _SAME_SIZE.search(detail):
         return _same_size(attempt, detail)
     return reshaped_attempt(attempt, detail)

@@ -249,3 +249,29 @@ def test_an_input_indexed_with_more_axes_than_it_has_gets_them(tmp_path):
     assert repaired.input_spec[0] == guess.input_spec[0]
     assert indexed_input(standalone, guess, detail.replace("span_idx[:, :, 0]", "other[:, :, 0]")) is None
     assert_all_runnable(tmp_path, "spans.py", SPAN_MARKER, 1)
+
+
+SEQUENCE_INPUT = '''
+class ConcatObsAndAction(nn.Module):
+    """Observation and action, handed over as one pair, concatenated (pfrl.nn.ConcatObsAndAction)."""
+
+    def forward(self, obs_and_action):
+        return torch.cat(obs_and_action, dim=-1)
+
+
+class PairProjection(nn.Module):
+    """A pair of feature maps stacked and projected."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, pair):
+        return self.proj(torch.stack(pair)).sum(0)
+'''
+
+
+def test_an_input_that_torch_cat_or_stack_takes_whole_is_a_sequence_of_tensors(tmp_path):
+    """Held-out set 40: "cat(): argument 'tensors' (position 1) must be tuple of Tensors, not
+    Tensor" (pfrl's ConcatObsAndAction): the input is given as a list of two tensors."""
+    assert_all_runnable(tmp_path, "pairs.py", SEQUENCE_INPUT, 2)
