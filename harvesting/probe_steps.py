@@ -21,6 +21,7 @@ from autotriton.harvesting.pure_inputs import copied_inputs
 from autotriton.harvesting.signatures import optional_input_named_in, parameter_named_in
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, synthesize
+from autotriton.harvesting.uninitialised import UNSEEDED, filled_empties
 from autotriton.records import Problem
 
 # Probe reasons that another input guess cannot fix.
@@ -175,8 +176,9 @@ def after_failure(p: Pending, round_no: int, result: Any, *, max_attempts: int,
 
 def _rewritten(p: Pending, round_no: int, reason: str, detail: str, full_detail: str, max_attempts: int) -> int | None:
     """It ran, but returned a dict or a dataclass (structured_outputs.py), or returned its input at
-    its initial parameters, weight 1 and bias 0 (perturbed.py): the same inputs again, with a Model
-    that returns its tensors as a tuple / has its parameters moved; or `**kwargs` lacked what it
+    its initial parameters, weight 1 and bias 0 (perturbed.py), or gave other outputs for the same
+    seed, its parameters uninitialised memory (uninitialised.py): the same inputs again, with a Model
+    that returns its tensors as a tuple / has its parameters moved / filled; or `**kwargs` lacked what it
     hands on (keyword_arguments.py): made parameters, fresh guesses in place of the rest. Returns
     the attempts added, None when no rewrite applies."""
     if p.rewrites >= REWRITES:
@@ -186,6 +188,8 @@ def _rewritten(p: Pending, round_no: int, reason: str, detail: str, full_detail:
         rewritten = tuple_outputs(p.model_source)
     elif reason == "returns_input":
         rewritten = perturbed_parameters(p.model_source)
+    elif reason == "nondeterministic" and UNSEEDED in detail:
+        rewritten = filled_empties(p.model_source)  # parameters left as uninitialised memory (uninitialised.py)
     else:
         keyworded = keyword_rewrite(p.model_source, full_detail, p.demanded, p.inputs,
                                     max_attempts=p.budget(max_attempts) - round_no)

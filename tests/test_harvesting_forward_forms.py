@@ -732,3 +732,41 @@ def test_a_structured_output_rewrite_keeps_from_future_imports_first(tmp_path):
     (p,) = result.problems
     assert (p.status, p.reject_reason) == ("runnable", None), result.details.get(p.key)
     assert "class Model(StructuredModel):" in p.reference_source
+
+
+UNINITIALISED_PARAMETERS = '''
+class LoRALinear(nn.Module):
+    """A frozen weight to be loaded from a checkpoint, plus a low-rank update (labml_nn.lora.Linear):
+    the weight is allocated and never filled."""
+
+    def __init__(self, in_features, out_features, r=4):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty((out_features, in_features)))
+        self.weight.requires_grad = False
+        self.lora_a = nn.Parameter(torch.empty((r, in_features)))
+        self.lora_b = nn.Parameter(torch.empty_like(self.lora_a).new_zeros((out_features, r)))
+        with torch.no_grad():
+            nn.init.kaiming_uniform_(self.lora_a, a=5 ** 0.5)
+
+    def forward(self, x):
+        return nn.functional.linear(x, self.weight) + x @ self.lora_a.T @ self.lora_b.T
+'''
+
+
+def test_parameters_left_as_uninitialised_memory_are_filled_from_the_seed(tmp_path):
+    """Held-out set 39: labml-nn's LoRA layers (and the GPT-2 blocks built of them) were refused as
+    nondeterministic, "two runs with the same seed gave different outputs": their weights are
+    `torch.empty` memory a checkpoint would fill. The problem's torch.empty calls fill the memory
+    from the seeded generator; two constructions with one seed agree."""
+    from autotriton.harvesting.uninitialised import filled_empties
+
+    problems = _harvest(tmp_path, "lora.py", UNINITIALISED_PARAMETERS)
+    source = problems["LoRALinear"].reference_source
+    assert "Parameter(torch.empty" not in source and "nn.Parameter(_filled_empty((out_features, in_features)))" in source
+    ns = _load(source)
+    built = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        built.append(ns["Model"](*ns["get_init_inputs"]()))
+    assert torch.equal(built[0].weight, built[1].weight) and 0.01 < built[0].weight.std().item() < 0.04
+    assert filled_empties(source) is None  # once
