@@ -204,6 +204,19 @@ class Encoder(nn.Module):
 '''
 
 
+def _model_and_module_outputs(problem) -> tuple:
+    """The outputs of the problem's Model and of the module it wraps (StructuredModel), built with
+    one seed and run on one input."""
+    ns = _load(problem.reference_source)
+    built = []
+    for name in ("Model", "StructuredModel"):
+        torch.manual_seed(0)
+        built.append(ns[name](*ns["get_init_inputs"]()).eval())
+    inputs = ns["get_inputs"]()
+    with torch.no_grad():
+        return built[0](*inputs), built[1](*inputs)
+
+
 def test_forwards_returning_dicts_or_dataclasses_become_problems_returning_tuples(tmp_path):
     """The probe refused them ("forward returned dict; expected a tensor or a tuple of tensors"),
     and they ended as no_working_inputs. The problem now keeps the module as `StructuredModel`
@@ -216,16 +229,8 @@ def test_forwards_returning_dicts_or_dataclasses_become_problems_returning_tuple
     assert set(problems) == {"Classifier", "Tagger", "Encoder"}
     counts = {}
     for name, problem in problems.items():
-        ns = _load(problem.reference_source)
         assert "class Model(StructuredModel):" in problem.reference_source
-        torch.manual_seed(0)
-        init = ns["get_init_inputs"]()
-        model = ns["Model"](*init).eval()
-        torch.manual_seed(0)
-        structured = ns["StructuredModel"](*init).eval()
-        inputs = ns["get_inputs"]()
-        with torch.no_grad():
-            out, raw = model(*inputs), structured(*inputs)
+        out, raw = _model_and_module_outputs(problem)
         assert isinstance(out, tuple) and all(isinstance(t, torch.Tensor) for t in out)
         expected = list(raw.values()) if isinstance(raw, dict) else [raw.last_hidden_state, raw.pooled]
         assert all(torch.equal(a, b) for a, b in zip(out, [t for t in expected if isinstance(t, torch.Tensor)]))
@@ -282,15 +287,7 @@ def test_forwards_returning_an_action_value_or_a_distribution_give_its_tensors(t
     problems = _harvest(tmp_path, "heads.py", OBJECT_OUTPUTS)
     assert set(problems) == {"QHead", "SoftmaxHead"}
     for name, problem in problems.items():
-        ns = _load(problem.reference_source)
-        torch.manual_seed(0)
-        init = ns["get_init_inputs"]()
-        model = ns["Model"](*init).eval()
-        torch.manual_seed(0)
-        structured = ns["StructuredModel"](*init).eval()
-        inputs = ns["get_inputs"]()
-        with torch.no_grad():
-            out, raw = model(*inputs), structured(*inputs)
+        out, raw = _model_and_module_outputs(problem)
         expected = raw.q_values if name == "QHead" else raw.logits
         assert len(out) == 1 and torch.equal(out[0], expected), name
 
