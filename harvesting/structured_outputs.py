@@ -30,7 +30,7 @@ _NOT_STRUCTURES = {"NoneType", "str", "bytes", "type", "function", "method"}
 
 _HELPER = '''
 
-def {helper}(out):
+def {helper}(out, _depth=0):
     """The tensors of a forward's output, in order: dict values, dataclass fields, list and
     tuple items, nested; an object's tensor attributes; other values (None, numbers, strings)
     left out."""
@@ -46,8 +46,15 @@ def {helper}(out):
         items = list(out)
     elif hasattr(out, "__dict__") and not isinstance(out, (type, torch.nn.Module)):
         # another object (an action-value, a torch distribution): its tensor attributes, in
-        # order, each once (Categorical keeps its logits twice), not followed into other objects
-        return tuple({{id(v): v for v in vars(out).values() if isinstance(v, torch.Tensor)}}.values())
+        # order, each once (Categorical keeps its logits twice), and those of the objects it
+        # holds, two levels down (Independent(Normal(loc, scale), 1) holds its base distribution)
+        found = {{}}
+        for v in vars(out).values():
+            held = (v,) if isinstance(v, torch.Tensor) else (
+                {helper}(v, _depth + 1) if _depth < 2 and hasattr(v, "__dict__") else ())
+            for t in held:
+                found.setdefault(id(t), t)
+        return tuple(found.values())
     else:
         return ()
     return tuple(t for item in items for t in {helper}(item))

@@ -277,19 +277,33 @@ class SoftmaxHead(nn.Module):
 
     def forward(self, x):
         return torch.distributions.Categorical(logits=self.fc(x))
+
+
+class GaussianHead(nn.Module):
+    """A policy returning a distribution that holds another (pfrl's GaussianHeadWithDiagonalCovariance)."""
+
+    def __init__(self, n_dim_obs, action_size):
+        super().__init__()
+        self.mean = nn.Linear(n_dim_obs, action_size)
+        self.log_std = nn.Parameter(torch.zeros(action_size))
+
+    def forward(self, x):
+        return torch.distributions.Independent(torch.distributions.Normal(self.mean(x), self.log_std.exp()), 1)
 '''
 
 
 def test_forwards_returning_an_action_value_or_a_distribution_give_its_tensors(tmp_path):
     """Held-out set 40: pfrl's Q-functions and policy heads return objects (an action value, a
     torch distribution); the problem's output tuple was empty, so every one was rejected as
-    input_independent (12 classes). Their tensor attributes are the outputs now, each once."""
+    input_independent (12 classes). Their tensor attributes are the outputs now, each once, and
+    those of the objects they hold (a distribution wrapping another)."""
     problems = _harvest(tmp_path, "heads.py", OBJECT_OUTPUTS)
-    assert set(problems) == {"QHead", "SoftmaxHead"}
+    assert set(problems) == {"QHead", "SoftmaxHead", "GaussianHead"}
     for name, problem in problems.items():
         out, raw = _model_and_module_outputs(problem)
-        expected = raw.q_values if name == "QHead" else raw.logits
-        assert len(out) == 1 and torch.equal(out[0], expected), name
+        expected = {"QHead": lambda: [raw.q_values], "SoftmaxHead": lambda: [raw.logits],
+                    "GaussianHead": lambda: [raw.base_dist.loc, raw.base_dist.scale]}[name]()
+        assert len(out) == len(expected) and all(torch.equal(a, b) for a, b in zip(out, expected)), name
 
 
 def test_a_structured_output_rewrite_needs_the_probes_message_and_happens_once():
