@@ -165,8 +165,9 @@ def usage_guess(usage: Usage, current: tuple[str, object] | None, D: int, sized:
             return None
         if code.startswith(("torch.nn.", STAND_IN)):
             # a module (or a layer class) by its name or type hint that the code reads sizes of and
-            # keeps or copies without calling it here: an instance, as attributes are read of it (labml's `Encoder(layer: TransformerLayer, n_layers)`: `layer.size`,
-            # then `clone_module_list(layer, n_layers)`): the stand-in network with those attributes, a
+            # keeps or copies without calling it here, an instance as attributes are read of it
+            # (labml's `Encoder(layer: TransformerLayer, n_layers)`: `layer.size`, then
+            # `clone_module_list(layer, n_layers)`): the stand-in network with those attributes, a
             # Module that deep copies and registers where a namespace is refused ("types.SimpleNamespace
             # is not a Module subclass")
             fields = _network_fields(usage, D)
