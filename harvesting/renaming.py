@@ -4,11 +4,13 @@ module chains (`pkg.sub.fn`) to the bare names that were inlined.
 
 from __future__ import annotations
 
+import ast
 from typing import Callable
 
 import libcst as cst
 
 from autotriton.harvesting.parsing import _dotted
+from autotriton.harvesting.signatures import _classes, _method_owner
 
 
 MODEL_NAME = "Model"
@@ -195,35 +197,16 @@ def positional_forward(source: str, name: str = MODEL_NAME) -> str:
 
 def _inherited_forward(source: str, name: str) -> str | None:
     """The class of the source whose `forward` class `name` inherits (it defines none: the first
-    base of the source that does, depth first), when that forward has required keyword-only
-    parameters; else None."""
-    import ast
-
+    base of the source that does, as signatures._method_owner finds it), when that forward has
+    required keyword-only parameters; else None."""
     try:
-        classes = {n.name: n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)}
+        classes = _classes(ast.parse(source))
     except SyntaxError:
         return None
-
-    def owner(cls_name: str, depth: int) -> ast.FunctionDef | None:
-        cls = classes.get(cls_name)
-        if cls is None or depth > 10:
-            return None
-        own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
-        if own is not None:
-            return own
-        for base in cls.bases:
-            found = owner(base.id, depth + 1) if isinstance(base, ast.Name) else None
-            if found is not None:
-                return found
+    found = _method_owner(classes, name, "forward")
+    if found is None or found[0] == name or None not in found[1].args.kw_defaults:
         return None
-
-    model = classes.get(name)
-    if model is None or any(isinstance(n, ast.FunctionDef) and n.name == "forward" for n in model.body):
-        return None
-    found = owner(name, 0)
-    if found is None or not any(d is None for d in found.args.kw_defaults):
-        return None
-    return next(c for c, node in classes.items() if found in node.body)
+    return found[0]
 
 
 def positional_signatures(source: str, name: str = MODEL_NAME) -> str:
