@@ -231,31 +231,29 @@ def _reversal(expr: Any, value: Any, sym: Any, hints: dict[Any, int], max_dim: i
     fixed = expr.xreplace({s: sympy.Integer(v) for s, v in hints.items() if s != sym})
     if fixed.free_symbols - {sym}:
         return None  # a symbol not from an input (an unbacked size): nothing to move
+    # the dividends of its remainders: a size that empties a flattened product divides by anything
+    dividends = [m.args[0] for m in sympy.preorder_traversal(fixed) if type(m).__name__ in ("Mod", "PythonMod")]
     for v in _candidates(hints[sym], fixed, max_dim):
         try:
-            got = fixed.xreplace({sym: sympy.Integer(v)})
+            at = {sym: sympy.Integer(v)}
+            got = fixed.xreplace(at)
+            empty = any(bool(d.xreplace(at) <= 0) for d in dividends)
         except Exception:  # noqa: BLE001 (a division by zero in the expression, and the like)
             continue
-        if got in (sympy.true, sympy.false) and bool(got) == want:
+        if got in (sympy.true, sympy.false) and bool(got) == want and not empty:
             return v
     return None
-
-
-def _is_mod(node: Any) -> bool:
-    """A remainder in a size expression: sympy's Mod or torch's PythonMod (a view's divisibility)."""
-    return type(node).__name__ in ("Mod", "PythonMod")
 
 
 def _tied_move(expr: Any, value: Any, where: dict[Any, Slot], hints: dict[Any, int], slots: dict[Slot, Any],
                max_dim: int) -> tuple[Slot, list[int]] | None:
     """(slot, new shape) with the spatial sizes of one input (its axes after batch and channels)
     of one size (a square image), one of which `expr` reads, moved together to the nearest size
-    that reverses `expr`; None where no such group or size. A network built for a fixed resolution
-    (DQN's 84 x 84 frames into `Linear(7 * 7 * 64, 512)`, MNIST's 28 x 28 into `view(-1, 4 * 4 *
-    50)`) is satisfied by one size on both axes, where moving one axis alone finds another
-    product that divides (32 x 44: the view then folds the batch into its rows)."""
-    import sympy
-
+    that reverses `expr` (`_reversal` of `expr` with those axes one symbol); None where no such
+    group or size. A network built for a fixed resolution (DQN's 84 x 84 frames into
+    `Linear(7 * 7 * 64, 512)`, MNIST's 28 x 28 into `view(-1, 4 * 4 * 50)`) is satisfied by one
+    size on both axes, where moving one axis alone finds another product that divides (32 x 44:
+    the view then folds the batch into its rows)."""
     groups: dict[tuple[Slot, int], list[Any]] = {}
     for sym in sorted(where, key=lambda s: where[s][1]):
         slot, k = where[sym]
@@ -267,22 +265,9 @@ def _tied_move(expr: Any, value: Any, where: dict[Any, Slot], hints: dict[Any, i
         if len(syms) < 2 or not expr.free_symbols & set(syms):
             continue
         first = next(s for s in syms if s in expr.free_symbols)
-        fixed = {s: sympy.Integer(v) for s, v in hints.items() if s not in syms}
-        tied = expr.xreplace(fixed)
-        if tied.free_symbols - set(syms):
-            continue  # a size not from an input
-        size = None
-        for v in _candidates(hints[first], tied, max_dim):
-            square = {s: sympy.Integer(v) for s in syms}
-            try:
-                flips = tied.xreplace(square)
-                # a size that empties a flattened product divides by anything: not a solution
-                empty = any(_is_mod(m) and bool(m.args[0].xreplace(square) <= 0) for m in sympy.preorder_traversal(tied))
-            except Exception:  # noqa: BLE001 (a division by zero in an expression, and the like)
-                continue
-            if flips in (sympy.true, sympy.false) and bool(flips) != bool(value) and not empty:
-                size = v
-                break
+        others = [s for s in syms if s != first]
+        size = _reversal(expr.xreplace({s: first for s in others}), value, first,
+                         {s: v for s, v in hints.items() if s not in others}, max_dim)
         if size is None:
             continue
         shape = list(slots[slot].shape)
