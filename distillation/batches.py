@@ -156,8 +156,7 @@ def distill_batches(batches: Sequence[Sequence[Problem]], teacher: Any, config: 
         not_admitted = 0  # problems of batches started, then turned back by the budget after waiting for memory
         error: BaseException | None = None
         while next_index < len(batches) or running:
-            while (error is None and not (run.stopped_by_budget and not_admitted) and next_index < len(batches)
-                   and len(running) < side_by_side):
+            while error is None and not not_admitted and next_index < len(batches) and len(running) < side_by_side:
                 now = time.monotonic()
                 if not budget.may_start([now - t for t in started_at.values()]):
                     run.stopped_by_budget = True

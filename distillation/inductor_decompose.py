@@ -159,13 +159,20 @@ def conv_transpose_as_phases(x: Any, weight: Any, bias: Any, stride: list[int], 
     return out.contiguous()
 
 
+def _gemm_sized(reduced: Any, out: Any) -> bool:
+    """Products a tensor-core tile pays off for: 16 or more reduced values (input channels x taps)
+    and output channels a group (conv_kernels.implicit_gemm_applies's rule, which this module does
+    not import: the capture loads it only inside implicit_gemm_convolutions)."""
+    return bool(out >= 16) and bool(reduced >= 16)
+
+
 def is_pointwise(weight: Any, stride: list[int], padding: list[int], groups: Any) -> bool:
     """A 1 x 1 (x 1) direct convolution of stride 1, no padding, one group, of tensor-core sized
     channel counts (16 and more in and out, as `conv_kernels.implicit_gemm_applies` asks): a
     GEMM per batch item. Fewer channels keep the multiply + reduction (no GEMM template)."""
     return (isinstance(groups, int) and groups == 1 and all(int(k) == 1 for k in weight.shape[2:])
             and all(int(s) == 1 for s in stride) and all(int(p) == 0 for p in padding)
-            and bool(weight.shape[0] >= 16) and bool(weight.shape[1] >= 16))
+            and _gemm_sized(weight.shape[1], weight.shape[0]))
 
 
 def pointwise_as_matmul(x: Any, weight: Any, bias: Any) -> Any:
@@ -231,7 +238,7 @@ def convolution_as_matmul(x: Any, weight: Any, bias: Any, stride: list[int], pad
     perm = [0] + list(range(3, 3 + nd)) + [1, 2] + list(range(3 + nd, 3 + 2 * nd))
     cols = x.permute(perm).reshape(-1, groups, cg * kprod)  # (N*O, g, C/g*K)
     w = weight.reshape(groups, coutg, cg * kprod)
-    if coutg < 16 or cg * kprod < 16:
+    if not _gemm_sized(cg * kprod, coutg):
         # tiny per-group products (depthwise): multiply + reduce, no matmul template needed
         out = (cols.unsqueeze(2) * w.unsqueeze(0)).sum(-1)  # (N*O, g, Cout/g)
     else:

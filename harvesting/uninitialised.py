@@ -57,15 +57,13 @@ def filled_empties(model_source: str) -> str | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     lines = source.splitlines(keepends=True)
-    # after the last top-level import that comes before any other statement's use (imports lead a module)
+    # after the module's leading imports (and docstring), before anything that could call them
     leading = 0
     for node in tree.body:
-        if node in imports or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-            leading = node.end_lineno or leading
-            continue
-        break
+        if not (isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))):
+            break
+        leading = node.end_lineno or leading
     head, rest = "".join(lines[:leading]), "".join(lines[leading:])
     rest = _CALL.sub(lambda m: f"{HELPER}_like(" if m.group(1) == "empty_like" else f"{HELPER}(", rest)
     return head.rstrip("\n") + "\n" + _HELPERS + "\n" + rest.lstrip("\n")
