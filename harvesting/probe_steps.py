@@ -21,7 +21,7 @@ from autotriton.harvesting.pure_inputs import copied_inputs
 from autotriton.harvesting.signatures import optional_input_named_in, parameter_named_in
 from autotriton.harvesting.structured_outputs import structured_output, tuple_outputs
 from autotriton.harvesting.synthesis import Attempt, SynthesisError, synthesize
-from autotriton.harvesting.uninitialised import UNSEEDED, filled_empties
+from autotriton.harvesting.uninitialised import filled_empties
 from autotriton.records import Problem
 
 # Probe reasons that another input guess cannot fix.
@@ -188,8 +188,10 @@ def _rewritten(p: Pending, round_no: int, reason: str, detail: str, full_detail:
         rewritten = tuple_outputs(p.model_source)
     elif reason == "returns_input":
         rewritten = perturbed_parameters(p.model_source)
-    elif reason == "nondeterministic" and UNSEEDED in detail:
-        rewritten = filled_empties(p.model_source)  # parameters left as uninitialised memory (uninitialised.py)
+    elif reason == "nondeterministic":
+        # parameters left as uninitialised memory (uninitialised.py): either of the probe's two
+        # refusals, as the allocator may hand two runs the same garbage and a third other garbage
+        rewritten = filled_empties(p.model_source)
     else:
         keyworded = keyword_rewrite(p.model_source, full_detail, p.demanded, p.inputs,
                                     max_attempts=p.budget(max_attempts) - round_no)

@@ -2,7 +2,10 @@
 to be loaded later allocates them with `nn.Parameter(torch.empty(out, in))` and never fills them
 (labml-nn's LoRA Linear and Embedding, and the GPT-2 blocks built of them). Two constructions with
 one seed then hold different garbage, and the probe refuses the module as `nondeterministic` ("two
-runs with the same seed gave different outputs"), though its forward is an ordinary kernel.
+runs with the same seed gave different outputs", or, when the allocator hands two runs the same
+garbage and the reseeded run other garbage, "forward draws random numbers"), though its forward is
+an ordinary kernel. A source with torch.empty calls refused as nondeterministic is rewritten once
+and probed again; a forward that really draws random numbers is then refused again.
 
 Such a problem keeps the module as written, with its `torch.empty(...)` and `torch.empty_like(...)`
 calls made `_filled_empty(...)` / `_filled_empty_like(...)`: the same allocation, its memory filled
@@ -21,8 +24,6 @@ from autotriton.harvesting.structured_outputs import with_torch_import
 
 HELPER = "_filled_empty"
 STD = 0.02  # a pretrained layer's scale (GPT-2's initialiser), far from the uninitialised memory's extremes
-# the probe's refusal this rewrite answers (validation/probe.py); not its "forward draws random numbers"
-UNSEEDED = "two runs with the same seed gave different outputs"
 _CALL = re.compile(r"\btorch\.(empty|empty_like)\(")
 
 _HELPERS = f'''
